@@ -1,0 +1,1 @@
+"""Binlog events and row values decoded from bytes. No I/O here."""

@@ -1,0 +1,1 @@
+"""Change capture: transactions, positions, checkpoints and schema history."""

@@ -1,0 +1,61 @@
+"""The ``sluice`` command line: argument parsing and dispatch, no business logic.
+
+Each subcommand lives in a module that offers ``register(subparsers)``; the parser it adds sets
+``handler`` to a function taking the parsed arguments and returning an exit code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+
+from sluice import __version__
+from sluice.errors import SluiceError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="sluice",
+        description="Change data capture from the MySQL / MariaDB binary log.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="Run 'sluice COMMAND --help' for the options of a command.",
+    )
+    parser.add_argument("--version", action="version", version=f"sluice {__version__}")
+    parser.add_argument("-v", "--verbose", action="count", default=0, help="more log output (-vv for debug)")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    from sluice.commands import tail
+    from sluice.sandbox import command as sandbox_command
+
+    tail.register(sub)
+    sandbox_command.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.WARNING - 10 * min(args.verbose, 2),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    handler = getattr(args, "handler", None)
+    if handler is None:
+        parser.print_help()
+        return 2
+    try:
+        return int(handler(args) or 0)
+    except SluiceError as exc:
+        print(f"sluice: error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("sluice: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""One module per sluice subcommand: argument definitions and the glue that calls the library."""

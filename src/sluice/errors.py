@@ -1,0 +1,163 @@
+"""The one error tree of sluice.
+
+Every failure sluice reports is one of these types, and every message says what was expected,
+what was found, where (file and offset, host, table) and what to do::
+
+    SluiceError
+    ├── ProtocolError              bytes that do not follow the protocol or the binlog format
+    │   ├── TruncatedError         the bytes end before the structure does
+    │   ├── MalformedEventError    a binlog event body that cannot be decoded
+    │   ├── ChecksumMismatchError  CRC32 of an event does not match
+    │   └── UnsupportedError       a valid feature sluice does not handle (encryption, old servers)
+    ├── ServerError                the server answered with ERR (errno, sqlstate)
+    │   ├── AccessDeniedError      wrong user / password / missing privilege
+    │   └── BinlogUnavailableError the requested binlog position is gone (purged) or invalid
+    ├── TransportError             sockets, TLS, timeouts: the only retryable family
+    ├── AuthError                  the authentication exchange itself failed on our side
+    ├── SchemaError                the schema at an event's position is unknown or disagrees
+    ├── ConfigError                bad DSN, option or missing installation
+    └── DataLossError              continuing would lose or duplicate data
+
+Only ``TransportError`` is retried automatically; every other error stops the run.
+"""
+
+from __future__ import annotations
+
+
+class SluiceError(Exception):
+    """Base of every error sluice raises on purpose."""
+
+
+class ProtocolError(SluiceError):
+    """The bytes on the wire or in a file do not follow the protocol."""
+
+
+class TruncatedError(ProtocolError):
+    """The buffer ends before the structure being decoded does."""
+
+
+class MalformedEventError(ProtocolError):
+    """A binlog event cannot be decoded.
+
+    Carries the event header and, when known, the file and offset the event was read from.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        header: object | None = None,
+        file: str | None = None,
+        offset: int | None = None,
+    ) -> None:
+        self.header = header
+        self.file = file
+        self.offset = offset
+        where = _where(file, offset)
+        super().__init__(f"{message}{where}")
+
+
+class ChecksumMismatchError(ProtocolError):
+    """The CRC32 stored with an event does not match its bytes."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        event_type: object | None = None,
+        file: str | None = None,
+        offset: int | None = None,
+    ) -> None:
+        self.event_type = event_type
+        self.file = file
+        self.offset = offset
+        super().__init__(f"{message}{_where(file, offset)}")
+
+
+class UnsupportedError(ProtocolError):
+    """A valid protocol or binlog feature that sluice does not handle."""
+
+
+class ServerError(SluiceError):
+    """The server answered a command with an ERR packet."""
+
+    def __init__(self, errno: int, sqlstate: str, message: str, *, hint: str = "") -> None:
+        self.errno = errno
+        self.sqlstate = sqlstate
+        self.server_message = message
+        self.hint = hint
+        text = f"server error {errno} ({sqlstate}): {message}"
+        if hint:
+            text += f" — {hint}"
+        super().__init__(text)
+
+
+class AccessDeniedError(ServerError):
+    """Wrong user or password, or a privilege the command needs is missing."""
+
+
+class BinlogUnavailableError(ServerError):
+    """The binlog position asked for is not on the server any more (purged) or never existed."""
+
+
+class TransportError(SluiceError):
+    """The connection failed: refused, reset, timed out, TLS failure. Retryable."""
+
+
+class AuthError(SluiceError):
+    """The authentication exchange could not be completed on the client side."""
+
+
+class SchemaError(SluiceError):
+    """The schema of a table at an event's position is unknown or disagrees with the binlog."""
+
+
+class ConfigError(SluiceError):
+    """A DSN, option or installation is wrong or missing; the message says what to change."""
+
+
+class DataLossError(SluiceError):
+    """Going on would lose or duplicate committed changes."""
+
+
+def _where(file: str | None, offset: int | None) -> str:
+    if file is None and offset is None:
+        return ""
+    if file is None:
+        return f" (at offset {offset})"
+    if offset is None:
+        return f" (in {file})"
+    return f" (in {file} at offset {offset})"
+
+
+# Server errnos that get their own type; see include/mysqld_error.h and the MariaDB equivalent.
+ER_DBACCESS_DENIED_ERROR = 1044
+ER_ACCESS_DENIED_ERROR = 1045
+ER_SPECIFIC_ACCESS_DENIED_ERROR = 1227
+ER_MASTER_FATAL_ERROR_READING_BINLOG = 1236
+ER_ACCESS_DENIED_NO_PASSWORD_ERROR = 1698
+ER_UNKNOWN_TARGET_BINLOG = 1373
+
+_ACCESS_ERRNOS = frozenset(
+    {ER_DBACCESS_DENIED_ERROR, ER_ACCESS_DENIED_ERROR, ER_SPECIFIC_ACCESS_DENIED_ERROR,
+     ER_ACCESS_DENIED_NO_PASSWORD_ERROR, 1142, 1143}
+)
+
+_BINLOG_HINT = (
+    "the binlog position asked for is not on the server any more (purged by expire_logs / "
+    "binlog_expire_logs_seconds, or never written). Start again from a position the server still has "
+    "(see SHOW BINARY LOGS), or take a new snapshot of the tables and stream from there"
+)
+
+
+def server_error(errno: int, sqlstate: str, message: str) -> ServerError:
+    """Map an ERR packet to the most specific error type."""
+    if errno in _ACCESS_ERRNOS:
+        return AccessDeniedError(
+            errno, sqlstate, message,
+            hint="check the user, the password and that the user holds REPLICATION SLAVE, "
+                 "REPLICATION CLIENT and SELECT",
+        )
+    if errno in (ER_MASTER_FATAL_ERROR_READING_BINLOG, ER_UNKNOWN_TARGET_BINLOG):
+        return BinlogUnavailableError(errno, sqlstate, message, hint=_BINLOG_HINT)
+    return ServerError(errno, sqlstate, message)

@@ -1,0 +1,1 @@
+"""The only modules that touch sockets and files: connections, the replication stream, binlog files."""
