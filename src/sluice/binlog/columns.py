@@ -1,0 +1,32 @@
+"""Per-column facts a row decoder needs beyond the TABLE_MAP's type and metadata bytes.
+
+``ColumnInfo`` carries what the optional metadata block of a TABLE_MAP event (MySQL
+``binlog_row_metadata=FULL``) or sluice's schema history knows about one column: its name,
+signedness, collation, ENUM / SET members, geometry subtype, vector dimension and visibility.
+Every field is optional: a ``None`` means "not known", and the row decoder then follows the
+documented fallback (signed integers, UTF-8 text for VARCHAR/CHAR, bytes for the BLOB family,
+ENUM index / SET bitmask as integers).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["BINARY_COLLATION", "ColumnInfo"]
+
+#: Collation id of the ``binary`` pseudo charset: such columns decode to ``bytes``.
+BINARY_COLLATION = 63
+
+
+@dataclass(frozen=True, slots=True)
+class ColumnInfo:
+    """What is known about one column of a table, beyond its binlog type code."""
+
+    name: str | None = None
+    unsigned: bool | None = None
+    collation: int | None = None  # collation id of a character column (63 = binary)
+    enum_values: tuple[str, ...] | None = None
+    set_values: tuple[str, ...] | None = None
+    geometry_type: int | None = None
+    vector_dimension: int | None = None
+    visible: bool = True
