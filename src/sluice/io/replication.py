@@ -1,0 +1,261 @@
+"""The replication stream: register as a replica, ask for the binlog, hand out raw events with positions.
+
+``ReplicationStream`` owns one replication connection. It negotiates checksums
+(``@master_binlog_checksum``), the heartbeat period and, on MariaDB, the replica capability, sends
+COM_REGISTER_SLAVE and then COM_BINLOG_DUMP (file + position, or MariaDB's
+``@slave_connect_state`` GTID start) or COM_BINLOG_DUMP_GTID (a MySQL GTID set), and yields each
+event's bytes with the binlog file and the offset the event starts at.
+
+Offsets are counted from the bytes of the stream, not taken from the header's ``log_pos``
+(MariaDB 11.4+ writes 0 there inside transactions). Events the server makes up for the replica
+(the fake ROTATE that names the file, a re-sent FORMAT_DESCRIPTION, heartbeats) do not advance the
+count. When a header carries a non-zero ``log_pos`` that is ahead of the count, the server skipped
+events (MariaDB does that when starting from a GTID) and the count moves forward to it.
+
+Decoding is not done here: the caller feeds the bytes to ``sluice.binlog.parser.EventParser``.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import struct
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from sluice.binlog.constants import EventType
+from sluice.dsn import ConnectionConfig
+from sluice.errors import ConfigError, ProtocolError, server_error
+from sluice.io.connection import Connection
+from sluice.wire import commands
+from sluice.wire.constants import BINLOG_DUMP_NON_BLOCK, BINLOG_THROUGH_GTID
+
+log = logging.getLogger(__name__)
+
+_HEADER = struct.Struct("<IBIIIH")  # timestamp, type, server_id, event_size, log_pos, flags
+_ROTATE_POS = struct.Struct("<Q")
+LOG_EVENT_ARTIFICIAL_F = 0x20  # sql/log_event.h: made up by the server, not in any binlog file
+MARIA_SLAVE_CAPABILITY_MINE = 4  # MariaDB sql/log_event.h: GTID, annotate rows, binlog checkpoint
+
+
+@dataclass(frozen=True, slots=True)
+class StreamConfig:
+    """Where to start and how to follow the binlog."""
+
+    connection: ConnectionConfig
+    file: str | None = None  # start file; None with no gtid = the earliest binlog on the server
+    pos: int = 4
+    gtid: str | None = None  # MySQL GTID set (already executed) or MariaDB GTID position
+    until_end: bool = False  # BINLOG_DUMP_NON_BLOCK: stop at the current end of the binlog
+    heartbeat_period: float = 5.0  # seconds; 0 disables heartbeats
+    server_id: int = 0  # 0 = pick a random replica id
+
+
+@dataclass(frozen=True, slots=True)
+class RawEvent:
+    """One event as received: bytes (header .. checksum) and where it starts."""
+
+    file: str
+    pos: int
+    data: memoryview
+
+
+@dataclass(frozen=True, slots=True)
+class BinlogStatus:
+    """Current end of the server's binlog and its executed GTIDs."""
+
+    file: str
+    pos: int
+    gtid_executed: str
+
+
+def server_binlog_status(conn: Connection) -> BinlogStatus:
+    """``SHOW BINARY LOG STATUS`` (MySQL 8.2+) or ``SHOW MASTER STATUS`` (MariaDB, older MySQL)."""
+    if conn.is_mariadb or conn.server_version_tuple < (8, 2, 0):
+        result = conn.query("SHOW MASTER STATUS")
+    else:
+        result = conn.query("SHOW BINARY LOG STATUS")
+    if not result.rows:
+        raise ConfigError(
+            f"the server at {conn.config.redacted()} has no binary log: start it with --log-bin "
+            "(and binlog_format=ROW)"
+        )
+    row = dict(zip(result.columns, result.rows[0], strict=True))
+    if conn.is_mariadb:
+        gtid = conn.query("SELECT @@GLOBAL.gtid_binlog_pos").rows[0][0] or ""
+    else:
+        gtid = row.get("Executed_Gtid_Set") or ""
+    return BinlogStatus(str(row["File"]), int(row["Position"] or 4), gtid.replace("\n", ""))
+
+
+def server_binlog_files(conn: Connection) -> list[tuple[str, int]]:
+    """The binlog files still on the server, oldest first, with their sizes."""
+    result = conn.query("SHOW BINARY LOGS")
+    return [(str(r[0]), int(r[1] or 0)) for r in result.rows]
+
+
+class ReplicationStream:
+    """Iterate the raw binlog events of a server from a start position.
+
+    Use as a context manager or call ``close()``; iterating opens the connection.
+    """
+
+    def __init__(self, config: StreamConfig) -> None:
+        self.config = config
+        self._conn: Connection | None = None
+        self.checksum: str = "NONE"
+        self.file: str = config.file or ""
+        self.next_pos: int = config.pos
+        self.server_id = config.server_id or random.randint(1 << 20, (1 << 31) - 1)
+        self.is_mariadb = False
+        self.server_version: tuple[int, ...] = ()
+
+    def __enter__(self) -> ReplicationStream:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    def __iter__(self) -> Iterator[RawEvent]:
+        conn = self._open()
+        read = conn.read_payload
+        header = _HEADER.unpack_from
+        rotate = EventType.ROTATE_EVENT
+        fde = EventType.FORMAT_DESCRIPTION_EVENT
+        heartbeats = (EventType.HEARTBEAT_LOG_EVENT, EventType.HEARTBEAT_LOG_EVENT_V2)
+        while True:
+            payload = read()
+            status = payload[0]
+            if status == 0x00:
+                pass
+            elif status == 0xFE and len(payload) < 9:
+                return  # EOF: the end of the binlog was reached with BINLOG_DUMP_NON_BLOCK
+            elif status == 0xFF:
+                raise _err_packet(payload)
+            else:
+                raise ProtocolError(
+                    f"expected an OK-prefixed binlog event from {conn.config.redacted()}, "
+                    f"found a packet starting with 0x{status:02x}"
+                )
+            data = memoryview(payload)[1:]
+            if len(data) < 19:
+                raise ProtocolError(f"binlog event of {len(data)} bytes is shorter than its 19-byte header")
+            _ts, type_code, _sid, size, log_pos, flags = header(data, 0)
+            if type_code == rotate and (flags & LOG_EVENT_ARTIFICIAL_F or _ts == 0):
+                self._apply_rotate(data)
+                yield RawEvent(self.file, self.next_pos, data)
+                continue
+            if type_code in heartbeats or (type_code == fde and self.next_pos != 4):
+                yield RawEvent(self.file, self.next_pos, data)
+                continue
+            if log_pos and log_pos - size > self.next_pos:
+                log.debug("server skipped bytes %d..%d of %s", self.next_pos, log_pos - size, self.file)
+                self.next_pos = log_pos - size
+            pos = self.next_pos
+            self.next_pos = pos + size
+            if type_code == rotate:
+                yield RawEvent(self.file, pos, data)
+                self._apply_rotate(data)
+                continue
+            yield RawEvent(self.file, pos, data)
+
+    def _apply_rotate(self, data: memoryview) -> None:
+        """Switch to the file a ROTATE names; its body is position (8 bytes) + file name."""
+        end = len(data) - (4 if self.checksum != "NONE" else 0)
+        (position,) = _ROTATE_POS.unpack_from(data, 19)
+        name = bytes(data[27:end]).decode("utf-8", "replace")
+        self.file = name
+        self.next_pos = position
+
+    # -- connection set-up -------------------------------------------------------------------------
+
+    def _open(self) -> Connection:
+        if self._conn is not None:
+            return self._conn
+        cfg = self.config
+        conn = Connection.open(cfg.connection)
+        self._conn = conn
+        self.is_mariadb = conn.is_mariadb
+        self.server_version = conn.server_version_tuple
+        try:
+            self._negotiate(conn)
+            self._register(conn)
+            self._dump(conn)
+        except BaseException:
+            self.close()
+            raise
+        if cfg.connection.read_timeout is None and cfg.heartbeat_period > 0:
+            # Heartbeats arrive at least every period while idle; silence for much longer is a dead link.
+            conn.settimeout(max(30.0, cfg.heartbeat_period * 4))
+        return conn
+
+    def _negotiate(self, conn: Connection) -> None:
+        checksum = conn.query("SELECT @@GLOBAL.binlog_checksum").rows[0][0] or "NONE"
+        self.checksum = checksum.upper()
+        conn.execute(f"SET @master_binlog_checksum = '{self.checksum}'")
+        if self.config.heartbeat_period > 0:
+            nanos = int(self.config.heartbeat_period * 1_000_000_000)
+            conn.execute(f"SET @master_heartbeat_period = {nanos}")
+        if conn.is_mariadb:
+            conn.execute(f"SET @mariadb_slave_capability = {MARIA_SLAVE_CAPABILITY_MINE}")
+
+    def _register(self, conn: Connection) -> None:
+        payload = commands.com_register_slave(server_id=self.server_id, host="", user="", password="", port=0)
+        conn.send_command(payload)
+        reply = conn.read_payload()
+        if reply[:1] == b"\xff":
+            raise _err_packet(reply)
+
+    def _dump(self, conn: Connection) -> None:
+        cfg = self.config
+        flags = BINLOG_DUMP_NON_BLOCK if cfg.until_end else 0
+        if cfg.gtid is not None and conn.is_mariadb:
+            position = cfg.gtid.replace("'", "")
+            conn.execute(f"SET @slave_connect_state = '{position}'")
+            conn.execute("SET @slave_gtid_strict_mode = 0")
+            conn.execute("SET @slave_gtid_ignore_duplicates = 0")
+            self.file, self.next_pos = "", 4
+            conn.send_command(commands.com_binlog_dump(4, flags, self.server_id, ""))
+            return
+        if cfg.gtid is not None:
+            from sluice.binlog.gtid import MysqlGtidSet
+
+            gtid_set = MysqlGtidSet.parse(cfg.gtid)
+            self.file, self.next_pos = "", 4
+            conn.send_command(
+                commands.com_binlog_dump_gtid(
+                    flags | BINLOG_THROUGH_GTID, self.server_id, "", 4, gtid_set.encode()
+                )
+            )
+            return
+        if cfg.file is None:
+            files = server_binlog_files(conn)
+            if not files:
+                raise ConfigError("the server lists no binary logs: is log_bin on?")
+            self.file, self.next_pos = files[0][0], 4
+            log.info("no start position given: streaming from the earliest binlog %s", self.file)
+        else:
+            self.file, self.next_pos = cfg.file, cfg.pos
+        conn.send_command(commands.com_binlog_dump(self.next_pos, flags, self.server_id, self.file))
+
+
+def _err_packet(payload: bytes) -> Exception:
+    from sluice.wire.responses import parse_err
+
+    err = parse_err(payload)
+    return server_error(err.errno, err.sqlstate, err.message)
+
+
+__all__ = [
+    "BinlogStatus",
+    "RawEvent",
+    "ReplicationStream",
+    "StreamConfig",
+    "server_binlog_files",
+    "server_binlog_status",
+]
