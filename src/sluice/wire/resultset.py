@@ -1,0 +1,194 @@
+"""Text result sets: the answer to a COM_QUERY that returns rows.
+
+This module owns ColumnDefinition41, text rows (length-encoded strings, 0xFB for SQL NULL) and
+``ResultSetReader``, a small state machine fed one payload at a time: the column count (or an OK /
+ERR instead of a result set), the column definitions, an EOF after them unless
+CLIENT_DEPRECATE_EOF was negotiated, the rows, and the terminating EOF (or, with
+CLIENT_DEPRECATE_EOF, an OK packet with the 0xFE header). Values are decoded as UTF-8 text (the
+connection's character set is utf8mb4); bytes that are not UTF-8 are kept as surrogate escapes.
+See ``sql/protocol_classic.cc``.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+
+from sluice.errors import ProtocolError, UnsupportedError
+from sluice.wire.constants import EOF_HEADER, ERR_HEADER, LOCAL_INFILE_HEADER, OK_HEADER, Capability
+from sluice.wire.responses import (
+    NULL_MARKER,
+    Buffer,
+    OkPacket,
+    _need,
+    parse_eof,
+    parse_err,
+    parse_ok,
+    read_lenenc_bytes,
+    read_lenenc_int,
+)
+
+_COLUMN_FIXED = struct.Struct("<HIBHB")  # character set, column length, type, flags, decimals
+
+
+@dataclass(frozen=True, slots=True)
+class ColumnDefinition:
+    """ColumnDefinition41."""
+
+    catalog: str
+    schema: str
+    table: str
+    org_table: str
+    name: str
+    org_name: str
+    character_set: int
+    column_length: int
+    column_type: int
+    flags: int
+    decimals: int
+
+
+@dataclass(frozen=True, slots=True)
+class ResultSet:
+    """Column names and text rows of one query."""
+
+    columns: tuple[str, ...]
+    rows: list[tuple[str | None, ...]]
+    definitions: tuple[ColumnDefinition, ...] = field(default=(), repr=False, compare=False)
+    status: int = 0
+    warnings: int = 0
+
+    def dicts(self) -> list[dict[str, str | None]]:
+        """Rows as dicts keyed by column name."""
+        return [dict(zip(self.columns, row, strict=True)) for row in self.rows]
+
+
+def _text(raw: bytes) -> str:
+    return raw.decode("utf-8", "surrogateescape")
+
+
+def parse_column_definition(payload: Buffer) -> ColumnDefinition:
+    """Parse one ColumnDefinition41 payload."""
+    offset = 0
+    texts = []
+    for _ in range(6):  # catalog, schema, table, org_table, name, org_name
+        raw, offset = read_lenenc_bytes(payload, offset)
+        texts.append(_text(raw))
+    fixed_len, offset = read_lenenc_int(payload, offset)
+    if fixed_len < _COLUMN_FIXED.size:
+        raise ProtocolError(
+            f"column definition: expected at least {_COLUMN_FIXED.size} bytes of fixed fields, "
+            f"found a length of {fixed_len}"
+        )
+    _need(payload, offset, _COLUMN_FIXED.size, "column definition fixed fields")
+    charset, length, ctype, flags, decimals = _COLUMN_FIXED.unpack_from(payload, offset)
+    catalog, schema, table, org_table, name, org_name = texts
+    return ColumnDefinition(
+        catalog, schema, table, org_table, name, org_name, charset, length, ctype, flags, decimals
+    )
+
+
+def parse_text_row(payload: Buffer, ncolumns: int) -> tuple[str | None, ...]:
+    """Parse one text row of ``ncolumns`` values."""
+    values: list[str | None] = []
+    offset = 0
+    n = len(payload)
+    for _ in range(ncolumns):
+        if offset >= n:
+            raise ProtocolError(f"text row: expected {ncolumns} values, found {len(values)}")
+        first = payload[offset]
+        if first == NULL_MARKER:
+            values.append(None)
+            offset += 1
+        elif first < 0xFB:
+            end = offset + 1 + first
+            if end > n:
+                raise ProtocolError(f"text row: value of {first} bytes at offset {offset} runs past the row")
+            values.append(_text(bytes(payload[offset + 1 : end])))
+            offset = end
+        else:
+            raw, offset = read_lenenc_bytes(payload, offset)
+            values.append(_text(raw))
+    if offset != n:
+        raise ProtocolError(f"text row: {n - offset} bytes left after {ncolumns} values")
+    return tuple(values)
+
+
+class ResultSetReader:
+    """Feed the payloads that answer a COM_QUERY; ``feed`` returns True once the answer is complete.
+
+    Then ``result`` is a ``ResultSet``, or an ``OkPacket`` for statements without rows. ERR packets
+    raise the typed ``ServerError``.
+    """
+
+    __slots__ = ("_defs", "_deprecate_eof", "_end_limit", "_ncolumns", "_rows", "_state", "capabilities",
+                 "result")
+
+    def __init__(self, capabilities: int) -> None:
+        self.capabilities = capabilities
+        self._deprecate_eof = bool(capabilities & Capability.CLIENT_DEPRECATE_EOF)
+        self._end_limit = 0xFFFFFF if self._deprecate_eof else 9
+        self._state = "head"
+        self._ncolumns = 0
+        self._defs: list[ColumnDefinition] = []
+        self._rows: list[tuple[str | None, ...]] = []
+        self.result: ResultSet | OkPacket | None = None
+
+    def feed(self, payload: bytes) -> bool:
+        if not payload:
+            raise ProtocolError(f"expected a result set packet ({self._state}), found an empty packet")
+        head = payload[0]
+        if head == ERR_HEADER:
+            self._state = "done"
+            raise parse_err(payload).to_error()
+        state = self._state
+        if state == "rows":
+            # A row may start with 0xFE too (an 8-byte length prefix); only a short packet ends the rows.
+            if head == EOF_HEADER and len(payload) < self._end_limit:
+                if self._deprecate_eof:
+                    end = parse_ok(payload, self.capabilities)
+                    status, warnings = end.status, end.warnings
+                else:
+                    eof = parse_eof(payload)
+                    status, warnings = eof.status, eof.warnings
+                self._finish(status, warnings)
+                return True
+            self._rows.append(parse_text_row(payload, self._ncolumns))
+            return False
+        if state == "head":
+            if head == OK_HEADER:
+                self.result = parse_ok(payload, self.capabilities)
+                self._state = "done"
+                return True
+            if head == LOCAL_INFILE_HEADER:
+                raise UnsupportedError(
+                    "the server asked for LOAD DATA LOCAL INFILE, which sluice never sends"
+                )
+            self._ncolumns, _ = read_lenenc_int(payload, 0)
+            if self._ncolumns == 0:
+                raise ProtocolError("result set header: expected a column count above 0, found 0")
+            self._state = "columns"
+            return False
+        if state == "columns":
+            self._defs.append(parse_column_definition(payload))
+            if len(self._defs) == self._ncolumns:
+                self._state = "rows" if self._deprecate_eof else "columns_eof"
+            return False
+        if state == "columns_eof":
+            parse_eof(payload)
+            self._state = "rows"
+            return False
+        raise ProtocolError("the result set is already complete; no more packets were expected")
+
+    def _finish(self, status: int, warnings: int) -> None:
+        self._state = "done"
+        self.result = ResultSet(
+            columns=tuple(d.name for d in self._defs),
+            rows=self._rows,
+            definitions=tuple(self._defs),
+            status=status,
+            warnings=warnings,
+        )
+
+
+__all__ = ["ColumnDefinition", "ResultSet", "ResultSetReader", "parse_column_definition", "parse_text_row"]
