@@ -1,0 +1,378 @@
+"""The I/O shell around ``sluice.wire``: one client connection to a MySQL or MariaDB server.
+
+This module owns the socket (TCP or unix socket), the connect and read timeouts, the TLS upgrade
+(``ssl_mode`` disabled | preferred | required | verify-ca | verify-identity), driving the sans-I/O
+``AuthExchange`` to a logged-in session, and the command loop: ``query`` for statements with rows,
+``execute`` for the rest, ``send_command`` / ``read_payload`` for the replication stream, which
+reads straight into the packet assembler's buffer. Socket failures become ``TransportError``
+naming the server and what to check; ERR packets become typed ``ServerError``. The password never
+appears in a message or repr.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import ssl
+from types import TracebackType
+
+from sluice import __version__ as _sluice_version
+from sluice.dsn import ConnectionConfig, SslMode
+from sluice.errors import ConfigError, ProtocolError, TransportError
+from sluice.wire.auth import AuthDone, AuthExchange, AuthSend
+from sluice.wire.commands import com_ping, com_query, com_quit
+from sluice.wire.constants import Capability
+from sluice.wire.handshake import HandshakeV10, client_capabilities, parse_handshake, ssl_request
+from sluice.wire.packet import PacketAssembler, frame
+from sluice.wire.responses import OkPacket, parse_ok, raise_if_err
+from sluice.wire.resultset import ResultSet, ResultSetReader
+
+_RECV_CHUNK = 256 * 1024  # at least this much free buffer for each recv_into
+
+
+class Connection:
+    """A logged-in connection. Open with ``Connection.open(config)``; use as a context manager."""
+
+    def __init__(self, sock: socket.socket, config: ConnectionConfig, where: str) -> None:
+        self._sock: socket.socket | None = sock
+        self._config = config
+        self._where = where
+        self._assembler = PacketAssembler()
+        self._handshake: HandshakeV10 | None = None
+        self._capabilities = 0
+        self._tls = False
+        self.auth_plugin = ""
+
+    # -- opening ---------------------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, config: ConnectionConfig) -> Connection:
+        """Connect, upgrade to TLS as ``config.ssl_mode`` says, and authenticate."""
+        where = describe_endpoint(config)
+        sock = _connect(config, where)
+        conn = cls(sock, config, where)
+        try:
+            conn._login()
+            conn.settimeout(config.read_timeout)
+        except BaseException:
+            conn._abort()
+            raise
+        return conn
+
+    def _login(self) -> None:
+        config = self._config
+        self._assembler.reset_sequence(0)
+        handshake = parse_handshake(self.read_payload())
+        self._handshake = handshake
+        tls = self._want_tls(handshake)
+        if tls:
+            caps = client_capabilities(handshake, ssl=True, database=config.database)
+            self._send(ssl_request(caps))
+            self._start_tls()
+        public_key = _read_public_key(config.server_public_key)
+        exchange = AuthExchange(
+            handshake,
+            user=config.user,
+            password=config.password,
+            secure=tls or config.socket is not None,
+            tls=tls,
+            database=config.database,
+            server_public_key=public_key,
+            request_public_key=config.get_server_public_key,
+            attributes={"_client_name": "sluice", "_client_version": _sluice_version,
+                        "program_name": "sluice"},
+        )
+        self._capabilities = exchange.capabilities
+        self._send(exchange.start())
+        while True:
+            action = exchange.feed(self.read_payload())
+            if isinstance(action, AuthSend):
+                self._send(action.payload)
+            elif isinstance(action, AuthDone):
+                self.auth_plugin = action.plugin
+                return
+
+    def _want_tls(self, handshake: HandshakeV10) -> bool:
+        mode = self._config.ssl_mode
+        if mode is SslMode.DISABLED:
+            return False
+        offered = bool(handshake.capabilities & Capability.CLIENT_SSL)
+        if mode is SslMode.PREFERRED:
+            # A unix socket is already private; TLS there only costs time.
+            return offered and self._config.socket is None
+        if not offered:
+            raise ConfigError(
+                f"ssl={mode.value} but the server at {self._where} does not offer TLS; configure "
+                "ssl_cert/ssl_key on the server, or connect with ssl=preferred or ssl=disabled"
+            )
+        return True
+
+    def _start_tls(self) -> None:
+        config = self._config
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        context.minimum_version = ssl.TLSVersion.TLSv1_2
+        try:
+            if config.ssl_mode in (SslMode.VERIFY_CA, SslMode.VERIFY_IDENTITY):
+                context.verify_mode = ssl.CERT_REQUIRED
+                context.check_hostname = config.ssl_mode is SslMode.VERIFY_IDENTITY
+                if config.ssl_ca:
+                    context.load_verify_locations(cafile=config.ssl_ca)
+                else:
+                    context.load_default_certs()
+            else:
+                context.check_hostname = False
+                context.verify_mode = ssl.CERT_NONE
+            if config.ssl_cert:
+                context.load_cert_chain(config.ssl_cert, config.ssl_key)
+        except (OSError, ssl.SSLError) as exc:
+            raise ConfigError(
+                f"cannot load the TLS files (ssl_ca={config.ssl_ca}, ssl_cert={config.ssl_cert}, "
+                f"ssl_key={config.ssl_key}): {exc}"
+            ) from None
+        assert self._sock is not None
+        try:
+            self._sock = context.wrap_socket(
+                self._sock, server_hostname=config.host if context.check_hostname else None
+            )
+        except ssl.SSLCertVerificationError as exc:
+            raise TransportError(
+                f"TLS certificate of the server at {self._where} was not accepted: {exc.verify_message}; "
+                "check ssl_ca (the CA that signed the server certificate) and, for verify-identity, "
+                "that the certificate names the host you connect to"
+            ) from None
+        except (OSError, ssl.SSLError) as exc:
+            raise TransportError(f"TLS handshake with the server at {self._where} failed: {exc}") from None
+        self._tls = True
+
+    # -- properties ------------------------------------------------------------------------------
+
+    @property
+    def config(self) -> ConnectionConfig:
+        return self._config
+
+    @property
+    def handshake(self) -> HandshakeV10:
+        if self._handshake is None:
+            raise ProtocolError("the connection has not received the server handshake yet")
+        return self._handshake
+
+    @property
+    def server_version(self) -> str:
+        """The server version without MariaDB's "5.5.5-" prefix, e.g. "10.11.6-MariaDB-0+deb12u1"."""
+        return self.handshake.version
+
+    @property
+    def server_version_tuple(self) -> tuple[int, int, int]:
+        return self.handshake.version_tuple
+
+    @property
+    def is_mariadb(self) -> bool:
+        return self.handshake.is_mariadb
+
+    @property
+    def connection_id(self) -> int:
+        return self.handshake.connection_id
+
+    @property
+    def capabilities(self) -> int:
+        """The capabilities negotiated for this session."""
+        return self._capabilities
+
+    @property
+    def tls(self) -> bool:
+        return self._tls
+
+    @property
+    def where(self) -> str:
+        """host:port or the unix socket path, for messages."""
+        return self._where
+
+    @property
+    def closed(self) -> bool:
+        return self._sock is None
+
+    def __repr__(self) -> str:
+        if self._sock is None:
+            state = "closed"
+        elif self._handshake is not None:
+            state = f"id={self._handshake.connection_id}"
+        else:
+            state = "open"
+        return f"<Connection {self._config.user}@{self._where} {state}>"
+
+    # -- commands --------------------------------------------------------------------------------
+
+    def send_command(self, payload: bytes) -> None:
+        """Send a command payload, starting a new exchange (sequence id 0)."""
+        self._assembler.reset_sequence(0)
+        self._send(payload)
+
+    def send_payload(self, payload: bytes) -> None:
+        """Send a payload that continues the current exchange's sequence ids."""
+        self._send(payload)
+
+    def read_payload(self) -> bytes:
+        """The next complete logical payload from the server (multi-packet payloads joined)."""
+        assembler = self._assembler
+        payload = assembler.next_payload()
+        while payload is None:
+            sock = self._require_socket()
+            try:
+                n = sock.recv_into(assembler.write_buffer(_RECV_CHUNK))
+            except TimeoutError:
+                raise TransportError(
+                    f"timed out after {sock.gettimeout()}s waiting for the server at {self._where}; "
+                    "check that the server is alive and the network path is open, or raise read_timeout"
+                ) from None
+            except OSError as exc:
+                self._abort()
+                raise _transport_error(exc, self._where, "reading from") from None
+            if n == 0:
+                self._abort()
+                raise TransportError(
+                    f"the server at {self._where} closed the connection; check the server's error log "
+                    "(restart, KILL, wait_timeout, max_allowed_packet) and reconnect"
+                )
+            assembler.commit(n)
+            payload = assembler.next_payload()
+        return payload
+
+    def query(self, sql: str) -> ResultSet:
+        """Run a statement and return its rows (an empty ``ResultSet`` if it returns none)."""
+        result = self._run(sql)
+        if isinstance(result, OkPacket):
+            return ResultSet(columns=(), rows=[], status=result.status, warnings=result.warnings)
+        return result
+
+    def execute(self, sql: str) -> OkPacket:
+        """Run a statement without a result set and return the server's OK (rows are discarded)."""
+        result = self._run(sql)
+        if isinstance(result, ResultSet):
+            return OkPacket(0, 0, result.status, result.warnings, "")
+        return result
+
+    def ping(self) -> None:
+        self.send_command(com_ping())
+        payload = self.read_payload()
+        raise_if_err(payload)
+        parse_ok(payload, self._capabilities)
+
+    def _run(self, sql: str) -> ResultSet | OkPacket:
+        self.send_command(com_query(sql))
+        reader = ResultSetReader(self._capabilities)
+        while not reader.feed(self.read_payload()):
+            pass
+        assert reader.result is not None
+        return reader.result
+
+    # -- lifetime --------------------------------------------------------------------------------
+
+    def settimeout(self, seconds: float | None) -> None:
+        """Timeout of each socket read and write; None blocks forever."""
+        self._require_socket().settimeout(seconds)
+
+    def close(self) -> None:
+        """Say COM_QUIT (best effort) and close the socket. Safe to call twice."""
+        if self._sock is None:
+            return
+        with contextlib.suppress(OSError, TransportError):
+            data, _ = frame(com_quit(), 0)
+            self._sock.settimeout(1.0)
+            self._sock.sendall(data)
+        self._abort()
+
+    def __enter__(self) -> Connection:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    # -- internals -------------------------------------------------------------------------------
+
+    def _require_socket(self) -> socket.socket:
+        if self._sock is None:
+            raise TransportError(f"the connection to {self._where} is closed; open a new one")
+        return self._sock
+
+    def _send(self, payload: bytes) -> None:
+        sock = self._require_socket()
+        data, self._assembler.expected_seq = frame(payload, self._assembler.expected_seq)
+        try:
+            sock.sendall(data)
+        except TimeoutError:
+            self._abort()
+            raise TransportError(
+                f"timed out sending {len(data)} bytes to the server at {self._where}; check the network"
+            ) from None
+        except OSError as exc:
+            self._abort()
+            raise _transport_error(exc, self._where, "writing to") from None
+
+    def _abort(self) -> None:
+        sock, self._sock = self._sock, None
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.close()
+
+
+def describe_endpoint(config: ConnectionConfig) -> str:
+    return config.socket if config.socket is not None else f"{config.host}:{config.port}"
+
+
+def _connect(config: ConnectionConfig, where: str) -> socket.socket:
+    try:
+        if config.socket is not None:
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                sock.settimeout(config.connect_timeout)
+                sock.connect(config.socket)
+            except BaseException:
+                sock.close()
+                raise
+        else:
+            sock = socket.create_connection((config.host, config.port), timeout=config.connect_timeout)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+    except TimeoutError:
+        raise TransportError(
+            f"timed out after {config.connect_timeout}s connecting to {where}; check the host, the port "
+            "and firewalls, or raise connect_timeout"
+        ) from None
+    except OSError as exc:
+        raise _transport_error(exc, where, "connecting to") from None
+    return sock
+
+
+def _transport_error(exc: OSError, where: str, doing: str) -> TransportError:
+    if isinstance(exc, ConnectionRefusedError):
+        hint = "is the server running and listening there?"
+    elif isinstance(exc, FileNotFoundError):
+        hint = "no such socket file; is the server running, and is this its socket path?"
+    elif isinstance(exc, ConnectionResetError | BrokenPipeError):
+        hint = "the server dropped the connection; check its error log and reconnect"
+    elif isinstance(exc, socket.gaierror):
+        hint = "the host name does not resolve; check the host in the DSN"
+    elif isinstance(exc, ssl.SSLError):
+        hint = "TLS failed; check ssl settings on both sides"
+    else:
+        hint = "check the host, port or socket path and the network"
+    reason = exc.strerror or str(exc) or type(exc).__name__
+    return TransportError(f"{doing} the server at {where} failed: {reason}; {hint}")
+
+
+def _read_public_key(path: str | None) -> bytes | None:
+    if path is None:
+        return None
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot read server_public_key={path}: {exc.strerror}; give the PEM file of the server's "
+            "RSA public key (the server's caching_sha2_password_public_key_path)"
+        ) from None
+
+
+__all__ = ["Connection", "describe_endpoint"]
