@@ -1,0 +1,153 @@
+"""The Debian Packages index parser and the shared-library closure used to install MySQL.
+
+``Packages.snippet`` is a cut-down Debian sid index: real stanzas for the MySQL server and a few of
+its libraries, plus a client stanza with alternatives, a virtual package (``libssl3``, provided by
+``libssl3t64``), non-library dependencies (``perl``, ``debconf | debconf-2.0``), dependencies that
+are not in the index (``zlib1g``, ``libbsd0``) and a duplicate ``libc6`` stanza.
+"""
+
+from __future__ import annotations
+
+import lzma
+from pathlib import Path
+
+import pytest
+
+from sluice.errors import ConfigError
+from sluice.sandbox import install
+from sluice.sandbox.install import (
+    DebPackage,
+    MysqlInstall,
+    is_library,
+    parse_depends,
+    parse_packages,
+    resolve_closure,
+)
+
+pytestmark = pytest.mark.unit
+
+SNIPPET = Path(__file__).with_name("Packages.snippet")
+
+
+@pytest.fixture(scope="module")
+def index() -> dict[str, DebPackage]:
+    return parse_packages(SNIPPET.read_text())
+
+
+def test_parse_depends_drops_versions_arch_qualifiers_and_profiles() -> None:
+    assert parse_depends("a (>= 1.0), b:any | c [amd64], d <!nocheck>,, ") == (("a",), ("b", "c"), ("d",))
+    assert parse_depends("") == ()
+
+
+def test_parse_packages_reads_the_fields_install_needs(index: dict[str, DebPackage]) -> None:
+    server = index["mysql-server-core"]
+    assert server.version == "9.7.4-2"
+    assert server.section == "database"
+    assert server.filename == "pool/main/m/mysql-9.7/mysql-server-core_9.7.4-2_amd64.deb"
+    assert server.size == 26124236
+    assert server.sha256 == "628d2d7d2dc827507bcae80677a9950766b002bec2c658cb96343d9f324f8660"
+    assert ("perl",) in server.depends
+    assert ("libc6",) in server.depends
+    assert index["libssl3t64"].provides == ("libssl3",)
+    client = index["mysql-client-core"]
+    assert ("libedit2", "libreadline8t64") in client.depends
+    assert ("debconf", "debconf-2.0") in client.depends
+
+
+def test_first_stanza_of_a_name_wins(index: dict[str, DebPackage]) -> None:
+    assert index["libc6"].version == "2.43-7"
+
+
+def test_pre_depends_count_as_depends() -> None:
+    index = parse_packages("Package: a\nPre-Depends: libx\nDepends: liby\nSection: libs\n")
+    assert index["a"].depends == (("libx",), ("liby",))
+
+
+def test_is_library(index: dict[str, DebPackage]) -> None:
+    assert is_library(index["libc6"])
+    assert is_library(index["gcc-16-base"])  # Section: libs
+    assert not is_library(index["perl"])
+    assert not is_library(index["debconf"])
+    assert not is_library(index["openssl-provider-legacy"])  # Section: utils
+    assert not is_library(index["mysql-server-core"])
+
+
+def test_closure_of_the_mysql_packages(index: dict[str, DebPackage]) -> None:
+    closure = resolve_closure(index, ["mysql-server-core", "mysql-client-core"])
+    assert [p.name for p in closure] == [
+        "gcc-16-base",
+        "libaio1t64",
+        "libc-gconv-modules-extra",
+        "libc6",
+        "libedit2",  # first alternative of libedit2 | libreadline8t64
+        "libgcc-s1",
+        "libssl3t64",  # provides the virtual libssl3 the client asks for
+        "libzstd1",
+        "mysql-client-core",
+        "mysql-server-core",
+    ]
+
+
+def test_closure_is_stable_and_has_no_duplicates(index: dict[str, DebPackage]) -> None:
+    first = resolve_closure(index, ["mysql-client-core", "mysql-server-core"])
+    second = resolve_closure(index, ["mysql-server-core", "mysql-client-core", "libc6"])
+    assert first == second
+    assert len({p.name for p in first}) == len(first)
+
+
+def test_unknown_root_is_a_config_error(index: dict[str, DebPackage]) -> None:
+    with pytest.raises(ConfigError, match="mysql-server-core-99"):
+        resolve_closure(index, ["mysql-server-core-99"])
+
+
+def test_fetch_index_decompresses_packages_xz(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    data = lzma.compress(SNIPPET.read_bytes())
+    seen = []
+
+    class Response:
+        def __enter__(self) -> Response:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            return None
+
+        def read(self) -> bytes:
+            return data
+
+    def urlopen(url: str, timeout: float) -> Response:
+        seen.append(url)
+        return Response()
+
+    monkeypatch.setattr(install.urllib.request, "urlopen", urlopen)
+    index = install.fetch_index("http://mirror.example/debian")
+    assert seen == ["http://mirror.example/debian/dists/sid/main/binary-amd64/Packages.xz"]
+    assert "mysql-server-core" in index
+
+
+def test_find_mysql_needs_the_completion_marker(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.delenv("SLUICE_MYSQL_ROOT", raising=False)
+    half = tmp_path / "sluice" / "mysql-9.7.4-2"
+    half.mkdir(parents=True)
+    assert install.find_mysql() is None  # a half-finished install does not count
+    (half / install.MARKER).write_text("9.7.4-2\n")
+    older = tmp_path / "sluice" / "mysql-9.1.0-1"
+    older.mkdir()
+    (older / install.MARKER).write_text("9.1.0-1\n")
+    found = install.find_mysql()
+    assert found == MysqlInstall(half, "9.7.4-2")
+    with pytest.raises(ConfigError, match="no dynamic loader"):
+        _ = found.loader
+
+
+def test_require_mysql_says_what_to_run(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.delenv("SLUICE_MYSQL_ROOT", raising=False)
+    with pytest.raises(ConfigError, match=r"python -m sluice\.sandbox\.install mysql"):
+        install.require_mysql()
+
+
+def test_require_mariadb_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(install, "find_binary", lambda name: None)
+    with pytest.raises(ConfigError, match="apt-get install mariadb-server mariadb-client"):
+        install.require_mariadb()
