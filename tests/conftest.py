@@ -1,0 +1,56 @@
+"""Shared fixtures: throwaway MariaDB and MySQL servers for the integration suites.
+
+``mariadb_server`` and ``mysql_server`` are started once per session on free ports and stopped at
+its end, also when tests fail. A server that cannot be started makes every test using it ERROR
+with the reason (missing binaries, the server's error log): server suites are never skipped.
+Tests that need a server of their own with other settings use ``sandbox_factory``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+
+import pytest
+
+from sluice.sandbox.server import Flavor, Sandbox
+
+SandboxFactory = Callable[..., Sandbox]
+
+
+@pytest.fixture(scope="session")
+def mariadb_server() -> Iterator[Sandbox]:
+    with Sandbox.start("mariadb") as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def mysql_server() -> Iterator[Sandbox]:
+    with Sandbox.start("mysql") as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def sandbox_factory() -> Iterator[SandboxFactory]:
+    """``sandbox_factory("mysql", settings={"binlog_checksum": "NONE"})`` -> a started ``Sandbox``.
+
+    Every server it starts is stopped at the end of the session (call ``.stop()`` to stop one
+    earlier).
+    """
+    started: list[Sandbox] = []
+
+    def start(flavor: Flavor, *, settings: Mapping[str, str] | None = None,
+              port: int | None = None, workdir: Path | None = None) -> Sandbox:
+        server = Sandbox.start(flavor, settings=settings or {}, port=port, workdir=workdir)
+        started.append(server)
+        return server
+
+    yield start
+    errors = []
+    for server in reversed(started):
+        try:
+            server.stop()
+        except Exception as exc:  # stop the others anyway, then report
+            errors.append(exc)
+    if errors:
+        raise errors[0]
