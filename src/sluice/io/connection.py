@@ -41,7 +41,8 @@ class Connection:
         self._handshake: HandshakeV10 | None = None
         self._capabilities = 0
         self._tls = False
-        self.auth_plugin = ""
+        self.auth_plugin = ""  # the plugin that authenticated this session
+        self.auth_full: str | None = None  # "cleartext" / "rsa" if the password itself was sent
 
     # -- opening ---------------------------------------------------------------------------------
 
@@ -90,6 +91,7 @@ class Connection:
                 self._send(action.payload)
             elif isinstance(action, AuthDone):
                 self.auth_plugin = action.plugin
+                self.auth_full = action.full_auth
                 return
 
     def _want_tls(self, handshake: HandshakeV10) -> bool:

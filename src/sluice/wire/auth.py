@@ -35,29 +35,33 @@ FAST_AUTH_SUCCESS = 0x03
 PERFORM_FULL_AUTHENTICATION = 0x04
 
 
+def _secret(password: str | bytes) -> bytes:
+    return password.encode("utf-8") if isinstance(password, str) else password
+
+
 def _xor(data: bytes, key: bytes) -> bytes:
     return bytes(b ^ key[i % len(key)] for i, b in enumerate(data))
 
 
-def scramble_native_password(password: str, nonce: bytes) -> bytes:
+def scramble_native_password(password: str | bytes, nonce: bytes) -> bytes:
     """mysql_native_password: SHA1(pw) XOR SHA1(nonce + SHA1(SHA1(pw))); empty for no password."""
     if not password:
         return b""
-    stage1 = hashlib.sha1(password.encode("utf-8")).digest()
+    stage1 = hashlib.sha1(_secret(password)).digest()
     stage2 = hashlib.sha1(stage1).digest()
     return _xor(stage1, hashlib.sha1(nonce[:20] + stage2).digest())
 
 
-def scramble_caching_sha2(password: str, nonce: bytes) -> bytes:
+def scramble_caching_sha2(password: str | bytes, nonce: bytes) -> bytes:
     """caching_sha2_password fast path: SHA256(pw) XOR SHA256(SHA256(SHA256(pw)) + nonce)."""
     if not password:
         return b""
-    stage1 = hashlib.sha256(password.encode("utf-8")).digest()
+    stage1 = hashlib.sha256(_secret(password)).digest()
     stage2 = hashlib.sha256(stage1).digest()
     return _xor(stage1, hashlib.sha256(stage2 + nonce[:20]).digest())
 
 
-def encrypt_password_rsa(password: str, nonce: bytes, public_key_pem: bytes) -> bytes:
+def encrypt_password_rsa(password: str | bytes, nonce: bytes, public_key_pem: bytes) -> bytes:
     """Full auth without TLS: RSA-OAEP (SHA1, MGF1-SHA1) of (password + NUL) XOR the nonce."""
     from cryptography.hazmat.primitives import hashes, serialization
     from cryptography.hazmat.primitives.asymmetric import padding, rsa
@@ -68,14 +72,14 @@ def encrypt_password_rsa(password: str, nonce: bytes, public_key_pem: bytes) -> 
         raise AuthError(f"the server public key is not a PEM RSA public key: {exc}") from None
     if not isinstance(key, rsa.RSAPublicKey):
         raise AuthError(f"the server public key must be an RSA key, found {type(key).__name__}")
-    plain = _xor(password.encode("utf-8") + b"\0", nonce[:20])
+    plain = _xor(_secret(password) + b"\0", nonce[:20])
     return key.encrypt(
         plain,
         padding.OAEP(mgf=padding.MGF1(algorithm=hashes.SHA1()), algorithm=hashes.SHA1(), label=None),
     )
 
 
-def sign_ed25519(password: str, nonce: bytes) -> bytes:
+def sign_ed25519(password: str | bytes, nonce: bytes) -> bytes:
     """MariaDB client_ed25519: an Ed25519 signature of ``nonce`` with SHA-512(password) as the
     expanded secret (standard Ed25519 hashes a 32-byte seed; MariaDB hashes the password itself).
     Returns R (32 bytes) + S (32 bytes)."""
@@ -86,7 +90,7 @@ def sign_ed25519(password: str, nonce: bytes) -> bytes:
         crypto_scalarmult_ed25519_base_noclamp,
     )
 
-    az = bytearray(hashlib.sha512(password.encode("utf-8")).digest())
+    az = bytearray(hashlib.sha512(_secret(password)).digest())
     az[0] &= 248
     az[31] &= 63
     az[31] |= 64
@@ -121,6 +125,7 @@ class AuthDone:
 
     ok: OkPacket
     plugin: str
+    full_auth: str | None = None  # "cleartext" or "rsa" when the password itself had to be sent
 
 
 AuthAction = AuthSend | AuthWait | AuthDone
@@ -167,6 +172,7 @@ class AuthExchange:
         self.nonce = handshake.auth_plugin_data
         self._awaiting_key = False
         self._done = False
+        self.full_auth: str | None = None  # how the password itself was sent, if it was
 
     def __repr__(self) -> str:
         return f"AuthExchange(user={self.user!r}, plugin={self.plugin!r}, secure={self.secure})"
@@ -195,7 +201,7 @@ class AuthExchange:
         head = payload[0]
         if head == OK_HEADER:
             self._done = True
-            return AuthDone(parse_ok(payload, self.capabilities), self.plugin)
+            return AuthDone(parse_ok(payload, self.capabilities), self.plugin, self.full_auth)
         if head == ERR_HEADER:
             raise parse_err(payload).to_error()
         if head == EOF_HEADER:
@@ -221,8 +227,10 @@ class AuthExchange:
             if not password:
                 return b"\0"
             if self.secure:
+                self.full_auth = "cleartext"
                 return password.encode("utf-8") + b"\0"
             if self.server_public_key is not None:
+                self.full_auth = "rsa"
                 return encrypt_password_rsa(password, nonce, self.server_public_key)
             if self.request_public_key:
                 self._awaiting_key = True
@@ -231,6 +239,7 @@ class AuthExchange:
         if plugin == MYSQL_CLEAR_PASSWORD:
             if not self.secure:
                 raise self._insecure_error()
+            self.full_auth = "cleartext"
             return password.encode("utf-8") + b"\0"
         raise UnsupportedError(f"authentication plugin {plugin!r} is not supported")
 
@@ -271,14 +280,17 @@ class AuthExchange:
             if not data.lstrip().startswith(b"-----BEGIN"):
                 raise ProtocolError("expected the server's PEM public key in AuthMoreData")
             self.server_public_key = data
+            self.full_auth = "rsa"
             return AuthSend(encrypt_password_rsa(self._password, self.nonce, data))
         raise ProtocolError(f"unexpected AuthMoreData ({len(data)} bytes) during {plugin} authentication")
 
     def _full_auth(self) -> AuthAction:
         password = self._password
         if self.secure:
+            self.full_auth = "cleartext"
             return AuthSend(password.encode("utf-8") + b"\0")
         if self.server_public_key is not None:
+            self.full_auth = "rsa"
             return AuthSend(encrypt_password_rsa(password, self.nonce, self.server_public_key))
         if self.request_public_key:
             self._awaiting_key = True
