@@ -1,0 +1,258 @@
+"""Temporal column values: DATE, TIME, DATETIME, TIMESTAMP (old and fractional formats) and YEAR.
+
+Formats follow ``sql-common/my_time.cc`` / ``mysys/my_time.cc`` (``my_datetime_packed_from_binary``,
+``my_time_packed_from_binary``, ``my_timestamp_from_binary``) and ``sql/field.cc`` for the old
+pre-5.6 types. Every decoder is ``(buf, pos) -> str`` for a fixed byte width known from the TABLE_MAP
+and returns the text sluice emits:
+
+* DATE ``YYYY-MM-DD`` (zero and partial dates verbatim, ``0000-00-00``, ``2024-00-15``);
+* DATETIME ``YYYY-MM-DD HH:MM:SS`` plus ``.`` and exactly fsp digits when fsp > 0;
+* TIMESTAMP the UTC instant ``YYYY-MM-DDTHH:MM:SS[.f]Z``; the zero timestamp (0 seconds) is
+  ``0000-00-00 00:00:00`` followed by ``.`` and fsp zeros when fsp > 0, as the server prints it;
+* TIME ``[-]HH:MM:SS[.f]`` with hours up to 838.
+
+Values a server cannot write (fraction beyond 999999, negative DATETIME) raise ``ValueError``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from time import gmtime
+
+__all__ = [
+    "date_decoder",
+    "datetime2_decoder",
+    "datetime2_size",
+    "datetime_decoder",
+    "format_datetime_packed",
+    "format_time_packed",
+    "time2_decoder",
+    "time2_size",
+    "time_decoder",
+    "timestamp2_decoder",
+    "timestamp2_size",
+    "timestamp_decoder",
+]
+
+Decoder = Callable[[bytes, int], str]
+
+DATETIMEF_INT_OFS = 0x8000000000
+TIMEF_INT_OFS = 0x800000
+TIMEF_OFS = 0x800000000000
+
+_FRAC_BYTES = (0, 1, 1, 2, 2, 3, 3)
+
+
+def _check_fsp(fsp: int) -> None:
+    if not 0 <= fsp <= 6:
+        raise ValueError(f"fractional seconds precision {fsp} is not in 0..6")
+
+
+def datetime2_size(fsp: int) -> int:
+    _check_fsp(fsp)
+    return 5 + _FRAC_BYTES[fsp]
+
+
+def timestamp2_size(fsp: int) -> int:
+    _check_fsp(fsp)
+    return 4 + _FRAC_BYTES[fsp]
+
+
+def time2_size(fsp: int) -> int:
+    _check_fsp(fsp)
+    return 3 + _FRAC_BYTES[fsp]
+
+
+def _frac_reader(fsp: int, offset: int) -> Callable[[bytes, int], int]:
+    """Microseconds stored after the integer part; ValueError when out of range."""
+    nbytes = _FRAC_BYTES[fsp]
+    unit = (0, 10000, 100, 1)[nbytes]
+    limit = (0, 100, 10000, 1000000)[nbytes]
+
+    def frac(buf: bytes, pos: int) -> int:
+        p = pos + offset
+        raw = buf[p : p + nbytes]
+        if len(raw) != nbytes:
+            raise ValueError("fractional seconds cut short")
+        f = int.from_bytes(raw, "big")
+        if f >= limit:
+            raise ValueError(f"fractional seconds {f} out of range for fsp {fsp}")
+        return f * unit
+
+    return frac
+
+
+def date_decoder() -> Decoder:
+    """DATE / NEWDATE: 3 bytes little-endian, ``year << 9 | month << 5 | day``."""
+
+    def decode(buf: bytes, pos: int) -> str:
+        v = buf[pos] | buf[pos + 1] << 8 | buf[pos + 2] << 16
+        return f"{v >> 9:04d}-{(v >> 5) & 15:02d}-{v & 31:02d}"
+
+    return decode
+
+
+def _ymdhms(intpart: int) -> str:
+    ymd = intpart >> 17
+    ym = ymd >> 5
+    hms = intpart & 0x1FFFF
+    if ym > 9999 * 13 + 12:
+        raise ValueError(f"DATETIME year {ym // 13} out of range")
+    return (
+        f"{ym // 13:04d}-{ym % 13:02d}-{ymd & 31:02d} "
+        f"{hms >> 12:02d}:{(hms >> 6) & 63:02d}:{hms & 63:02d}"
+    )
+
+
+def datetime2_decoder(fsp: int) -> Decoder:
+    """DATETIME(fsp) in the 5.6 format: 5 bytes big-endian + (fsp+1)//2 bytes of fraction."""
+    _check_fsp(fsp)
+    frac = _frac_reader(fsp, 5)
+
+    def decode(buf: bytes, pos: int) -> str:
+        intpart = int.from_bytes(buf[pos : pos + 5], "big") - DATETIMEF_INT_OFS
+        if intpart < 0:
+            raise ValueError(f"negative DATETIME value {intpart}")
+        text = _ymdhms(intpart)
+        if fsp:
+            return f"{text}.{frac(buf, pos):06d}"[: 20 + fsp]
+        return text
+
+    return decode
+
+
+def timestamp2_decoder(fsp: int) -> Decoder:
+    """TIMESTAMP(fsp) in the 5.6 format: 4 bytes big-endian seconds + fraction, as UTC."""
+    _check_fsp(fsp)
+    frac = _frac_reader(fsp, 4)
+    zero = "0000-00-00 00:00:00" + ("." + "0" * fsp if fsp else "")
+
+    def decode(buf: bytes, pos: int) -> str:
+        sec = int.from_bytes(buf[pos : pos + 4], "big")
+        if fsp:
+            usec = frac(buf, pos)
+            if not sec:
+                return zero
+            t = gmtime(sec)
+            return (
+                f"{t[0]:04d}-{t[1]:02d}-{t[2]:02d}T{t[3]:02d}:{t[4]:02d}:{t[5]:02d}."
+                f"{usec:06d}"[: 20 + fsp] + "Z"
+            )
+        if not sec:
+            return zero
+        t = gmtime(sec)
+        return f"{t[0]:04d}-{t[1]:02d}-{t[2]:02d}T{t[3]:02d}:{t[4]:02d}:{t[5]:02d}Z"
+
+    return decode
+
+
+def format_time_packed(packed: int, fsp: int) -> str:
+    """Text of a TIME in the server's packed ``longlong`` form (``hms << 24 | usec``, signed)."""
+    sign = ""
+    if packed < 0:
+        sign = "-"
+        packed = -packed
+    hms = packed >> 24
+    usec = packed & 0xFFFFFF
+    if usec > 999999:
+        raise ValueError(f"TIME microseconds {usec} out of range")
+    text = f"{sign}{(hms >> 12) & 0x3FF:02d}:{(hms >> 6) & 63:02d}:{hms & 63:02d}"
+    if fsp:
+        return f"{text}.{usec:06d}"[: len(text) + 1 + fsp]
+    return text
+
+
+def format_datetime_packed(packed: int, fsp: int) -> str:
+    """Text of a DATETIME in the server's packed ``longlong`` form (``ymdhms << 24 | usec``)."""
+    if packed < 0:
+        packed = -packed
+    usec = packed & 0xFFFFFF
+    if usec > 999999:
+        raise ValueError(f"DATETIME microseconds {usec} out of range")
+    text = _ymdhms(packed >> 24)
+    if fsp:
+        return f"{text}.{usec:06d}"[: 20 + fsp]
+    return text
+
+
+def time2_decoder(fsp: int) -> Decoder:
+    """TIME(fsp) in the 5.6 format: 3 bytes big-endian (offset 0x800000) + fraction, or 6 bytes."""
+    _check_fsp(fsp)
+    nfrac = _FRAC_BYTES[fsp]
+
+    def decode(buf: bytes, pos: int) -> str:
+        raw = buf[pos : pos + 3 + nfrac]
+        if len(raw) != 3 + nfrac:
+            raise ValueError("TIME value cut short")
+        if nfrac == 3:
+            packed = int.from_bytes(raw, "big") - TIMEF_OFS
+        else:
+            intpart = (raw[0] << 16 | raw[1] << 8 | raw[2]) - TIMEF_INT_OFS
+            if nfrac == 0:
+                packed = intpart << 24
+            elif nfrac == 1:
+                f = raw[3]
+                if intpart < 0 and f:
+                    intpart += 1
+                    f -= 0x100
+                if not -100 < f < 100:
+                    raise ValueError(f"TIME fraction byte {raw[3]} out of range")
+                packed = (intpart << 24) + f * 10000
+            else:
+                f = raw[3] << 8 | raw[4]
+                if intpart < 0 and f:
+                    intpart += 1
+                    f -= 0x10000
+                if not -10000 < f < 10000:
+                    raise ValueError(f"TIME fraction {raw[3] << 8 | raw[4]} out of range")
+                packed = (intpart << 24) + f * 100
+        return format_time_packed(packed, fsp)
+
+    return decode
+
+
+def timestamp_decoder() -> Decoder:
+    """Old TIMESTAMP (type 7): 4 bytes little-endian seconds since the epoch, as UTC."""
+    return _old_timestamp
+
+
+def _old_timestamp(buf: bytes, pos: int) -> str:
+    sec = buf[pos] | buf[pos + 1] << 8 | buf[pos + 2] << 16 | buf[pos + 3] << 24
+    if not sec:
+        return "0000-00-00 00:00:00"
+    t = gmtime(sec)
+    return f"{t[0]:04d}-{t[1]:02d}-{t[2]:02d}T{t[3]:02d}:{t[4]:02d}:{t[5]:02d}Z"
+
+
+def datetime_decoder() -> Decoder:
+    """Old DATETIME (type 12): 8 bytes little-endian integer ``YYYYMMDDhhmmss``."""
+
+    def decode(buf: bytes, pos: int) -> str:
+        raw = buf[pos : pos + 8]
+        if len(raw) != 8:
+            raise ValueError("DATETIME value cut short")
+        v = int.from_bytes(raw, "little")
+        d, t = divmod(v, 1000000)
+        if d > 99991231:
+            raise ValueError(f"DATETIME value {v} out of range")
+        return (
+            f"{d // 10000:04d}-{d // 100 % 100:02d}-{d % 100:02d} "
+            f"{t // 10000:02d}:{t // 100 % 100:02d}:{t % 100:02d}"
+        )
+
+    return decode
+
+
+def time_decoder() -> Decoder:
+    """Old TIME (type 11): 3 bytes little-endian signed integer ``[-]HHMMSS``."""
+
+    def decode(buf: bytes, pos: int) -> str:
+        raw = buf[pos : pos + 3]
+        if len(raw) != 3:
+            raise ValueError("TIME value cut short")
+        v = int.from_bytes(raw, "little", signed=True)
+        sign = "-" if v < 0 else ""
+        v = abs(v)
+        return f"{sign}{v // 10000:02d}:{v // 100 % 100:02d}:{v % 100:02d}"
+
+    return decode
