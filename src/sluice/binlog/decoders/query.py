@@ -1,0 +1,262 @@
+"""Decoders for statement events: QUERY (with its status variables), MariaDB's
+QUERY_COMPRESSED, XID, XA_PREPARE, INTVAR, RAND, USER_VAR, ROWS_QUERY and MariaDB's ANNOTATE_ROWS.
+
+QUERY post-header (statement_events.h): thread id u32, exec time u32, schema length u8, error
+code u16, status-variables length u16; then the status variables (code byte + fixed or
+length-prefixed value; a reader stops at the first code it does not know, as the server does),
+the schema name and a NUL, and the statement to the end of the body. MariaDB's compressed form
+stores the statement as ``0x80 | n`` + n-byte big-endian length + zlib stream
+(``binlog_buf_compress`` in MariaDB's sql/log_event.cc).
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from typing import TYPE_CHECKING, Any
+
+from sluice.binlog.decoders._reader import U16, U32, U64, need, packed_int, take
+from sluice.binlog.events import (
+    AnnotateRowsEvent,
+    IntvarEvent,
+    QueryEvent,
+    RandEvent,
+    RowsQueryEvent,
+    UserVarEvent,
+    XaPrepareEvent,
+    XidEvent,
+)
+from sluice.binlog.header import EventHeader
+
+if TYPE_CHECKING:
+    from sluice.binlog.parser import EventParser
+
+Body = bytes | memoryview
+_QUERY_POST = struct.Struct("<IIBHH")
+_U16X3 = struct.Struct("<HHH")
+_XA = struct.Struct("<BiII")
+_U64X2 = struct.Struct("<QQ")
+_OVER_MAX_DBS_IN_EVENT_MTS = 254
+# MariaDB Q_GTID_FLAGS3 bits that add an 8-byte sequence number (sql/log_event.h).
+_FL_COMMIT_ALTER_E1 = 0x04
+_FL_ROLLBACK_ALTER_E1 = 0x08
+
+
+def _short_str(body: Body, pos: int, what: str) -> tuple[str, int]:
+    n = body[pos]
+    raw, pos = take(body, pos + 1, n, what)
+    return raw.decode("utf-8", "surrogateescape"), pos
+
+
+def parse_status_vars(body: Body, pos: int, end: int) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    while pos < end:
+        code = body[pos]
+        pos += 1
+        if code == 0:  # Q_FLAGS2_CODE
+            out["flags2"] = U32.unpack_from(body, pos)[0]
+            pos += 4
+        elif code == 1:  # Q_SQL_MODE_CODE
+            out["sql_mode"] = U64.unpack_from(body, pos)[0]
+            pos += 8
+        elif code == 2:  # Q_CATALOG_CODE (5.0.0-5.0.3): length, text, NUL
+            out["catalog"], pos = _short_str(body, pos, "catalog")
+            pos += 1
+        elif code == 3:  # Q_AUTO_INCREMENT
+            out["auto_increment_increment"], out["auto_increment_offset"] = U16.unpack_from(
+                body, pos
+            )[0], U16.unpack_from(body, pos + 2)[0]
+            pos += 4
+        elif code == 4:  # Q_CHARSET_CODE: client charset, collation_connection, collation_server
+            out["charset"] = _U16X3.unpack_from(body, pos)
+            pos += 6
+        elif code == 5:  # Q_TIME_ZONE_CODE
+            out["time_zone"], pos = _short_str(body, pos, "time zone")
+        elif code == 6:  # Q_CATALOG_NZ_CODE
+            out["catalog"], pos = _short_str(body, pos, "catalog")
+        elif code == 7:  # Q_LC_TIME_NAMES_CODE
+            out["lc_time_names"] = U16.unpack_from(body, pos)[0]
+            pos += 2
+        elif code == 8:  # Q_CHARSET_DATABASE_CODE
+            out["charset_database"] = U16.unpack_from(body, pos)[0]
+            pos += 2
+        elif code == 9:  # Q_TABLE_MAP_FOR_UPDATE_CODE
+            out["table_map_for_update"] = U64.unpack_from(body, pos)[0]
+            pos += 8
+        elif code == 10:  # Q_MASTER_DATA_WRITTEN_CODE
+            need(body, pos, 4, "status variable")
+            pos += 4
+        elif code == 11:  # Q_INVOKER: user and host, each length-prefixed
+            user, pos = _short_str(body, pos, "invoker user")
+            host, pos = _short_str(body, pos, "invoker host")
+            out["invoker"] = (user, host)
+        elif code == 12:  # Q_UPDATED_DB_NAMES: count, then NUL-terminated names
+            count = body[pos]
+            pos += 1
+            names: list[str] = []
+            if count != _OVER_MAX_DBS_IN_EVENT_MTS:
+                for _ in range(count):
+                    raw = bytes(body[pos:end])
+                    i = raw.find(b"\0")
+                    if i < 0:
+                        raise ValueError("updated database name without NUL")
+                    names.append(raw[:i].decode("utf-8", "surrogateescape"))
+                    pos += i + 1
+            out["updated_db_names"] = tuple(names)
+        elif code == 13:  # Q_MICROSECONDS
+            need(body, pos, 3, "microseconds")
+            out["microseconds"] = int.from_bytes(body[pos : pos + 3], "little")
+            pos += 3
+        elif code == 16:  # Q_EXPLICIT_DEFAULTS_FOR_TIMESTAMP
+            out["explicit_defaults_for_timestamp"] = body[pos]
+            pos += 1
+        elif code == 17:  # Q_DDL_LOGGED_WITH_XID
+            out["ddl_xid"] = U64.unpack_from(body, pos)[0]
+            pos += 8
+        elif code == 18:  # Q_DEFAULT_COLLATION_FOR_UTF8MB4
+            out["default_collation_for_utf8mb4"] = U16.unpack_from(body, pos)[0]
+            pos += 2
+        elif code == 19:  # Q_SQL_REQUIRE_PRIMARY_KEY
+            out["sql_require_primary_key"] = body[pos]
+            pos += 1
+        elif code == 20:  # Q_DEFAULT_TABLE_ENCRYPTION
+            out["default_table_encryption"] = body[pos]
+            pos += 1
+        elif code == 128:  # MariaDB Q_HRNOW: microseconds of the statement start
+            need(body, pos, 3, "hrnow")
+            out["hrnow"] = int.from_bytes(body[pos : pos + 3], "little")
+            pos += 3
+        elif code == 129:  # MariaDB Q_XID
+            out["xid"] = U64.unpack_from(body, pos)[0]
+            pos += 8
+        elif code == 130:  # MariaDB Q_GTID_FLAGS3 (+ sequence number of a split ALTER)
+            flags3 = body[pos]
+            pos += 1
+            out["gtid_flags3"] = flags3
+            if flags3 & (_FL_COMMIT_ALTER_E1 | _FL_ROLLBACK_ALTER_E1):
+                out["sa_seq_no"] = U64.unpack_from(body, pos)[0]
+                pos += 8
+        elif code == 131:  # MariaDB Q_CHARACTER_SET_COLLATIONS: count, (charset, collation) u16 pairs
+            count = body[pos]
+            pos += 1
+            need(body, pos, 4 * count, "character set collations")
+            pairs = tuple(
+                (U16.unpack_from(body, pos + 4 * i)[0], U16.unpack_from(body, pos + 4 * i + 2)[0])
+                for i in range(count)
+            )
+            out["character_set_collations"] = pairs
+            pos += 4 * count
+        else:
+            out["unparsed_status"] = bytes(body[pos - 1 : end])
+            return out
+    if pos != end:
+        raise ValueError("status variables run past their declared length")
+    return out
+
+
+def inflate_mariadb(body: Body, pos: int, what: str) -> bytes:
+    """Inflate a MariaDB ``binlog_buf_compress`` block that runs to the end of ``body``."""
+    head = body[pos]
+    if head & 0xE0 != 0x80:
+        raise ValueError(f"{what}: compressed block header 0x{head:02x} lacks the 0x80 marker")
+    lenlen = head & 0x07
+    if not 1 <= lenlen <= 4:
+        raise ValueError(f"{what}: compressed length field of {lenlen} bytes")
+    need(body, pos + 1, lenlen, what)
+    size = int.from_bytes(body[pos + 1 : pos + 1 + lenlen], "big")
+    d = zlib.decompressobj()
+    out = d.decompress(body[pos + 1 + lenlen :], size + 1)
+    if len(out) != size or not d.eof or d.unused_data:
+        raise ValueError(f"{what}: inflated to {len(out)} bytes, header says {size}")
+    return out
+
+
+def _decode_query(header: EventHeader, body: Body, p: EventParser, compressed: bool) -> QueryEvent:
+    thread_id, exec_time, db_len, error_code, status_len = _QUERY_POST.unpack_from(body, 0)
+    start = p.post_header_len(header.type_code, 13)
+    need(body, start, status_len, "status variables")
+    status = parse_status_vars(body, start, start + status_len) if status_len else {}
+    pos = start + status_len
+    schema, pos = take(body, pos, db_len, "schema name")
+    if body[pos] != 0:
+        raise ValueError("schema name is not followed by NUL")
+    pos += 1
+    query = inflate_mariadb(body, pos, "compressed query") if compressed else bytes(body[pos:])
+    return QueryEvent(
+        header, thread_id, exec_time, error_code, schema.decode("utf-8", "surrogateescape"), query,
+        compressed=compressed, **status,
+    )
+
+
+def decode_query(header: EventHeader, body: Body, p: EventParser) -> QueryEvent:
+    return _decode_query(header, body, p, False)
+
+
+def decode_query_compressed(header: EventHeader, body: Body, p: EventParser) -> QueryEvent:
+    return _decode_query(header, body, p, True)
+
+
+def decode_xid(header: EventHeader, body: Body, p: EventParser) -> XidEvent:
+    if len(body) != 8:
+        raise ValueError(f"XID body of {len(body)} bytes, expected 8")
+    return XidEvent(header, U64.unpack_from(body, 0)[0])
+
+
+def decode_xa_prepare(header: EventHeader, body: Body, p: EventParser) -> XaPrepareEvent:
+    one_phase, format_id, gl, bl = _XA.unpack_from(body, 0)
+    if gl > 64 or bl > 64:
+        raise ValueError(f"XA id lengths {gl}+{bl} exceed 64 bytes each")
+    gtrid, pos = take(body, 13, gl, "XA gtrid")
+    bqual, pos = take(body, pos, bl, "XA bqual")
+    if pos != len(body):
+        raise ValueError(f"{len(body) - pos} bytes after the XA id")
+    return XaPrepareEvent(header, bool(one_phase), format_id, gtrid, bqual)
+
+
+def decode_intvar(header: EventHeader, body: Body, p: EventParser) -> IntvarEvent:
+    if len(body) != 9:
+        raise ValueError(f"INTVAR body of {len(body)} bytes, expected 9")
+    return IntvarEvent(header, body[0], U64.unpack_from(body, 1)[0])
+
+
+def decode_rand(header: EventHeader, body: Body, p: EventParser) -> RandEvent:
+    if len(body) != 16:
+        raise ValueError(f"RAND body of {len(body)} bytes, expected 16")
+    s1, s2 = _U64X2.unpack_from(body, 0)
+    return RandEvent(header, s1, s2)
+
+
+def decode_user_var(header: EventHeader, body: Body, p: EventParser) -> UserVarEvent:
+    (n,) = U32.unpack_from(body, 0)
+    name, pos = take(body, 4, n, "user variable name")
+    is_null = body[pos]
+    pos += 1
+    sname = name.decode("utf-8", "surrogateescape")
+    if is_null:
+        if pos != len(body):
+            raise ValueError("bytes after a NULL user variable")
+        return UserVarEvent(header, sname, True)
+    vtype = body[pos]
+    (charset,) = U32.unpack_from(body, pos + 1)
+    (vlen,) = U32.unpack_from(body, pos + 5)
+    value, pos = take(body, pos + 9, vlen, "user variable value")
+    flags = None
+    if pos < len(body):
+        flags = body[pos]
+        pos += 1
+    if pos != len(body):
+        raise ValueError(f"{len(body) - pos} bytes after the user variable")
+    return UserVarEvent(header, sname, False, vtype, charset, value, flags)
+
+
+def decode_rows_query(header: EventHeader, body: Body, p: EventParser) -> RowsQueryEvent:
+    # The first byte holds the length modulo 256 only; the text runs to the end (log_event.cc).
+    need(body, 0, 1, "rows query length byte")
+    return RowsQueryEvent(header, bytes(body[1:]))
+
+
+def decode_annotate_rows(header: EventHeader, body: Body, p: EventParser) -> AnnotateRowsEvent:
+    return AnnotateRowsEvent(header, bytes(body))
+
+
+__all__ = ["inflate_mariadb", "packed_int"]
