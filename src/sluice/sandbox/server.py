@@ -326,9 +326,18 @@ class Sandbox:
             return self._mysql().command("mysqld", *options)
         return [str(self._mariadb().binary("mariadbd")), *options]
 
-    def client_argv(self, *extra: str) -> list[str]:
-        """The server's own CLI client, logged in as root over the unix socket."""
-        args = [f"--defaults-file={self.client_config}", *extra]
+    def client_argv(self, *extra: str, user: str | None = None, password: str | None = None) -> list[str]:
+        """The server's own CLI client: as root over the unix socket, or as ``user`` over TCP.
+
+        With ``user``, the client logs in over TCP to 127.0.0.1 with ``password`` (default: the
+        sandbox password of that user); TLS options can be passed in ``extra``.
+        """
+        if user is None:
+            args = [f"--defaults-file={self.client_config}", *extra]
+        else:
+            secret = PASSWORDS.get(user, "") if password is None else password
+            args = ["--no-defaults", "--protocol=TCP", f"--host={self.host}", f"--port={self.port}",
+                    f"--user={user}", f"--password={secret}", *extra]
         if self.flavor == "mysql":
             return self._mysql().command("mysql", *args)
         return [str(self._mariadb().binary("mariadb")), *args]
