@@ -24,7 +24,11 @@ def crc32_matches(data: bytes | memoryview) -> bool:
 
 
 def verify_crc32(
-    data: bytes | memoryview, type_code: int, *, file: str | None = None, offset: int | None = None
+    data: bytes | bytearray | memoryview,
+    type_code: int,
+    *,
+    file: str | None = None,
+    offset: int | None = None,
 ) -> None:
     """Raise ``ChecksumMismatchError`` unless the event in ``data`` carries a valid CRC32."""
     n = len(data)

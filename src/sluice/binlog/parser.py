@@ -30,7 +30,7 @@ from sluice.binlog.decoders import DECODERS
 from sluice.binlog.decoders.control import check_supported, server_version_of
 from sluice.binlog.decoders.table_map import decode_table_map_fields
 from sluice.binlog.events import Event, FormatDescriptionEvent, TableMapEvent, UnknownEvent
-from sluice.binlog.header import HEADER, HEADER_LEN, EventHeader
+from sluice.binlog.header import HEADER, HEADER_LEN, LOG_EVENT_BINLOG_IN_USE_F, EventHeader
 from sluice.errors import MalformedEventError, SluiceError, TruncatedError
 
 __all__ = ["EventParser", "ParserConfig"]
@@ -48,6 +48,7 @@ _BOUNDARY_QUERIES = frozenset({b"BEGIN", b"COMMIT", b"ROLLBACK"})
 _DECODE_ERRORS = (ValueError, IndexError, KeyError, OverflowError, struct.error, zlib.error,
                   zstandard.ZstdError)
 _TM_CACHE_MAX = 4096
+_FLAGS_OFFSET = 17
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,7 +185,14 @@ class EventParser:
         alg = mv[n - CHECKSUM_LEN - 1]
         if alg == ChecksumAlgorithm.CRC32:
             if self._verify:
-                verify_crc32(mv, header.type_code, file=self._file, offset=self._offset)
+                # The FDE is checksummed with LOG_EVENT_BINLOG_IN_USE_F clear: the server sets
+                # the flag in a file it is writing and clears it on close without re-summing
+                # (Log_event_footer::event_checksum_test in libbinlogevents).
+                checked: bytes | bytearray | memoryview = mv
+                if header.flags & LOG_EVENT_BINLOG_IN_USE_F:
+                    checked = bytearray(mv)
+                    checked[_FLAGS_OFFSET] &= ~LOG_EVENT_BINLOG_IN_USE_F & 0xFF
+                verify_crc32(checked, header.type_code, file=self._file, offset=self._offset)
         elif alg != ChecksumAlgorithm.OFF:
             raise MalformedEventError(
                 f"FORMAT_DESCRIPTION_EVENT names unknown checksum algorithm {alg}",

@@ -180,7 +180,8 @@ def decode_mariadb_gtid(header: EventHeader, body: Body, p: EventParser) -> ev.M
 def decode_mariadb_gtid_list(header: EventHeader, body: Body, p: EventParser) -> ev.MariadbGtidListEvent:
     (word,) = U32.unpack_from(body, 0)
     count, flags = word & 0x0FFFFFFF, word >> 28
-    if 4 + 16 * count != len(body):
+    # An empty list is written padded with zero bytes (seen from MariaDB 10.11); allow only zeros.
+    if 4 + 16 * count > len(body) or any(body[4 + 16 * count :]):
         raise ValueError(
             f"GTID list of {count} entries needs {4 + 16 * count} bytes, the body has {len(body)}"
         )
