@@ -24,7 +24,8 @@ FLAVORS = [
 
 @pytest.fixture(params=FLAVORS)
 def server(request: pytest.FixtureRequest) -> Sandbox:
-    return request.getfixturevalue(f"{request.param}_server")  # type: ignore[no-any-return]
+    server: Sandbox = request.getfixturevalue(f"{request.param}_server")
+    return server
 
 
 def variables(server: Sandbox, *names: str) -> dict[str, str]:
