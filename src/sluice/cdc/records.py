@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from sluice.binlog.events import GtidEvent, MariadbGtidEvent, RowsEvent, TransactionPayloadEvent
 from sluice.binlog.rowplan import ABSENT
 from sluice.errors import SchemaError
 
@@ -75,22 +76,18 @@ class RowChangeBuilder:
 
     def feed(self, event: Any, file: str, pos: int) -> Iterator[RowChange]:
         """Row changes of one decoded event (none for non-row events)."""
-        kind = getattr(event, "kind", None)
-        if kind is None:
-            gtid = _gtid_text(event)
-            if gtid is not None:
-                self.gtid = gtid
-            inner = getattr(event, "events", None)
-            if inner is not None:  # TRANSACTION_PAYLOAD: inner events share the payload's offset
+        if not isinstance(event, RowsEvent):
+            if isinstance(event, (GtidEvent, MariadbGtidEvent)):
+                self.gtid = event.gtid
+            elif isinstance(event, TransactionPayloadEvent):
+                # Inner events share the payload's offset; ``row`` counts on across them.
                 row = 0
-                for sub in inner:
+                for sub in event.events:
                     for change in self.feed(sub, file, pos):
                         yield _renumber(change, row)
                         row += 1
             return
-        rows = getattr(event, "rows", None)
-        if rows is None:  # a filtered table: never decoded
-            return
+        kind, rows = event.kind, event.rows
         table = event.table
         names, pk = self._columns(table, file, pos)
         op = _OPS[kind]
@@ -155,11 +152,3 @@ def _split_diffs(after: dict[str, Any]) -> dict[str, Any] | None:
         for name in diffs:
             del after[name]
     return diffs
-
-
-def _gtid_text(event: Any) -> str | None:
-    """The GTID an event starts, as text (MySQL ``uuid[:tag]:n``, MariaDB ``domain-server-seq``)."""
-    gtid = getattr(event, "gtid", None)
-    if gtid is not None:
-        return str(gtid)
-    return None

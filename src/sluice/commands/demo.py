@@ -142,7 +142,7 @@ def run(args: argparse.Namespace) -> int:
             parser: EventParser | None = None
             for raw in stream:
                 if parser is None:
-                    parser = EventParser(ParserConfig(initial_checksum=stream.checksum))
+                    parser = EventParser(ParserConfig(initial_checksum=stream.checksum_algorithm))
                 event = parser.parse(raw.data, file=raw.file, offset=raw.pos)
                 n_events += 1
                 for change in builder.feed(event, raw.file, raw.pos):

@@ -100,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
             if parser is None:
                 parser = EventParser(
                     ParserConfig(
-                        verify_checksum=not args.no_verify_checksum, initial_checksum=stream.checksum
+                        verify_checksum=not args.no_verify_checksum, initial_checksum=stream.checksum_algorithm
                     )
                 )
             event = parser.parse(raw.data, file=raw.file, offset=raw.pos)

@@ -23,12 +23,12 @@ import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from sluice.binlog.constants import EventType
+from sluice.binlog.constants import ChecksumAlgorithm, EventType
 from sluice.dsn import ConnectionConfig
 from sluice.errors import ConfigError, ProtocolError, server_error
 from sluice.io.connection import Connection
 from sluice.wire import commands
-from sluice.wire.constants import BINLOG_DUMP_NON_BLOCK, BINLOG_THROUGH_GTID
+from sluice.wire.constants import BINLOG_DUMP_NON_BLOCK, BINLOG_SEND_ANNOTATE_ROWS_EVENT, BINLOG_THROUGH_GTID
 
 log = logging.getLogger(__name__)
 
@@ -109,6 +109,11 @@ class ReplicationStream:
         self.server_id = config.server_id or random.randint(1 << 20, (1 << 31) - 1)
         self.is_mariadb = False
         self.server_version: tuple[int, ...] = ()
+
+    @property
+    def checksum_algorithm(self) -> ChecksumAlgorithm:
+        """The negotiated checksum, for ``ParserConfig.initial_checksum``."""
+        return ChecksumAlgorithm.OFF if self.checksum == "NONE" else ChecksumAlgorithm.CRC32
 
     def __enter__(self) -> ReplicationStream:
         return self
@@ -214,6 +219,8 @@ class ReplicationStream:
     def _dump(self, conn: Connection) -> None:
         cfg = self.config
         flags = BINLOG_DUMP_NON_BLOCK if cfg.until_end else 0
+        if conn.is_mariadb:
+            flags |= BINLOG_SEND_ANNOTATE_ROWS_EVENT  # else MariaDB leaves them out, a gap in the offsets
         if cfg.gtid is not None and conn.is_mariadb:
             position = cfg.gtid.replace("'", "")
             conn.execute(f"SET @slave_connect_state = '{position}'")
