@@ -26,8 +26,8 @@ import zstandard
 
 from sluice.binlog.checksum import CHECKSUM_LEN, crc32_matches, verify_crc32
 from sluice.binlog.constants import ChecksumAlgorithm, EventType
-from sluice.binlog.decoders import DECODERS
 from sluice.binlog.decoders.control import check_supported, server_version_of
+from sluice.binlog.decoders.registry import DECODERS
 from sluice.binlog.decoders.table_map import decode_table_map_fields
 from sluice.binlog.events import Event, FormatDescriptionEvent, TableMapEvent, UnknownEvent
 from sluice.binlog.header import HEADER, HEADER_LEN, LOG_EVENT_BINLOG_IN_USE_F, EventHeader
