@@ -43,52 +43,50 @@ def decimal_size(precision: int, scale: int) -> int:
 
 @cache
 def decimal_decoder(precision: int, scale: int) -> Callable[[bytes, int], Decimal]:
-    """A function ``(buf, pos) -> Decimal`` for DECIMAL(precision, scale); raises ValueError when bad."""
+    """A function ``(buf, pos) -> Decimal`` for DECIMAL(precision, scale); raises ValueError when bad.
+
+    The function is generated straight-line code for this precision and scale (no loop over the
+    digit groups), as it runs once per value.
+    """
     groups = _layout(precision, scale)
     size = sum(nbytes for nbytes, _ in groups)
     top = 1 << (8 * size - 1)
     neg_mask = ((1 << (8 * size)) - 1) ^ top
-    intg = precision - scale
-    # (shift, mask, limit) per group, split in integer and fraction groups.
-    specs: list[tuple[int, int, int, int]] = []
+    lines = [
+        "def decode(buf, pos):",
+        f"    v = _from_bytes(buf[pos:pos + {size}], 'big')",
+        f"    if v & {top}:",
+        f"        v ^= {top}",
+        "        sign = ''",
+        "    else:",
+        f"        v ^= {neg_mask}",
+        "        sign = '-' if v else ''",
+    ]
     shift = 8 * size
-    for nbytes, ndigits in groups:
+    checks = []
+    names = []
+    for k, (nbytes, ndigits) in enumerate(groups):
         shift -= 8 * nbytes
-        specs.append((shift, (1 << (8 * nbytes)) - 1, 10**ndigits, ndigits))
-    n_int = (1 if intg % DIG_PER_DEC else 0) + intg // DIG_PER_DEC
-    int_specs = tuple(specs[:n_int])
-    frac_specs = tuple(specs[n_int:])
-    frac_zero = "0" * scale
-
-    def decode(buf: bytes, pos: int) -> Decimal:
-        raw = buf[pos : pos + size]
-        if len(raw) != size:
-            raise ValueError(f"DECIMAL({precision},{scale}) needs {size} bytes, found {len(raw)}")
-        v = int.from_bytes(raw, "big")
-        negative = not v & top
-        v ^= neg_mask if negative else top
-        ipart = 0
-        for sh, mask, limit, _ in int_specs:
-            g = (v >> sh) & mask
-            if g >= limit:
-                raise ValueError(f"DECIMAL({precision},{scale}) digit group {g} out of range")
-            ipart = ipart * limit + g
-        if scale:
-            parts = []
-            for sh, mask, limit, nd in frac_specs:
-                g = (v >> sh) & mask
-                if g >= limit:
-                    raise ValueError(f"DECIMAL({precision},{scale}) digit group {g} out of range")
-                parts.append(f"{g:0{nd}d}")
-            frac = "".join(parts)
-            if negative and (ipart or frac != frac_zero):
-                return Decimal(f"-{ipart}.{frac}")
-            return Decimal(f"{ipart}.{frac}")
-        if negative and ipart:
-            return Decimal(-ipart)
-        return Decimal(ipart)
-
-    return decode
+        lines.append(f"    g{k} = v >> {shift} & {(1 << (8 * nbytes)) - 1}")
+        checks.append(f"g{k} >= {10**ndigits}")
+        names.append((f"g{k}", ndigits))
+    lines.append(f"    if {' or '.join(checks)}:")
+    lines.append(f"        raise ValueError('DECIMAL({precision},{scale}): a digit group is out of range')")
+    # The magnitude as one integer of all digits, then Decimal("<digits>E-<scale>"): the string
+    # constructor is exact (no context rounding) and keeps exactly `scale` fractional digits.
+    mag = "0"
+    for name, nd in names:
+        mag = name if mag == "0" else f"({mag}) * {10**nd} + {name}"
+    if scale:
+        lines.append(f"    return _Decimal(f'{{sign}}{{{mag}}}E-{scale}')")
+    else:
+        lines.append(f"    return _Decimal(f'{{sign}}{{{mag}}}')")
+    namespace: dict[str, object] = {"_from_bytes": int.from_bytes, "_Decimal": Decimal}
+    exec("\n".join(lines), namespace)
+    decode = namespace["decode"]
+    if len(groups) == 0:
+        raise ValueError(f"DECIMAL({precision},{scale}) has no digits")
+    return decode  # type: ignore[return-value]
 
 
 def decode_decimal(buf: bytes, pos: int, precision: int, scale: int) -> tuple[Decimal, int]:

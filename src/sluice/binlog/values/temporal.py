@@ -17,6 +17,7 @@ Values a server cannot write (fraction beyond 999999, negative DATETIME) raise `
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import cache
 from time import gmtime
 
 __all__ = [
@@ -41,6 +42,18 @@ TIMEF_INT_OFS = 0x800000
 TIMEF_OFS = 0x800000000000
 
 _FRAC_BYTES = (0, 1, 1, 2, 2, 3, 3)
+
+# Text of numbers, looked up instead of formatted: two digits for 0..1023 (hours of a TIME reach
+# 838) and four-digit years. An out-of-range index raises IndexError, i.e. a malformed value.
+_D2 = tuple(f"{i:02d}" for i in range(1024))
+_Y4 = tuple(f"{i:04d}" for i in range(10000))
+
+
+@cache
+def _frac_table(nbytes: int, fsp: int) -> tuple[str, ...]:
+    """'.' and fsp digits for each stored fraction of a 1- or 2-byte fraction field."""
+    digits = 2 * nbytes
+    return tuple("." + f"{i:0{digits}d}"[:fsp] for i in range(10**digits))
 
 
 def _check_fsp(fsp: int) -> None:
@@ -87,7 +100,7 @@ def date_decoder() -> Decoder:
 
     def decode(buf: bytes, pos: int) -> str:
         v = buf[pos] | buf[pos + 1] << 8 | buf[pos + 2] << 16
-        return f"{v >> 9:04d}-{(v >> 5) & 15:02d}-{v & 31:02d}"
+        return f"{_Y4[v >> 9]}-{_D2[v >> 5 & 15]}-{_D2[v & 31]}"
 
     return decode
 
@@ -107,16 +120,31 @@ def _ymdhms(intpart: int) -> str:
 def datetime2_decoder(fsp: int) -> Decoder:
     """DATETIME(fsp) in the 5.6 format: 5 bytes big-endian + (fsp+1)//2 bytes of fraction."""
     _check_fsp(fsp)
-    frac = _frac_reader(fsp, 5)
+    nfrac = _FRAC_BYTES[fsp]
+    from_bytes = int.from_bytes
+    y4, d2 = _Y4, _D2
+    if nfrac == 3:
+        frac = _frac_reader(fsp, 5)
+    table = _frac_table(nfrac, fsp) if nfrac in (1, 2) else ()
 
     def decode(buf: bytes, pos: int) -> str:
-        intpart = int.from_bytes(buf[pos : pos + 5], "big") - DATETIMEF_INT_OFS
-        if intpart < 0:
-            raise ValueError(f"negative DATETIME value {intpart}")
-        text = _ymdhms(intpart)
-        if fsp:
-            return f"{text}.{frac(buf, pos):06d}"[: 20 + fsp]
-        return text
+        v = from_bytes(buf[pos : pos + 5], "big") - DATETIMEF_INT_OFS
+        if v < 0:
+            raise ValueError(f"negative DATETIME value {v}")
+        ymd = v >> 17
+        ym = ymd >> 5
+        hms = v & 0x1FFFF
+        text = (
+            f"{y4[ym // 13]}-{d2[ym % 13]}-{d2[ymd & 31]} "
+            f"{d2[hms >> 12]}:{d2[hms >> 6 & 63]}:{d2[hms & 63]}"
+        )
+        if nfrac == 0:
+            return text
+        if nfrac == 1:
+            return text + table[buf[pos + 5]]
+        if nfrac == 2:
+            return text + table[buf[pos + 5] << 8 | buf[pos + 6]]
+        return f"{text}.{frac(buf, pos):06d}"[: 20 + fsp]
 
     return decode
 
@@ -124,24 +152,35 @@ def datetime2_decoder(fsp: int) -> Decoder:
 def timestamp2_decoder(fsp: int) -> Decoder:
     """TIMESTAMP(fsp) in the 5.6 format: 4 bytes big-endian seconds + fraction, as UTC."""
     _check_fsp(fsp)
-    frac = _frac_reader(fsp, 4)
+    nfrac = _FRAC_BYTES[fsp]
     zero = "0000-00-00 00:00:00" + ("." + "0" * fsp if fsp else "")
+    y4, d2 = _Y4, _D2
+    if nfrac == 3:
+        frac = _frac_reader(fsp, 4)
+    table = _frac_table(nfrac, fsp) if nfrac in (1, 2) else ()
+
+    last = (-1, "")
 
     def decode(buf: bytes, pos: int) -> str:
-        sec = int.from_bytes(buf[pos : pos + 4], "big")
-        if fsp:
-            usec = frac(buf, pos)
-            if not sec:
-                return zero
-            t = gmtime(sec)
-            return (
-                f"{t[0]:04d}-{t[1]:02d}-{t[2]:02d}T{t[3]:02d}:{t[4]:02d}:{t[5]:02d}."
-                f"{usec:06d}"[: 20 + fsp] + "Z"
-            )
+        sec = buf[pos] << 24 | buf[pos + 1] << 16 | buf[pos + 2] << 8 | buf[pos + 3]
+        if nfrac == 0:
+            f = ""
+        elif nfrac == 1:
+            f = table[buf[pos + 4]]
+        elif nfrac == 2:
+            f = table[buf[pos + 4] << 8 | buf[pos + 5]]
+        else:
+            f = f".{frac(buf, pos):06d}"[: 1 + fsp]
         if not sec:
             return zero
-        t = gmtime(sec)
-        return f"{t[0]:04d}-{t[1]:02d}-{t[2]:02d}T{t[3]:02d}:{t[4]:02d}:{t[5]:02d}Z"
+        nonlocal last
+        days, rem = divmod(sec, 86400)
+        last_days, date = last  # rows of one event are mostly from the same day
+        if days != last_days:
+            t = gmtime(sec)
+            date = f"{y4[t[0]]}-{d2[t[1]]}-{d2[t[2]]}T"
+            last = (days, date)
+        return f"{date}{d2[rem // 3600]}:{d2[rem // 60 % 60]}:{d2[rem % 60]}{f}Z"
 
     return decode
 
@@ -179,8 +218,13 @@ def time2_decoder(fsp: int) -> Decoder:
     """TIME(fsp) in the 5.6 format: 3 bytes big-endian (offset 0x800000) + fraction, or 6 bytes."""
     _check_fsp(fsp)
     nfrac = _FRAC_BYTES[fsp]
+    d2 = _D2
 
     def decode(buf: bytes, pos: int) -> str:
+        if nfrac == 0:
+            v = (buf[pos] << 16 | buf[pos + 1] << 8 | buf[pos + 2]) - TIMEF_INT_OFS
+            if v >= 0:
+                return f"{d2[v >> 12 & 0x3FF]}:{d2[v >> 6 & 63]}:{d2[v & 63]}"
         raw = buf[pos : pos + 3 + nfrac]
         if len(raw) != 3 + nfrac:
             raise ValueError("TIME value cut short")
