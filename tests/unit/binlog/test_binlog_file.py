@@ -1,0 +1,119 @@
+"""Reading binlog files block by block: magic, framing across block boundaries, truncation, CRC, stdin."""
+
+from __future__ import annotations
+
+import io
+import struct
+from pathlib import Path
+
+import pytest
+
+import sluice.io.binlog_file as bf
+from sluice.binlog import events as ev
+from sluice.binlog.constants import EventType as E
+from sluice.binlog.parser import EventParser, ParserConfig
+from sluice.errors import ChecksumMismatchError, MalformedEventError, TruncatedError
+from sluice.io.binlog_file import BINLOG_MAGIC, BinlogFile, iter_events
+from tests.unit.binlog.test_events import SIMPLE_TM, event, fde, query_body, stub_plan_for
+from tests.unit.binlog.test_events_rows import rows_v2
+
+pytestmark = pytest.mark.unit
+
+
+def sample_events() -> list[bytes]:
+    return [
+        fde(),
+        event(E.QUERY_EVENT, query_body(b"BEGIN", b"")),
+        event(E.TABLE_MAP_EVENT, SIMPLE_TM),
+        event(E.WRITE_ROWS_EVENT_V2, rows_v2(0x0102030405, 2, b"\x03", b"row" * 100)),
+        event(E.XID_EVENT, struct.pack("<Q", 3)),
+        event(E.ROTATE_EVENT, struct.pack("<Q", 4) + b"binlog.000002"),
+    ]
+
+
+def write(tmp_path: Path, chunks: list[bytes], magic: bytes = BINLOG_MAGIC) -> Path:
+    path = tmp_path / "binlog.000001"
+    path.write_bytes(magic + b"".join(chunks))
+    return path
+
+
+def parser() -> EventParser:
+    return EventParser(ParserConfig(plan_for=stub_plan_for))
+
+
+@pytest.mark.parametrize("block", [1, 7, 19, 1 << 16])
+def test_offsets_and_events_across_block_sizes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, block: int
+) -> None:
+    monkeypatch.setattr(bf, "BLOCK_SIZE", block)
+    chunks = sample_events()
+    out = list(iter_events(write(tmp_path, chunks), parser()))
+    offsets = [4]
+    for c in chunks[:-1]:
+        offsets.append(offsets[-1] + len(c))
+    assert [o for o, _ in out] == offsets
+    assert [type(e).__name__ for _, e in out] == [
+        "FormatDescriptionEvent",
+        "QueryEvent",
+        "TableMapEvent",
+        "RowsEvent",
+        "XidEvent",
+        "RotateEvent",
+    ]
+
+
+def test_not_a_binlog(tmp_path: Path) -> None:
+    with pytest.raises(MalformedEventError, match="not a binlog") as info:
+        list(iter_events(write(tmp_path, sample_events(), magic=b"GIF8")))
+    assert (
+        info.value.offset == 0 and info.value.file is not None and info.value.file.endswith("binlog.000001")
+    )
+    empty = tmp_path / "empty"
+    empty.write_bytes(b"")
+    with pytest.raises(MalformedEventError):
+        list(iter_events(empty))
+
+
+@pytest.mark.parametrize("cut", [1, 10, 25])
+def test_truncated_file(tmp_path: Path, cut: int) -> None:
+    chunks = sample_events()
+    data = b"".join(chunks)
+    path = write(tmp_path, [data[: len(data) - cut]])
+    last = 4 + len(data) - len(chunks[-1])
+    with pytest.raises(TruncatedError) as info:
+        list(iter_events(path, parser()))
+    assert info.value.offset == last  # type: ignore[attr-defined]
+    assert str(last) in str(info.value)
+
+
+def test_bad_checksum_names_file_and_offset(tmp_path: Path) -> None:
+    chunks = sample_events()
+    bad = bytearray(chunks[4])
+    bad[20] ^= 0xFF
+    chunks[4] = bytes(bad)
+    path = write(tmp_path, chunks)
+    with pytest.raises(ChecksumMismatchError) as info:
+        list(iter_events(path, parser()))
+    assert info.value.offset == 4 + sum(len(c) for c in chunks[:4])
+    assert info.value.file == str(path)
+
+
+def test_stream_and_stdin(monkeypatch: pytest.MonkeyPatch) -> None:
+    blob = BINLOG_MAGIC + b"".join(sample_events())
+    assert len(list(iter_events(io.BytesIO(blob), parser()))) == 6
+
+    class FakeStdin:
+        buffer = io.BytesIO(blob)
+
+    monkeypatch.setattr(bf.sys, "stdin", FakeStdin())
+    assert len(list(iter_events("-", parser()))) == 6
+
+
+def test_binlog_file_from_offset(tmp_path: Path) -> None:
+    chunks = sample_events()
+    path = write(tmp_path, chunks)
+    start = 4 + len(chunks[0]) + len(chunks[1])
+    out = list(BinlogFile(path, parser(), start=start))
+    assert [o for o, _ in out][0] == start
+    assert isinstance(out[0][1], ev.TableMapEvent) and isinstance(out[1][1], ev.RowsEvent)
+    assert len(list(BinlogFile(path, parser()))) == 6
