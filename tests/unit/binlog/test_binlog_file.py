@@ -114,6 +114,6 @@ def test_binlog_file_from_offset(tmp_path: Path) -> None:
     path = write(tmp_path, chunks)
     start = 4 + len(chunks[0]) + len(chunks[1])
     out = list(BinlogFile(path, parser(), start=start))
-    assert [o for o, _ in out][0] == start
+    assert out[0][0] == start
     assert isinstance(out[0][1], ev.TableMapEvent) and isinstance(out[1][1], ev.RowsEvent)
     assert len(list(BinlogFile(path, parser()))) == 6

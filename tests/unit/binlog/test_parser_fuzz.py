@@ -24,7 +24,7 @@ from tests.unit.binlog.test_events_rows import full_table_map, payload_body, row
 
 pytestmark = pytest.mark.unit
 
-CODES = sorted(DECODERS) + [0, 99, 250]
+CODES = [*sorted(DECODERS), 0, 99, 250]
 
 
 def fresh(version: str = "8.0.36", alg: int = 1) -> EventParser:
