@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field, replace
-from enum import Enum
+from enum import StrEnum
 from urllib.parse import parse_qsl, quote, unquote, urlsplit
 
 from sluice.errors import ConfigError
@@ -23,7 +23,7 @@ from sluice.errors import ConfigError
 PASSWORD_ENV_DEFAULT = "SLUICE_PASSWORD"
 
 
-class SslMode(str, Enum):
+class SslMode(StrEnum):
     """TLS policy, with the meanings of the MySQL client's ``--ssl-mode``."""
 
     DISABLED = "disabled"

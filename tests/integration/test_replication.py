@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import subprocess
 import sys
@@ -67,7 +68,7 @@ def test_stream_from_file_and_position_to_the_end(server):
         EventType.HEARTBEAT_LOG_EVENT, EventType.HEARTBEAT_LOG_EVENT_V2)]
     # The first real event starts exactly at the requested position, and offsets chain by size.
     assert real[0][1] == start.pos
-    for (f1, p1, e1), (f2, p2, _e2) in zip(real, real[1:], strict=False):
+    for (f1, p1, e1), (f2, p2, _e2) in itertools.pairwise(real):
         if f1 == f2:
             assert p2 == p1 + e1.header.event_size
     last_file, last_pos, last = real[-1]
