@@ -8,6 +8,7 @@ import re
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -242,3 +243,24 @@ def test_cli_up_status_down(flavor: str, tmp_path: Path) -> None:
     assert not Path(state["workdir"]).exists()
     assert not list(state_dir.glob("sandbox-*.json"))
     assert "no sandboxes" in _cli("status", state_dir=state_dir).stdout
+
+
+@pytest.mark.mariadb
+def test_a_killed_owner_takes_its_server_along_and_its_directory_is_swept() -> None:
+    code = ("import os, signal\n"
+            "from sluice.sandbox.server import Sandbox\n"
+            "s = Sandbox.start('mariadb')\n"
+            "print(s.pid, s.workdir, flush=True)\n"
+            "os.kill(os.getpid(), signal.SIGKILL)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         check=False)
+    pid_text, workdir = out.stdout.split()
+    pid = int(pid_text)
+    for _ in range(100):
+        if not _pid_alive(pid):
+            break
+        time.sleep(0.05)
+    assert not _pid_alive(pid)
+    assert Path(workdir).exists()
+    with Sandbox.start("mariadb"):  # the next start removes what the killed process left
+        assert not Path(workdir).exists()

@@ -285,6 +285,8 @@ def _install_mysql_locked(*, force: bool, mirror: str) -> MysqlInstall:
     _say(f"installing MySQL {version}: {len(packages)} packages, {total / 1e6:.0f} MB, into {root}")
     if root.exists():
         shutil.rmtree(root)  # a half-finished install (no marker) is redone from scratch
+    for stale in root.parent.glob(".mysql-*"):  # staging left by an interrupted install (we hold the lock)
+        shutil.rmtree(stale, ignore_errors=True)
     root.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".mysql-{version}-", dir=root.parent))
     try:

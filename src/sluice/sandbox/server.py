@@ -52,6 +52,7 @@ PASSWORDS: Mapping[str, str] = {"root": "sluice-root", "repl": "sluice-repl", "e
 REPL_GRANTS = "REPLICATION SLAVE, REPLICATION CLIENT, SELECT"
 START_TIMEOUT = 120.0
 STOP_TIMEOUT = 60.0
+OWNER_FILE = "owner.pid"  # in temporary workdirs: the pid of the process that created it
 _MAX_SOCKET_PATH = 100  # sun_path is 108 bytes on Linux
 _ERROR_LINE = re.compile(r"ERROR (\d+) \(([0-9A-Za-z]{5})\)(?: at line \d+)?: (.*)", re.S)
 
@@ -126,6 +127,24 @@ def stop_process_group(pid: int, *, timeout: float = STOP_TIMEOUT) -> None:
     raise SandboxError(f"server process {pid} did not stop after SIGTERM and SIGKILL")
 
 
+def _sweep_stale_workdirs() -> None:
+    """Remove temporary sandbox directories left by processes that were killed.
+
+    A directory is stale when the process that created it and the server that ran in it are
+    both gone (a detached server outlives its creator and is kept).
+    """
+    for path in Path(tempfile.gettempdir()).glob("sluice-*-*"):
+        try:
+            owner = int((path / OWNER_FILE).read_text().strip() or 0)
+            server = path / "server.pid"
+            server_pid = int(server.read_text().strip() or 0) if server.exists() else 0
+        except (OSError, ValueError):
+            continue
+        if owner > 0 and not _pid_alive(owner) and (server_pid <= 0 or not _pid_alive(server_pid)):
+            log.info("removing the stale sandbox directory %s", path)
+            shutil.rmtree(path, ignore_errors=True)
+
+
 class Sandbox:
     """One running throwaway server. Use ``Sandbox.start(...)``; stop it with ``stop()``."""
 
@@ -183,8 +202,12 @@ class Sandbox:
         is used and removed. ``detached`` servers outlive this process (``sluice sandbox up``).
         """
         owns = workdir is None
+        if owns:
+            _sweep_stale_workdirs()
         path = Path(tempfile.mkdtemp(prefix=f"sluice-{flavor}-")) if workdir is None else Path(workdir)
         path.mkdir(parents=True, exist_ok=True)
+        if owns:
+            (path / OWNER_FILE).write_text(f"{os.getpid()}\n")
         try:
             sandbox = cls(flavor, path.resolve(), port or free_port(), settings or {},
                           owns_workdir=owns, detached=detached)
