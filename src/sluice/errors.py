@@ -33,7 +33,12 @@ class ProtocolError(SluiceError):
 
 
 class TruncatedError(ProtocolError):
-    """The buffer ends before the structure being decoded does."""
+    """The buffer ends before the structure being decoded does (file and offset when known)."""
+
+    def __init__(self, message: str, *, file: str | None = None, offset: int | None = None) -> None:
+        self.file = file
+        self.offset = offset
+        super().__init__(message)
 
 
 class MalformedEventError(ProtocolError):

@@ -48,13 +48,12 @@ def _check_magic(stream: BinaryIO, name: str) -> None:
 
 
 def _truncated(name: str, offset: int, detail: str) -> TruncatedError:
-    err = TruncatedError(
+    return TruncatedError(
         f"binlog {name} ends inside the event at offset {offset} ({detail}); the file was cut "
-        "short or is still being written"
+        "short or is still being written",
+        file=name,
+        offset=offset,
     )
-    err.file = name  # type: ignore[attr-defined]
-    err.offset = offset  # type: ignore[attr-defined]
-    return err
 
 
 def _events(stream: BinaryIO, name: str, parser: EventParser, offset: int) -> Iterator[tuple[int, Event]]:
