@@ -95,3 +95,19 @@ def test_value_encoding_rules():
     (change,) = builder.feed(event, "f", 1)
     after = json.loads(change_line(change))["after"]
     assert after == {"id": 18446744073709551615, "amount": "-0.00100", "note": "AP8="}
+
+
+def test_partial_json_diffs_leave_after_and_geometry_is_srid_plus_wkb():
+    from sluice.binlog.values.geometry import Geometry
+    from sluice.binlog.values.json_binary import JsonDiff, JsonDiffs
+
+    builder = RowChangeBuilder()
+    diffs = JsonDiffs((JsonDiff("replace", "$.a[1]", 5), JsonDiff("remove", "$.b", None)))
+    event = rows("update", [((1, Geometry(4326, b"\x01\x01"), {"a": [1, 2]}), (1, Geometry(0, b"\x02"), diffs))],
+                 table(names=("id", "shape", "doc"), raw=b"t4"))
+    (change,) = builder.feed(event, "f", 3)
+    line = json.loads(change_line(change))
+    assert line["after"] == {"id": 1, "shape": {"srid": 0, "wkb": "Ag=="}}
+    assert line["before"]["doc"] == {"a": [1, 2]}
+    assert line["json_diffs"] == {"doc": [{"op": "replace", "path": "$.a[1]", "value": 5},
+                                          {"op": "remove", "path": "$.b"}]}

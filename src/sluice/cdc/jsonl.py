@@ -12,6 +12,8 @@ import json
 from decimal import Decimal
 from typing import Any
 
+from sluice.binlog.values.geometry import Geometry
+from sluice.binlog.values.json_binary import JsonDiff
 from sluice.cdc.records import RowChange
 
 
@@ -20,9 +22,12 @@ def _default(value: Any) -> Any:
         return format(value, "f")
     if isinstance(value, (bytes, bytearray, memoryview)):
         return base64.b64encode(value).decode("ascii")
-    to_json = getattr(value, "to_json", None)
-    if to_json is not None:
-        return to_json()
+    if isinstance(value, Geometry):
+        return {"srid": value.srid, "wkb": base64.b64encode(value.wkb).decode("ascii")}
+    if isinstance(value, JsonDiff):
+        if value.op == "remove":
+            return {"op": value.op, "path": value.path}
+        return {"op": value.op, "path": value.path, "value": value.value}
     raise TypeError(f"no JSON encoding for {type(value).__name__}")
 
 

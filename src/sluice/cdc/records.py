@@ -18,6 +18,7 @@ from typing import Any
 
 from sluice.binlog.events import GtidEvent, MariadbGtidEvent, RowsEvent, TransactionPayloadEvent
 from sluice.binlog.rowplan import ABSENT
+from sluice.binlog.values.json_binary import JsonDiffs
 from sluice.errors import SchemaError
 
 # Supplies the column names of (schema, table) when the binlog does not carry them.
@@ -144,7 +145,7 @@ def _split_diffs(after: dict[str, Any]) -> dict[str, Any] | None:
     """Move partial-JSON diffs out of the after image into ``json_diffs``."""
     diffs = None
     for name, value in after.items():
-        if getattr(value, "is_json_diffs", False):
+        if isinstance(value, JsonDiffs):
             if diffs is None:
                 diffs = {}
             diffs[name] = value
