@@ -63,6 +63,8 @@ class SandboxError(SluiceError):
 
 _live: set[Sandbox] = set()
 _live_lock = threading.Lock()
+_templates: dict[str, Path] = {}  # flavor -> an initialised data directory that new sandboxes copy
+_templates_lock = threading.Lock()
 
 
 def _stop_all() -> None:
@@ -71,6 +73,10 @@ def _stop_all() -> None:
     for sandbox in sandboxes:
         with contextlib.suppress(Exception):
             sandbox.stop()
+    with _templates_lock:
+        for template in _templates.values():
+            shutil.rmtree(template.parent, ignore_errors=True)
+        _templates.clear()
 
 
 atexit.register(_stop_all)
@@ -111,8 +117,12 @@ def _pid_alive(pid: int) -> bool:
 
 
 def stop_process_group(pid: int, *, timeout: float = STOP_TIMEOUT) -> None:
-    """SIGTERM the process group led by ``pid``, then SIGKILL it if it has not gone in time."""
-    for sig, wait in ((signal.SIGTERM, timeout), (signal.SIGKILL, 10.0)):
+    """SIGTERM the process group led by ``pid``, then SIGKILL it if it has not gone in time.
+
+    With ``timeout=0`` the group is killed at once.
+    """
+    steps = ((signal.SIGTERM, timeout), (signal.SIGKILL, 10.0)) if timeout > 0 else ((signal.SIGKILL, 10.0),)
+    for sig, wait in steps:
         try:
             os.killpg(pid, sig)
         except ProcessLookupError:
@@ -253,7 +263,8 @@ class Sandbox:
     def stop(self) -> None:
         """Stop the server (its whole process group) and remove what this sandbox created."""
         try:
-            self._shutdown()
+            # Data that is about to be deleted needs no clean shutdown.
+            self._shutdown(kill=self._owns_workdir)
         finally:
             with _live_lock:
                 _live.discard(self)
@@ -301,28 +312,45 @@ class Sandbox:
         return [f"--user={getpass.getuser()}"] if os.geteuid() == 0 else []
 
     def _initialize(self) -> None:
-        init_log = self.workdir / "init.log"
+        """Give the sandbox a fresh data directory: a copy of one initialised per process."""
+        with _templates_lock:
+            template = _templates.get(self.flavor)
+            if template is None or not template.exists():
+                base = Path(tempfile.mkdtemp(prefix=f"sluice-template-{self.flavor}-"))
+                (base / OWNER_FILE).write_text(f"{os.getpid()}\n")
+                (base / "tmp").mkdir()
+                try:
+                    self._run_initialize(base / "data", base)
+                except BaseException:
+                    shutil.rmtree(base, ignore_errors=True)
+                    raise
+                template = _templates[self.flavor] = base / "data"
+        shutil.copytree(template, self.datadir, symlinks=True)
+        (self.datadir / "auto.cnf").unlink(missing_ok=True)  # MySQL: a new server_uuid per sandbox
+
+    def _run_initialize(self, datadir: Path, workdir: Path) -> None:
+        init_log = workdir / "init.log"
         if self.flavor == "mysql":
             mysql = self._mysql()
             argv = mysql.command(
                 "mysqld", "--no-defaults", *self._user_option(), "--initialize-insecure",
-                f"--basedir={mysql.basedir}", f"--datadir={self.datadir}",
+                f"--basedir={mysql.basedir}", f"--datadir={datadir}",
                 f"--lc-messages-dir={mysql.lc_messages_dir}", f"--plugin-dir={mysql.plugin_dir}",
-                f"--tmpdir={self.workdir / 'tmp'}", f"--log-error={init_log}",
+                f"--tmpdir={workdir / 'tmp'}", f"--log-error={init_log}",
             )
         else:
             mariadb = self._mariadb()
             argv = [
                 str(mariadb.binary("mariadb-install-db")), "--no-defaults", *self._user_option(),
-                f"--datadir={self.datadir}", "--auth-root-authentication-method=normal",
+                f"--datadir={datadir}", "--auth-root-authentication-method=normal",
                 "--skip-test-db", "--skip-name-resolve",
-                f"--tmpdir={self.workdir / 'tmp'}",
+                f"--tmpdir={workdir / 'tmp'}",
             ]
         with init_log.open("ab") as out:
-            result = subprocess.run(argv, stdout=out, stderr=subprocess.STDOUT, cwd=self.workdir,
+            result = subprocess.run(argv, stdout=out, stderr=subprocess.STDOUT, cwd=workdir,
                                     timeout=START_TIMEOUT, check=False)
         if result.returncode != 0:
-            raise SandboxError(f"initialising the {self.flavor} data directory {self.datadir} failed "
+            raise SandboxError(f"initialising the {self.flavor} data directory {datadir} failed "
                                f"(exit {result.returncode}); {init_log} ends with:\n{_tail(init_log)}")
 
     def server_argv(self) -> list[str]:
@@ -424,11 +452,11 @@ class Sandbox:
         return (f"the {self.flavor} sandbox server on port {self.port} {what}; its error log "
                 f"{self.error_log} ends with:\n{_tail(self.error_log) or _tail(self.workdir / 'server.out')}")
 
-    def _shutdown(self) -> None:
+    def _shutdown(self, *, kill: bool = False) -> None:
         process, self._process = self._process, None
         if process is None:
             return
-        stop_process_group(process.pid)
+        stop_process_group(process.pid, timeout=0.0 if kill else STOP_TIMEOUT)
         with contextlib.suppress(Exception):
             process.wait(timeout=1)
 
