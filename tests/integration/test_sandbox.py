@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import socket
 import subprocess
 import sys
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from sluice.errors import ServerError
+from sluice.errors import ServerError, TransportError
 from sluice.sandbox.server import PASSWORDS, Sandbox, SandboxError, _pid_alive
 
 FLAVORS = [
@@ -49,6 +50,10 @@ def test_version(server: Sandbox) -> None:
         assert server.version.startswith("10.11."), server.version
         assert "MariaDB" in server.version
     assert server.sql("SELECT VERSION()") == server.version
+    tool = subprocess.run(server.binlog_tool_argv("--version"), capture_output=True, text=True,
+                          timeout=60, check=False)
+    assert tool.returncode == 0, tool.stderr
+    assert ("mysqlbinlog" if server.flavor == "mysql" else "mariadb-binlog") in tool.stdout
 
 
 def test_binlog_is_on_and_row(server: Sandbox) -> None:
@@ -196,6 +201,17 @@ def test_stop_kills_the_server_and_removes_its_directory(sandbox_factory: Callab
     assert not _pid_alive(pid)
     assert not workdir.exists()
     server.stop()  # idempotent
+    with pytest.raises(SandboxError, match="not running"):
+        server.sql("SELECT 1")
+
+
+@pytest.mark.mariadb
+def test_sql_on_a_dead_server_is_a_transport_error(sandbox_factory: Callable[..., Sandbox]) -> None:
+    server = sandbox_factory("mariadb")
+    assert server.pid is not None
+    os.killpg(server.pid, signal.SIGKILL)
+    with pytest.raises(TransportError, match="could not talk"):
+        server.sql("SELECT 1")
 
 
 @pytest.mark.mariadb

@@ -20,6 +20,7 @@ import fcntl
 import hashlib
 import lzma
 import os
+import platform
 import re
 import shutil
 import subprocess
@@ -34,10 +35,14 @@ from sluice.errors import ConfigError
 
 DEBIAN_MIRROR = os.environ.get("SLUICE_DEBIAN_MIRROR", "http://deb.debian.org/debian").rstrip("/")
 DEBIAN_SUITE = "sid"
-DEBIAN_ARCH = "amd64"
+# machine -> (Debian architecture, multiarch triplet, dynamic loader)
+_ARCHES = {
+    "x86_64": ("amd64", "x86_64-linux-gnu", "ld-linux-x86-64.so.2"),
+    "aarch64": ("arm64", "aarch64-linux-gnu", "ld-linux-aarch64.so.1"),
+}
+DEBIAN_ARCH, TRIPLET, LOADER = _ARCHES.get(platform.machine(), _ARCHES["x86_64"])
 MYSQL_PACKAGES = ("mysql-server-core", "mysql-client-core")
 MARKER = ".sluice-complete"
-TRIPLET = "x86_64-linux-gnu"
 
 # Dependencies that are not shared libraries a binary loads, even if their names look like it.
 _NOT_LIBRARIES = frozenset({"perl", "perl-base", "debconf", "debconf-2.0", "libc-bin", "mysql-common"})
@@ -176,8 +181,8 @@ class MysqlInstall:
 
     @property
     def loader(self) -> Path:
-        for candidate in ("usr/lib64/ld-linux-x86-64.so.2", "lib64/ld-linux-x86-64.so.2",
-                          f"usr/lib/{TRIPLET}/ld-linux-x86-64.so.2"):
+        for candidate in (f"usr/lib64/{LOADER}", f"lib64/{LOADER}", f"usr/lib/{TRIPLET}/{LOADER}",
+                          f"lib/{LOADER}", f"usr/lib/{LOADER}"):
             path = self.root / candidate
             if path.exists():
                 return path
@@ -275,6 +280,9 @@ def _install_mysql_locked(*, force: bool, mirror: str) -> MysqlInstall:
     if existing is not None and not force:
         _say(f"MySQL {existing.version} is installed ({existing.root})")
         return existing
+    if platform.system() != "Linux" or platform.machine() not in _ARCHES:
+        raise ConfigError(f"the MySQL sandbox runs Debian's Linux packages; this is {platform.system()} "
+                          f"on {platform.machine()} (supported: Linux on {', '.join(_ARCHES)})")
     if shutil.which("dpkg-deb") is None:
         raise ConfigError("dpkg-deb is needed to unpack MySQL: apt-get install dpkg")
     index = fetch_index(mirror)

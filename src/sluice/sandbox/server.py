@@ -39,7 +39,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Literal
 
-from sluice.errors import ConfigError, SluiceError, server_error
+from sluice.errors import ConfigError, SluiceError, TransportError, server_error
 from sluice.sandbox.certs import make_tls_files
 from sluice.sandbox.install import MariadbInstall, MysqlInstall, require_mariadb, require_mysql
 
@@ -53,6 +53,7 @@ REPL_GRANTS = "REPLICATION SLAVE, REPLICATION CLIENT, SELECT"
 START_TIMEOUT = 120.0
 STOP_TIMEOUT = 60.0
 OWNER_FILE = "owner.pid"  # in temporary workdirs: the pid of the process that created it
+CLIENT_ERRNO_MIN = 2000  # errmsg.h: client errors are 2000..2999, server errors below
 _MAX_SOCKET_PATH = 100  # sun_path is 108 bytes on Linux
 _ERROR_LINE = re.compile(r"ERROR (\d+) \(([0-9A-Za-z]{5})\)(?: at line \d+)?: (.*)", re.S)
 
@@ -465,9 +466,13 @@ class Sandbox:
     def sql(self, statement: str, *, database: str | None = None, timeout: float = 120.0) -> str:
         """Run SQL (one or more statements) as root over the socket; tab-separated rows, no header.
 
-        Raises the ``ServerError`` matching the client's ``ERROR errno (sqlstate)`` line, or
-        ``SandboxError`` when the client fails otherwise.
+        Raises the ``ServerError`` matching the client's ``ERROR errno (sqlstate)`` line,
+        ``TransportError`` when the client cannot reach the server, or ``SandboxError`` when the
+        client fails otherwise.
         """
+        if self._process is None:
+            raise SandboxError(f"the {self.flavor} sandbox on port {self.port} is not running "
+                               "(stopped, detached or never started)")
         extra = ["--batch", "--skip-column-names"]
         if database is not None:
             extra.append(f"--database={database}")
@@ -476,6 +481,9 @@ class Sandbox:
         if result.returncode != 0:
             message = result.stderr.decode(errors="replace").strip()
             match = _ERROR_LINE.search(message)
+            if match and int(match[1]) >= CLIENT_ERRNO_MIN:  # CR_* codes: the client itself failed
+                raise TransportError(f"the {self.flavor} client could not talk to the sandbox on "
+                                     f"{self.socket}: {message}")
             if match:
                 raise server_error(int(match[1]), match[2], match[3].strip())
             raise SandboxError(f"the {self.flavor} client failed (exit {result.returncode}): {message}")
