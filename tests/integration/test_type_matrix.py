@@ -322,12 +322,9 @@ def capture(request, sandbox_factory) -> Capture:
     return Capture(flavor, server, cols, status.file, status.pos, snapshots, zero)
 
 
-# Columns whose decoding is known to differ from the contract; each has its own strict-xfail test
-# below and is left out of the matrix comparison until that test passes.
-KNOWN_BUGS = {
-    "bn4": "BINARY(n): the server drops trailing 0x00 bytes in the binlog; sluice must pad to n bytes",
-    "jsd": "MySQL JSON opaque DECIMAL is encoded as a string, not as a JSON number",
-}
+# Columns whose decoding is known to differ from the contract, left out of the matrix comparison
+# (each needs its own strict-xfail test while it is listed here). None at present.
+KNOWN_BUGS: dict[str, str] = {}
 
 
 def _lines(changes: Any) -> list[dict[str, Any]]:
@@ -442,11 +439,6 @@ def test_stream_and_files_agree(capture: Capture) -> None:
     assert streamed == from_files
 
 
-@pytest.mark.xfail(strict=True, reason=KNOWN_BUGS["bn4"])
-def test_binary_n_keeps_its_trailing_zero_bytes(capture: Capture) -> None:
-    _check(capture, _lines(_without(c, _KNOWN - {"bn4"}) for c in _file_changes(capture)), only=frozenset({"bn4"}))
-
-
 def test_sluice_dump_command_on_the_matrix(capture: Capture, capsys) -> None:
     dumped = _dump_cli(capture, capsys)
     _check(capture, [{**c, "before": _drop(c["before"]), "after": _drop(c["after"])} for c in dumped])
@@ -454,11 +446,3 @@ def test_sluice_dump_command_on_the_matrix(capture: Capture, capsys) -> None:
 
 def _drop(image: dict[str, Any] | None) -> dict[str, Any] | None:
     return None if image is None else {k: v for k, v in image.items() if k not in _KNOWN}
-
-
-def test_json_opaque_decimal_is_a_json_number(capture: Capture, request) -> None:
-    if capture.flavor != "mysql":
-        assert "jsd" not in {c.name for c in capture.cols}  # MariaDB has no binary JSON
-        return
-    request.applymarker(pytest.mark.xfail(strict=True, reason=KNOWN_BUGS["jsd"]))
-    _check(capture, _lines(_without(c, _KNOWN - {"jsd"}) for c in _file_changes(capture)), only=frozenset({"jsd"}))

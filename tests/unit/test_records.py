@@ -111,3 +111,15 @@ def test_partial_json_diffs_leave_after_and_geometry_is_srid_plus_wkb():
     assert line["before"]["doc"] == {"a": [1, 2]}
     assert line["json_diffs"] == {"doc": [{"op": "replace", "path": "$.a[1]", "value": 5},
                                           {"op": "remove", "path": "$.b"}]}
+
+
+def test_decimal_inside_json_is_a_number_but_a_decimal_column_is_a_string():
+    from sluice.binlog.values.json_binary import JsonDecimal
+
+    builder = RowChangeBuilder()
+    doc = {"dec": JsonDecimal("1.50"), "arr": [JsonDecimal("-0.00100")], "s": "\x00sluice-x:1"}
+    (change,) = builder.feed(rows("write", [(1, Decimal("2.50"), doc)]), "f", 1)
+    text = change_line(change)
+    assert '"dec":1.50' in text and '"arr":[-0.00100]' in text
+    assert json.loads(text)["after"]["amount"] == "2.50"
+    assert json.loads(text)["after"]["note"]["s"] == "\x00sluice-x:1"

@@ -548,6 +548,10 @@ def _column(i: int, t: int, meta: int, info: ColumnInfo, table: str) -> _Col:
             c.kind = "var"
             c.prefix = 1 if length < 256 else 2
             _text(c, info, default_text=True, unsupported=unsupported)
+            if info.collation == BINARY_COLLATION:
+                # BINARY(n) is logged without its trailing zero bytes (Field_string::pack trims the
+                # pad character, 0x00 for the binary charset); SELECT returns all n bytes.
+                c.slice_expr = f"{{s}}.ljust({length}, b'\\x00')"
         elif real == ColumnType.ENUM:
             _enum(c, length, info, table)
         elif real == ColumnType.SET:

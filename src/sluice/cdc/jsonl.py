@@ -2,22 +2,33 @@
 
 Decoded values arrive as Python objects (see ``sluice.binlog.rowplan``); most map straight onto
 JSON. The rest: ``Decimal`` -> string with its exact digits, ``bytes`` -> base64, geometry ->
-``{"srid", "wkb"}``, partial-JSON diffs -> a list of ``{"op", "path", "value"}``.
+``{"srid", "wkb"}``, a DECIMAL inside a JSON document -> a JSON number, partial-JSON diffs -> a
+list of ``{"op", "path", "value"}``.
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import re
+import secrets
 from decimal import Decimal
 from typing import Any
 
 from sluice.binlog.values.geometry import Geometry
-from sluice.binlog.values.json_binary import JsonDiff
+from sluice.binlog.values.json_binary import JsonDecimal, JsonDiff
 from sluice.cdc.records import RowChange
+
+# A DECIMAL inside a JSON document must print as a bare number with its exact digits, which the
+# json module cannot emit: it is written as a marked string, and the marks are removed afterwards.
+_MARK = f"\x00sluice-{secrets.token_hex(4)}:"
+_MARKED = json.dumps(_MARK)[1:-1]
+_UNMARK = re.compile('"' + re.escape(_MARKED) + r'(-?[0-9.]+)"')
 
 
 def _default(value: Any) -> Any:
+    if isinstance(value, JsonDecimal):
+        return _MARK + format(value, "f")
     if isinstance(value, Decimal):
         return format(value, "f")
     if isinstance(value, (bytes, bytearray, memoryview)):
@@ -37,4 +48,7 @@ encode = _encoder.encode
 
 def change_line(change: RowChange) -> str:
     """The JSON line (without newline) of one row change."""
-    return encode(change.as_dict())
+    text = encode(change.as_dict())
+    if _MARKED in text:
+        text = _UNMARK.sub(r"\1", text)
+    return text

@@ -23,6 +23,7 @@ from __future__ import annotations
 import base64
 import struct
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 from sluice.binlog.values.decimal import decimal_decoder
@@ -58,6 +59,13 @@ _HH = struct.Struct("<HH").unpack_from
 _II = struct.Struct("<II").unpack_from
 
 _OPS = ("replace", "insert", "remove")
+
+
+class JsonDecimal(Decimal):
+    """A DECIMAL stored inside a JSON document: a JSON number with exact digits, unlike a DECIMAL
+    column, whose contract encoding is a string."""
+
+    __slots__ = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,7 +205,7 @@ def _opaque(b: bytes, pos: int, end: int) -> Any:
     if field_type == 246:  # NEWDECIMAL: precision, scale, binary decimal
         if n < 2:
             raise ValueError("JSON DECIMAL value without precision and scale")
-        return decimal_decoder(data[0], data[1])(data, 2)
+        return JsonDecimal(decimal_decoder(data[0], data[1])(data, 2))
     if field_type in (7, 10, 11, 12, 17, 18, 19):  # TIMESTAMP, DATE, TIME, DATETIME (+ 5.6 codes)
         if n < 8:
             raise ValueError(f"JSON temporal value of {n} bytes, expected 8")
