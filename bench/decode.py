@@ -41,8 +41,7 @@ BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 OUT = BENCH / "out"
 VENV_PMR = OUT / "venv-pmr"
-SLUICE = [sys.executable, "-m", "sluice.cli"] if not (Path(sys.executable).parent / "sluice").exists() \
-    else [str(Path(sys.executable).parent / "sluice")]
+SLUICE = [str(Path(sys.executable).parent / "sluice")]  # the console script of the environment running this
 CORE = "0"
 SERVER_SETTINGS = {
     "binlog_row_metadata": "FULL",
