@@ -190,7 +190,7 @@ class MysqlInstall:
                           "'python -m sluice.sandbox.install mysql' again")
 
     @property
-    def library_path(self) -> str:
+    def lib_search_path(self) -> str:
         dirs = [self.root / "lib" / TRIPLET, self.root / "usr" / "lib" / TRIPLET]
         return ":".join(str(d) for d in dirs)
 
@@ -216,7 +216,7 @@ class MysqlInstall:
 
     def command(self, name: str, *args: str) -> list[str]:
         """argv running binary ``name`` through the private loader."""
-        return [str(self.loader), "--inhibit-cache", "--library-path", self.library_path,
+        return [str(self.loader), "--inhibit-cache", "--library-path", self.lib_search_path,
                 str(self.binary(name)), *args]
 
 
