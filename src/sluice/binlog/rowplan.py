@@ -102,10 +102,13 @@ def plan_for(table_map: Any, columns: tuple[ColumnInfo, ...] | None = None) -> R
     ``raw``. ``columns`` overrides ``table_map.columns`` (schema history knows more than the map).
     Raises ``UnsupportedError`` for a column type or character set sluice cannot decode.
     """
-    cols = tuple(table_map.columns) if columns is None else tuple(columns)
-    key = (bytes(table_map.raw), cols)
+    raw = bytes(table_map.raw)
+    # Without outside column facts the columns follow from the map's bytes, so the bytes alone are
+    # the key: hashing a tuple of ColumnInfo on every TABLE_MAP costs as much as the lookup saves.
+    key: Any = raw if columns is None else (raw, tuple(columns))
     plan = _PLAN_CACHE.get(key)
     if plan is None:
+        cols = tuple(table_map.columns) if columns is None else tuple(columns)
         if len(_PLAN_CACHE) >= _PLAN_CACHE_MAX:
             _PLAN_CACHE.clear()
         plan = RowPlan(table_map, cols)

@@ -24,6 +24,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from sluice.binlog.constants import ChecksumAlgorithm, EventType
+from sluice.binlog.header import HEADER, HEADER_LEN
 from sluice.dsn import ConnectionConfig
 from sluice.errors import ConfigError, ProtocolError, server_error
 from sluice.io.connection import Connection
@@ -32,7 +33,6 @@ from sluice.wire.constants import BINLOG_DUMP_NON_BLOCK, BINLOG_SEND_ANNOTATE_RO
 
 log = logging.getLogger(__name__)
 
-_HEADER = struct.Struct("<IBIIIH")  # timestamp, type, server_id, event_size, log_pos, flags
 _ROTATE_POS = struct.Struct("<Q")
 LOG_EVENT_ARTIFICIAL_F = 0x20  # sql/log_event.h: made up by the server, not in any binlog file
 MARIA_SLAVE_CAPABILITY_MINE = 4  # MariaDB sql/log_event.h: GTID, annotate rows, binlog checkpoint
@@ -129,7 +129,7 @@ class ReplicationStream:
     def __iter__(self) -> Iterator[RawEvent]:
         conn = self._open()
         read = conn.read_payload
-        header = _HEADER.unpack_from
+        header = HEADER.unpack_from
         rotate = EventType.ROTATE_EVENT
         fde = EventType.FORMAT_DESCRIPTION_EVENT
         heartbeats = (EventType.HEARTBEAT_LOG_EVENT, EventType.HEARTBEAT_LOG_EVENT_V2)
@@ -148,8 +148,8 @@ class ReplicationStream:
                     f"found a packet starting with 0x{status:02x}"
                 )
             data = memoryview(payload)[1:]
-            if len(data) < 19:
-                raise ProtocolError(f"binlog event of {len(data)} bytes is shorter than its 19-byte header")
+            if len(data) < HEADER_LEN:
+                raise ProtocolError(f"binlog event of {len(data)} bytes is shorter than its {HEADER_LEN}-byte header")
             _ts, type_code, _sid, size, log_pos, flags = header(data, 0)
             if type_code == rotate and (flags & LOG_EVENT_ARTIFICIAL_F or _ts == 0):
                 self._apply_rotate(data)
@@ -172,8 +172,8 @@ class ReplicationStream:
     def _apply_rotate(self, data: memoryview) -> None:
         """Switch to the file a ROTATE names; its body is position (8 bytes) + file name."""
         end = len(data) - (4 if self.checksum != "NONE" else 0)
-        (position,) = _ROTATE_POS.unpack_from(data, 19)
-        name = bytes(data[27:end]).decode("utf-8", "replace")
+        (position,) = _ROTATE_POS.unpack_from(data, HEADER_LEN)
+        name = bytes(data[HEADER_LEN + 8 : end]).decode("utf-8", "replace")
         self.file = name
         self.next_pos = position
 
