@@ -23,6 +23,8 @@ from sluice.errors import SchemaError
 
 # Supplies the column names of (schema, table) when the binlog does not carry them.
 NameSource = Callable[[Any], tuple[str, ...] | None]
+# Resolves a TABLE_MAP at (file, pos) to (column names, primary key) — the schema tracker's job.
+Resolver = Callable[[Any, str, int], tuple[tuple[str, ...], tuple[str, ...]]]
 
 _OPS = {"write": "insert", "update": "update", "delete": "delete"}
 
@@ -70,8 +72,16 @@ def _image(names: tuple[str, ...], values: tuple[Any, ...]) -> dict[str, Any]:
 class RowChangeBuilder:
     """Turn decoded events into row changes; keeps the GTID of the current transaction."""
 
-    def __init__(self, names: NameSource | None = None) -> None:
+    def __init__(
+        self,
+        names: NameSource | None = None,
+        *,
+        resolve: Resolver | None = None,
+        ops: frozenset[str] | None = None,
+    ) -> None:
         self._names = names
+        self._resolve = resolve
+        self._kinds = None if ops is None else frozenset(k for k, op in _OPS.items() if op in ops)
         self.gtid: str | None = None
         self._names_cache: dict[bytes, tuple[tuple[str, ...], tuple[str, ...]]] = {}
 
@@ -89,8 +99,10 @@ class RowChangeBuilder:
                         row += 1
             return
         kind, rows = event.kind, event.rows
+        if self._kinds is not None and kind not in self._kinds:
+            return
         table = event.table
-        names, pk = self._columns(table, file, pos)
+        names, pk = self._columns(table, file, pos) if self._resolve is None else self._resolve(table, file, pos)
         op = _OPS[kind]
         db, name, gtid, ts = table.schema, table.table, self.gtid, event.header.timestamp
         if kind == "write":

@@ -21,7 +21,7 @@ from sluice.binlog.header import HEADER_LEN
 from sluice.binlog.parser import EventParser
 from sluice.errors import MalformedEventError, TruncatedError
 
-__all__ = ["BINLOG_MAGIC", "BinlogFile", "iter_events"]
+__all__ = ["BINLOG_MAGIC", "BinlogFile", "iter_events", "iter_raw_events"]
 
 BINLOG_MAGIC = b"\xfebin"
 BLOCK_SIZE = 1 << 16
@@ -56,12 +56,11 @@ def _truncated(name: str, offset: int, detail: str) -> TruncatedError:
     )
 
 
-def _events(stream: BinaryIO, name: str, parser: EventParser, offset: int) -> Iterator[tuple[int, Event]]:
+def _raw_events(stream: BinaryIO, name: str, offset: int) -> Iterator[tuple[int, bytes]]:
     buf = bytearray()
     pos = 0  # start of the next event inside buf
     eof = False
     read = stream.read
-    parse = parser.parse
     while True:
         avail = len(buf) - pos
         if avail >= HEADER_LEN:
@@ -74,7 +73,7 @@ def _events(stream: BinaryIO, name: str, parser: EventParser, offset: int) -> It
             if avail >= size:
                 data = bytes(buf[pos : pos + size])
                 pos += size
-                yield offset, parse(data, file=name, offset=offset)
+                yield offset, data
                 offset += size
                 continue
             need = size - avail
@@ -92,6 +91,23 @@ def _events(stream: BinaryIO, name: str, parser: EventParser, offset: int) -> It
             eof = True
         else:
             buf += chunk
+
+
+def _events(stream: BinaryIO, name: str, parser: EventParser, offset: int) -> Iterator[tuple[int, Event]]:
+    parse = parser.parse
+    for at, data in _raw_events(stream, name, offset):
+        yield at, parse(data, file=name, offset=at)
+
+
+def iter_raw_events(source: Source) -> Iterator[tuple[int, bytes]]:
+    """Yield ``(offset, event bytes)`` for every event of a binlog file, stream or ``"-"``, undecoded."""
+    stream, name, owned = _open(source)
+    try:
+        _check_magic(stream, name)
+        yield from _raw_events(stream, name, 4)
+    finally:
+        if owned:
+            stream.close()
 
 
 def iter_events(source: Source, parser: EventParser | None = None) -> Iterator[tuple[int, Event]]:
