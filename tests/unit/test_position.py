@@ -1,0 +1,97 @@
+"""Checkpoints and binlog position ordering (no server)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from sluice.cdc.position import Checkpoint, binlog_file_key, position_key
+from sluice.errors import ConfigError
+
+pytestmark = pytest.mark.unit
+
+MYSQL_SET = "3d687a2c-b38e-11ed-91ef-3f952e283fc3:1-5:7,3d687a2c-b38e-11ed-91ef-3f952e283fc3:tag:1-3"
+
+
+def test_json_document_and_text() -> None:
+    cp = Checkpoint("mysql-bin.000003", 1234, MYSQL_SET)
+    assert cp.to_json() == {"file": "mysql-bin.000003", "pos": 1234, "gtid_set": MYSQL_SET}
+    assert str(cp) == f"mysql-bin.000003:1234 gtid={MYSQL_SET}"
+    assert str(Checkpoint("binlog.000001", 4)) == "binlog.000001:4"
+    assert str(Checkpoint("binlog.000001", 4, "")) == "binlog.000001:4 gtid="
+    assert Checkpoint.from_json({"file": "binlog.000001", "pos": 4}) == Checkpoint("binlog.000001", 4, None)
+    assert Checkpoint.from_json(json.loads(json.dumps(cp.to_json()))) == cp
+
+
+@pytest.mark.parametrize(
+    "doc",
+    [
+        [],
+        "binlog.000001:4",
+        {"pos": 4},
+        {"file": 7, "pos": 4},
+        {"file": "b.000001", "pos": "4"},
+        {"file": "b.000001", "pos": -1},
+        {"file": "b.000001", "pos": True},
+        {"file": "b.000001", "pos": 4.0},
+        {"file": "b.000001", "pos": 4, "gtid_set": 5},
+        {"file": "b.000001", "pos": 4, "gtid": "0-1-2"},
+    ],
+)
+def test_bad_documents_are_config_errors(doc: object) -> None:
+    with pytest.raises(ConfigError) as info:
+        Checkpoint.from_json(doc)  # type: ignore[arg-type]
+    assert "checkpoint" in str(info.value)
+
+
+def test_checkpoint_is_a_frozen_value() -> None:
+    cp = Checkpoint("b.000001", 4)
+    with pytest.raises(AttributeError):
+        cp.pos = 5  # type: ignore[misc]
+    assert cp == Checkpoint("b.000001", 4) and hash(cp) == hash(Checkpoint("b.000001", 4))
+
+
+def test_binlog_file_key_orders_numbers_not_text() -> None:
+    names = ["mysql-bin.1000000", "mysql-bin.000010", "mysql-bin.999999", "mysql-bin.000009", "mysql-bin.000001"]
+    assert sorted(names, key=binlog_file_key) == [
+        "mysql-bin.000001", "mysql-bin.000009", "mysql-bin.000010", "mysql-bin.999999", "mysql-bin.1000000",
+    ]
+    assert binlog_file_key("mysql-bin.000010") == ("mysql-bin", 10)
+    assert binlog_file_key("my.host-bin.000002") == ("my.host-bin", 2)
+    assert binlog_file_key("") == ("", -1)
+    assert binlog_file_key("binlog") < binlog_file_key("binlog.000001")
+    assert binlog_file_key("binlog.٣") == ("binlog.٣", -1)  # only ASCII digits number a file
+
+
+def test_position_key() -> None:
+    assert position_key("binlog.000010", 4) > position_key("binlog.000009", 123456)
+    assert position_key("binlog.000009", 200) > position_key("binlog.000009", 199)
+    assert position_key("binlog.000009", 200) == ("binlog", 9, 200)
+
+
+gtid_texts = st.one_of(
+    st.none(),
+    st.text(max_size=40),
+    st.sampled_from(["", MYSQL_SET, "0-1-100,1-2-7"]),
+)
+checkpoints = st.builds(Checkpoint, st.text(max_size=30), st.integers(0, 2**64), gtid_texts)
+
+
+@given(checkpoints)
+def test_json_round_trip(cp: Checkpoint) -> None:
+    assert Checkpoint.from_json(json.loads(json.dumps(cp.to_json()))) == cp
+
+
+bases = st.sampled_from(["binlog", "mysql-bin", "host.example-relay-bin"])
+numbers = st.integers(0, 10**8)
+
+
+@given(bases, numbers, numbers)
+def test_binlog_file_key_matches_the_numbers(base: str, a: int, b: int) -> None:
+    fa, fb = f"{base}.{a:06d}", f"{base}.{b:06d}"
+    assert (binlog_file_key(fa) < binlog_file_key(fb)) == (a < b)
+    assert (binlog_file_key(fa) == binlog_file_key(fb)) == (a == b)
+    assert binlog_file_key(fa) == (base, a)
