@@ -18,6 +18,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
+from json.encoder import c_make_encoder as _c_make_encoder  # type: ignore[attr-defined]
+from json.encoder import encode_basestring as _encode_basestring
 from typing import Any
 
 import pyarrow as pa
@@ -34,6 +36,7 @@ __all__ = [
     "MirrorColumn",
     "column_array",
     "json_text",
+    "json_texts",
     "mirror_columns",
     "mirror_schema",
     "spark_ddl",
@@ -107,6 +110,24 @@ def json_text(value: Any) -> str | None:
     if jsonl._MARKED in text:
         text = jsonl._UNMARK.sub(r"\1", text)
     return text
+
+
+def json_texts(values: Sequence[Any]) -> list[str | None]:
+    """``json_text`` of many values at once (the change log's before / after images)."""
+    make = _c_make_encoder
+    if make is None:
+        return [json_text(v) for v in values]
+    # One C encoder for all values: json.JSONEncoder.encode builds a new one on every call.
+    enc = make(None, jsonl._default, _encode_basestring, None, ":", ",", False, False, True)
+    join, marked, unmark = "".join, jsonl._MARKED, jsonl._UNMARK.sub
+    out: list[str | None] = []
+    for v in values:
+        if v is None:
+            out.append(None)
+            continue
+        text = join(enc(v, 0))
+        out.append(unmark(r"\1", text) if marked in text else text)
+    return out
 
 
 # -- the mapping --------------------------------------------------------------------------------
