@@ -1,0 +1,24 @@
+"""Schema history: the table definitions every binlog event was written under.
+
+With ``binlog_row_metadata=FULL`` (MySQL) a TABLE_MAP names its columns; otherwise (MySQL MINIMAL,
+MariaDB's default NO_LOG) sluice tracks the schema itself: a catalog bootstrapped from a live
+server's ``information_schema`` (``bootstrap``), DDL from QUERY events replayed on it with sqlglot
+(``ddl``), persisted with binlog positions (``history``), and cross-checked against every TABLE_MAP
+(``typemap``, ``tracker``). ``SchemaTracker`` is the object the pipeline uses.
+"""
+
+from sluice.cdc.schema.ddl import DdlOutcome, apply_ddl, is_ddl
+from sluice.cdc.schema.model import Catalog, ColumnDef, TableSchema
+from sluice.cdc.schema.typemap import check_table_map, collation_id, expected_binlog_type
+
+__all__ = [
+    "Catalog",
+    "ColumnDef",
+    "DdlOutcome",
+    "TableSchema",
+    "apply_ddl",
+    "check_table_map",
+    "collation_id",
+    "expected_binlog_type",
+    "is_ddl",
+]

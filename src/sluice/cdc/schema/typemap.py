@@ -1,0 +1,375 @@
+"""Declared MySQL column types against what a TABLE_MAP event says about them.
+
+A TABLE_MAP carries one type code and a few metadata bits per column (``TableMapEvent``); a
+declared type (``ColumnDef``) says much more. This module owns the mapping between the two: which
+binlog type codes a declared type is written as (``expected_binlog_type``, after the server's
+``Field::binlog_type`` / ``real_type``), the check that a tracked table definition fits a TABLE_MAP
+(``check_table_map``: column count, type codes, DECIMAL precision and scale, CHAR/VARCHAR byte
+lengths, ENUM/SET pack lengths, BIT widths, fractional seconds, BLOB length-prefix widths), the way
+back from a TABLE_MAP column to a declared type (``column_from_map``, used when FULL metadata
+corrects the tracked schema), and the character-set facts both need: maximum bytes per character,
+collation names to ids (``collation_id``) and the default collation of each character set.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from sluice.binlog.columns import BINARY_COLLATION, ColumnInfo
+from sluice.binlog.constants import ColumnType as T
+from sluice.binlog.values.charsets import COLLATION_CHARSETS
+
+if TYPE_CHECKING:
+    from sluice.cdc.schema.model import ColumnDef, TableSchema
+
+__all__ = [
+    "BLOB_TYPES",
+    "CHARACTER_TYPES",
+    "NUMERIC_TYPES",
+    "TEXT_TYPES",
+    "charset_of_collation",
+    "check_table_map",
+    "collation_id",
+    "collation_name",
+    "column_from_map",
+    "default_collation",
+    "expected_binlog_type",
+    "mbmaxlen",
+    "normalize_charset",
+    "normalize_collation",
+    "sized_blob_type",
+]
+
+INTEGER_TYPES = {"tinyint": T.TINY, "smallint": T.SHORT, "mediumint": T.INT24, "int": T.LONG,
+                 "bigint": T.LONGLONG}
+NUMERIC_TYPES = frozenset({*INTEGER_TYPES, "decimal", "float", "double"})
+#: Text and blob families: type name -> bytes of the length prefix (= the TABLE_MAP metadata).
+TEXT_TYPES = {"tinytext": 1, "text": 2, "mediumtext": 3, "longtext": 4}
+BLOB_TYPES = {"tinyblob": 1, "blob": 2, "mediumblob": 3, "longblob": 4}
+_PACK_MAX = {1: 0xFF, 2: 0xFFFF, 3: 0xFFFFFF, 4: 0xFFFFFFFF}
+#: Types whose values are text in a character set (the rest of the string types are binary).
+CHARACTER_TYPES = frozenset({"char", "varchar", *TEXT_TYPES, "enum", "set"})
+BINARY_TYPES = frozenset({"binary", "varbinary", *BLOB_TYPES})
+#: MariaDB's fixed-size binary types (Type_handler_fbt): logged as STRING, values are bytes.
+FIXED_BINARY_TYPES = frozenset({"inet4", "inet6", "uuid"})
+#: Geometry subtypes, numbered as Field::geometry_type (sql/field.h).
+GEOMETRY_TYPES = {"geometry": 0, "point": 1, "linestring": 2, "polygon": 3, "multipoint": 4,
+                  "multilinestring": 5, "multipolygon": 6, "geometrycollection": 7}
+
+_FIXED: dict[str, tuple[int, ...]] = {
+    **{name: (code,) for name, code in INTEGER_TYPES.items()},
+    "decimal": (T.NEWDECIMAL,), "float": (T.FLOAT,), "double": (T.DOUBLE,), "bit": (T.BIT,),
+    "date": (T.DATE, T.NEWDATE), "time": (T.TIME2, T.TIME), "datetime": (T.DATETIME2, T.DATETIME),
+    "timestamp": (T.TIMESTAMP2, T.TIMESTAMP), "year": (T.YEAR,),
+    "char": (T.STRING,), "binary": (T.STRING,), "enum": (T.STRING,), "set": (T.STRING,),
+    "varchar": (T.VARCHAR, T.VAR_STRING), "varbinary": (T.VARCHAR, T.VAR_STRING),
+    **{name: (T.BLOB, T.TINY_BLOB, T.MEDIUM_BLOB, T.LONG_BLOB) for name in (*TEXT_TYPES, *BLOB_TYPES)},
+    **{name: (T.GEOMETRY,) for name in GEOMETRY_TYPES},
+    **{name: (T.STRING,) for name in FIXED_BINARY_TYPES},
+}
+_REAL_OF_STRING = {"char": T.STRING, "binary": T.STRING, "enum": T.ENUM, "set": T.SET,
+                   **{name: T.STRING for name in FIXED_BINARY_TYPES}}
+
+# Maximum bytes per character (CHARSET_INFO::mbmaxlen); absent: 1.
+_MBMAXLEN = {
+    "utf8mb4": 4, "utf8mb3": 3, "utf16": 4, "utf16le": 4, "utf32": 4, "ucs2": 2, "big5": 2,
+    "gbk": 2, "gb2312": 2, "gb18030": 4, "sjis": 2, "cp932": 2, "ujis": 3, "eucjpms": 3, "euckr": 2,
+}
+
+# Default collation of every character set of MySQL 8.0/9.x (information_schema.COLLATIONS,
+# IS_DEFAULT = 'Yes'): name and id. MariaDB differs only for utf8mb4 (_MARIADB_DEFAULTS).
+_DEFAULTS: dict[str, tuple[str, int]] = {
+    "big5": ("big5_chinese_ci", 1), "dec8": ("dec8_swedish_ci", 3), "cp850": ("cp850_general_ci", 4),
+    "hp8": ("hp8_english_ci", 6), "koi8r": ("koi8r_general_ci", 7), "latin1": ("latin1_swedish_ci", 8),
+    "latin2": ("latin2_general_ci", 9), "swe7": ("swe7_swedish_ci", 10), "ascii": ("ascii_general_ci", 11),
+    "ujis": ("ujis_japanese_ci", 12), "sjis": ("sjis_japanese_ci", 13), "hebrew": ("hebrew_general_ci", 16),
+    "tis620": ("tis620_thai_ci", 18), "euckr": ("euckr_korean_ci", 19), "koi8u": ("koi8u_general_ci", 22),
+    "gb2312": ("gb2312_chinese_ci", 24), "greek": ("greek_general_ci", 25),
+    "cp1250": ("cp1250_general_ci", 26), "gbk": ("gbk_chinese_ci", 28), "latin5": ("latin5_turkish_ci", 30),
+    "armscii8": ("armscii8_general_ci", 32), "utf8mb3": ("utf8mb3_general_ci", 33),
+    "ucs2": ("ucs2_general_ci", 35), "cp866": ("cp866_general_ci", 36),
+    "keybcs2": ("keybcs2_general_ci", 37), "macce": ("macce_general_ci", 38),
+    "macroman": ("macroman_general_ci", 39), "cp852": ("cp852_general_ci", 40),
+    "latin7": ("latin7_general_ci", 41), "cp1251": ("cp1251_general_ci", 51),
+    "utf16": ("utf16_general_ci", 54), "utf16le": ("utf16le_general_ci", 56),
+    "cp1256": ("cp1256_general_ci", 57), "cp1257": ("cp1257_general_ci", 59),
+    "utf32": ("utf32_general_ci", 60), "binary": ("binary", 63), "geostd8": ("geostd8_general_ci", 92),
+    "cp932": ("cp932_japanese_ci", 95), "eucjpms": ("eucjpms_japanese_ci", 97),
+    "gb18030": ("gb18030_chinese_ci", 248), "utf8mb4": ("utf8mb4_0900_ai_ci", 255),
+}
+_MARIADB_DEFAULTS = {"utf8mb4": ("utf8mb4_general_ci", 45)}
+
+# Collation ids of the collations columns commonly name, beyond the defaults above.
+_COLLATION_IDS: dict[str, int] = {
+    **{name: cid for name, cid in _DEFAULTS.values()},
+    "utf8mb4_general_ci": 45, "utf8mb4_bin": 46, "utf8mb4_unicode_ci": 224, "utf8mb4_unicode_520_ci": 246,
+    "utf8mb4_0900_as_ci": 305, "utf8mb4_0900_as_cs": 278, "utf8mb4_0900_bin": 309,
+    "utf8mb3_bin": 83, "utf8mb3_unicode_ci": 192, "utf8mb3_unicode_520_ci": 214,
+    "latin1_german1_ci": 5, "latin1_danish_ci": 15, "latin1_german2_ci": 31, "latin1_bin": 47,
+    "latin1_general_ci": 48, "latin1_general_cs": 49, "latin1_spanish_ci": 94,
+    "latin2_bin": 77, "ascii_bin": 65, "cp1250_bin": 66, "cp1251_bin": 50, "cp1256_bin": 67,
+    "cp1257_bin": 58, "ucs2_bin": 90, "utf16_bin": 55, "utf16le_bin": 62, "utf32_bin": 61,
+    "big5_bin": 84, "gbk_bin": 87, "gb2312_bin": 86, "sjis_bin": 88, "cp932_bin": 96, "euckr_bin": 85,
+    "ujis_bin": 91, "eucjpms_bin": 98, "gb18030_bin": 249,
+}
+_COLLATION_NAMES = {cid: name for name, cid in _COLLATION_IDS.items()}
+_CHARSETS_BY_LENGTH = sorted({*COLLATION_CHARSETS.values(), "utf8"}, key=len, reverse=True)
+
+
+def normalize_charset(name: str | None) -> str | None:
+    """Lower-case character set name; ``utf8`` is ``utf8mb3`` (as both servers now report it)."""
+    if name is None:
+        return None
+    name = name.strip().lower()
+    return "utf8mb3" if name == "utf8" else name
+
+
+def normalize_collation(name: str | None) -> str | None:
+    """Lower-case collation name; ``utf8_*`` collations are ``utf8mb3_*``."""
+    if name is None:
+        return None
+    name = name.strip().lower()
+    return "utf8mb3_" + name[5:] if name.startswith("utf8_") else name
+
+
+def charset_of_collation(collation: str | None) -> str | None:
+    """The character set a collation name belongs to (its name prefix), or None if unknown."""
+    collation = normalize_collation(collation)
+    if not collation:
+        return None
+    if collation == "binary":
+        return "binary"
+    for cs in _CHARSETS_BY_LENGTH:
+        if collation.startswith(cs + "_"):
+            return normalize_charset(cs)
+    return None
+
+
+def mbmaxlen(charset: str | None) -> int | None:
+    """Maximum bytes per character of a character set; None for an unknown or missing one."""
+    if charset is None:
+        return None
+    if charset not in _DEFAULTS:
+        return None
+    return _MBMAXLEN.get(charset, 1)
+
+
+def default_collation(charset: str | None, flavor: str | None = None) -> str | None:
+    """The compiled-in default collation name of a character set on MySQL or MariaDB."""
+    charset = normalize_charset(charset)
+    if charset is None:
+        return None
+    entry = (_MARIADB_DEFAULTS.get(charset) if flavor == "mariadb" else None) or _DEFAULTS.get(charset)
+    return entry[0] if entry else None
+
+
+def collation_id(charset: str | None, collation: str | None) -> int | None:
+    """A collation id for decoding a column: the exact id of a known collation name, else the id of
+    the default collation of the character set (named, or implied by the collation's name prefix);
+    None when neither is known. Any collation of the right character set decodes the same bytes."""
+    collation = normalize_collation(collation)
+    if collation is not None:
+        cid = _COLLATION_IDS.get(collation)
+        if cid is not None:
+            return cid
+    charset = normalize_charset(charset) or charset_of_collation(collation)
+    if charset is None:
+        return None
+    entry = _DEFAULTS.get(charset)
+    return entry[1] if entry else None
+
+
+def collation_name(cid: int | None) -> str | None:
+    """The name of a collation id when this module knows it."""
+    return None if cid is None else _COLLATION_NAMES.get(cid)
+
+
+def sized_blob_type(nbytes: int, text: bool) -> str:
+    """The smallest TEXT (or BLOB) type holding ``nbytes`` bytes, as the server picks for
+    ``TEXT(n)`` / ``BLOB(n)`` and for CONVERT TO CHARACTER SET."""
+    family = TEXT_TYPES if text else BLOB_TYPES
+    for name, pack in family.items():
+        if nbytes <= _PACK_MAX[pack]:
+            return name
+    return next(reversed(family))
+
+
+def blob_max_bytes(data_type: str) -> int | None:
+    pack = TEXT_TYPES.get(data_type) or BLOB_TYPES.get(data_type)
+    return _PACK_MAX[pack] if pack else None
+
+
+def expected_binlog_type(col: ColumnDef, flavor: str | None = None) -> tuple[int, ...]:
+    """The ``ColumnType`` codes a TABLE_MAP may carry for a column of this declared type.
+
+    CHAR, BINARY, ENUM and SET are all written as STRING (the real type is in the metadata);
+    MySQL writes JSON as JSON, MariaDB's JSON is a LONGTEXT and so a BLOB; the temporal types
+    accept the pre-5.6 codes too. An unknown type name gives ``()``.
+    """
+    if col.data_type == "json":
+        if flavor == "mysql":
+            return (T.JSON,)
+        if flavor == "mariadb":
+            return (T.BLOB,)
+        return (T.JSON, T.BLOB)
+    if col.data_type == "vector":
+        return (T.VECTOR,) if flavor == "mysql" else (T.VECTOR, T.VARCHAR, T.VAR_STRING)
+    return _FIXED.get(col.data_type, ())
+
+
+def _type_name(code: int) -> str:
+    try:
+        return T(code).name
+    except ValueError:
+        return f"type {code}"
+
+
+def _string_meta(meta: int) -> tuple[int, int]:
+    """(real type, length) of a STRING column's metadata (Field_string::do_save_field_metadata)."""
+    byte0, byte1 = meta >> 8, meta & 0xFF
+    if byte0 and (byte0 & 0x30) != 0x30:
+        return byte0 | 0x30, byte1 | (((byte0 & 0x30) ^ 0x30) << 4)
+    return byte0 or T.STRING, byte1
+
+
+def _set_pack(members: int) -> int:
+    n = (members + 7) // 8
+    return 8 if n > 4 else n
+
+
+def _describe(col: ColumnDef) -> str:
+    return f"`{col.name}` {col.sql_type()}"
+
+
+def check_column(col: ColumnDef, code: int, meta: int, flavor: str | None = None) -> str | None:
+    """None when a TABLE_MAP column (type code + metadata) can be this declared column."""
+    expected = expected_binlog_type(col, flavor)
+    if not expected:
+        return None  # a type sluice does not model: nothing to check it against
+    if code not in expected:
+        names = "/".join(_type_name(c) for c in expected)
+        return f"{_describe(col)} is logged as {names}, but the TABLE_MAP has {_type_name(code)}"
+    dt = col.data_type
+    if code == T.STRING:
+        real, length = _string_meta(meta)
+        want_real = _REAL_OF_STRING.get(dt, T.STRING)
+        if real != want_real:
+            return (f"{_describe(col)} is a STRING column of real type {_type_name(want_real)}, but the "
+                    f"TABLE_MAP metadata says {_type_name(real)}")
+        if dt == "enum" and col.enum_values is not None:
+            want = 1 if len(col.enum_values) < 256 else 2
+            if length != want:
+                return f"{_describe(col)} has {len(col.enum_values)} members ({want} byte(s)), TABLE_MAP says {length}"
+        elif dt == "set" and col.set_values is not None:
+            want = _set_pack(len(col.set_values))
+            if length != want:
+                return f"{_describe(col)} has {len(col.set_values)} members ({want} byte(s)), TABLE_MAP says {length}"
+        elif dt in ("char", "binary") and col.length is not None:
+            per = 1 if dt == "binary" else mbmaxlen(col.charset)
+            if per is not None and length != col.length * per:
+                return (f"{_describe(col)} holds {col.length * per} bytes, but the TABLE_MAP says "
+                        f"{length} bytes")
+    elif code in (T.VARCHAR, T.VAR_STRING) and dt in ("varchar", "varbinary") and col.length is not None:
+        per = 1 if dt == "varbinary" else mbmaxlen(col.charset)
+        if per is not None and meta != col.length * per:
+            return f"{_describe(col)} holds {col.length * per} bytes, but the TABLE_MAP says {meta} bytes"
+    elif code == T.NEWDECIMAL and col.precision is not None:
+        precision, scale = meta >> 8, meta & 0xFF
+        if (precision, scale) != (col.precision, col.scale or 0):
+            return f"{_describe(col)} but the TABLE_MAP says decimal({precision},{scale})"
+    elif code == T.BIT and col.length is not None:
+        bits = (meta & 0xFF) * 8 + (meta >> 8)
+        if bits != col.length:
+            return f"{_describe(col)} but the TABLE_MAP says bit({bits})"
+    elif code in (T.TIME2, T.DATETIME2, T.TIMESTAMP2) and col.fsp is not None and meta != col.fsp:
+        return f"{_describe(col)} but the TABLE_MAP says fractional precision {meta}"
+    elif code == T.BLOB:
+        pack = TEXT_TYPES.get(dt) or BLOB_TYPES.get(dt) or (4 if dt == "json" else None)
+        if pack is not None and meta != pack:
+            return f"{_describe(col)} has a {pack}-byte length prefix, but the TABLE_MAP says {meta}"
+    return None
+
+
+def check_table_map(schema: TableSchema, table_map: Any, *, flavor: str | None = None) -> str | None:
+    """None when ``schema`` can describe the rows of ``table_map``; otherwise one line saying the
+    first disagreement (column count, a column's type code, DECIMAL precision/scale, CHAR/VARCHAR
+    length in bytes, ENUM/SET pack length, BIT width, fractional seconds, BLOB prefix width)."""
+    count = table_map.column_count
+    if len(schema.columns) != count:
+        return f"the tracked definition has {len(schema.columns)} columns, the TABLE_MAP has {count}"
+    types, metas = table_map.column_types, table_map.column_meta
+    for i, col in enumerate(schema.columns):
+        problem = check_column(col, types[i], metas[i], flavor)
+        if problem is not None:
+            return f"column #{i} {problem}"
+    return None
+
+
+def _charset_of(info: ColumnInfo) -> str | None:
+    if info.collation is None:
+        return None
+    return COLLATION_CHARSETS.get(info.collation)
+
+
+def column_from_map(code: int, meta: int, info: ColumnInfo, nullable: bool,
+                    name: str | None = None) -> ColumnDef:
+    """The declared column a TABLE_MAP column (type, metadata, optional metadata) stands for, as far
+    as the map tells: lengths in characters only when the character set is known."""
+    from sluice.cdc.schema.model import ColumnDef  # here: model imports this module
+
+    cs = _charset_of(info)
+    coll = collation_name(info.collation)
+    binary = info.collation == BINARY_COLLATION
+    col_name = name or info.name or ""
+    unsigned = bool(info.unsigned)
+    base: dict[str, Any] = {"name": col_name, "nullable": nullable, "visible": info.visible}
+    for dt, c in INTEGER_TYPES.items():
+        if code == c:
+            return ColumnDef(data_type=dt, unsigned=unsigned, **base)
+    if code == T.NEWDECIMAL:
+        return ColumnDef(data_type="decimal", unsigned=unsigned, precision=meta >> 8, scale=meta & 0xFF, **base)
+    if code in (T.FLOAT, T.DOUBLE):
+        return ColumnDef(data_type="float" if code == T.FLOAT else "double", unsigned=unsigned, **base)
+    if code == T.BIT:
+        return ColumnDef(data_type="bit", length=(meta & 0xFF) * 8 + (meta >> 8), **base)
+    if code in (T.DATE, T.NEWDATE):
+        return ColumnDef(data_type="date", **base)
+    if code == T.YEAR:
+        return ColumnDef(data_type="year", **base)
+    temporal = {T.TIME2: "time", T.TIME: "time", T.DATETIME2: "datetime", T.DATETIME: "datetime",
+                T.TIMESTAMP2: "timestamp", T.TIMESTAMP: "timestamp"}
+    if code in temporal:
+        fsp = meta if code in (T.TIME2, T.DATETIME2, T.TIMESTAMP2) else 0
+        return ColumnDef(data_type=temporal[T(code)], fsp=fsp, **base)
+    if code in (T.VARCHAR, T.VAR_STRING):
+        if binary:
+            return ColumnDef(data_type="varbinary", length=meta, charset="binary", collation="binary", **base)
+        per = mbmaxlen(cs)
+        return ColumnDef(data_type="varchar", length=meta // per if per else None, charset=cs, collation=coll,
+                         **base)
+    if code == T.STRING:
+        real, length = _string_meta(meta)
+        if real == T.ENUM:
+            return ColumnDef(data_type="enum", enum_values=info.enum_values, charset=cs, collation=coll, **base)
+        if real == T.SET:
+            return ColumnDef(data_type="set", set_values=info.set_values, charset=cs, collation=coll, **base)
+        if binary:
+            return ColumnDef(data_type="binary", length=length, charset="binary", collation="binary", **base)
+        per = mbmaxlen(cs)
+        return ColumnDef(data_type="char", length=length // per if per else None, charset=cs, collation=coll,
+                         **base)
+    if code in (T.BLOB, T.TINY_BLOB, T.MEDIUM_BLOB, T.LONG_BLOB):
+        pack = meta if 1 <= meta <= 4 else {T.TINY_BLOB: 1, T.MEDIUM_BLOB: 3, T.LONG_BLOB: 4}.get(T(code), 2)
+        if info.collation is None or binary:
+            dt = next(n for n, p in BLOB_TYPES.items() if p == pack)
+            return ColumnDef(data_type=dt, charset="binary", collation="binary", **base)
+        dt = next(n for n, p in TEXT_TYPES.items() if p == pack)
+        return ColumnDef(data_type=dt, charset=cs, collation=coll, **base)
+    if code == T.JSON:
+        return ColumnDef(data_type="json", **base)
+    if code == T.GEOMETRY:
+        sub = next((n for n, g in GEOMETRY_TYPES.items() if g == info.geometry_type), "geometry")
+        return ColumnDef(data_type=sub, **base)
+    if code == T.VECTOR:
+        return ColumnDef(data_type="vector", length=info.vector_dimension, **base)
+    return ColumnDef(data_type=_type_name(code).lower(), **base)
