@@ -1,0 +1,582 @@
+"""Transaction assembly: decoded binlog events in, committed transactions with their checkpoints out.
+
+``TransactionAssembler`` follows one binlog stream in order and returns a ``Transaction`` for
+every transaction the binlog commits: MySQL ``GTID``/``ANONYMOUS_GTID`` then ``BEGIN`` ... ``XID``
+(or ``COMMIT``), a single statement after a GTID (DDL), ``BEGIN`` without a GTID when GTIDs are
+off, MariaDB's GTID event that opens the transaction itself (``FL_STANDALONE``: one statement),
+the inner events of a MySQL ``TRANSACTION_PAYLOAD``, and XA. A transaction that ends in
+``ROLLBACK`` is dropped; one cut short (a ``FORMAT_DESCRIPTION``, ``STOP`` or ``ROTATE`` inside
+it, or ``cut_off()`` when the input ends or the connection breaks) is dropped as well and the
+boundary stays at its start. ``boundary`` is always a transaction boundary, with the executed
+GTID set there (MySQL ``MysqlGtidSet``, grown by every GTID the binlog consumes, rolled-back
+ones included, seeded by ``PREVIOUS_GTIDS`` when the start did not name one; MariaDB
+``MariadbGtidPosition``, seeded by ``GTID_LIST``). Events outside transactions move it to their
+end; events the server makes up for a replica (``log_pos`` 0: re-sent ``FORMAT_DESCRIPTION``,
+heartbeats) do not, and a ``ROTATE`` moves it to the file and position it names. XA: the
+prepared part (``XA START`` ... ``XA END``, ``XA_PREPARE``, or MariaDB's GTID with
+``FL_PREPARED_XA``) is held in memory, not emitted; a later ``XA COMMIT`` emits its events as
+kind ``xa_commit``, ``XA ROLLBACK`` drops them, a one-phase ``XA_PREPARE`` commits at once.
+Prepared XA state is not written anywhere: while an XA is prepared, every checkpoint this
+module hands out (``boundary``, ``Transaction.start``/``end``) stays at the start of the oldest
+prepared XA, so a resume reads its prepared part again. What was already emitted after that
+point is recognised on the way and not emitted twice: MySQL checkpoints carry the executed set
+without the prepared parts' GTIDs and a transaction whose GTID is in the executed set is
+skipped (counted in ``skipped``); MariaDB checkpoints carry the full position, and a
+transaction at or below the position's GTID of its domain from the same server is skipped, so
+such a MariaDB checkpoint must be resumed by file and position. With GTIDs off the second read
+cannot be recognised: transactions committed while an XA was prepared can come again after a
+resume. An ``XA COMMIT`` of an XA prepared before the start (rows sluice never saw) raises
+``DataLossError``.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from sluice.binlog.events import (
+    FL_COMPLETED_XA,
+    FL_DDL,
+    FL_PREPARED_XA,
+    AnnotateRowsEvent,
+    FormatDescriptionEvent,
+    GtidEvent,
+    HeartbeatEvent,
+    IntvarEvent,
+    MariadbGtidEvent,
+    MariadbGtidListEvent,
+    PreviousGtidsEvent,
+    QueryEvent,
+    RandEvent,
+    RotateEvent,
+    RowsEvent,
+    RowsQueryEvent,
+    SkippedRowsEvent,
+    StopEvent,
+    TableMapEvent,
+    TransactionPayloadEvent,
+    UserVarEvent,
+    XaPrepareEvent,
+    XidEvent,
+)
+from sluice.binlog.gtid import Gtid, GtidSyntaxError, MariadbGtid, MariadbGtidPosition, MysqlGtidSet
+from sluice.binlog.header import LOG_EVENT_ARTIFICIAL_F
+from sluice.cdc.position import Checkpoint, position_key
+from sluice.errors import ConfigError, DataLossError, ProtocolError
+
+__all__ = ["Transaction", "TransactionAssembler", "xid_key"]
+
+log = logging.getLogger(__name__)
+
+Located = tuple[str, int, Any]
+
+# State of an open transaction.
+_AWAIT = 0  # opened by a GTID (or a statement prefix): the first statement decides how it ends
+_BODY = 1  # inside BEGIN ... XID/COMMIT/ROLLBACK (or XA START ... XA_PREPARE)
+_SINGLE = 2  # MariaDB FL_STANDALONE: ends with its first statement
+
+_XA_RE = re.compile(r"^\s*XA\s+(START|BEGIN|END|PREPARE|COMMIT|ROLLBACK|RECOVER)\b\s*(.*?)\s*;?\s*$", re.I | re.S)
+_XID_PART_RE = re.compile(r"\s*(?:[xX]'([0-9a-fA-F]*)'|0[xX]([0-9a-fA-F]+)|'((?:[^'\\]|''|\\.)*)'|(\d+))\s*")
+_WORDS = {"BEGIN": "begin", "BEGIN WORK": "begin", "COMMIT": "commit", "COMMIT WORK": "commit",
+          "ROLLBACK": "rollback", "ROLLBACK WORK": "rollback"}
+_BACKSLASH = {"0": "\0", "b": "\b", "n": "\n", "r": "\r", "t": "\t", "Z": "\x1a"}
+
+
+@dataclass(frozen=True, slots=True)
+class Transaction:
+    """One committed transaction, in binlog order, with the checkpoints around it."""
+
+    start: Checkpoint  # boundary just before its first event: resume here to receive it again
+    end: Checkpoint  # boundary just after its last event, GTID set including it
+    gtid: str | None  # "uuid:n" / "uuid:tag:n" / "domain-server-seq"; None with GTIDs off
+    kind: str  # "dml" | "ddl" | "xa_commit" | "xa_one_phase"
+    events: tuple[Located, ...]  # (file, pos, event); for "xa_commit" the events of the prepared part
+    ts: int  # header timestamp of the committing event, seconds
+    commit_us: int | None  # MySQL immediate_commit_timestamp (microseconds) when present
+
+
+def xid_key(format_id: int, gtrid: bytes, bqual: bytes) -> bytes:
+    """The key of an XA transaction id, in the form the servers log it: ``X'6162',X'',1``."""
+    return f"X'{gtrid.hex()}',X'{bqual.hex()}',{format_id}".encode("ascii")
+
+
+def _unquote(body: str) -> bytes:
+    out: list[str] = []
+    i, n = 0, len(body)
+    while i < n:
+        c = body[i]
+        if c == "'" and i + 1 < n and body[i + 1] == "'":
+            out.append("'")
+            i += 2
+        elif c == "\\" and i + 1 < n:
+            out.append(_BACKSLASH.get(body[i + 1], body[i + 1]))
+            i += 2
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out).encode("utf-8", "surrogateescape")
+
+
+def _parse_xid(text: str) -> bytes | None:
+    """The ``xid_key`` of ``gtrid [, bqual [, formatID]]`` (anything after the xid, such as
+    ``ONE PHASE``, is ignored); None when the text does not start with an xid."""
+    parts: list[bytes | int] = []
+    pos = 0
+    while len(parts) < 3:
+        m = _XID_PART_RE.match(text, pos)
+        if m is None:
+            return None
+        hex1, hex2, quoted, number = m.groups()
+        if number is not None:
+            if len(parts) < 2:
+                return None
+            parts.append(int(number))
+        elif quoted is not None:
+            parts.append(_unquote(quoted))
+        else:
+            parts.append(bytes.fromhex(hex1 if hex1 is not None else hex2))
+        pos = m.end()
+        if pos < len(text) and text[pos] == ",":
+            pos += 1
+            continue
+        break
+    if not parts or isinstance(parts[0], int):
+        return None
+    gtrid = parts[0]
+    bqual = parts[1] if len(parts) > 1 else b""
+    fmt = parts[2] if len(parts) > 2 else 1
+    if not isinstance(gtrid, bytes) or not isinstance(bqual, bytes) or not isinstance(fmt, int):
+        return None
+    return xid_key(fmt, gtrid, bqual)
+
+
+def _classify(event: QueryEvent) -> tuple[str, str]:
+    """``(verb, rest)``: begin, commit, rollback, xa_start, xa_end, xa_commit, xa_rollback, ...
+    or ``("other", sql)``."""
+    q = event.query
+    if q == b"BEGIN":
+        return "begin", ""
+    if q == b"COMMIT":
+        return "commit", ""
+    sql = event.sql
+    head = sql.strip().rstrip(";").strip()
+    word = _WORDS.get(" ".join(head.split()).upper()) if len(head) <= 16 else None
+    if word is not None:
+        return word, ""
+    if head[:2].upper() == "XA":
+        m = _XA_RE.match(head)
+        if m is not None:
+            return "xa_" + m.group(1).lower(), m.group(2)
+    return "other", sql
+
+
+class _Open:
+    """The transaction being read."""
+
+    __slots__ = ("commit_us", "events", "file", "gtid", "gtid_obj", "kind", "pos", "start", "state", "xa")
+
+    def __init__(
+        self, file: str, pos: int, start: Checkpoint, state: int, gtid: str | None,
+        gtid_obj: Gtid | MariadbGtid | None, commit_us: int | None = None, xa: bytes | None = None,
+    ) -> None:
+        self.file = file
+        self.pos = pos
+        self.start = start
+        self.state = state
+        self.gtid = gtid
+        self.gtid_obj = gtid_obj
+        self.commit_us = commit_us
+        self.xa = xa  # MariaDB FL_PREPARED_XA / FL_COMPLETED_XA xid, MySQL XA START xid
+        self.kind = "dml"
+        self.events: list[Located] = []
+
+
+@dataclass(frozen=True, slots=True)
+class _Prepared:
+    """The prepared part of an XA transaction, waiting for XA COMMIT or XA ROLLBACK."""
+
+    file: str
+    pos: int
+    gtid_obj: Gtid | MariadbGtid | None
+    events: tuple[Located, ...]
+
+
+_UNSET: Any = object()
+
+
+class TransactionAssembler:
+    """Follow one binlog stream from ``start`` (a transaction boundary) and return committed
+    transactions as their committing events arrive."""
+
+    def __init__(self, start: Checkpoint) -> None:
+        self._file = start.file
+        self._pos = start.pos
+        self._mysql: MysqlGtidSet | None = None
+        self._maria: MariadbGtidPosition | None = None
+        self._empty = False  # the start named an empty GTID set: flavor decided by the first GTID
+        self._previous_empty = False  # an empty PREVIOUS_GTIDS was read: a set starts with the first GTID
+        self._tx: _Open | None = None
+        self._prepared: dict[bytes, _Prepared] = {}
+        self._text: Any = _UNSET
+        self._boundary: Checkpoint | None = None
+        self._horizon = position_key(start.file, start.pos)  # the furthest boundary passed
+        self.skipped = 0  # committed transactions not emitted: their GTID was executed already
+        text = start.gtid_set
+        if text is not None:
+            try:
+                if not text.strip():
+                    self._empty = True
+                elif ":" in text:
+                    self._mysql = MysqlGtidSet.parse(text)
+                else:
+                    self._maria = MariadbGtidPosition.parse(text)
+            except GtidSyntaxError as exc:
+                raise ConfigError(
+                    f"the start checkpoint {start} has a GTID set that does not parse ({exc}); expected a MySQL "
+                    "set like 'uuid:1-5' or a MariaDB position like '0-1-100'"
+                ) from None
+
+    # -- public state --------------------------------------------------------------------------
+    @property
+    def boundary(self) -> Checkpoint:
+        """The last transaction boundary: a resume that starts here loses nothing."""
+        b = self._boundary
+        if b is None:
+            b = self._boundary = self._export(self._file, self._pos)
+        return b
+
+    @property
+    def in_transaction(self) -> bool:
+        return self._tx is not None
+
+    def prepared_xids(self) -> tuple[bytes, ...]:
+        """``xid_key`` of every XA transaction prepared and not yet committed or rolled back."""
+        return tuple(self._prepared)
+
+    def cut_off(self) -> None:
+        """The input ended or the connection broke: drop the open transaction, if any."""
+        tx = self._tx
+        if tx is not None:
+            log.debug("transaction at %s:%d cut off after %d events", tx.file, tx.pos, len(tx.events))
+            self._tx = None
+
+    # -- feeding -------------------------------------------------------------------------------
+    def feed(self, file: str, pos: int, next_pos: int, event: Any) -> Transaction | None:
+        """Take the event at ``file:pos`` (ending at ``next_pos``); return the transaction it commits."""
+        tx = self._tx
+        if tx is None:
+            return self._outside(file, pos, next_pos, event)
+        t = type(event)
+        if t is RowsEvent or t is TableMapEvent or t is SkippedRowsEvent:
+            tx.events.append((file, pos, event))
+            if tx.state == _AWAIT:
+                tx.state = _BODY
+            return None
+        if t is TransactionPayloadEvent:
+            tx.events.append((file, pos, event))
+            return self._payload(tx, file, pos, next_pos, event)
+        return self._inside(tx, file, pos, next_pos, event, True)
+
+    def _outside(self, file: str, pos: int, next_pos: int, event: Any) -> Transaction | None:
+        t = type(event)
+        if t is GtidEvent:
+            mysql_gtid = Gtid(event.sid, event.gno, event.tag) if event.gno else None
+            self._open(file, pos, _AWAIT, event.gtid, mysql_gtid, event.immediate_commit_timestamp)
+        elif t is MariadbGtidEvent:
+            xa = None
+            if event.flags & (FL_PREPARED_XA | FL_COMPLETED_XA) and event.xa_gtrid is not None:
+                xa = xid_key(event.xa_format_id or 0, event.xa_gtrid, event.xa_bqual or b"")
+            maria_gtid = MariadbGtid(event.domain_id, event.header.server_id, event.seq_no)
+            opened = self._open(file, pos, _SINGLE if event.standalone else _BODY, event.gtid, maria_gtid, None, xa)
+            if event.flags & FL_DDL:
+                opened.kind = "ddl"  # also when not standalone: CREATE ... SELECT is DDL, rows, XID
+        elif t is RotateEvent:
+            self._move(event.next_file, event.position)
+            return None
+        elif t is HeartbeatEvent:
+            return None  # not in the binlog; where it points may be inside a skipped transaction
+        elif t is PreviousGtidsEvent:
+            self._previous_gtids(event.gtid_set)
+            self._move_past(file, next_pos, event)
+            return None
+        elif t is MariadbGtidListEvent:
+            if self._maria is None and self._mysql is None:
+                self._maria = MariadbGtidPosition(event.gtids)
+                self._empty = False
+                self._changed()
+            self._move_past(file, next_pos, event)
+            return None
+        elif t is QueryEvent or t is TransactionPayloadEvent or t in _PREFIX:
+            # No GTID event (GTIDs off on old servers, or an implicit start): the event opens it.
+            self._open(file, pos, _AWAIT, None, None)
+        elif t in _TRANSACTION_ONLY:
+            raise ProtocolError(
+                f"expected a GTID or BEGIN before the {t.__name__} at {file}:{pos}, found none since the last "
+                f"transaction boundary {self._file}:{self._pos}: the stream did not start at a transaction boundary "
+                "or lost events. Start at a GTID or BEGIN event, the start of a binlog file, or a checkpoint sluice "
+                "wrote"
+            )
+        else:
+            # FORMAT_DESCRIPTION, STOP, BINLOG_CHECKPOINT, INCIDENT, unknown events ...
+            self._move_past(file, next_pos, event)
+            return None
+        tx = self._tx
+        assert tx is not None
+        if t is GtidEvent or t is MariadbGtidEvent:
+            tx.events.append((file, pos, event))
+            return None
+        return self.feed(file, pos, next_pos, event)
+
+    def _inside(self, tx: _Open, file: str, pos: int, end: int, event: Any, record: bool) -> Transaction | None:
+        """One event inside the open transaction; ``end`` is where the transaction would end with
+        it (the payload's end for events inside a TRANSACTION_PAYLOAD); ``record`` adds it to the
+        transaction's events (inner payload events are there through their payload)."""
+        t = type(event)
+        if t is XidEvent:
+            if record:
+                tx.events.append((file, pos, event))
+            return self._commit(tx, file, end, event.header.timestamp, tx.kind)
+        if t is QueryEvent:
+            return self._query(tx, file, pos, end, event, record)
+        if t is XaPrepareEvent:
+            if record:
+                tx.events.append((file, pos, event))
+            if event.one_phase:
+                return self._commit(tx, file, end, event.header.timestamp, "xa_one_phase")
+            key = xid_key(event.format_id, event.gtrid, event.bqual)
+            self._prepare(tx, key, file, end)
+            return None
+        if t is FormatDescriptionEvent or t is StopEvent or t is RotateEvent:
+            log.debug("transaction at %s:%d cut off by %s at %s:%d", tx.file, tx.pos, t.__name__, file, pos)
+            self._tx = None
+            return None
+        if t is GtidEvent or t is MariadbGtidEvent:
+            raise ProtocolError(
+                f"GTID event at {file}:{pos} inside the transaction that began at {tx.file}:{tx.pos}: the binlog "
+                "is cut or out of order there. Check the file (mysqlbinlog / mariadb-binlog) at that offset"
+            )
+        if t is HeartbeatEvent or t in _CONTROL:
+            return None
+        if record:
+            tx.events.append((file, pos, event))
+        if tx.state == _AWAIT and t in _TRANSACTION_ONLY:
+            tx.state = _BODY
+        return None
+
+    def _payload(
+        self, tx: _Open, file: str, pos: int, next_pos: int, event: TransactionPayloadEvent
+    ) -> Transaction | None:
+        result: Transaction | None = None
+        for inner in event.events:
+            if self._tx is not tx:
+                raise ProtocolError(
+                    f"TRANSACTION_PAYLOAD at {file}:{pos} holds events after the end of its transaction "
+                    f"({type(inner).__name__}); the payload is malformed"
+                )
+            t = type(inner)
+            if t is RowsEvent or t is TableMapEvent or t is SkippedRowsEvent:
+                continue
+            result = self._inside(tx, file, pos, next_pos, inner, False)
+        return result
+
+    def _query(self, tx: _Open, file: str, pos: int, end: int, event: QueryEvent, record: bool) -> Transaction | None:
+        verb, rest = _classify(event)
+        state = tx.state
+        if verb == "commit":
+            if record:
+                tx.events.append((file, pos, event))
+            return self._commit(tx, file, end, event.header.timestamp, tx.kind)
+        if verb == "rollback":
+            self._rolled_back(tx, file, end)
+            return None
+        if verb == "xa_commit" or verb == "xa_rollback":
+            key = _parse_xid(rest) or tx.xa
+            if key is None:
+                raise ProtocolError(f"cannot read the XA transaction id of {event.sql!r} at {file}:{pos}")
+            if record:
+                tx.events.append((file, pos, event))
+            return self._resolve(tx, key, verb == "xa_commit", file, pos, end, event)
+        if record:
+            tx.events.append((file, pos, event))
+        if verb == "begin":
+            tx.state = _BODY
+            return None
+        if verb == "xa_start" or verb == "xa_begin":
+            tx.state = _BODY
+            tx.xa = _parse_xid(rest) or tx.xa
+            return None
+        if verb != "other":
+            return None
+        if _starts_transaction(rest):
+            # MySQL 8.0.21+ CREATE TABLE ... SELECT: "CREATE ... START TRANSACTION", rows, XID
+            tx.kind = "ddl"
+            tx.state = _BODY
+            return None
+        if state == _BODY:
+            return None
+        # The first statement of a transaction without BEGIN: DDL and other single statements.
+        return self._commit(tx, file, end, event.header.timestamp, "ddl")
+
+    # -- transaction ends ------------------------------------------------------------------------
+    def _open(
+        self, file: str, pos: int, state: int, gtid: str | None, gtid_obj: Gtid | MariadbGtid | None,
+        commit_us: int | None = None, xa: bytes | None = None,
+    ) -> _Open:
+        if file != self._file or pos != self._pos:
+            self._move(file, pos)
+        tx = self._tx = _Open(file, pos, self.boundary, state, gtid, gtid_obj, commit_us, xa)
+        return tx
+
+    def _commit(self, tx: _Open, file: str, end: int, ts: int, kind: str) -> Transaction | None:
+        self._tx = None
+        fresh = not self._passed(file, end)
+        fresh = self._executed(tx.gtid_obj) and fresh
+        self._move(file, end)
+        if not fresh:
+            self.skipped += 1
+            log.debug("skipping transaction %s at %s:%d: executed before the start", tx.gtid, tx.file, tx.pos)
+            return None
+        return Transaction(tx.start, self.boundary, tx.gtid, kind, tuple(tx.events), ts, tx.commit_us)
+
+    def _rolled_back(self, tx: _Open, file: str, end: int) -> None:
+        """ROLLBACK: the binlog consumed the GTID, the changes did not happen."""
+        self._tx = None
+        self._executed(tx.gtid_obj)
+        self._move(file, end)
+
+    def _prepare(self, tx: _Open, key: bytes, file: str, end: int) -> None:
+        self._tx = None
+        self._executed(tx.gtid_obj)
+        if key not in self._prepared:  # else read again after a reconnect: keep its place in line
+            self._prepared[key] = _Prepared(tx.file, tx.pos, tx.gtid_obj, tuple(tx.events))
+        self._move(file, end)
+
+    def _resolve(
+        self, tx: _Open, key: bytes, commit: bool, file: str, pos: int, end: int, event: QueryEvent
+    ) -> Transaction | None:
+        self._tx = None
+        fresh = not self._passed(file, end)
+        fresh = self._executed(tx.gtid_obj) and fresh
+        prepared = self._prepared.pop(key, None)
+        self._move(file, end)
+        if not fresh:
+            self.skipped += 1
+            return None
+        if not commit:
+            return None
+        if prepared is None:
+            raise DataLossError(
+                f"{event.sql!r} at {file}:{pos} commits an XA transaction whose prepared part (its rows) was "
+                f"not read since the start {tx.start}: it was prepared before that. Start from a checkpoint "
+                "before its XA PREPARE (or take a new snapshot after it commits)"
+            )
+        return Transaction(
+            tx.start, self.boundary, tx.gtid, "xa_commit", prepared.events, event.header.timestamp, tx.commit_us
+        )
+
+    # -- positions and GTIDs -------------------------------------------------------------------
+    def _move(self, file: str, pos: int) -> None:
+        self._file = file
+        self._pos = pos
+        self._boundary = None
+        key = position_key(file, pos)
+        if key[0] != self._horizon[0] or key > self._horizon:
+            self._horizon = key
+
+    def _passed(self, file: str, end: int) -> bool:
+        """True when a transaction ending at ``file:end`` ended before: it is being read again after a
+        reconnect that started at a held-back boundary (positions of one binlog base name only)."""
+        key = position_key(file, end)
+        return key[0] == self._horizon[0] and key <= self._horizon
+
+    def _move_past(self, file: str, next_pos: int, event: Any) -> None:
+        h = event.header
+        if h.log_pos == 0 or h.flags & LOG_EVENT_ARTIFICIAL_F:
+            return  # made up by the server for this connection: not in the binlog file
+        self._move(file, next_pos)
+
+    def _changed(self) -> None:
+        self._text = _UNSET
+        self._boundary = None
+
+    def _executed(self, gtid: Gtid | MariadbGtid | None) -> bool:
+        """Record ``gtid`` as executed; False when it was executed before (a transaction to skip)."""
+        if gtid is None:
+            return True
+        if type(gtid) is Gtid:
+            s = self._mysql
+            if s is None:
+                if not (self._empty or self._previous_empty):
+                    return True  # no executed set known: GTIDs are tracked from the next PREVIOUS_GTIDS on
+                s = self._mysql = MysqlGtidSet()
+                self._empty = False
+            elif gtid in s:
+                return False
+            s.add(gtid)
+        else:
+            assert isinstance(gtid, MariadbGtid)
+            p = self._maria
+            if p is None:
+                if not self._empty:
+                    return True
+                p = self._maria = MariadbGtidPosition()
+                self._empty = False
+            else:
+                last = p.get(gtid.domain)
+                if last is not None and last.server_id == gtid.server_id and gtid.seq <= last.seq:
+                    return False
+            p.advance(gtid)
+        self._changed()
+        return True
+
+    def _previous_gtids(self, previous: MysqlGtidSet) -> None:
+        if self._mysql is not None:
+            merged = self._mysql.union(previous)
+            if merged != self._mysql:
+                self._mysql = merged
+                self._changed()
+        elif previous or self._empty:
+            self._mysql = previous.copy()
+            self._empty = False
+            self._changed()
+        else:
+            self._previous_empty = True
+
+    def _gtid_text(self) -> str | None:
+        text: str | None = self._text
+        if text is _UNSET:
+            if self._mysql is not None:
+                text = str(self._mysql)
+            elif self._maria is not None:
+                text = str(self._maria)
+            else:
+                text = "" if self._empty else None
+            self._text = text
+        return text
+
+    def _export(self, file: str, pos: int) -> Checkpoint:
+        """The checkpoint for ``file:pos``, held back to the oldest prepared XA while there is one."""
+        if not self._prepared:
+            return Checkpoint(file, pos, self._gtid_text())
+        oldest = next(iter(self._prepared.values()))
+        text = self._gtid_text()
+        if self._mysql is not None:
+            pending = MysqlGtidSet()
+            for p in self._prepared.values():
+                if type(p.gtid_obj) is Gtid:
+                    pending.add(p.gtid_obj)
+            text = str(self._mysql.subtract(pending))
+        return Checkpoint(oldest.file, oldest.pos, text)
+
+
+def _starts_transaction(sql: str) -> bool:
+    tail = sql.rstrip().rstrip(";").rstrip()
+    return tail[-17:].upper() == "START TRANSACTION" and tail.lstrip()[:6].upper() == "CREATE"
+
+
+# Events that precede a statement inside its transaction; without a GTID event they open it.
+_PREFIX = frozenset({IntvarEvent, RandEvent, UserVarEvent, RowsQueryEvent, AnnotateRowsEvent})
+_TRANSACTION_ONLY = frozenset({RowsEvent, TableMapEvent, SkippedRowsEvent, XidEvent, XaPrepareEvent})
+_CONTROL = frozenset({PreviousGtidsEvent, MariadbGtidListEvent})
