@@ -351,6 +351,35 @@ class MariadbGtidPosition:
     def get(self, domain: int) -> MariadbGtid | None:
         return self._by_domain.get(domain)
 
+    # -- algebra ---------------------------------------------------------------------------
+    # A position covers, per domain, every sequence number up to its GTID's (the server's
+    # reading of gtid_slave_pos in gtid_strict_mode); server ids do not enter the order.
+    def __contains__(self, gtid: object) -> bool:
+        """True when ``gtid`` is at or before this position's GTID of its domain."""
+        if not isinstance(gtid, MariadbGtid):
+            return False
+        last = self._by_domain.get(gtid.domain)
+        return last is not None and gtid.seq <= last.seq
+
+    def union(self, other: MariadbGtidPosition) -> MariadbGtidPosition:
+        """Per domain the later GTID (higher sequence number; ``self`` wins a tie)."""
+        out = self.copy()
+        for g in other._by_domain.values():
+            mine = out._by_domain.get(g.domain)
+            if mine is None or g.seq > mine.seq:
+                out._by_domain[g.domain] = g
+        return out
+
+    def subtract(self, other: MariadbGtidPosition) -> MariadbGtidPosition:
+        """The GTIDs of this position that ``other`` does not cover."""
+        return MariadbGtidPosition(g for g in self._by_domain.values() if g not in other)
+
+    __or__ = union
+    __sub__ = subtract
+
+    def issubset(self, other: MariadbGtidPosition) -> bool:
+        return not self.subtract(other)
+
     def __iter__(self) -> Iterator[MariadbGtid]:
         return iter(sorted(self._by_domain.values()))
 
