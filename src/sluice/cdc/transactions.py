@@ -18,14 +18,14 @@ prepared part (``XA START`` ... ``XA END``, ``XA_PREPARE``, or MariaDB's GTID wi
 kind ``xa_commit``, ``XA ROLLBACK`` drops them, a one-phase ``XA_PREPARE`` commits at once.
 Prepared XA state is not written anywhere: while an XA is prepared, every checkpoint this
 module hands out (``boundary``, ``Transaction.start``/``end``) stays at the start of the oldest
-prepared XA, so a resume reads its prepared part again. What was already emitted after that
-point is recognised on the way and not emitted twice: MySQL checkpoints carry the executed set
-without the prepared parts' GTIDs and a transaction whose GTID is in the executed set is
-skipped (counted in ``skipped``); MariaDB checkpoints carry the full position, and a
-transaction at or below the position's GTID of its domain from the same server is skipped, so
-such a MariaDB checkpoint must be resumed by file and position. With GTIDs off the second read
-cannot be recognised: transactions committed while an XA was prepared can come again after a
-resume. An ``XA COMMIT`` of an XA prepared before the start (rows sluice never saw) raises
+prepared XA (that binlog file must stay on the server), so a resume reads its prepared part
+again. What was emitted after that point is recognised and skipped (counted in ``skipped``): by
+the same assembler after a reconnect, by position; by a new one, through the checkpoint's GTIDs
+(MySQL: the executed set without the prepared parts' GTIDs, a transaction whose GTID is in it
+is skipped; MariaDB: the full position, a transaction at or below its domain's GTID from the
+same server is skipped, so resume such a checkpoint by file and position). With GTIDs off a new
+process cannot recognise them: transactions committed while an XA was prepared may come again.
+An ``XA COMMIT`` of an XA prepared before the start (rows sluice never saw) raises
 ``DataLossError``.
 """
 
@@ -86,7 +86,12 @@ _BACKSLASH = {"0": "\0", "b": "\b", "n": "\n", "r": "\r", "t": "\t", "Z": "\x1a"
 
 @dataclass(frozen=True, slots=True)
 class Transaction:
-    """One committed transaction, in binlog order, with the checkpoints around it."""
+    """One committed transaction, in binlog order, with the checkpoints around it.
+
+    ``kind`` is "ddl" for a schema statement (a single statement after its GTID, MariaDB
+    ``FL_DDL``, MySQL ``CREATE ... START TRANSACTION`` of CREATE TABLE ... SELECT), "xa_commit" /
+    "xa_one_phase" for XA, else "dml". ``events`` starts with the GTID event when there is one.
+    """
 
     start: Checkpoint  # boundary just before its first event: resume here to receive it again
     end: Checkpoint  # boundary just after its last event, GTID set including it
@@ -222,7 +227,7 @@ class TransactionAssembler:
         self._text: Any = _UNSET
         self._boundary: Checkpoint | None = None
         self._horizon = position_key(start.file, start.pos)  # the furthest boundary passed
-        self.skipped = 0  # committed transactions not emitted: their GTID was executed already
+        self.skipped = 0  # committed transactions read again (before the start or a reconnect): not emitted
         text = start.gtid_set
         if text is not None:
             try:
