@@ -7,16 +7,24 @@ server's ``information_schema`` (``bootstrap``), DDL from QUERY events replayed 
 (``typemap``, ``tracker``). ``SchemaTracker`` is the object the pipeline uses.
 """
 
+from sluice.cdc.schema.bootstrap import bootstrap_catalog
 from sluice.cdc.schema.ddl import DdlOutcome, apply_ddl, is_ddl
+from sluice.cdc.schema.history import SchemaHistory
 from sluice.cdc.schema.model import Catalog, ColumnDef, TableSchema
+from sluice.cdc.schema.tracker import Correction, ResolvedTable, SchemaTracker
 from sluice.cdc.schema.typemap import check_table_map, collation_id, expected_binlog_type
 
 __all__ = [
     "Catalog",
     "ColumnDef",
+    "Correction",
     "DdlOutcome",
+    "ResolvedTable",
+    "SchemaHistory",
+    "SchemaTracker",
     "TableSchema",
     "apply_ddl",
+    "bootstrap_catalog",
     "check_table_map",
     "collation_id",
     "expected_binlog_type",

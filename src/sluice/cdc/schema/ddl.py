@@ -45,8 +45,9 @@ from sluice.cdc.schema.typemap import (
     normalize_collation,
     sized_blob_type,
 )
+from sluice.errors import SchemaError
 
-__all__ = ["DdlOutcome", "apply_ddl", "is_ddl"]
+__all__ = ["DdlOutcome", "apply_ddl", "enum_members", "is_ddl"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -524,6 +525,17 @@ def _column(node: exp.ColumnDef, table_cs: str | None, table_coll: str | None,
                     scale=scale, fsp=fsp, charset=cs, collation=coll, enum_values=enum_values,
                     set_values=set_values, visible=visible)
     return col, pk
+
+
+def enum_members(column_type: str) -> tuple[str, ...]:
+    """The members of an ``enum(...)`` / ``set(...)`` type as ``information_schema.COLUMNS.COLUMN_TYPE``
+    writes it (quotes doubled, backslashes escaped), read by the same parser as DDL."""
+    try:
+        stmt = _parse(f"CREATE TABLE `_` (`_` {column_type})")
+        kind = stmt.this.expressions[0].args["kind"]
+        return tuple(_member(p, "COLUMN_TYPE") for p in kind.expressions)
+    except (_NotUnderstood, SqlglotError, AttributeError, IndexError, KeyError) as exc:
+        raise SchemaError(f"cannot read the members of the column type {column_type[:200]!r}: {exc}") from None
 
 
 def _primary_key_of(node: Any) -> list[str] | None:

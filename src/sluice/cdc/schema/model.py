@@ -267,6 +267,12 @@ class Catalog:
         new._databases[db] = (charset, collation)
         return new
 
+    def with_database_defaults(self, databases: Mapping[str, DbDefaults]) -> Catalog:
+        """A copy whose known databases and their defaults are exactly ``databases``."""
+        new = self._copy()
+        new._databases = dict(databases)
+        return new
+
     def without_database(self, db: str) -> Catalog:
         """Forget a database and every table in it."""
         new = self._copy()

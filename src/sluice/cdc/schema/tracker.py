@@ -1,0 +1,211 @@
+"""``SchemaTracker``: the schema the pipeline decodes rows with, kept in step with the binlog.
+
+The pipeline calls ``on_query`` for every QUERY event (DDL is replayed on the catalog and recorded
+in the history with its position) and ``resolve`` for every new TABLE_MAP (the caller caches the
+answer by ``(table_map.raw, tracker.version)``). ``resolve`` follows three rules:
+
+1. The TABLE_MAP names all its columns (``binlog_row_metadata=FULL``): the map is trusted. When the
+   tracked definition disagrees (names, count, types, primary key) it is replaced by one derived
+   from the map, keeping tracked facts the map lacks where the column still has the same type, and
+   the correction is kept in ``corrections`` and recorded in the history.
+2. Otherwise the tracked definition must fit the map (``check_table_map``), or ``SchemaError``
+   says where, both definitions and the remedy. The column facts come from the tracked
+   definition; whatever the map itself carries (MINIMAL metadata: signedness, charsets) wins.
+3. An unknown table whose map has no names: ``SchemaError`` saying how to give sluice its columns.
+
+A DDL statement that is not understood never stops anything: it is kept in ``unparsed`` for the
+caller to report and the tables it touched keep their old definition, so ``resolve`` fails loudly
+later only if the binlog then disagrees with it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from sluice.binlog.columns import ColumnInfo
+from sluice.binlog.constants import ColumnType
+from sluice.binlog.values.charsets import COLLATION_CHARSETS
+from sluice.cdc.schema.ddl import DdlOutcome, apply_ddl, is_ddl
+from sluice.cdc.schema.history import SchemaHistory
+from sluice.cdc.schema.model import Catalog, ColumnDef, TableSchema
+from sluice.cdc.schema.typemap import check_column, check_table_map, collation_name, column_from_map
+from sluice.errors import SchemaError
+
+__all__ = ["Correction", "ResolvedTable", "SchemaTracker"]
+
+_REMEDY_MISMATCH = (
+    "The schema history is out of step with the server. Re-bootstrap the schema from the server "
+    "(delete the schema history file, or run with a fresh checkpoint directory), or set "
+    "binlog_row_metadata=FULL on the server so that the binlog names the columns itself."
+)
+_REMEDY_UNKNOWN = (
+    "Set binlog_row_metadata=FULL on the server, or give sluice the table's CREATE TABLE: start from "
+    "binlog files that contain its DDL, or bootstrap the schema from a live server."
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ResolvedTable:
+    """The column facts for decoding one TABLE_MAP's rows."""
+
+    columns: tuple[ColumnInfo, ...]  # one per TABLE_MAP column, names filled in
+    names: tuple[str, ...]
+    primary_key: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Correction:
+    """A tracked definition replaced by what a FULL-metadata TABLE_MAP said."""
+
+    file: str
+    pos: int
+    db: str
+    table: str
+    before: TableSchema
+    after: TableSchema
+    reason: str
+
+
+def _type_names(table_map: Any) -> str:
+    out = []
+    for t in table_map.column_types:
+        try:
+            out.append(ColumnType(t).name)
+        except ValueError:
+            out.append(str(t))
+    return ", ".join(out)
+
+
+class SchemaTracker:
+    """The catalog in force at the current binlog position, its history and what went wrong."""
+
+    def __init__(self, catalog: Catalog | None = None, history: SchemaHistory | None = None, *,
+                 flavor: str | None = None) -> None:
+        cat = catalog if catalog is not None else Catalog(flavor=flavor)
+        if flavor is not None and cat.flavor is None:
+            cat = cat.with_server_defaults(flavor=flavor)
+        self.catalog: Catalog = cat
+        self.history = history
+        self.flavor = flavor or cat.flavor
+        self.version = 0
+        self.unparsed: list[tuple[str, int, str, str]] = []
+        self.corrections: list[Correction] = []
+
+    def _set(self, catalog: Catalog) -> None:
+        self.catalog = catalog
+        self.version += 1
+
+    # ------------------------------------------------------------------ DDL
+
+    def on_query(self, sql: str, default_db: str, file: str, pos: int, gtid: str | None = None) -> DdlOutcome | None:
+        """Replay a QUERY event's statement if it is DDL; None for anything else."""
+        if not is_ddl(sql):
+            return None
+        new, outcome = apply_ddl(self.catalog, sql, default_db)
+        if not outcome.understood:
+            self.unparsed.append((file, pos, sql, outcome.message or "not understood"))
+        if new is not self.catalog:
+            self._set(new)
+            if self.history is not None:
+                self.history.record(file, pos, gtid, new, sql=sql, tables=outcome.tables)
+        return outcome
+
+    # ------------------------------------------------------------------ TABLE_MAP
+
+    def resolve(self, table_map: Any, file: str, pos: int) -> ResolvedTable:
+        """The column facts for a TABLE_MAP at ``file:pos`` (rules in the module docstring)."""
+        n = table_map.column_count
+        cols = tuple(table_map.columns)
+        db, name = table_map.schema, table_map.table
+        tracked = self.catalog.get(db, name)
+        if n and len(cols) == n and all(c.name for c in cols):
+            names = tuple(c.name or "" for c in cols)
+            pk = tuple(names[i] for i, _ in table_map.primary_key or () if i < n)
+            if tracked is not None:
+                reason = self._disagreement(tracked, table_map, names, pk)
+                if reason is not None:
+                    self._correct(tracked, table_map, names, pk, file, pos, reason)
+            return ResolvedTable(cols, names, pk)
+        if tracked is None:
+            raise SchemaError(
+                f"the binlog does not name the columns of {db}.{name} at {file}:{pos} (binlog_row_metadata "
+                f"is not FULL) and the schema history does not know that table. {_REMEDY_UNKNOWN}"
+            )
+        problem = check_table_map(tracked, table_map, flavor=self.flavor)
+        if problem is not None:
+            raise SchemaError(
+                f"the schema tracked for {db}.{name} does not match the binlog at {file}:{pos}: {problem}. "
+                f"Tracked definition: {tracked.describe()}; the TABLE_MAP has {n} columns of types "
+                f"({_type_names(table_map)}). {_REMEDY_MISMATCH}"
+            )
+        infos = tracked.column_infos()
+        if len(cols) == n:
+            infos = tuple(_merge(t, m) for t, m in zip(infos, cols, strict=True))
+        return ResolvedTable(infos, tracked.names, tracked.primary_key)
+
+    def _disagreement(self, tracked: TableSchema, table_map: Any, names: tuple[str, ...],
+                      pk: tuple[str, ...]) -> str | None:
+        if tracked.names != names:
+            return f"column names: tracked ({', '.join(tracked.names)}), binlog ({', '.join(names)})"
+        problem = check_table_map(tracked, table_map, flavor=self.flavor)
+        if problem is not None:
+            return problem
+        if tracked.primary_key != pk:
+            return f"primary key: tracked ({', '.join(tracked.primary_key)}), binlog ({', '.join(pk)})"
+        return None
+
+    def _correct(self, tracked: TableSchema, table_map: Any, names: tuple[str, ...], pk: tuple[str, ...],
+                 file: str, pos: int, reason: str) -> None:
+        n = table_map.column_count
+        same_count = len(tracked.columns) == n
+        columns = []
+        for i in range(n):
+            info = table_map.columns[i]
+            code, meta, nullable = table_map.column_types[i], table_map.column_meta[i], table_map.nullable[i]
+            old = tracked.columns[i] if same_count else None
+            if old is not None and check_column(old, code, meta, self.flavor) is None:
+                columns.append(_refresh(old, info, names[i], nullable))
+            else:
+                columns.append(column_from_map(code, meta, info, nullable, names[i]))
+        after = TableSchema(tracked.db, tracked.name, tuple(columns), pk, tracked.charset, tracked.collation)
+        self._set(self.catalog.with_table(after))
+        self.corrections.append(Correction(file, pos, tracked.db, tracked.name, tracked, after, reason))
+        if self.history is not None:
+            self.history.record(file, pos, None, self.catalog, sql=None, tables=[(tracked.db, tracked.name)])
+
+
+def _refresh(old: ColumnDef, info: ColumnInfo, name: str, nullable: bool) -> ColumnDef:
+    """A tracked column of the right type, updated with what the map says about it."""
+    changes: dict[str, Any] = {"name": name, "nullable": nullable, "visible": info.visible}
+    if info.unsigned is not None and old.data_type in ("tinyint", "smallint", "mediumint", "int", "bigint",
+                                                        "decimal", "float", "double"):
+        changes["unsigned"] = info.unsigned
+    if info.enum_values is not None:
+        changes["enum_values"] = info.enum_values
+    if info.set_values is not None:
+        changes["set_values"] = info.set_values
+    if info.collation is not None and old.charset not in (None, "binary"):
+        cs = COLLATION_CHARSETS.get(info.collation)
+        if cs is not None and cs != old.charset:
+            changes["charset"], changes["collation"] = cs, collation_name(info.collation)
+    return replace(old, **changes)
+
+
+def _merge(tracked: ColumnInfo, logged: ColumnInfo) -> ColumnInfo:
+    """Tracked facts, overridden by whatever the TABLE_MAP's own metadata carries."""
+    if logged == _EMPTY:
+        return tracked
+    return ColumnInfo(
+        name=tracked.name,
+        unsigned=tracked.unsigned if logged.unsigned is None else logged.unsigned,
+        collation=tracked.collation if logged.collation is None else logged.collation,
+        enum_values=tracked.enum_values if logged.enum_values is None else logged.enum_values,
+        set_values=tracked.set_values if logged.set_values is None else logged.set_values,
+        geometry_type=tracked.geometry_type if logged.geometry_type is None else logged.geometry_type,
+        vector_dimension=tracked.vector_dimension if logged.vector_dimension is None else logged.vector_dimension,
+        visible=tracked.visible,
+    )
+
+
+_EMPTY = ColumnInfo()
