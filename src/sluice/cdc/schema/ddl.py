@@ -923,12 +923,20 @@ def _apply_alter(ctx: _Ctx, table: TableSchema, ops: list[tuple[Any, ...]]) -> T
 
 # ---------------------------------------------------------------------------------------- databases
 
+def _db_name(node: Any) -> str:
+    """A database name: sqlglot keeps it in ``this`` after DATABASE and in ``db`` after SCHEMA."""
+    name = (node.name or node.db) if isinstance(node, exp.Table) else ""
+    if not name:
+        raise _NotUnderstood("expected a database name")
+    return str(name)
+
+
 def _create_database(ctx: _Ctx, k: int) -> Catalog:
     ctx.kind = "create_database"
     stmt = _parse(ctx.text)
     if not isinstance(stmt, exp.Create) or not isinstance(stmt.this, exp.Table):
         raise _NotUnderstood(f"sqlglot reads it as {type(stmt).__name__}, not CREATE DATABASE")
-    name = stmt.this.name
+    name = _db_name(stmt.this)
     ctx.db = name
     catalog = ctx.catalog
     if stmt.args.get("exists") and name in catalog.databases():
@@ -973,7 +981,7 @@ def _drop_database(ctx: _Ctx, k: int) -> Catalog:
     tables = stmt.args.get("tables") or [] if isinstance(stmt, exp.Drop) else []
     if len(tables) != 1:
         raise _NotUnderstood("DROP DATABASE: expected one database name")
-    name = tables[0].name
+    name = _db_name(tables[0])
     ctx.db = name
     ctx.tables = [(t.db, t.name) for t in ctx.catalog.tables(name)]
     return ctx.catalog.without_database(name)
