@@ -292,7 +292,7 @@ def _read_name(ctx: _Ctx, i: int) -> tuple[str, str, int]:
     if i >= len(toks) or toks[i].token_type in _PUNCT:
         raise _NotUnderstood("expected a table name")
     first = toks[i].text
-    if i + 2 < len(toks) + 1 and i + 1 < len(toks) and toks[i + 1].token_type == TokenType.DOT:
+    if i + 1 < len(toks) and toks[i + 1].token_type == TokenType.DOT:
         if i + 2 >= len(toks) or toks[i + 2].token_type in _PUNCT:
             raise _NotUnderstood(f"expected a table name after `{first}`.")
         return first, toks[i + 2].text, i + 3

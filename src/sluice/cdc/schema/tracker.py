@@ -78,7 +78,13 @@ def _type_names(table_map: Any) -> str:
 
 
 class SchemaTracker:
-    """The catalog in force at the current binlog position, its history and what went wrong."""
+    """The catalog in force at the current binlog position, its history and what went wrong.
+
+    ``catalog`` is the catalog at the position the pipeline starts from (``bootstrap_catalog`` of a
+    live server, or ``history.catalog_at(file, pos)`` on a restart); None starts empty, for binlogs
+    with FULL metadata or that hold every table's CREATE TABLE. ``flavor`` ("mysql" / "mariadb")
+    decides how DDL types map (MariaDB's JSON is a LONGTEXT) and which binlog types to expect.
+    """
 
     def __init__(self, catalog: Catalog | None = None, history: SchemaHistory | None = None, *,
                  flavor: str | None = None) -> None:
