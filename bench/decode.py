@@ -265,7 +265,7 @@ def bench_one(box: Sandbox, files: list[str], pmr_python: Path, *, skip_pmr: boo
     size = sum(Path(p).stat().st_size for p in paths)
     res: dict[str, object] = {"files": files, "bytes": size}
     none = timed([*SLUICE, "dump", "--format", "none", *paths], keep_stdout=True)
-    match = re.search(r"(\d+) events, (\d+) row changes", none.stdout)
+    match = re.search(r"(\d+) events, \d+ transactions, (\d+) row changes", none.stdout)
     rows = int(match[2]) if match else 0
     res["rows"] = rows
     res["events"] = int(match[1]) if match else 0

@@ -52,3 +52,10 @@ def change_line(change: RowChange) -> str:
     if _MARKED in text:
         text = _UNMARK.sub(r"\1", text)
     return text
+
+
+def record_line(record: Any) -> str:
+    """The JSON line of a change record: a ``RowChange`` or anything with ``as_dict()`` (DDL)."""
+    if type(record) is RowChange:
+        return change_line(record)
+    return encode(record.as_dict())

@@ -26,7 +26,11 @@ examples:
   sluice dump --format none big-binlog.000001        decode everything, print only counts
   cat binlog.000003 | sluice dump -
 
-Column names come from the binlog when the server runs with binlog_row_metadata=FULL.
+Only committed transactions are printed; a transaction cut off at the end of a file prints
+nothing. Column names come from the binlog when the server ran with binlog_row_metadata=FULL;
+otherwise from the CREATE/ALTER TABLE statements found earlier in the same files (give the files
+in order, from the one that created the tables). A row of a table whose columns are known from
+neither stops the dump with an error that says so.
 """
 
 
@@ -48,6 +52,10 @@ def register(sub: Any) -> None:
         default="jsonl",
         help="jsonl (default): one JSON object per row change; none: decode all, print counts",
     )
+    parser.add_argument(
+        "--ops", metavar="LIST", help="only these operations, comma-separated: insert,update,delete (default all)"
+    )
+    parser.add_argument("--ddl", action="store_true", help="also print schema changes as {\"op\": \"ddl\", ...}")
     parser.add_argument("--events", action="store_true", help="print every event instead of row changes")
     parser.add_argument("--no-verify-checksum", action="store_true", help="do not check event CRC32s")
     parser.set_defaults(handler=run)
@@ -79,9 +87,67 @@ def table_filter(include: str | None, exclude: str | None) -> Callable[[str, str
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.events:
+        return _run_events(args)
+    from sluice.cdc.capture import CaptureConfig, ChangeCapture
+    from sluice.cdc.jsonl import record_line
+    from sluice.cdc.position import Checkpoint
+    from sluice.commands.tail import parse_ops
+    from sluice.io.binlog_file import iter_raw_events
+
+    keep = table_filter(args.tables, args.exclude_tables)
+    config = CaptureConfig(
+        table_filter=keep, ops=parse_ops(args.ops), ddl=args.ddl, verify_checksum=not args.no_verify_checksum
+    )
+    out = sys.stdout
+    jsonl = args.format == "jsonl"
+    started = time.perf_counter()
+    n_events = n_changes = n_transactions = 0
+    capture: ChangeCapture | None = None
+    buffer: list[str] = []
+    for path in args.files:
+        source = sys.stdin.buffer if path == "-" else path
+        name = "stdin" if path == "-" else path.rsplit("/", 1)[-1]
+        if capture is None:
+            capture = ChangeCapture(config, Checkpoint(name, 4))
+        capture.begin_file(name, "<stdin>" if path == "-" else path)
+        feed = capture.feed
+        for offset, data in iter_raw_events(source):
+            n_events += 1
+            committed = feed(name, offset, offset + len(data), data)
+            if committed is None:
+                continue
+            n_transactions += 1
+            records = committed.records
+            n_changes += len(records)
+            if jsonl and records:
+                buffer.extend(record_line(r) for r in records)
+                if len(buffer) >= 512:
+                    buffer.append("")
+                    out.write("\n".join(buffer))
+                    buffer.clear()
+        capture.cut_off()  # a transaction never spans two files: one still open was cut off
+    if buffer:
+        buffer.append("")
+        out.write("\n".join(buffer))
+    out.flush()
+    if capture is not None:
+        for file, pos, sql, message in capture.tracker.unparsed:
+            print(f"sluice dump: warning: DDL at {file}:{pos} not understood ({message}): {sql[:200]}", file=sys.stderr)
+    if args.format == "none":
+        seconds = time.perf_counter() - started
+        rate = n_changes / seconds if seconds > 0 else 0.0
+        print(
+            f"{n_events} events, {n_transactions} transactions, {n_changes} row changes in {seconds:.2f}s "
+            f"({rate:,.0f} rows/s)"
+        )
+    return 0
+
+
+def _run_events(args: argparse.Namespace) -> int:
+    import json
+
     from sluice.binlog.parser import EventParser, ParserConfig
-    from sluice.cdc.jsonl import change_line
-    from sluice.cdc.records import RowChangeBuilder
     from sluice.eventjson import event_summary
     from sluice.io.binlog_file import iter_events
 
@@ -90,35 +156,13 @@ def run(args: argparse.Namespace) -> int:
         table_filter=table_filter(args.tables, args.exclude_tables),
     )
     out = sys.stdout
-    started = time.perf_counter()
-    n_events = n_changes = 0
-    builder = RowChangeBuilder()
-    buffer: list[str] = []
     for path in args.files:
-        parser = EventParser(config)
         source = sys.stdin.buffer if path == "-" else path
         name = "stdin" if path == "-" else path.rsplit("/", 1)[-1]
-        for offset, event in iter_events(source, parser):
-            n_events += 1
-            if args.events:
-                import json
-
-                buffer.append(json.dumps(event_summary(event, name, offset), default=str))
-            else:
-                for change in builder.feed(event, name, offset):
-                    n_changes += 1
-                    if args.format == "jsonl":
-                        buffer.append(change_line(change))
-            if len(buffer) >= 512:
-                buffer.append("")
-                out.write("\n".join(buffer))
-                buffer.clear()
-    if buffer:
-        buffer.append("")
-        out.write("\n".join(buffer))
+        buffer = [json.dumps(event_summary(event, name, offset), default=str) for offset, event in iter_events(
+            source, EventParser(config)
+        )]
+        if buffer:
+            out.write("\n".join(buffer) + "\n")
     out.flush()
-    if args.format == "none":
-        seconds = time.perf_counter() - started
-        rate = n_changes / seconds if seconds > 0 else 0.0
-        print(f"{n_events} events, {n_changes} row changes in {seconds:.2f}s ({rate:,.0f} rows/s)")
     return 0

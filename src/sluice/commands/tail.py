@@ -1,41 +1,58 @@
-"""``sluice tail``: follow a server's binlog live and print what happens, one JSON line each.
+"""``sluice tail``: follow a server's binlog live and print its row changes, one JSON line each.
 
-With ``--events`` every binlog event is printed (type, file, position, size and the decoded
-fields of ROTATE, GTID, QUERY and XID events); this is the low-level view for checking what a
-server writes.
+Only committed transactions are printed, in binlog order. With ``--checkpoint DIR`` the position
+after each printed transaction is saved atomically (with the schema history beside it) and a
+restart resumes there; with ``--output FILE`` as well, a restart first cuts the file back to the
+last checkpointed transaction, so the file holds every change exactly once even after a kill -9.
+With ``--events`` every binlog event is printed instead (the low-level view of what a server
+writes).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import logging
+import os
 import sys
-from typing import Any
+from typing import IO, Any
 
 from sluice.dsn import parse_dsn
-from sluice.errors import ConfigError
+from sluice.errors import ConfigError, DataLossError
 from sluice.eventjson import event_summary
 from sluice.io.replication import ReplicationStream, StreamConfig
 
 HELP = """\
-Follow the binary log of a running MySQL or MariaDB server as a replica does.
+Follow the binary log of a running MySQL or MariaDB server as a replica does and print one JSON
+object per changed row of every committed transaction (see README: "The change record").
 
 examples:
-  sluice tail mysql://repl:secret@db:3306/ --events              every event, from the earliest binlog
-  sluice tail mysql://repl@db/ --from binlog.000007:4 --events    from a file and position
-  sluice tail mysql://repl@db/ --gtid 3E11FA47-71CA-11E1-9E33-C80AA9429562:1-77 --events
-  sluice tail mariadb://repl@db/ --gtid 0-1-100 --until-end --events
+  sluice tail mysql://repl:secret@db:3306/ --from-now                   from the current end on
+  sluice tail mysql://repl@db/ --checkpoint state/ --output changes.jsonl   resumable, exactly once
+  sluice tail mysql://repl@db/ --from binlog.000007:4 --tables 'shop\\..*' --ops insert,update
+  sluice tail mysql://repl@db/ --gtid 3E11FA47-71CA-11E1-9E33-C80AA9429562:1-77 --ddl
+  sluice tail mariadb://repl@db/ --gtid 0-1-100 --until-end --events    every event, low level
 
-The user needs REPLICATION SLAVE and REPLICATION CLIENT (and SELECT for schema look-ups).
-Passwords may come from the environment: mysql://repl@db/?password_env=DB_PASSWORD, or
-SLUICE_PASSWORD when the DSN has none.
+Where it starts: the checkpoint in --checkpoint DIR if there is one; else --from, --gtid or
+--from-now; else the earliest binlog still on the server. Column names come from the binlog
+(binlog_row_metadata=FULL) or from the schema read from information_schema at the start and
+kept up to date from the DDL in the binlog (saved in DIR/schema-history.jsonl).
+
+Delivery: with --checkpoint and --output, exactly once across restarts and kill -9. With
+--checkpoint and standard output, at least once: after a crash the last transaction may be
+printed again, with the same (file, pos, row), so a consumer drops lines it has already seen.
+
+The user needs REPLICATION SLAVE, REPLICATION CLIENT and SELECT (for the schema). Passwords may
+come from the environment: mysql://repl@db/?password_env=DB_PASSWORD, or SLUICE_PASSWORD.
 """
+
+log = logging.getLogger(__name__)
 
 
 def register(sub: Any) -> None:
     parser = sub.add_parser(
         "tail",
-        help="follow a server's binlog and print events",
+        help="follow a server's binlog and print row changes",
         description=HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -47,16 +64,40 @@ def register(sub: Any) -> None:
         metavar="SET",
         help="start after these GTIDs: a MySQL GTID set (uuid:1-100,...) or a MariaDB position (0-1-100,...)",
     )
+    start.add_argument("--from-now", action="store_true", help="start at the current end of the binlog")
+    parser.add_argument(
+        "--checkpoint",
+        metavar="DIR",
+        help="save the position after every printed transaction (and the schema history) here; resume from it",
+    )
+    parser.add_argument(
+        "--output", metavar="FILE", help="append the JSON lines to FILE instead of standard output"
+    )
+    parser.add_argument(
+        "--tables", metavar="REGEX", help="only tables whose 'db.table' matches (others are not decoded)"
+    )
+    parser.add_argument("--exclude-tables", metavar="REGEX", help="skip tables whose 'db.table' matches")
+    parser.add_argument(
+        "--ops", metavar="LIST", help="only these operations, comma-separated: insert,update,delete (default all)"
+    )
+    parser.add_argument("--ddl", action="store_true", help="also print schema changes as {\"op\": \"ddl\", ...}")
     parser.add_argument(
         "--until-end", action="store_true", help="stop at the current end of the binlog instead of waiting"
     )
-    parser.add_argument("--events", action="store_true", help="print every binlog event (required for now)")
+    parser.add_argument("--events", action="store_true", help="print every binlog event instead of row changes")
     parser.add_argument(
         "--heartbeat",
         type=float,
         default=5.0,
         metavar="SECONDS",
         help="ask the server for a heartbeat after this much idle time (default 5; 0 = off)",
+    )
+    parser.add_argument(
+        "--retries",
+        type=int,
+        default=None,
+        metavar="N",
+        help="give up after N failed reconnects in a row (default: keep trying, with backoff up to 30 s)",
     )
     parser.add_argument(
         "--no-verify-checksum", action="store_true", help="do not check the CRC32 of each event"
@@ -78,9 +119,94 @@ def parse_start(text: str) -> tuple[str, int]:
     return file, pos
 
 
+def parse_ops(text: str | None) -> frozenset[str] | None:
+    if text is None:
+        return None
+    ops = frozenset(part.strip().lower() for part in text.split(",") if part.strip())
+    unknown = ops - {"insert", "update", "delete"}
+    if unknown or not ops:
+        raise ConfigError(f"--ops takes insert, update and delete, comma-separated; found {text!r}")
+    return ops
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.events:
+        return _run_events(args)
+    from sluice.cdc.capture import CaptureConfig, ChangeCapture
+    from sluice.cdc.follow import FollowConfig, follow
+    from sluice.cdc.jsonl import record_line
+    from sluice.cdc.session import StartRequest, prepare_capture
+    from sluice.commands.dump import table_filter
+
+    connection = parse_dsn(args.dsn)
+    keep = table_filter(args.tables, args.exclude_tables)
+    ops = parse_ops(args.ops)
+    if args.output and not args.checkpoint:
+        log.info("--output without --checkpoint: a restart starts again from the chosen position")
+    file, pos = parse_start(args.start) if args.start else (None, 4)
+    request = StartRequest(file=file, pos=pos, gtid=args.gtid, from_now=args.from_now)
+    begin = prepare_capture(connection, request, checkpoint_dir=args.checkpoint, include=keep)
+    print(f"sluice tail: {begin.how}", file=sys.stderr)
+    out, written = _open_output(args.output, begin.extra if begin.resumed else {})
+    capture = ChangeCapture(
+        CaptureConfig(table_filter=keep, ops=ops, ddl=args.ddl, verify_checksum=not args.no_verify_checksum),
+        begin.start,
+        begin.tracker,
+    )
+    config = FollowConfig(
+        connection=connection,
+        until_end=args.until_end,
+        heartbeat_period=args.heartbeat,
+        retries=args.retries,
+    )
+    checkpoint = begin.checkpoint
+    try:
+        for committed in follow(config, capture):
+            if committed.records:
+                text = "\n".join(record_line(r) for r in committed.records) + "\n"
+                out.write(text)
+                out.flush()
+                if args.output:
+                    written += len(text.encode("utf-8"))
+            if checkpoint is not None:
+                checkpoint.save(committed.end, {"output_bytes": written} if args.output else None)
+        if checkpoint is not None:
+            # Events after the last transaction (heartbeats, rotations) moved the boundary on.
+            checkpoint.save(capture.boundary, {"output_bytes": written} if args.output else None)
+    finally:
+        if out is not sys.stdout:
+            out.close()
+    for file_, pos_, sql, message in capture.tracker.unparsed:
+        print(f"sluice tail: warning: DDL at {file_}:{pos_} not understood ({message}): {sql[:200]}", file=sys.stderr)
+    return 0
+
+
+def _open_output(path: str | None, extra: dict[str, Any]) -> tuple[IO[str], int]:
+    """The output stream; with a checkpoint's byte count, cut the file back to it first."""
+    if path is None:
+        return sys.stdout, 0
+    size = os.path.getsize(path) if os.path.exists(path) else 0
+    saved = extra.get("output_bytes")
+    if saved is not None:
+        saved = int(saved)
+        if size < saved:
+            raise DataLossError(
+                f"{path} has {size} bytes but the checkpoint says {saved} were written to it: the file was "
+                "truncated or replaced. Restore it, or start over with a new --checkpoint directory"
+            )
+        if size > saved:
+            log.warning("cutting %s back from %d to %d bytes (the last checkpointed transaction)", path, size, saved)
+            with open(path, "r+b") as f:
+                f.truncate(saved)
+        size = saved
+    return open(path, "a", encoding="utf-8", newline="\n"), size
+
+
+def _run_events(args: argparse.Namespace) -> int:
     from sluice.binlog.parser import EventParser, ParserConfig
 
+    if args.checkpoint or args.output or args.from_now:
+        raise ConfigError("--events prints raw events only: drop --checkpoint, --output and --from-now")
     connection = parse_dsn(args.dsn)
     file, pos = parse_start(args.start) if args.start else (None, 4)
     config = StreamConfig(
@@ -91,8 +217,6 @@ def run(args: argparse.Namespace) -> int:
         until_end=args.until_end,
         heartbeat_period=args.heartbeat,
     )
-    if not args.events:
-        raise ConfigError("sluice tail prints binlog events for now: add --events")
     out = sys.stdout
     with ReplicationStream(config) as stream:
         parser: EventParser | None = None

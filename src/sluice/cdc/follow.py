@@ -1,0 +1,107 @@
+"""Following a live server: replication connections, reconnect with backoff, resume at a boundary.
+
+``follow(config, capture)`` opens a ``ReplicationStream`` at the capture's last transaction
+boundary, feeds every event to the ``ChangeCapture`` and yields committed transactions. When the
+connection breaks (a transport error, or the server shutting down or killing the replica thread)
+the partial transaction is dropped and a new connection resumes from the boundary after the last
+committed transaction, after a delay that doubles from ``backoff_initial`` up to ``backoff_max``.
+Every retry is logged with its reason; after ``retries`` failures in a row (None = never give up)
+the last error is raised.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from sluice.cdc.capture import ChangeCapture, CommittedTransaction
+from sluice.dsn import ConnectionConfig
+from sluice.errors import ServerError, TransportError
+from sluice.io.replication import ReplicationStream, StreamConfig
+
+__all__ = ["FollowConfig", "follow", "retryable"]
+
+log = logging.getLogger(__name__)
+
+# ER_SERVER_SHUTDOWN, ER_CONNECTION_KILLED (MariaDB), ER_QUERY_INTERRUPTED, ER_NEW_ABORTING_CONNECTION,
+# ER_MASTER_FATAL_ERROR_READING_BINLOG is *not* here: it means the position is gone (BinlogUnavailableError).
+_RETRYABLE_ERRNOS = frozenset({1053, 1927, 1317, 1184, 3169})
+
+
+@dataclass(frozen=True, slots=True)
+class FollowConfig:
+    """How to connect and how hard to try again."""
+
+    connection: ConnectionConfig
+    until_end: bool = False
+    heartbeat_period: float = 5.0
+    server_id: int = 0
+    retries: int | None = None  # failures in a row before giving up; None = keep trying
+    backoff_initial: float = 0.5
+    backoff_max: float = 30.0
+
+
+def retryable(exc: BaseException) -> bool:
+    """Errors after which a new connection may well succeed."""
+    if isinstance(exc, TransportError):
+        return True
+    return isinstance(exc, ServerError) and exc.errno in _RETRYABLE_ERRNOS
+
+
+def follow(
+    config: FollowConfig,
+    capture: ChangeCapture,
+    *,
+    sleep: Callable[[float], None] = time.sleep,
+    on_connect: Callable[[ReplicationStream], None] | None = None,
+) -> Iterator[CommittedTransaction]:
+    """Committed transactions from the server, from ``capture.boundary`` on, across reconnects."""
+    failures = 0
+    while True:
+        start = capture.boundary
+        stream_config = StreamConfig(
+            connection=config.connection,
+            file=start.file or None,
+            pos=start.pos if start.file else 4,
+            gtid=None if start.file else start.gtid_set,
+            until_end=config.until_end,
+            heartbeat_period=config.heartbeat_period,
+            server_id=config.server_id,
+        )
+        try:
+            with ReplicationStream(stream_config) as stream:
+                fresh = True
+                feed = capture.feed
+                for raw in stream:
+                    if fresh:
+                        capture.restart(stream.checksum_algorithm)
+                        fresh = False
+                        if on_connect is not None:
+                            on_connect(stream)
+                        if failures:
+                            log.warning("reconnected; resuming at %s", start)
+                    committed = feed(raw.file, raw.pos, stream.next_pos, raw.data)
+                    if committed is not None:
+                        failures = 0
+                        yield committed
+            capture.cut_off()
+            return
+        except (TransportError, ServerError) as exc:
+            if not retryable(exc):
+                raise
+            failures += 1
+            if config.retries is not None and failures > config.retries:
+                log.error("giving up after %d failed attempts in a row: %s", failures, exc)
+                raise
+            delay = min(config.backoff_max, config.backoff_initial * 2 ** (failures - 1))
+            log.warning(
+                "replication connection lost (%s); reconnecting in %.1fs from %s (attempt %d%s)",
+                exc,
+                delay,
+                capture.boundary,
+                failures,
+                "" if config.retries is None else f" of {config.retries}",
+            )
+            sleep(delay)
