@@ -15,10 +15,10 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
-from sluice.cdc.position import binlog_file_key
 
 from sluice.cdc.capture import CaptureConfig, ChangeCapture, DdlRecord
 from sluice.cdc.follow import FollowConfig, follow
+from sluice.cdc.position import binlog_file_key
 from sluice.cdc.session import StartRequest, prepare_capture
 from sluice.dsn import parse_dsn
 from sluice.io.connection import Connection

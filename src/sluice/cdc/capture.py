@@ -135,7 +135,7 @@ class ChangeCapture:
     def feed(self, file: str, pos: int, next_pos: int, data: bytes | memoryview) -> CommittedTransaction | None:
         """Decode one event at ``(file, pos)``; returns the transaction it commits, if any."""
         self._file, self._pos = file, pos
-        event = self.parser.parse(data, file=self.label or file, offset=pos)
+        event: Any = self.parser.parse(data, file=self.label or file, offset=pos)
         kind = type(event)
         if kind is QueryEvent:
             self._on_query(event, file, pos)
