@@ -86,8 +86,11 @@ def follow(
                     if committed is not None:
                         failures = 0
                         yield committed
-            capture.cut_off()
-            return
+            if config.until_end:
+                capture.cut_off()
+                return
+            # Without BINLOG_DUMP_NON_BLOCK the server ends a dump only when it goes away (shutdown).
+            raise TransportError(f"the server ended the binlog dump at {stream.file}:{stream.next_pos}")
         except (TransportError, ServerError) as exc:
             if not retryable(exc):
                 raise
