@@ -10,6 +10,8 @@ the phase's end position — value by value, under the right column names.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import uuid
 from decimal import Decimal
 from typing import Any
@@ -18,6 +20,7 @@ import pytest
 
 from sluice.cdc.capture import CaptureConfig, ChangeCapture, DdlRecord
 from sluice.cdc.follow import FollowConfig, follow
+from sluice.cdc.jsonl import record_line
 from sluice.cdc.position import binlog_file_key
 from sluice.cdc.session import StartRequest, prepare_capture
 from sluice.dsn import parse_dsn
@@ -163,12 +166,22 @@ def _capture_workload(server: Any, names_in_binlog: bool) -> None:
         work.close()
 
         committed = list(follow(FollowConfig(parse_dsn(server.dsn("repl")), until_end=True), capture))
+        # Offline, with no server: the DDL in the files is the schema history.
+        files = [str(server.binlog_dir / name) for name in server.binlog_files()]
+        dumped = subprocess.run(
+            [sys.executable, "-m", "sluice.cli", "dump", "--tables", rf"{db}\..*", *files],
+            capture_output=True, timeout=300,
+        )
     finally:
         admin.execute(f"SET GLOBAL binlog_row_metadata = {old}")
         admin.execute(f"DROP DATABASE IF EXISTS {db}")
         admin.close()
 
     assert not capture.tracker.unparsed, capture.tracker.unparsed
+    assert dumped.returncode == 0, dumped.stderr.decode()
+    live = [record_line(r) for tx in committed for r in tx.records if not isinstance(r, DdlRecord)]
+    offline = dumped.stdout.decode().splitlines()
+    assert offline[-len(live):] == live, "sluice dump of the files differs from the live capture"
     model: dict[str, dict[tuple[str, ...], dict[str, Any]]] = {}
     pks: dict[str, tuple[str, ...]] = {}
     snapshots = iter(work.snapshots)
