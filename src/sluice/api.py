@@ -19,10 +19,14 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from sluice.binlog.parser import EventParser, ParserConfig
-from sluice.cdc.records import RowChange, RowChangeBuilder
+from sluice.cdc.capture import CaptureConfig, ChangeCapture
+from sluice.cdc.follow import FollowConfig, follow
+from sluice.cdc.position import Checkpoint
+from sluice.cdc.records import RowChange
+from sluice.cdc.session import StartRequest, prepare_capture
 from sluice.commands.dump import table_filter
 from sluice.dsn import parse_dsn
-from sluice.io.binlog_file import iter_events
+from sluice.io.binlog_file import iter_events, iter_raw_events
 from sluice.io.replication import ReplicationStream, StreamConfig
 
 PathLike = str | os.PathLike[str]
@@ -40,10 +44,35 @@ def read_events(
 
 
 def read_changes(
-    paths: PathLike | Iterable[PathLike], *, tables: str | None = None, verify_checksum: bool = True
+    paths: PathLike | Iterable[PathLike],
+    *,
+    tables: str | None = None,
+    ops: Iterable[str] | None = None,
+    verify_checksum: bool = True,
 ) -> Iterator[RowChange]:
-    """Every row change in the binlog files; ``tables`` is a regex on ``db.table``."""
-    yield from RowChangeBuilder().changes(read_events(paths, tables=tables, verify_checksum=verify_checksum))
+    """Every row change of the committed transactions in the binlog files, in order.
+
+    ``tables`` is a regex on ``db.table``; ``ops`` a subset of insert/update/delete. Column names
+    come from the binlog (``binlog_row_metadata=FULL``) or from the DDL earlier in the files.
+    """
+    config = CaptureConfig(
+        table_filter=table_filter(tables, None),
+        ops=None if ops is None else frozenset(ops),
+        verify_checksum=verify_checksum,
+    )
+    capture: ChangeCapture | None = None
+    for path in _paths(paths):
+        name = os.path.basename(os.fspath(path))
+        if capture is None:
+            capture = ChangeCapture(config, Checkpoint(name, 4))
+        capture.begin_file(name, os.fspath(path))
+        for offset, data in iter_raw_events(os.fspath(path)):
+            committed = capture.feed(name, offset, offset + len(data), data)
+            if committed is not None:
+                for record in committed.records:
+                    if type(record) is RowChange:
+                        yield record
+        capture.cut_off()
 
 
 def stream_events(
@@ -73,12 +102,30 @@ def stream_changes(
     file: str | None = None,
     pos: int = 4,
     gtid: str | None = None,
+    from_now: bool = False,
     until_end: bool = False,
     tables: str | None = None,
+    ops: Iterable[str] | None = None,
+    checkpoint_dir: PathLike | None = None,
 ) -> Iterator[RowChange]:
-    """Row changes from a live server."""
-    events = stream_events(dsn, file=file, pos=pos, gtid=gtid, until_end=until_end, tables=tables)
-    yield from RowChangeBuilder().changes(events)
+    """Row changes of committed transactions from a live server, reconnecting when it goes away.
+
+    With ``checkpoint_dir`` the position after each transaction whose changes were all consumed
+    is saved there and a later call resumes from it (at least once: the changes of a transaction
+    interrupted half-way are delivered again).
+    """
+    connection = parse_dsn(dsn)
+    keep = table_filter(tables, None)
+    request = StartRequest(file=file, pos=pos, gtid=gtid, from_now=from_now)
+    begin = prepare_capture(connection, request, checkpoint_dir=checkpoint_dir, include=keep)
+    config = CaptureConfig(table_filter=keep, ops=None if ops is None else frozenset(ops))
+    capture = ChangeCapture(config, begin.start, begin.tracker)
+    for committed in follow(FollowConfig(connection, until_end=until_end), capture):
+        for record in committed.records:
+            if type(record) is RowChange:
+                yield record
+        if begin.checkpoint is not None:
+            begin.checkpoint.save(committed.end)
 
 
 def _paths(paths: PathLike | Iterable[PathLike]) -> list[PathLike]:
