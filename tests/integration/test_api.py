@@ -42,7 +42,9 @@ def test_stream_changes_resumes_from_its_checkpoint(server, tmp_path):
         ]
         conn.execute(f"UPDATE {db}.t SET name = 'uno' WHERE id = 1")
         conn.execute(f"DELETE FROM {db}.t WHERE id = 2")
-        again = list(sluice.stream_changes(server.dsn("repl"), until_end=True, tables=rf"{db}\..*", checkpoint_dir=state))
+        again = list(
+            sluice.stream_changes(server.dsn("repl"), until_end=True, tables=rf"{db}\..*", checkpoint_dir=state)
+        )
         assert [(c.op, c.before, c.after, c.pk) for c in again] == [
             ("update", {"id": 1, "name": "one"}, {"id": 1, "name": "uno"}, ("id",)),
             ("delete", {"id": 2, "name": "two"}, None, ("id",)),
