@@ -54,3 +54,18 @@ def sandbox_factory() -> Iterator[SandboxFactory]:
             errors.append(exc)
     if errors:
         raise errors[0]
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[object]:
+    """A real Spark session, ``local[2]``, with sluice's ``binlog`` data source registered."""
+    import os
+    import sys
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    from sluice.spark.session import spark_session
+
+    session = spark_session(master="local[2]", app_name="sluice-tests")
+    yield session
+    session.stop()

@@ -46,6 +46,13 @@ _encoder = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=_
 encode = _encoder.encode
 
 
+def unmark(text: str) -> str:
+    """Turn the marked DECIMALs of an ``encode`` result into bare JSON numbers."""
+    if _MARKED in text:
+        text = _UNMARK.sub(r"\1", text)
+    return text
+
+
 def change_line(change: RowChange) -> str:
     """The JSON line (without newline) of one row change."""
     text = encode(change.as_dict())

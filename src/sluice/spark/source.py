@@ -1,0 +1,450 @@
+"""The ``binlog`` PySpark data source: a streaming reader that follows a server, a batch reader for files.
+
+``spark.readStream.format("binlog").option("dsn", ...).load()`` — the driver follows the server
+(``_Scout``) and plans micro-batches on transaction boundaries; its offsets are checkpoints as JSON
+(``{"file", "pos", "gtid"}``). A micro-batch never spans a schema change: a DDL transaction is a
+batch of its own, so every batch has one layout per table. Executors replay their range with a
+replication connection of their own, from the range's start to its end, and decode it into Arrow
+batches of ``sluice.spark.changes.ARROW_SCHEMA``; the same offsets always give the same rows.
+
+``spark.read.format("binlog").load(path_or_paths)`` — archived binlog files, a task per file; the
+driver first reads the DDL of the files in order so that each task starts with the schema in force
+at its file's start (the same rules as ``sluice dump``).
+
+Options (camelCase, as Spark spells them): ``dsn``, ``tables``, ``excludeTables``, ``ops``,
+``startingPosition`` (``earliest`` (default), ``latest``, ``FILE:POS`` or a GTID set),
+``maxRowsPerBatch``, ``maxBytesPerBatch``, ``rowsPerPartition`` (default 100000) and
+``schemaHistory`` (a file that keeps the schema history across restarts; strongly advised unless
+the server writes ``binlog_row_metadata=FULL``).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxRows,
+    SupportsTriggerAvailableNow,
+)
+
+from sluice.cdc.capture import CaptureConfig, ChangeCapture
+from sluice.cdc.follow import FollowConfig, follow
+from sluice.cdc.position import Checkpoint, binlog_file_key
+from sluice.cdc.records import RowChange
+from sluice.cdc.schema import Catalog, SchemaHistory, SchemaTracker, bootstrap_catalog
+from sluice.commands.dump import table_filter
+from sluice.commands.tail import parse_ops
+from sluice.dsn import parse_dsn
+from sluice.errors import ConfigError, DataLossError
+from sluice.io.binlog_file import iter_raw_events
+from sluice.io.connection import Connection
+from sluice.io.replication import server_binlog_files, server_binlog_status
+from sluice.spark.changes import CHANGE_SCHEMA, record_batch
+
+__all__ = ["BinlogDataSource", "SourceOptions"]
+
+log = logging.getLogger(__name__)
+
+ARROW_BATCH_ROWS = 8192
+
+
+@dataclass(frozen=True, slots=True)
+class SourceOptions:
+    """The data source's options, checked once on the driver."""
+
+    dsn: str | None = None
+    tables: str | None = None
+    exclude_tables: str | None = None
+    ops: frozenset[str] | None = None
+    starting: str = "earliest"
+    max_rows: int | None = None
+    max_bytes: int | None = None
+    rows_per_partition: int = 100_000
+    schema_history: str | None = None
+    paths: tuple[str, ...] = ()
+
+    @classmethod
+    def parse(cls, options: Mapping[str, str]) -> SourceOptions:
+        lower = {k.lower(): v for k, v in options.items()}
+
+        def number(name: str) -> int | None:
+            text = lower.get(name.lower())
+            if text is None or text == "":
+                return None
+            try:
+                value = int(text)
+            except ValueError:
+                raise ConfigError(f"option {name} must be a whole number, found {text!r}") from None
+            if value <= 0:
+                raise ConfigError(f"option {name} must be positive, found {value}")
+            return value
+
+        paths: tuple[str, ...] = ()
+        if "paths" in lower:
+            import json
+
+            paths = tuple(json.loads(lower["paths"]))
+        elif "path" in lower:
+            paths = (lower["path"],)
+        return cls(
+            dsn=lower.get("dsn"),
+            tables=lower.get("tables"),
+            exclude_tables=lower.get("excludetables"),
+            ops=parse_ops(lower.get("ops")),
+            starting=lower.get("startingposition", "earliest"),
+            max_rows=number("maxRowsPerBatch"),
+            max_bytes=number("maxBytesPerBatch"),
+            rows_per_partition=number("rowsPerPartition") or 100_000,
+            schema_history=lower.get("schemahistory"),
+            paths=paths,
+        )
+
+    def capture_config(self) -> CaptureConfig:
+        return CaptureConfig(table_filter=table_filter(self.tables, self.exclude_tables), ops=self.ops)
+
+    def follow_config(self, *, until_end: bool = True) -> FollowConfig:
+        if not self.dsn:
+            raise ConfigError('the binlog stream needs option("dsn", "mysql://user:password@host:port/")')
+        return FollowConfig(parse_dsn(self.dsn), until_end=until_end, heartbeat_period=0, retries=8)
+
+
+def offset_json(cp: Checkpoint) -> dict[str, Any]:
+    return {"file": cp.file, "pos": cp.pos, "gtid": cp.gtid_set or ""}
+
+
+def offset_checkpoint(offset: Mapping[str, Any]) -> Checkpoint:
+    try:
+        return Checkpoint(str(offset["file"]), int(offset["pos"]), str(offset.get("gtid") or "") or None)
+    except (KeyError, TypeError, ValueError):
+        raise ConfigError(f"not a binlog offset: {offset!r}; expected {{'file', 'pos', 'gtid'}}") from None
+
+
+def _key(cp: Checkpoint) -> tuple[str, int, int]:
+    return (*binlog_file_key(cp.file), cp.pos)
+
+
+@dataclass
+class RangePartition(InputPartition):
+    """Whole transactions from ``start`` to ``end`` (offsets), decoded with ``catalog`` at start."""
+
+    start: dict[str, Any]
+    end: dict[str, Any]
+    catalog: dict[str, Any]
+    flavor: str
+    rows: int = 0
+
+
+@dataclass
+class FilePartition(InputPartition):
+    path: str
+    catalog: dict[str, Any]
+    flavor: str | None
+
+
+@dataclass
+class _Planned:
+    start: Checkpoint
+    end: Checkpoint
+    rows: int
+    size: int
+    ddl: bool
+    catalog: Catalog
+
+
+@dataclass
+class _Scout:
+    """Driver side: follows the server ahead of the query, remembering transaction boundaries."""
+
+    options: SourceOptions
+    origin: Checkpoint
+    capture: ChangeCapture
+    flavor: str
+    pending: list[_Planned] = field(default_factory=list)
+    at_end: bool = False
+
+    def read_ahead(self, want_rows: int | None, want_bytes: int | None, target: Checkpoint | None) -> None:
+        """Follow the binlog from the last scouted boundary until enough is planned or its end."""
+        rows = sum(p.rows for p in self.pending)
+        size = sum(p.size for p in self.pending)
+        catalog = self.capture.tracker.catalog
+        self.at_end = False
+        for committed in follow(self.options.follow_config(until_end=True), self.capture):
+            tx = committed.transaction
+            n = len(committed.records)
+            span = tx.end.pos - tx.start.pos if tx.end.file == tx.start.file else tx.end.pos
+            self.pending.append(_Planned(tx.start, tx.end, n, span, tx.kind == "ddl", catalog))
+            catalog = self.capture.tracker.catalog
+            rows += n
+            size += span
+            if (want_rows is not None and rows >= want_rows) or (want_bytes is not None and size >= want_bytes):
+                return
+            if target is not None and _key(tx.end) >= _key(target):
+                return
+        self.at_end = True
+
+    def choose_end(self, start: Checkpoint, max_rows: int | None, max_bytes: int | None,
+                   target: Checkpoint | None) -> Checkpoint:
+        self.pending = [p for p in self.pending if _key(p.start) >= _key(start)]
+        end, rows, size = start, 0, 0
+        for p in self.pending:
+            if target is not None and _key(p.end) > _key(target):
+                break
+            if p.ddl:
+                if rows == 0 and size == 0:
+                    end = p.end
+                break
+            if rows and max_rows is not None and rows + p.rows > max_rows:
+                break
+            if size and max_bytes is not None and size + p.size > max_bytes:
+                break
+            end, rows, size = p.end, rows + p.rows, size + p.size
+        return end
+
+    def ranges(self, start: Checkpoint, end: Checkpoint, per_partition: int) -> list[RangePartition] | None:
+        """Partitions for [start, end) from what was scouted, or None if it was not."""
+        chosen = [p for p in self.pending if _key(p.start) >= _key(start) and _key(p.end) <= _key(end)]
+        if not chosen or chosen[0].start != start or chosen[-1].end != end:
+            return None
+        parts: list[RangePartition] = []
+        group: list[_Planned] = []
+        for p in chosen:
+            if group and sum(g.rows for g in group) + p.rows > per_partition:
+                parts.append(self._range(group))
+                group = []
+            group.append(p)
+        parts.append(self._range(group))
+        return parts
+
+    def _range(self, group: list[_Planned]) -> RangePartition:
+        return RangePartition(
+            offset_json(group[0].start), offset_json(group[-1].end), group[0].catalog.to_json(), self.flavor,
+            sum(g.rows for g in group),
+        )
+
+
+def _tracker_at(options: SourceOptions, conn: Connection, start: Checkpoint) -> SchemaTracker:
+    flavor = "mariadb" if conn.is_mariadb else "mysql"
+    history = SchemaHistory.open(options.schema_history) if options.schema_history else None
+    catalog = history.catalog_at(start.file, start.pos) if history is not None and start.file else None
+    if catalog is None:
+        catalog = bootstrap_catalog(conn, table_filter(options.tables, options.exclude_tables))
+        if history is not None:
+            history.record_bootstrap(start.file, start.pos, catalog)
+    return SchemaTracker(catalog, history, flavor=flavor)
+
+
+class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """Offsets are transaction boundaries; executors decode their ranges themselves."""
+
+    def __init__(self, options: SourceOptions) -> None:
+        self.options = options
+        self._scout: _Scout | None = None
+        self._target: Checkpoint | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Executors get plain data: the options. The scout lives on the driver only.
+        return {"options": self.options, "_scout": None, "_target": None}
+
+    # -- driver ----------------------------------------------------------------------------------
+    def initialOffset(self) -> dict[str, Any]:
+        starting = self.options.starting.strip()
+        with Connection.open(self.options.follow_config().connection) as conn:
+            if starting.lower() == "latest":
+                status = server_binlog_status(conn)
+                return offset_json(Checkpoint(status.file, status.pos, status.gtid_executed or None))
+            if starting.lower() == "earliest":
+                files = server_binlog_files(conn)
+                if not files:
+                    raise ConfigError("the server lists no binary logs (SHOW BINARY LOGS)")
+                log.warning("binlog source: starting at the earliest binlog still on the server, %s:4", files[0][0])
+                return offset_json(Checkpoint(files[0][0], 4))
+        file, sep, pos = starting.rpartition(":")
+        if sep and pos.isdigit() and "-" not in pos and not _looks_like_gtid(starting):
+            return offset_json(Checkpoint(file, int(pos)))
+        return offset_json(Checkpoint("", 4, starting))
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        if self.options.max_rows is not None:
+            return ReadMaxRows(self.options.max_rows)
+        if self.options.max_bytes is not None:
+            return ReadMaxRows(1 << 62)  # carries maxBytesPerBatch: the engine has no byte limit for Python sources
+        return ReadAllAvailable()
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        with Connection.open(self.options.follow_config().connection) as conn:
+            status = server_binlog_status(conn)
+        self._target = Checkpoint(status.file, status.pos)
+
+    def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
+        begin = offset_checkpoint(start)
+        scout = self._scout_at(begin)
+        if isinstance(limit, ReadMaxRows):
+            max_rows = limit.max_rows if self.options.max_rows is not None else None
+            max_bytes = self.options.max_bytes
+        else:  # ReadAllAvailable: the engine asks for everything (e.g. Trigger.Once)
+            max_rows = max_bytes = None
+        planned_rows = sum(p.rows for p in scout.pending if _key(p.start) >= _key(begin))
+        if max_rows is None or planned_rows < max_rows:
+            scout.read_ahead(max_rows, max_bytes, self._target)
+        return offset_json(scout.choose_end(begin, max_rows, max_bytes, self._target))
+
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
+        begin, finish = offset_checkpoint(start), offset_checkpoint(end)
+        if begin == finish:
+            return []
+        scout = self._scout
+        if scout is not None:
+            parts = scout.ranges(begin, finish, self.options.rows_per_partition)
+            if parts is not None:
+                return parts
+        # A batch planned before a restart: one range, with the schema persisted at its start.
+        with Connection.open(self.options.follow_config().connection) as conn:
+            tracker = _tracker_at(self.options, conn, begin)
+            flavor = "mariadb" if conn.is_mariadb else "mysql"
+        return [RangePartition(start, end, tracker.catalog.to_json(), flavor)]
+
+    def commit(self, end: dict[str, Any]) -> None:
+        if self._scout is not None:
+            done = _key(offset_checkpoint(end))
+            self._scout.pending = [p for p in self._scout.pending if _key(p.start) >= done]
+
+    def stop(self) -> None:
+        self._scout = None
+
+    def _scout_at(self, start: Checkpoint) -> _Scout:
+        scout = self._scout
+        if scout is not None and (scout.origin == start or any(p.start == start for p in scout.pending)
+                                  or scout.capture.boundary == start):
+            return scout
+        config = self.options.follow_config()
+        with Connection.open(config.connection) as conn:
+            tracker = _tracker_at(self.options, conn, start)
+            flavor = "mariadb" if conn.is_mariadb else "mysql"
+        capture = ChangeCapture(self.options.capture_config(), start, tracker)
+        self._scout = _Scout(self.options, start, capture, flavor)
+        return self._scout
+
+    # -- executors -------------------------------------------------------------------------------
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        assert isinstance(partition, RangePartition)
+        start, end = offset_checkpoint(partition.start), offset_checkpoint(partition.end)
+        tracker = SchemaTracker(Catalog.from_json(partition.catalog), None, flavor=partition.flavor)
+        capture = ChangeCapture(self.options.capture_config(), start, tracker)
+        goal = _key(end)
+        changes: list[RowChange] = []
+        commits: list[int] = []
+        reached = False
+        for committed in follow(self.options.follow_config(until_end=True), capture):
+            tx = committed.transaction
+            here = _key(tx.end)
+            if here > goal:
+                break
+            commit_us = tx.commit_us if tx.commit_us is not None else tx.ts * 1_000_000
+            for record in committed.records:
+                if type(record) is RowChange:
+                    changes.append(record)
+                    commits.append(commit_us)
+            if len(changes) >= ARROW_BATCH_ROWS:
+                yield record_batch(changes, commits)
+                changes, commits = [], []
+            if here == goal:
+                reached = True
+                break
+        if not reached:
+            raise DataLossError(
+                f"the binlog range {start}..{end} planned for this batch could not be read to its end "
+                "(the server's binlog changed or was purged): restart the query from a new checkpoint location"
+            )
+        if changes:
+            yield record_batch(changes, commits)
+
+
+def _looks_like_gtid(text: str) -> bool:
+    head = text.split(",")[0].strip()
+    return len(head) >= 36 and head[8:9] == "-" and head[13:14] == "-"
+
+
+class BinlogFileReader(DataSourceReader):
+    """Archived binlog files, a task per file, with the schema from the DDL of earlier files."""
+
+    def __init__(self, options: SourceOptions) -> None:
+        if not options.paths:
+            raise ConfigError('spark.read.format("binlog").load(path) needs one or more binlog files')
+        self.options = options
+
+    def partitions(self) -> Sequence[InputPartition]:
+        # The DDL of every file, in order: the catalog at each file's start. No rows are decoded.
+        skip_rows = CaptureConfig(table_filter=lambda _db, _table: False)
+        capture: ChangeCapture | None = None
+        parts: list[InputPartition] = []
+        for path in _expand(self.options.paths):
+            name = os.path.basename(path)
+            if capture is None:
+                capture = ChangeCapture(skip_rows, Checkpoint(name, 4))
+            parts.append(FilePartition(path, capture.tracker.catalog.to_json(), capture.tracker.flavor))
+            capture.begin_file(name, path)
+            for offset, data in iter_raw_events(path):
+                capture.feed(name, offset, offset + len(data), data)
+            capture.cut_off()
+        return parts
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        assert isinstance(partition, FilePartition)
+        path = partition.path
+        name = os.path.basename(path)
+        tracker = SchemaTracker(Catalog.from_json(partition.catalog), None, flavor=partition.flavor)
+        capture = ChangeCapture(self.options.capture_config(), Checkpoint(name, 4), tracker)
+        capture.begin_file(name, path)
+        changes: list[RowChange] = []
+        commits: list[int] = []
+        for offset, data in iter_raw_events(path):
+            committed = capture.feed(name, offset, offset + len(data), data)
+            if committed is None:
+                continue
+            tx = committed.transaction
+            commit_us = tx.commit_us if tx.commit_us is not None else tx.ts * 1_000_000
+            for record in committed.records:
+                if type(record) is RowChange:
+                    changes.append(record)
+                    commits.append(commit_us)
+            if len(changes) >= ARROW_BATCH_ROWS:
+                yield record_batch(changes, commits)
+                changes, commits = [], []
+        if changes:
+            yield record_batch(changes, commits)
+
+
+def _expand(paths: Sequence[str]) -> list[str]:
+    out: list[str] = []
+    for p in paths:
+        if os.path.isdir(p):
+            out.extend(sorted((os.path.join(p, n) for n in os.listdir(p) if n.rsplit(".", 1)[-1].isdigit()),
+                              key=lambda q: binlog_file_key(os.path.basename(q))))
+        else:
+            out.append(p)
+    return out
+
+
+class BinlogDataSource(DataSource):
+    """``format("binlog")``: row changes from a MySQL / MariaDB binlog (see the module docstring)."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "binlog"
+
+    def schema(self) -> str:
+        return CHANGE_SCHEMA
+
+    def streamReader(self, schema: Any) -> DataSourceStreamReader:
+        return BinlogStreamReader(SourceOptions.parse(self.options))
+
+    def reader(self, schema: Any) -> DataSourceReader:
+        return BinlogFileReader(SourceOptions.parse(self.options))
