@@ -323,7 +323,7 @@ class _TablePlan:
                 continue
             q = _quote(col.name)
             if i in partial:
-                updates[q] = f"source.{q}"
+                updates[q] = f"CASE WHEN source.{_PRESENT}{i} THEN source.{q} ELSE target.{q} END"
             else:
                 updates[q] = f"source.{q}"
         inserts = {_quote(c.name): f"source.{_quote(c.name)}" for c in tb.columns}
