@@ -399,6 +399,7 @@ def test_record_as_a_pyspark_row_and_with_json_diffs() -> None:
 @pytest.mark.parametrize(("change", "error", "says"), [
     ({"op": "ddl"}, ProtocolError, r"golden\.t at binlog\.000002:1297 row 0 has op 'ddl'"),
     ({"ts": "yesterday"}, ProtocolError, "ts must be a datetime"),
+    ({"pk": "id"}, ProtocolError, "pk must be a list of column names"),
     ({"after": '{"amount": 12}'}, SchemaError, r"change record of golden\.t at binlog\.000002:1297 row 0: .*'amount'"),
     ({"before": "{"}, ProtocolError, r"golden\.t at binlog\.000002:1297 row 0: a row image is not JSON"),
 ])

@@ -413,7 +413,10 @@ def row_change_from_record(columns: Sequence[MirrorColumn], record: Mapping[str,
     try:
         before = decode(_field(record, "before", None))
         after = decode(_field(record, "after", None))
-        pk = tuple(_field(record, "pk", None) or ())
+        pk_names = _field(record, "pk", None) or ()
+        if isinstance(pk_names, str):
+            raise TypeError(f"pk must be a list of column names, found {pk_names!r}")
+        pk = tuple(pk_names)
         ts = _seconds(_field(record, "ts"))
         diffs = _json_diffs(_field(record, "json_diffs", None))
         return RowChange(op, db, table, before, after, pk, file, int(pos), int(row),
