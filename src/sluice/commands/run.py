@@ -1,0 +1,123 @@
+"""``sluice run``: the pipeline from a server's binlog into a Delta lake, on Spark."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tomllib
+from typing import Any
+
+from sluice.errors import ConfigError
+
+HELP = """\
+Run the change-data pipeline on Spark: follow the server's binlog and keep, under the lake
+directory, a Delta table per captured table (LAKE/<db>/<table>, typed columns, one row per
+primary key) and a change log of every change (LAKE/_sluice/changes). Exactly once: stop it,
+kill it, restart it — the mirror ends equal to the source.
+
+examples:
+  sluice run --source mysql://repl:secret@db:3306/ --lake ./lake
+  sluice run --source mariadb://repl@db/ --lake s3a-mounted/lake --tables 'shop\\..*' --trigger 5s
+  sluice run --source mysql://repl@db/ --lake ./lake --trigger once      everything so far, then stop
+  sluice run --config pipeline.toml
+
+The same settings in a TOML file (command-line options win):
+  source = "mysql://repl@db:3306/?password_env=DB_PASSWORD"
+  lake = "/data/lake"
+  tables = "shop\\\\..*"
+  trigger = "1s"
+  master = "local[*]"
+  [spark]
+  "spark.driver.memory" = "4g"
+
+Where it starts: on the first run, at the earliest binlog still on the server (changes purged
+before it are not in the lake); afterwards where it stopped (LAKE/_sluice/checkpoint). A table
+without a primary key goes to the change log only and is reported as not mirrorable. Columns
+added by DDL appear in the mirror; dropped columns stay but are no longer written. Ctrl-C stops
+at the next batch boundary. Read a mirror with e.g.
+  python -c "import deltalake; print(deltalake.DeltaTable('lake/shop/orders').to_pandas())"
+"""
+
+
+def register(sub: Any) -> None:
+    parser = sub.add_parser(
+        "run",
+        help="run the pipeline into a Delta lake on Spark",
+        description=HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--source", metavar="DSN", help="mysql://user[:password]@host[:port]/ or mariadb://...")
+    parser.add_argument("--lake", metavar="DIR", help="directory of the Delta tables (created if missing)")
+    parser.add_argument("--tables", metavar="REGEX", help="only tables whose 'db.table' matches")
+    parser.add_argument("--exclude-tables", metavar="REGEX", help="skip tables whose 'db.table' matches")
+    parser.add_argument(
+        "--trigger", metavar="EVERY", help="micro-batch interval (1s, 500ms, 2m) or 'once' (default 1s)"
+    )
+    parser.add_argument("--master", metavar="URL", help="Spark master (default local[*])")
+    parser.add_argument(
+        "--from", dest="starting", metavar="POSITION",
+        help="where a new lake starts: earliest (default), latest, FILE:POS or a GTID set",
+    )
+    parser.add_argument(
+        "--max-rows-per-batch", type=int, metavar="N", help="cap on the changes in one micro-batch (default 200000)"
+    )
+    parser.add_argument("--config", metavar="FILE", help="read these settings from a TOML file")
+    parser.set_defaults(handler=run)
+
+
+def load_config(args: argparse.Namespace) -> Any:
+    from sluice.spark.pipeline import PipelineConfig
+
+    settings: dict[str, Any] = {}
+    if args.config:
+        try:
+            with open(args.config, "rb") as f:
+                settings = tomllib.load(f)
+        except OSError as exc:
+            raise ConfigError(f"cannot read {args.config}: {exc.strerror}") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{args.config} is not valid TOML: {exc}") from None
+    known = {"source", "lake", "tables", "exclude_tables", "trigger", "master", "from", "max_rows_per_batch", "spark"}
+    unknown = set(settings) - known
+    if unknown:
+        raise ConfigError(f"{args.config}: unknown settings {sorted(unknown)}; known: {sorted(known)}")
+    for key in ("source", "lake", "tables", "exclude_tables", "trigger", "master", "max_rows_per_batch"):
+        value = getattr(args, key, None)
+        if value is not None:
+            settings[key] = value
+    if args.starting is not None:
+        settings["from"] = args.starting
+    for key in ("source", "lake"):
+        if not settings.get(key):
+            raise ConfigError(f"sluice run needs --{key} (or '{key} = ...' in --config)")
+    spark_conf = settings.get("spark") or {}
+    if not isinstance(spark_conf, dict):
+        raise ConfigError("[spark] in the config file must be a table of Spark settings")
+    return PipelineConfig(
+        source=settings["source"],
+        lake=settings["lake"],
+        tables=settings.get("tables"),
+        exclude_tables=settings.get("exclude_tables"),
+        trigger=settings.get("trigger", "1s"),
+        master=settings.get("master"),
+        starting_position=settings.get("from", "earliest"),
+        max_rows_per_batch=int(settings.get("max_rows_per_batch", 200_000)),
+        conf=tuple((str(k), str(v)) for k, v in spark_conf.items()),
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from sluice.spark.pipeline import Pipeline
+
+    config = load_config(args)
+
+    def say(text: str) -> None:
+        print(f"sluice run: {text}", file=sys.stderr, flush=True)
+
+    pipeline = Pipeline(config, progress=say)
+    if config.starting_position == "earliest" and not pipeline.checkpoint_path.exists():
+        say("first run: streaming from the earliest binlog still on the server (earlier changes were purged)")
+    say(f"lake {config.lake}, pipeline {pipeline.app_id}; Ctrl-C stops at the next batch boundary")
+    stats = pipeline.run()
+    say(f"stopped: {stats.line()}; {stats.inserted} inserted, {stats.updated} updated, {stats.deleted} deleted")
+    return 0

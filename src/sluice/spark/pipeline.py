@@ -1,0 +1,250 @@
+"""The pipeline: a Structured Streaming query from the ``binlog`` source into a Delta lake.
+
+``Pipeline.run()`` starts ``spark.readStream.format("binlog")`` on the source and, per micro-batch
+(``foreachBatch``), groups the changes by table, keeps the last change per primary key and MERGEs
+it into ``LAKE/<db>/<table>`` with typed columns, then appends every change to
+``LAKE/_sluice/changes`` (``sluice.spark.delta_sink``). Each Delta commit records the batch id, so
+a batch replayed after a crash is skipped where it was already written: exactly once.
+
+The lake keeps the pipeline's state in ``LAKE/_sluice/``: the Spark checkpoint (``checkpoint/``),
+the schema history the source writes (``schema-history.jsonl``; a batch's tables are typed from
+the schema in force at its first change, and no batch spans a schema change) and ``pipeline.json``
+with the pipeline's id (the Delta app id). Deleting the checkpoint starts a new pipeline id.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sluice.cdc.schema import SchemaHistory
+from sluice.dsn import parse_dsn
+from sluice.errors import ConfigError
+from sluice.io.connection import Connection
+from sluice.io.replication import server_binlog_status
+from sluice.spark.delta_sink import DeltaLake, TableBatch
+
+__all__ = ["Pipeline", "PipelineConfig", "PipelineStats"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class PipelineConfig:
+    """What ``sluice run`` runs: source, lake, tables, trigger and Spark master."""
+
+    source: str
+    lake: str
+    tables: str | None = None
+    exclude_tables: str | None = None
+    trigger: str = "1s"  # a processing-time interval ("1s", "500ms", "2 minutes") or "once"
+    master: str | None = None
+    starting_position: str = "earliest"
+    max_rows_per_batch: int | None = 200_000
+    conf: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def state_dir(self) -> Path:
+        return Path(self.lake) / "_sluice"
+
+
+@dataclass
+class PipelineStats:
+    """Progress of a running pipeline, updated after every micro-batch."""
+
+    batches: int = 0
+    rows: int = 0
+    inserted: int = 0
+    updated: int = 0
+    deleted: int = 0
+    skipped_batches: int = 0
+    unmirrorable: set[str] = field(default_factory=set)
+    tables: set[str] = field(default_factory=set)
+    started: float = field(default_factory=time.monotonic)
+    last_commit_lag: float | None = None  # seconds from the newest commit in the batch to its visibility
+    lag_bytes: int | None = None
+    latencies: list[float] = field(default_factory=list)  # commit-to-visible per batch (newest change)
+
+    def line(self) -> str:
+        elapsed = max(time.monotonic() - self.started, 1e-9)
+        lag = "" if self.last_commit_lag is None else f", lag {self.last_commit_lag:.1f}s"
+        lag_b = "" if self.lag_bytes is None else f" / {self.lag_bytes:,} bytes"
+        return (
+            f"{self.batches} batches, {self.rows:,} changes ({self.rows / elapsed:,.0f}/s), "
+            f"{len(self.tables)} tables{lag}{lag_b}"
+        )
+
+
+class Pipeline:
+    """One streaming query from a server into a lake; ``run()`` blocks until it stops."""
+
+    def __init__(self, config: PipelineConfig, *, progress: Callable[[str], None] | None = None) -> None:
+        self.config = config
+        self.stats = PipelineStats()
+        self.progress = progress or (lambda text: log.info("%s", text))
+        self._stop = threading.Event()
+        self._query: Any = None
+        self.error: BaseException | None = None
+        parse_dsn(config.source)  # a bad DSN fails here, before Spark starts
+        state = config.state_dir
+        state.mkdir(parents=True, exist_ok=True)
+        self.history_path = state / "schema-history.jsonl"
+        self.checkpoint_path = state / "checkpoint"
+        self.app_id = self._pipeline_id(state)
+        self.lake = DeltaLake(config.lake, self.app_id)
+
+    def _pipeline_id(self, state: Path) -> str:
+        meta = state / "pipeline.json"
+        if meta.exists() and self.checkpoint_path.exists():
+            try:
+                return str(json.loads(meta.read_text())["id"])
+            except (ValueError, KeyError) as exc:
+                raise ConfigError(f"{meta} is damaged ({exc}); delete {state} to start the lake over") from None
+        pid = f"sluice-{uuid.uuid4().hex[:12]}"
+        tmp = meta.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"id": pid, "source": parse_dsn(self.config.source).redacted()}))
+        os.replace(tmp, meta)
+        return pid
+
+    # -- the query --------------------------------------------------------------------------------
+    def start(self) -> Any:
+        from sluice.spark.session import spark_session
+
+        cfg = self.config
+        spark = spark_session(cfg.master, conf=dict(cfg.conf))
+        reader = (
+            spark.readStream.format("binlog")
+            .option("dsn", cfg.source)
+            .option("startingPosition", cfg.starting_position)
+            .option("schemaHistory", str(self.history_path))
+        )
+        if cfg.tables:
+            reader = reader.option("tables", cfg.tables)
+        if cfg.exclude_tables:
+            reader = reader.option("excludeTables", cfg.exclude_tables)
+        if cfg.max_rows_per_batch:
+            reader = reader.option("maxRowsPerBatch", str(cfg.max_rows_per_batch))
+        writer = reader.load().writeStream.foreachBatch(self._batch).option(
+            "checkpointLocation", str(self.checkpoint_path)
+        )
+        if cfg.trigger in ("once", "available-now", "availableNow"):
+            writer = writer.trigger(availableNow=True)
+        else:
+            writer = writer.trigger(processingTime=_interval(cfg.trigger))
+        self._query = writer.start()
+        return self._query
+
+    def run(self, *, report_every: float = 5.0, handle_signals: bool = True) -> PipelineStats:
+        """Run until stopped (Ctrl-C / SIGTERM: at the next batch boundary) or, with
+        ``trigger="once"``, until everything available at the start is in the lake."""
+        previous: dict[Any, Any] = {}
+        if handle_signals and threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                previous[sig] = signal.signal(sig, lambda *_: self.stop())
+        try:
+            query = self.start()
+            last = time.monotonic()
+            while query.isActive:
+                if self._stop.is_set():
+                    self._stop_at_boundary(query)
+                    break
+                query.awaitTermination(0.5)
+                if time.monotonic() - last >= report_every:
+                    last = time.monotonic()
+                    self.progress(self.stats.line())
+            exc = query.exception()
+            if exc is not None and self.error is None:
+                raise RuntimeError(str(exc))
+            if self.error is not None:
+                raise self.error
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+        return self.stats
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def _stop_at_boundary(self, query: Any) -> None:
+        deadline = time.monotonic() + 600
+        while query.isActive and query.status.get("isTriggerActive") and time.monotonic() < deadline:
+            time.sleep(0.1)
+        query.stop()
+
+    # -- one micro-batch ---------------------------------------------------------------------------
+    def _batch(self, df: Any, batch_id: int) -> None:
+        try:
+            self._write(df.toArrow(), batch_id)
+        except BaseException as exc:
+            self.error = exc
+            raise
+
+    def _write(self, table: Any, batch_id: int) -> None:
+        from sluice.spark.layout import mirror_columns_for_schema, row_change_from_record
+
+        records = table.to_pylist()
+        if not records:
+            return
+        records.sort(key=lambda r: (r["file"], r["pos"], r["row"]))
+        history = SchemaHistory.open(self.history_path)
+        groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        for r in records:
+            groups.setdefault((r["db"], r["table"]), []).append(r)
+        batches = []
+        for (db, name), rows in groups.items():
+            catalog = history.catalog_at(rows[0]["file"], rows[0]["pos"]) or history.latest()
+            schema = catalog.get(db, name) if catalog is not None else None
+            if schema is None:
+                raise ConfigError(
+                    f"no schema known for {db}.{name} at {rows[0]['file']}:{rows[0]['pos']}; the schema history "
+                    f"{self.history_path} is missing or was reset: delete {self.config.state_dir} to start over"
+                )
+            columns = mirror_columns_for_schema(schema, catalog.flavor if catalog is not None else None)
+            changes = [row_change_from_record(columns, r) for r in rows]
+            batches.append(TableBatch(db, name, columns, tuple(schema.primary_key), changes))
+        result = self.lake.write_batch(batch_id, batches)
+        stats = self.stats
+        stats.batches += 1
+        stats.rows += len(records)
+        stats.inserted += result.inserted
+        stats.updated += result.updated
+        stats.deleted += result.deleted
+        stats.tables.update(f"{db}.{t}" for db, t in groups)
+        if result.changelog_skipped:
+            stats.skipped_batches += 1
+        for name in result.unmirrorable:
+            if name not in stats.unmirrorable:
+                stats.unmirrorable.add(name)
+                self.progress(f"{name} has no primary key: written to the change log only, not mirrored")
+        newest = max(r["commit_ts"] for r in records)
+        stats.last_commit_lag = max(0.0, time.time() - newest.timestamp())
+        stats.latencies.append(stats.last_commit_lag)
+        stats.lag_bytes = self._lag_bytes(records[-1])
+
+    def _lag_bytes(self, last: dict[str, Any]) -> int | None:
+        try:
+            with Connection.open(parse_dsn(self.config.source)) as conn:
+                status = server_binlog_status(conn)
+        except Exception:  # progress only: never fail a batch over it
+            return None
+        return status.pos - int(last["pos"]) if status.file == last["file"] else None
+
+
+def _interval(text: str) -> str:
+    t = text.strip().lower()
+    for suffix, unit in (("ms", "milliseconds"), ("s", "seconds"), ("m", "minutes")):
+        number = t[: -len(suffix)]
+        if t.endswith(suffix) and number.replace(".", "", 1).isdigit():
+            return f"{number} {unit}"
+    if t and t[0].isdigit():
+        return text
+    raise ConfigError(f"--trigger takes an interval such as 1s, 500ms or 2m, or 'once'; found {text!r}")
