@@ -124,8 +124,8 @@ def json_number(text: str) -> float | JsonDecimal:
     shortest = repr(value)
     if shortest == text:
         return value
-    if "e" in shortest and text[-1] != "0" and Decimal(shortest) == Decimal(text):
-        return value  # a double the server wrote out in full where Python uses an exponent
+    if "e" in shortest and (text[-1] != "0" or text.endswith(".0")) and Decimal(shortest) == Decimal(text):
+        return value  # a double written out in full (``.0`` marks an integral one) where Python uses an exponent
     return JsonDecimal(text)
 
 
