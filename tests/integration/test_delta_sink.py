@@ -164,6 +164,39 @@ def test_minimal_images_patch_only_the_columns_they_carry(lake: DeltaLake) -> No
         {"id": 3, "name": "not in the mirror", "qty": None}, {"id": 4, "name": "d", "qty": None}]
 
 
+@pytest.mark.parametrize(
+    ("key_type", "meta", "info", "k1", "k2", "k3", "expect_k1", "expect_k2"),
+    [
+        (T.LONGLONG, 0, {"unsigned": True}, 2**64 - 1, 5, 2**63, Decimal(2**64 - 1), Decimal(5)),
+        (T.VARCHAR, 40, {}, "it's", "b", "c\\d", "it's", "b"),
+        (T.VARCHAR, 40, {"collation": 63}, b"\x00'", b"b", b"", b"\x00'", b"b"),
+        (T.DATETIME2, 6, {}, "2024-01-01 00:00:00.000001", "2024-01-02 00:00:00.000000", "1999-01-01 00:00:00.5",
+         datetime(2024, 1, 1, 0, 0, 0, 1), datetime(2024, 1, 2)),
+        (T.TIMESTAMP2, 3, {}, "2024-01-01T00:00:00.001Z", "2024-01-02T00:00:00.000Z", "1999-01-01T00:00:00.500Z",
+         datetime(2024, 1, 1, 0, 0, 0, 1000, tzinfo=UTC), datetime(2024, 1, 2, tzinfo=UTC)),
+        (T.DATE, 0, {}, "2024-01-01", "2024-01-02", "1999-12-31", date(2024, 1, 1), date(2024, 1, 2)),
+        (T.NEWDECIMAL, 10 << 8 | 2, {}, Decimal("1.50"), Decimal("-2.00"), Decimal("3.25"), Decimal("1.50"),
+         Decimal("-2.00")),
+    ],
+    ids=["bigint-unsigned", "varchar", "varbinary", "datetime", "timestamp", "date", "decimal"],
+)
+def test_key_moves_with_minimal_images_for_every_key_type(lake: DeltaLake, key_type: int, meta: int,
+                                                           info: dict[str, Any], k1: Any, k2: Any, k3: Any,
+                                                           expect_k1: Any, expect_k2: Any) -> None:
+    cols = mirror_columns(Map((key_type, T.LONG, T.LONGLONG), (meta, 0, 0)),
+                          (ColumnInfo("k", **info), ColumnInfo("v"), ColumnInfo("big", unsigned=True)))
+    log = Log("keys", ("k",))
+
+    def batch(changes: list[RowChange]) -> list[TableBatch]:
+        return [TableBatch("shop", "keys", cols, ("k",), changes)]
+
+    lake.write_batch(0, batch([log.insert(k=k1, v=1, big=2**64 - 1), log.insert(k=k3, v=3, big=2**63)]))
+    # k1 -> k2, then k3 -> k1: both rows move, their other columns come from the mirror
+    lake.write_batch(1, batch([log.update({"k": k1}, {"k": k2}), log.update({"k": k3}, {"k": k1})]))
+    rows = {r["k"]: (r["v"], r["big"]) for r in read(lake.table_path("shop", "keys"), key="v")}
+    assert rows == {expect_k2: (1, Decimal(2**64 - 1)), expect_k1: (3, Decimal(2**63))}
+
+
 def test_composite_primary_key(lake: DeltaLake) -> None:
     cols = layout([("a", T.LONG, 0), ("b", T.VARCHAR, 40), ("v", T.LONG, 0)])
     log = Log("pairs", ("a", "b"))

@@ -22,7 +22,6 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import date, datetime
-from decimal import Decimal
 from typing import Any, Final
 
 import pyarrow as pa
@@ -480,15 +479,21 @@ def _resolve_moves(tb: TableBatch, dt: DeltaTable | None, entries: dict[tuple[An
     existing = {f["name"] for f in json.loads(dt.schema().to_json())["fields"]}
     names = [c.name for c in tb.columns if c.name in existing]
     pk = tb.primary_key
+    types = {c.name: c.arrow_type for c in tb.columns}
     bases = {e.base for e in moves if e.base is not None}
-    if len(pk) == 1:
-        conditions = [f"{_quote(pk[0])} IN ({', '.join(_sql_literal(b[0]) for b in bases)})"]
-    else:
-        conditions = [
-            "(" + " AND ".join(f"{_quote(k)} = {_sql_literal(v)}" for k, v in zip(pk, b, strict=True)) + ")"
-            for b in bases
-        ]
-    rows = pa.table(dt.scan(columns=names, predicate=" OR ".join(conditions))).to_pylist()
+    # delta-rs 1.x scans with a predicate on a DECIMAL column return wrong values for that column
+    # (decimal(20,0) read as if it were int64): narrow by the other key columns only, then match the
+    # whole key here.
+    narrow = [(j, k) for j, k in enumerate(pk) if not pa.types.is_decimal(types[k])]
+    predicate: str | None = None
+    if len(narrow) == 1:
+        j, k = narrow[0]
+        predicate = f"{_quote(k)} IN ({', '.join(sorted({_sql_literal(b[j]) for b in bases}))})"
+    elif narrow:
+        predicate = " OR ".join(sorted({
+            "(" + " AND ".join(f"{_quote(k)} = {_sql_literal(b[j])}" for j, k in narrow) + ")" for b in bases
+        }))
+    rows = pa.table(dt.scan(columns=names, predicate=predicate)).to_pylist()
     found = {tuple(_hashable(row[k]) for k in pk): row for row in rows}
     for e in moves:
         row = found.get(e.base) if e.base is not None else None
@@ -499,7 +504,7 @@ def _resolve_moves(tb: TableBatch, dt: DeltaTable | None, entries: dict[tuple[An
 
 
 def _sql_literal(v: Any) -> str:
-    """A primary key value as a DataFusion SQL literal (integers, decimals, text, dates)."""
+    """A primary key value (not DECIMAL) as a DataFusion SQL literal."""
     if isinstance(v, bool):
         return "TRUE" if v else "FALSE"
     if isinstance(v, int | float):
@@ -508,8 +513,6 @@ def _sql_literal(v: Any) -> str:
         return "'" + v.replace("'", "''") + "'"
     if isinstance(v, bytes):
         return "X'" + v.hex() + "'"
-    if isinstance(v, Decimal):
-        return format(v, "f")
     if isinstance(v, datetime):
         return f"TIMESTAMP '{v.isoformat()}'"
     if isinstance(v, date):
