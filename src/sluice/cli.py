@@ -25,7 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"sluice {__version__}")
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more log output (-vv for debug)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    from sluice.commands import demo, dump, tail
+    from sluice.commands import demo, dump, tail, verify
     from sluice.commands import run as run_command
     from sluice.sandbox import command as sandbox_command
 
@@ -34,6 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
     tail.register(sub)
     run_command.register(sub)
     sandbox_command.register(sub)
+    verify.register(sub)
     return parser
 
 
