@@ -184,22 +184,24 @@ class DeltaLake:
                 plans.append(TableResult(tb.db, tb.table, "skipped", n))
                 continue
             plans.append(_plan(tb, path, dt))
-        results = tuple(p if isinstance(p, TableResult) else p.execute(batch_id, txn) for p in plans)
-        changelog_rows, changelog_skipped = self._append_changelog(batch_id, tables, txn)
-        return BatchResult(batch_id, results, changelog_rows, changelog_skipped)
-
-    def _append_changelog(self, batch_id: int, tables: Sequence[TableBatch],
-                          txn: CommitProperties) -> tuple[int, bool]:
         path = self.changelog_path
-        if DeltaTable.is_deltatable(path) and _done(DeltaTable(path), self.app_id, batch_id):
-            return 0, True
-        log = changelog_table(batch_id, [c for tb in tables for c in tb.changes])
+        log = None
+        if not (DeltaTable.is_deltatable(path) and _done(DeltaTable(path), self.app_id, batch_id)):
+            log = changelog_table(batch_id, [c for tb in tables for c in tb.changes])
+        # commits from here on
+        results = tuple(p if isinstance(p, TableResult) else p.execute(batch_id, txn) for p in plans)
+        if log is None:
+            return BatchResult(batch_id, results, 0, True)
+        self._append_changelog(batch_id, log, txn)
+        return BatchResult(batch_id, results, log.num_rows, False)
+
+    def _append_changelog(self, batch_id: int, log: pa.Table, txn: CommitProperties) -> None:
+        path = self.changelog_path
         try:
             # An empty append still commits: it records the batch as done.
             write_deltalake(path, log, mode="append", commit_properties=txn)
         except DeltaError as exc:
             raise _commit_error("the change log", batch_id, exc) from exc
-        return log.num_rows, False
 
 
 def changelog_table(batch_id: int, changes: Sequence[RowChange]) -> pa.Table:
