@@ -384,7 +384,8 @@ class _SourceSide:
     def _show(self, key: str | None) -> str:
         values = json.loads(key) if key else []
         names = [self.plan.schema.columns[i].name for i in self.plan.key]
-        return ", ".join(f"{n}={json.dumps(v, ensure_ascii=False)}" for n, v in zip(names, values, strict=True))
+        text = ", ".join(f"{n}={json.dumps(v, ensure_ascii=False)}" for n, v in zip(names, values, strict=True))
+        return text if len(names) == 1 else f"({text})"
 
     def verdict(self, db: str, table: str) -> TableVerdict:
         plan, mirror = self.plan, self.mirror
@@ -404,10 +405,11 @@ class _SourceSide:
 
 # -- the streamed SELECT --------------------------------------------------------------------------
 
-def _stream_rows(conn: Connection, sql: str, chunk: int = CHUNK_ROWS) -> Iterator[list[tuple[str | None, ...]]]:
-    """The text rows of ``sql`` in lists of up to ``chunk``, read as the server sends them (the
-    result set is never held whole). The generator must be run to its end before the connection
-    is used again."""
+def _stream_rows(conn: Connection, sql: str, chunk: int | None = None) -> Iterator[list[tuple[str | None, ...]]]:
+    """The text rows of ``sql`` in lists of up to ``chunk`` (default ``CHUNK_ROWS``), read as the
+    server sends them (the result set is never held whole). The generator must be run to its end
+    before the connection is used again."""
+    size = CHUNK_ROWS if chunk is None else chunk
     conn.send_command(com_query(sql))
     head = conn.read_payload()
     if head[:1] == bytes((ERR_HEADER,)):
@@ -430,7 +432,7 @@ def _stream_rows(conn: Connection, sql: str, chunk: int = CHUNK_ROWS) -> Iterato
         if first == ERR_HEADER:
             raise parse_err(payload).to_error()
         rows.append(parse_text_row(payload, ncolumns))
-        if len(rows) >= chunk:
+        if len(rows) >= size:
             yield rows
             rows = []
     if rows:
