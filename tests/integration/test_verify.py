@@ -161,7 +161,7 @@ def setup(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
             batches.append(TableBatch(DB, schema.name, columns, schema.primary_key, mine))
         else:  # the pipeline does not mirror it; write what a mirror of its inserts would hold
             assert {c.op for c in mine} == {"insert"}
-            write_deltalake(lake.table_path(DB, schema.name), to_arrow_table(columns, [c.after for c in mine]))
+            write_deltalake(lake.table_path(DB, schema.name), to_arrow_table(columns, [c.after or {} for c in mine]))
     result = lake.write_batch(0, batches)
     assert {t.table for t in result.tables if t.status == "written"} == {"many", *SIMPLE_TABLES}
     yield Setup(flavor, server, config, lake_dir)
