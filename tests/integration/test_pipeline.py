@@ -3,6 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
 import uuid
 from decimal import Decimal
 from typing import Any
@@ -103,3 +110,69 @@ def test_pipeline_mirrors_a_workload_with_ddl(spark, server, tmp_path):
         assert again.rows == 0
         assert len(deltalake.DeltaTable(f"{lake}/_sluice/changes").to_pyarrow_table()) == len(log)
         conn.execute(f"DROP DATABASE {db}")
+
+
+KILLS = 10
+
+
+def test_kill_9_of_the_driver_loses_and_repeats_nothing(server, tmp_path):
+    """kill -9 of `sluice run` at random moments while the workload runs; the end state is exact."""
+    db = f"pk_{uuid.uuid4().hex[:8]}"
+    lake = str(tmp_path / "lake")
+    with Connection.open(parse_dsn(server.dsn("root"))) as conn:
+        start = server_binlog_status(conn)
+        shop_schema(conn, db)
+    done = threading.Event()
+    failure: list[BaseException] = []
+
+    def workload() -> None:
+        try:
+            with Connection.open(parse_dsn(server.dsn("root"))) as conn:
+                n = 1
+                while not done.is_set():
+                    shop_workload(conn, db, n, 10)
+                    n += 10
+                    time.sleep(0.2)
+        except BaseException as exc:
+            failure.append(exc)
+
+    writer = threading.Thread(target=workload, daemon=True)
+    writer.start()
+    args = [
+        sys.executable, "-m", "sluice.cli", "run", "--source", server.dsn("repl"), "--lake", lake,
+        "--tables", rf"{db}\..*", "--from", f"{start.file}:{start.pos}", "--max-rows-per-batch", "200",
+    ]
+    rng = random.Random(11)
+    try:
+        for _ in range(KILLS):
+            proc = subprocess.Popen([*args, "--trigger", "1s"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            time.sleep(rng.uniform(6.0, 16.0))
+            if proc.poll() is not None:
+                pytest.fail(f"sluice run exited by itself: {proc.stderr.read().decode()[-3000:]}")  # type: ignore[union-attr]
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait()
+            proc.stderr.close()  # type: ignore[union-attr]
+    finally:
+        done.set()
+        writer.join(60)
+    assert not failure, failure
+    final = subprocess.run([*args, "--trigger", "once"], capture_output=True, timeout=600)
+    assert final.returncode == 0, final.stderr.decode()[-3000:]
+    tail = subprocess.run(
+        [sys.executable, "-m", "sluice.cli", "tail", server.dsn("repl"), "--from", f"{start.file}:{start.pos}",
+         "--until-end", "--tables", rf"{db}\..*"],
+        capture_output=True, timeout=300, check=True,
+    )
+    expected = [json.loads(line) for line in tail.stdout.decode().splitlines()]
+    log = deltalake.DeltaTable(f"{lake}/_sluice/changes").to_pyarrow_table().to_pylist()
+    keys = sorted((r["file"], r["pos"], r["row"]) for r in log)
+    assert len(keys) == len(set(keys)), "a change is in the change log twice"
+    assert keys == sorted((c["file"], c["pos"], c["row"]) for c in expected), "the change log lost changes"
+    with Connection.open(parse_dsn(server.dsn("root"))) as conn:
+        customers = source_rows(conn, f"SELECT id, name, tier FROM {db}.customers ORDER BY id")
+        orders = source_rows(conn, f"SELECT id, amount FROM {db}.orders ORDER BY id")
+        conn.execute(f"DROP DATABASE {db}")
+    mirrored = sorted(mirror_rows(lake, db, "customers").values(), key=lambda r: r["id"])
+    assert [(r["id"], r["name"], r["tier"]) for r in mirrored] == [(int(i), n, t) for i, n, t in customers]
+    mirrored_orders = mirror_rows(lake, db, "orders")
+    assert sorted((k, r["amount"]) for k, r in mirrored_orders.items()) == [(int(i), Decimal(a)) for i, a in orders]

@@ -39,6 +39,7 @@ def spark_session(
         "spark.python.worker.reuse": "true",
         "spark.sql.streaming.forceDeleteTempCheckpointLocation": "true",
         "spark.log.level": "WARN",
+        "spark.sql.adaptive.enabled": "false",  # not used by streaming queries; quiets a warning
     }
     if local:
         settings["spark.driver.host"] = "127.0.0.1"
