@@ -1,9 +1,11 @@
-"""``sluice demo``: a throwaway server, a small shop workload, and its changes streamed live.
+"""``sluice demo``: a throwaway server, a shop workload, and the pipeline mirroring it into Delta on Spark.
 
-Starts a sandbox server (MariaDB by default) with the binlog on, creates a small schema
-(customers, orders, order items with DECIMAL, DATETIME, JSON, ENUM), runs inserts, updates,
-deletes and a mid-stream ALTER TABLE in many transactions while ``sluice`` follows the binlog as a
-replica and prints every row change as a JSON line; then prints a summary and stops the server.
+Starts a sandbox server (MariaDB by default, with its default ``binlog_row_metadata=NO_LOG``, so
+column names come from sluice's schema tracking), creates a small schema (customers, orders,
+order items with DECIMAL, DATETIME, JSON, ENUM), and runs inserts, updates, deletes and a
+mid-stream ALTER TABLE in many transactions while ``sluice run``'s pipeline streams them on Spark
+``local[*]`` into a lake directory. Then ``verify`` compares every mirrored table with the server,
+a summary says what happened and how to read the tables, and the server is stopped.
 """
 
 from __future__ import annotations
@@ -15,8 +17,10 @@ import time
 from typing import Any
 
 HELP = """\
-Run sluice end to end on this machine with nothing of your own: start a throwaway server,
-write a small workload to it and print every committed row change as it streams by.
+Run sluice end to end on this machine with nothing of your own: start a throwaway server, write
+a shop workload to it (with a mid-stream ALTER TABLE) while the pipeline mirrors it on Spark into
+Delta tables under --lake, check the mirror against the server (sluice verify), print a summary
+and stop the server. The lake stays for you to read.
 """
 
 SCHEMA = """
@@ -49,13 +53,17 @@ CREATE TABLE shop.order_items (
 def register(sub: Any) -> None:
     parser = sub.add_parser(
         "demo",
-        help="run sluice end to end against a throwaway server",
+        help="run the pipeline end to end against a throwaway server",
         description=HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--flavor", choices=("mariadb", "mysql"), default="mariadb", help="server to start")
-    parser.add_argument("--orders", type=int, default=40, help="number of orders the workload places")
-    parser.add_argument("--quiet", action="store_true", help="print only the summary")
+    parser.add_argument("--orders", type=int, default=300, help="number of orders the workload places (default 300)")
+    parser.add_argument(
+        "--lake", default="sluice-demo-lake", help="directory for the Delta tables (default ./sluice-demo-lake; "
+        "a lake of an earlier demo there is replaced)"
+    )
+    parser.add_argument("--master", metavar="URL", help="Spark master (default local[*])")
     parser.set_defaults(handler=run)
 
 
@@ -100,65 +108,94 @@ def workload(orders: int) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from sluice.binlog.parser import EventParser, ParserConfig
-    from sluice.cdc.jsonl import change_line
-    from sluice.cdc.records import RowChangeBuilder
+    import shutil
+    import statistics
+    from pathlib import Path
+
     from sluice.dsn import parse_dsn
+    from sluice.errors import ConfigError
     from sluice.io.connection import Connection
-    from sluice.io.replication import ReplicationStream, StreamConfig, server_binlog_status
+    from sluice.io.replication import server_binlog_status
     from sluice.sandbox.server import Sandbox
+    from sluice.spark.pipeline import Pipeline, PipelineConfig
+    from sluice.spark.verify import verify_lake
 
     err = sys.stderr
-    print(f"sluice demo: starting a throwaway {args.flavor} server ...", file=err)
+
+    def say(text: str) -> None:
+        print(f"sluice demo: {text}", file=err, flush=True)
+
+    lake = Path(args.lake).resolve()
+    if lake.exists() and any(lake.iterdir()):
+        if not (lake / "_sluice" / "pipeline.json").exists():
+            raise ConfigError(f"{lake} exists and is not a sluice lake: choose another --lake")
+        shutil.rmtree(lake)
+    say(f"starting a throwaway {args.flavor} server ...")
     started = time.perf_counter()
-    with Sandbox.start(args.flavor, settings={"binlog_row_metadata": "FULL"}) as server:
-        print(f"sluice demo: {args.flavor} {server.version} at {server.dsn('repl')}", file=err)
-        dsn = parse_dsn(server.dsn("repl"))
-        with Connection.open(dsn) as conn:
+    with Sandbox.start(args.flavor) as server:
+        say(f"{args.flavor} {server.version} at {server.dsn('repl')}")
+        root = parse_dsn(server.dsn("root"))
+        with Connection.open(root) as conn:
             start = server_binlog_status(conn)
-        done = threading.Event()
-        end: list[Any] = []
+        config = PipelineConfig(
+            source=server.dsn("repl"), lake=str(lake), tables=r"shop\..*", trigger="1s",
+            starting_position=f"{start.file}:{start.pos}", master=args.master,
+        )
+        pipeline = Pipeline(config, progress=say)
+        say("starting Spark and the pipeline (the first start takes a few seconds) ...")
+        query = pipeline.start()
+        while query.isActive and query.lastProgress is None:  # the first (empty) batch: Spark is up
+            time.sleep(0.2)
         failure: list[BaseException] = []
+        done = threading.Event()
 
         def write() -> None:
             try:
-                for batch in workload(args.orders):
-                    server.sql(batch)
-                with Connection.open(dsn) as c:
-                    end.append(server_binlog_status(c))
+                with Connection.open(root) as c:
+                    for batch in workload(args.orders):
+                        for statement in filter(None, (s.strip() for s in batch.split(";"))):
+                            c.execute(statement)
+                        time.sleep(0.02)
             except BaseException as exc:  # reported by the main thread
                 failure.append(exc)
             finally:
                 done.set()
 
         writer = threading.Thread(target=write, name="demo-workload", daemon=True)
-        config = StreamConfig(connection=dsn, file=start.file, pos=start.pos, heartbeat_period=0.5)
-        counts: dict[str, int] = {"insert": 0, "update": 0, "delete": 0}
-        n_events = 0
-        builder = RowChangeBuilder()
         writer.start()
-        stream_started = time.perf_counter()
-        with ReplicationStream(config) as stream:
-            parser: EventParser | None = None
-            for raw in stream:
-                if parser is None:
-                    parser = EventParser(ParserConfig(initial_checksum=stream.checksum_algorithm))
-                event = parser.parse(raw.data, file=raw.file, offset=raw.pos)
-                n_events += 1
-                for change in builder.feed(event, raw.file, raw.pos):
-                    counts[change.op] += 1
-                    if not args.quiet:
-                        print(change_line(change), flush=True)
-                if failure:
-                    raise failure[0]
-                if done.is_set() and end and (stream.file, stream.next_pos) >= (end[0].file, end[0].pos):
-                    break
-        seconds = time.perf_counter() - stream_started
-        total = sum(counts.values())
-        print(
-            f"sluice demo: {total} row changes ({counts['insert']} inserts, {counts['update']} updates, "
-            f"{counts['delete']} deletes) from {n_events} binlog events in {seconds:.1f}s; "
-            f"whole demo {time.perf_counter() - started:.1f}s. Server stopped.",
-            file=err,
+        say(f"writing {args.orders} orders in many small transactions, with an ALTER TABLE half-way ...")
+        last = time.monotonic()
+        while not done.wait(0.5):
+            if not query.isActive:
+                break
+            if time.monotonic() - last > 3:
+                last = time.monotonic()
+                say(pipeline.stats.line())
+        if failure:
+            raise failure[0]
+        if query.isActive:
+            query.processAllAvailable()
+            query.stop()
+        if pipeline.error is not None:
+            raise pipeline.error
+        verdicts = verify_lake(parse_dsn(server.dsn("root")), lake)
+        stats = pipeline.stats
+        seconds = time.monotonic() - stats.started
+        for v in verdicts:
+            status = "equal" if v.ok else f"DIFFERENT ({v.missing} missing, {v.extra} extra, {v.different} different)"
+            say(f"  verify {v.db}.{v.table}: {v.source_rows} rows on the server, {v.mirror_rows} in the lake: {status}")
+        ok = all(v.ok for v in verdicts)
+        latency = statistics.median(stats.latencies) if stats.latencies else 0.0
+        say(
+            f"{stats.rows} changes ({stats.ops['insert']} inserts, {stats.ops['update']} updates, "
+            f"{stats.ops['delete']} deletes) "
+            f"in {stats.batches} batches, {stats.rows / max(seconds, 1e-9):,.0f} changes/s, "
+            f"median commit-to-visible {latency:.1f}s; verify: "
+            + ("all tables equal" if ok else "DIFFERENCES FOUND")
         )
-    return 0
+        say(f"the Delta tables are in {lake}: shop/customers, shop/orders, shop/order_items and _sluice/changes")
+        say(f"read one with: python -c \"import deltalake; print(deltalake.DeltaTable('{lake}/shop/orders')"
+            ".to_pandas())\"")
+        say(f"  or duckdb: SELECT * FROM delta_scan('{lake}/shop/orders');  polars: pl.read_delta(...)")
+    say(f"server stopped; whole demo {time.perf_counter() - started:.0f}s")
+    return 0 if ok else 1

@@ -67,6 +67,7 @@ class PipelineStats:
     updated: int = 0
     deleted: int = 0
     skipped_batches: int = 0
+    ops: dict[str, int] = field(default_factory=lambda: {"insert": 0, "update": 0, "delete": 0})
     unmirrorable: set[str] = field(default_factory=set)
     tables: set[str] = field(default_factory=set)
     started: float = field(default_factory=time.monotonic)
@@ -215,6 +216,8 @@ class Pipeline:
         stats = self.stats
         stats.batches += 1
         stats.rows += len(records)
+        for r in records:
+            stats.ops[r["op"]] = stats.ops.get(r["op"], 0) + 1
         stats.inserted += result.inserted
         stats.updated += result.updated
         stats.deleted += result.deleted
