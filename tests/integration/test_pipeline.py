@@ -21,6 +21,7 @@ from sluice.dsn import parse_dsn
 from sluice.io.connection import Connection
 from sluice.io.replication import server_binlog_status
 from sluice.spark.pipeline import Pipeline, PipelineConfig
+from sluice.spark.verify import verify_lake
 
 pytestmark = pytest.mark.spark
 
@@ -89,8 +90,10 @@ def test_pipeline_mirrors_a_workload_with_ddl(spark, server, tmp_path):
         assert stats.batches >= 4
         customers = mirror_rows(lake, db, "customers")
         expected = source_rows(conn, f"SELECT id, name, email, tier FROM {db}.customers ORDER BY id")
-        assert [(r["id"], r["name"], r["email"], r["tier"]) for r in sorted(customers.values(), key=lambda r: r["id"])] \
-            == [(int(i), n, e, t) for i, n, e, t in expected]
+        mirrored = sorted(customers.values(), key=lambda r: r["id"])
+        assert [(r["id"], r["name"], r["email"], r["tier"]) for r in mirrored] == [
+            (int(i), n, e, t) for i, n, e, t in expected
+        ]
         orders = mirror_rows(lake, db, "orders")
         expected = source_rows(conn, f"SELECT id, amount, placed, note FROM {db}.orders ORDER BY id")
         assert sorted(orders) == [int(r[0]) for r in expected]
@@ -100,6 +103,9 @@ def test_pipeline_mirrors_a_workload_with_ddl(spark, server, tmp_path):
             assert row["placed"].isoformat(sep=" ", timespec="milliseconds") == placed
             assert json.loads(row["note"]) == json.loads(note)
         assert stats.unmirrorable == {f"{db}.events"}
+        verdicts = verify_lake(parse_dsn(server.dsn("root")), lake, tables=lambda d, _t: d == db)
+        assert {v.table for v in verdicts} >= {"customers", "orders"}
+        assert all(v.ok for v in verdicts), verdicts
         log = deltalake.DeltaTable(f"{lake}/_sluice/changes").to_pyarrow_table().to_pylist()
         keys = [(r["file"], r["pos"], r["row"]) for r in log]
         assert len(keys) == len(set(keys))
