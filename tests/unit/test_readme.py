@@ -13,7 +13,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_readme_python_example_runs(capsys):
     text = (ROOT / "README.md").read_text()
-    (block,) = re.findall(r"```python\n(.*?)```", text, flags=re.S)
+    section = text.split("### From Python", 1)[1]
+    block = re.search(r"```python\n(.*?)```", section, flags=re.S).group(1)  # type: ignore[union-attr]
     cwd = os.getcwd()
     os.chdir(ROOT)
     try:
