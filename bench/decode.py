@@ -233,10 +233,11 @@ class Run:
     error: str | None = None
 
 
-def timed(argv: list[str], *, keep_stdout: bool = False, env: dict[str, str] | None = None) -> Run:
-    """Run argv pinned to one core under /usr/bin/time; wall time and max RSS."""
+def timed(argv: list[str], *, keep_stdout: bool = False, env: dict[str, str] | None = None,
+          pin: bool = True) -> Run:
+    """Run argv (pinned to one core unless ``pin`` is false) under /usr/bin/time; wall time and max RSS."""
     rss_file = OUT / "time.txt"
-    full = ["/usr/bin/time", "-f", "%M", "-o", str(rss_file), "taskset", "-c", CORE, *argv]
+    full = ["/usr/bin/time", "-f", "%M", "-o", str(rss_file), *(["taskset", "-c", CORE] if pin else []), *argv]
     started = time.perf_counter()
     result = subprocess.run(full, stdout=subprocess.PIPE if keep_stdout else subprocess.DEVNULL,
                             stderr=subprocess.PIPE, env=env, check=False)

@@ -1,0 +1,152 @@
+"""End-to-end benchmark: the W1 workload from the server into the Delta mirror, and latency under load.
+
+Two measurements on sandbox servers (the W1 binlogs of ``bench/decode.py`` are reused from
+``bench/out/`` or generated there first):
+
+  throughput  ``sluice run --trigger once`` streaming W1 (500k inserts in 1,000-row statements,
+              200k single-row updates, 100k single-row deletes) from the server into a fresh lake:
+              changes/s end to end, next to ``mysqlbinlog -vv --base64-output=decode-rows`` (resp.
+              ``mariadb-binlog``) decoding the same files in the same run, as a ratio.
+  latency     a steady load of about ``--rate`` rows/s (inserts and updates in small transactions)
+              while the pipeline runs with a 1 s trigger: the median and 90th percentile of
+              commit-to-visible latency (from a change's commit to the end of the micro-batch that
+              made it visible in the lake).
+
+Run from the repository root::
+
+    .venv/bin/python bench/pipeline.py --quick      # 1/10 of W1, 20 s of load
+    .venv/bin/python bench/pipeline.py              # the full run
+
+Results: a table on standard output and ``bench/out/pipeline-{quick,full}.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import sys
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import decode
+
+from sluice.dsn import parse_dsn
+from sluice.io.connection import Connection
+from sluice.io.replication import server_binlog_status
+from sluice.spark.pipeline import Pipeline, PipelineConfig
+
+OUT = decode.OUT
+
+
+def throughput(flavor: str, scale: decode.Scale) -> dict[str, object]:
+    box, files = decode.prepare(flavor, scale)
+    try:
+        w1 = files["W1"]
+        paths = [str(box.binlog_dir / name) for name in w1]
+        tool = decode.timed(box.binlog_tool_argv("-vv", "--base64-output=decode-rows", *paths))
+        lake = OUT / f"lake-{scale.name}-{flavor}"
+        shutil.rmtree(lake, ignore_errors=True)
+        run = decode.timed([
+            *decode.SLUICE, "run", "--source", box.dsn("repl"), "--lake", str(lake), "--tables", r"bench\.sbtest1",
+            "--from", f"{w1[0]}:4", "--trigger", "once",
+        ], pin=False)
+        rows = scale.w1_rows + scale.w1_updates + scale.w1_deletes
+        return {
+            "flavor": flavor, "rows": rows, "sluice_run": run.__dict__, "binlog_tool": tool.__dict__,
+            "sluice_rows_per_s": rows / run.seconds, "tool_rows_per_s": rows / tool.seconds,
+        }
+    finally:
+        box.stop()
+
+
+def latency(flavor: str, seconds: float, rate: int) -> dict[str, object]:
+    workdir = OUT / f"latency-{flavor}"
+    shutil.rmtree(workdir, ignore_errors=True)
+    box = decode.Sandbox.start(flavor, workdir=workdir, settings=decode.SERVER_SETTINGS)  # type: ignore[arg-type]
+    try:
+        with Connection.open(parse_dsn(box.dsn("root"))) as conn:
+            conn.execute("CREATE DATABASE load_db")
+            conn.execute("CREATE TABLE load_db.t (id INT PRIMARY KEY, k INT, c VARCHAR(100))")
+            start = server_binlog_status(conn)
+        lake = workdir / "lake"
+        pipeline = Pipeline(PipelineConfig(
+            source=box.dsn("repl"), lake=str(lake), tables=r"load_db\..*", trigger="1s",
+            starting_position=f"{start.file}:{start.pos}", max_rows_per_batch=50_000,
+        ))
+        query = pipeline.start()
+        while query.lastProgress is None:
+            time.sleep(0.2)
+        stop = threading.Event()
+        written = [0]
+
+        def load() -> None:
+            per_tx = 50
+            with Connection.open(parse_dsn(box.dsn("root"))) as c:
+                next_id, t0 = 0, time.monotonic()
+                while not stop.is_set():
+                    values = ",".join(f"({next_id + i}, {i}, 'row {next_id + i}')" for i in range(per_tx))
+                    c.execute(f"INSERT INTO load_db.t VALUES {values}")
+                    next_id += per_tx
+                    written[0] += per_tx
+                    ahead = written[0] / rate - (time.monotonic() - t0)
+                    if ahead > 0:
+                        time.sleep(ahead)
+
+        writer = threading.Thread(target=load, daemon=True)
+        pipeline.stats.latencies.clear()
+        began = time.monotonic()
+        writer.start()
+        time.sleep(seconds)
+        stop.set()
+        writer.join()
+        elapsed = time.monotonic() - began
+        lat = list(pipeline.stats.latencies)
+        query.processAllAvailable()
+        query.stop()
+        lat.sort()
+        return {
+            "flavor": flavor, "rows": written[0], "achieved_rate": written[0] / elapsed, "batches": len(lat),
+            "median_s": statistics.median(lat) if lat else None,
+            "p90_s": lat[int(len(lat) * 0.9)] if lat else None,
+        }
+    finally:
+        box.stop()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("--quick", action="store_true", help="1/10 of W1 and 20 s of load")
+    parser.add_argument("--flavors", default="mariadb,mysql", help="comma-separated: mysql, mariadb")
+    parser.add_argument("--rate", type=int, default=5000, help="rows/s of the latency load (default 5000)")
+    args = parser.parse_args()
+    scale = decode.QUICK if args.quick else decode.FULL
+    OUT.mkdir(parents=True, exist_ok=True)
+    results: dict[str, list[dict[str, object]]] = {"throughput": [], "latency": []}
+    for flavor in args.flavors.split(","):
+        decode.log(f"{flavor}: W1 end to end")
+        results["throughput"].append(throughput(flavor, scale))
+        decode.log(f"{flavor}: latency at {args.rate} rows/s")
+        results["latency"].append(latency(flavor, 20.0 if args.quick else 60.0, args.rate))
+    (OUT / f"pipeline-{scale.name}.json").write_text(json.dumps(results, indent=1, default=str))
+    print("| flavor | W1 changes | sluice run (server -> Delta) | mysqlbinlog -vv | ratio | "
+          "load rows/s | median commit-to-visible | p90 |")
+    print("|---|---|---|---|---|---|---|---|")
+    for t, lat in zip(results["throughput"], results["latency"], strict=True):
+        run, tool = t["sluice_run"], t["binlog_tool"]
+        err = f" ({run['error']})" if run.get("error") else ""  # type: ignore[union-attr]
+        print(
+            f"| {t['flavor']} | {t['rows']:,} | {t['sluice_rows_per_s']:,.0f} rows/s ({run['seconds']:.1f}s){err} | "  # type: ignore[index]
+            f"{t['tool_rows_per_s']:,.0f} rows/s ({tool['seconds']:.1f}s) | "  # type: ignore[index]
+            f"{t['sluice_rows_per_s'] / t['tool_rows_per_s']:.2f}x | {lat['achieved_rate']:,.0f} | "  # type: ignore[operator]
+            f"{lat['median_s']:.2f}s | {lat['p90_s']:.2f}s |"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
