@@ -1,0 +1,60 @@
+"""``sluice run`` settings: command line, TOML file, and what wins."""
+
+import argparse
+
+import pytest
+
+from sluice.cli import build_parser
+from sluice.commands.run import load_config
+from sluice.errors import ConfigError
+from sluice.spark.pipeline import _interval
+
+pytestmark = pytest.mark.unit
+
+
+def _args(*argv: str) -> argparse.Namespace:
+    return build_parser().parse_args(["run", *argv])
+
+
+def test_toml_file_with_command_line_overrides(tmp_path):
+    cfg = tmp_path / "pipeline.toml"
+    cfg.write_text(
+        'source = "mysql://repl@db:3306/?password_env=DB_PASSWORD"\n'
+        'lake = "/data/lake"\n'
+        'tables = "shop\\\\..*"\n'
+        'trigger = "5s"\n'
+        '[spark]\n"spark.driver.memory" = "4g"\n'
+    )
+    config = load_config(_args("--config", str(cfg), "--trigger", "once", "--master", "local[2]"))
+    assert config.source.startswith("mysql://repl@db:3306/")
+    assert config.lake == "/data/lake"
+    assert config.tables == r"shop\..*"
+    assert config.trigger == "once"
+    assert config.master == "local[2]"
+    assert config.conf == (("spark.driver.memory", "4g"),)
+    assert config.starting_position == "earliest"
+
+
+def test_missing_source_and_unknown_settings_are_config_errors(tmp_path):
+    with pytest.raises(ConfigError, match="--source"):
+        load_config(_args("--lake", "x"))
+    cfg = tmp_path / "bad.toml"
+    cfg.write_text('source = "mysql://a@b/"\nlake = "x"\nsurce = 1\n')
+    with pytest.raises(ConfigError, match="unknown settings"):
+        load_config(_args("--config", str(cfg)))
+    cfg.write_text("source = \n")
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        load_config(_args("--config", str(cfg)))
+
+
+@pytest.mark.parametrize(
+    ("text", "interval"),
+    [("1s", "1 seconds"), ("500ms", "500 milliseconds"), ("2m", "2 minutes"), ("0.5s", "0.5 seconds")],
+)
+def test_trigger_intervals(text, interval):
+    assert _interval(text) == interval
+
+
+def test_bad_trigger_is_a_config_error():
+    with pytest.raises(ConfigError, match="--trigger"):
+        _interval("soon")
