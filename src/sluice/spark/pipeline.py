@@ -73,7 +73,7 @@ class PipelineStats:
     started: float = field(default_factory=time.monotonic)
     last_commit_lag: float | None = None  # seconds from the newest commit in the batch to its visibility
     lag_bytes: int | None = None
-    latencies: list[float] = field(default_factory=list)  # commit-to-visible per batch (newest change)
+    latencies: list[float] = field(default_factory=list)  # commit-to-visible of every change, seconds
 
     def line(self) -> str:
         elapsed = max(time.monotonic() - self.started, 1e-9)
@@ -228,9 +228,10 @@ class Pipeline:
             if name not in stats.unmirrorable:
                 stats.unmirrorable.add(name)
                 self.progress(f"{name} has no primary key: written to the change log only, not mirrored")
-        newest = max(r["commit_ts"] for r in records)
-        stats.last_commit_lag = max(0.0, time.time() - newest.timestamp())
-        stats.latencies.append(stats.last_commit_lag)
+        visible = time.time()
+        lags = [max(0.0, visible - r["commit_ts"].timestamp()) for r in records]
+        stats.latencies.extend(lags)
+        stats.last_commit_lag = min(lags)
         stats.lag_bytes = self._lag_bytes(records[-1])
 
     def _lag_bytes(self, last: dict[str, Any]) -> int | None:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,7 +35,7 @@ from pyspark.sql.streaming.datasource import (
     SupportsTriggerAvailableNow,
 )
 
-from sluice.cdc.capture import CaptureConfig, ChangeCapture
+from sluice.cdc.capture import CaptureConfig, ChangeCapture, CommittedTransaction
 from sluice.cdc.follow import FollowConfig, follow
 from sluice.cdc.position import Checkpoint, binlog_file_key
 from sluice.cdc.records import RowChange
@@ -339,32 +339,43 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         tracker = SchemaTracker(Catalog.from_json(partition.catalog), None, flavor=partition.flavor)
         capture = ChangeCapture(self.options.capture_config(), start, tracker)
         goal = _key(end)
-        changes: list[RowChange] = []
-        commits: list[int] = []
         reached = False
-        for committed in follow(self.options.follow_config(until_end=True), capture):
-            tx = committed.transaction
-            here = _key(tx.end)
-            if here > goal:
-                break
-            commit_us = tx.commit_us if tx.commit_us is not None else tx.ts * 1_000_000
-            for record in committed.records:
-                if type(record) is RowChange:
-                    changes.append(record)
-                    commits.append(commit_us)
-            if len(changes) >= ARROW_BATCH_ROWS:
-                yield record_batch(changes, commits)
-                changes, commits = [], []
-            if here == goal:
-                reached = True
-                break
+
+        def until_end() -> Iterator[CommittedTransaction]:
+            nonlocal reached
+            for committed in follow(self.options.follow_config(until_end=True), capture):
+                here = _key(committed.transaction.end)
+                if here > goal:
+                    return
+                yield committed
+                if here == goal:
+                    reached = True
+                    return
+
+        yield from _arrow_batches(until_end())
         if not reached:
             raise DataLossError(
                 f"the binlog range {start}..{end} planned for this batch could not be read to its end "
                 "(the server's binlog changed or was purged): restart the query from a new checkpoint location"
             )
-        if changes:
+
+
+def _arrow_batches(transactions: Iterable[CommittedTransaction]) -> Iterator[pa.RecordBatch]:
+    """The row changes of committed transactions as Arrow batches of the change schema."""
+    changes: list[RowChange] = []
+    commits: list[int] = []
+    for committed in transactions:
+        tx = committed.transaction
+        commit_us = tx.commit_us if tx.commit_us is not None else tx.ts * 1_000_000
+        for record in committed.records:
+            if type(record) is RowChange:
+                changes.append(record)
+                commits.append(commit_us)
+        if len(changes) >= ARROW_BATCH_ROWS:
             yield record_batch(changes, commits)
+            changes, commits = [], []
+    if changes:
+        yield record_batch(changes, commits)
 
 
 def _looks_like_gtid(text: str) -> bool:
@@ -403,23 +414,14 @@ class BinlogFileReader(DataSourceReader):
         tracker = SchemaTracker(Catalog.from_json(partition.catalog), None, flavor=partition.flavor)
         capture = ChangeCapture(self.options.capture_config(), Checkpoint(name, 4), tracker)
         capture.begin_file(name, path)
-        changes: list[RowChange] = []
-        commits: list[int] = []
-        for offset, data in iter_raw_events(path):
-            committed = capture.feed(name, offset, offset + len(data), data)
-            if committed is None:
-                continue
-            tx = committed.transaction
-            commit_us = tx.commit_us if tx.commit_us is not None else tx.ts * 1_000_000
-            for record in committed.records:
-                if type(record) is RowChange:
-                    changes.append(record)
-                    commits.append(commit_us)
-            if len(changes) >= ARROW_BATCH_ROWS:
-                yield record_batch(changes, commits)
-                changes, commits = [], []
-        if changes:
-            yield record_batch(changes, commits)
+
+        def committed() -> Iterator[CommittedTransaction]:
+            for offset, data in iter_raw_events(path):
+                done = capture.feed(name, offset, offset + len(data), data)
+                if done is not None:
+                    yield done
+
+        yield from _arrow_batches(committed())
 
 
 def _expand(paths: Sequence[str]) -> list[str]:
