@@ -1,0 +1,394 @@
+"""Chunks of a table's key space: the plain values a snapshot is split into, planned without I/O.
+
+A ``Chunk`` is one half-open interval ``[lower, upper)`` of a table's snapshot key in the server's
+key order (``None`` = unbounded on that side), numbered by ``index``; it pickles as plain data and
+round-trips through JSON (``to_json`` / ``from_json``) for the checkpoint of completed chunks.
+Bound values are the decoded values of the key columns (int, ``Decimal``, str, bytes, the
+temporal text), so the same values serve as SQL literals (``chunk_predicate``) and for the order
+checks of reconciliation. ``choose_key`` picks the key (the primary key, else a unique key whose
+columns are all NOT NULL, else none), ``integer_chunks`` splits a single integer key by even ranges
+between its MIN and MAX, and ``boundary_chunks`` turns sampled keys (taken in the server's key order,
+see ``sluice.cdc.snapshot.reader``) into consecutive chunks. ``ChunkRead`` is what reading one chunk
+yields: its rows between a low and a high binlog watermark. ``SnapshotProgress`` records the planned
+and completed chunks of every table and rows read, saved atomically (``save_progress``,
+``load_progress``: temporary file, fsync, rename) so that a killed snapshot resumes at the first
+unfinished chunk.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import math
+import os
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from sluice.cdc.position import Checkpoint
+from sluice.cdc.schema.model import ColumnDef, TableSchema
+from sluice.cdc.schema.typemap import INTEGER_TYPES
+from sluice.errors import ConfigError, SchemaError
+
+__all__ = [
+    "DEFAULT_CHUNK_ROWS",
+    "KEY_TYPES",
+    "PROGRESS_VERSION",
+    "Chunk",
+    "ChunkRead",
+    "SnapshotProgress",
+    "TableProgress",
+    "boundary_chunks",
+    "choose_key",
+    "chunk_predicate",
+    "integer_chunks",
+    "is_integer_key",
+    "key_columns",
+    "load_progress",
+    "order_by",
+    "save_progress",
+    "sql_literal",
+]
+
+DEFAULT_CHUNK_ROWS = 50_000
+
+#: Column types a snapshot key may have: their decoded values are SQL literals sluice can write and
+#: compare exactly (strings by the collation rule of ``sluice.cdc.snapshot.reconcile``).
+KEY_TYPES = frozenset({*INTEGER_TYPES, "year", "decimal", "char", "varchar", "binary", "varbinary",
+                       "date", "datetime"})
+
+Bound = tuple[Any, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """Rows of ``db.table`` whose key (columns ``key``) lies in ``[lower, upper)``; None = unbounded."""
+
+    db: str
+    table: str
+    index: int
+    key: tuple[str, ...]
+    lower: Bound | None
+    upper: Bound | None
+
+    @property
+    def id(self) -> str:
+        """``db.table#index``: how progress and messages name the chunk."""
+        return f"{self.db}.{self.table}#{self.index}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"db": self.db, "table": self.table, "index": self.index, "key": list(self.key),
+                "lower": _bound_json(self.lower), "upper": _bound_json(self.upper)}
+
+    @classmethod
+    def from_json(cls, data: Any) -> Chunk:
+        """Inverse of ``to_json``; another shape raises ``ConfigError``."""
+        if not isinstance(data, Mapping):
+            raise ConfigError(f"a snapshot chunk must be a JSON object, found {data!r:.120}")
+        try:
+            db, table, index, key = data["db"], data["table"], data["index"], data["key"]
+            lower, upper = _bound_from_json(data["lower"]), _bound_from_json(data["upper"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ConfigError(
+                f"snapshot chunk {data!r:.200} is damaged ({exc!r}): expected db, table, index, key, lower, upper; "
+                "remove the snapshot progress file to snapshot the table again"
+            ) from None
+        if not (isinstance(db, str) and isinstance(table, str) and isinstance(index, int) and isinstance(key, list)):
+            raise ConfigError(f"snapshot chunk {data!r:.200} has fields of the wrong types")
+        return cls(db, table, index, tuple(str(k) for k in key), lower, upper)
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkRead:
+    """One chunk's rows as a ``SELECT`` saw them, between the ``low`` and ``high`` watermarks."""
+
+    chunk: Chunk
+    low: Checkpoint
+    high: Checkpoint
+    rows: list[dict[str, Any]]
+
+
+def _value_json(value: Any) -> Any:
+    if isinstance(value, bool):
+        raise ConfigError(f"a key bound cannot be a boolean, found {value!r}")
+    if isinstance(value, (int, str)):
+        return value
+    if isinstance(value, Decimal):
+        return {"decimal": str(value)}
+    if isinstance(value, bytes):
+        return {"base64": base64.b64encode(value).decode("ascii")}
+    raise ConfigError(f"a key bound must be an int, Decimal, str or bytes, found {type(value).__name__}")
+
+
+def _bound_json(bound: Bound | None) -> list[Any] | None:
+    return None if bound is None else [_value_json(v) for v in bound]
+
+
+def _value_from_json(value: Any) -> Any:
+    if isinstance(value, dict):
+        if set(value) == {"decimal"}:
+            return Decimal(value["decimal"])
+        if set(value) == {"base64"}:
+            return base64.b64decode(value["base64"], validate=True)
+        raise ValueError(f"unknown tagged value {value!r}")
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise ValueError(f"not a key value: {value!r}")
+    return value
+
+
+def _bound_from_json(bound: Any) -> Bound | None:
+    if bound is None:
+        return None
+    if not isinstance(bound, list):
+        raise ValueError(f"a bound is a list or null, found {bound!r}")
+    return tuple(_value_from_json(v) for v in bound)
+
+
+# ---------------------------------------------------------------------------------------------- keys
+def key_columns(schema: TableSchema, names: Sequence[str]) -> tuple[ColumnDef, ...]:
+    """The ``ColumnDef`` of each key column, in key order."""
+    by_name = {c.name.lower(): c for c in schema.columns}
+    out = []
+    for name in names:
+        column = by_name.get(name.lower())
+        if column is None:
+            raise SchemaError(f"{schema.db}.{schema.name} has no column `{name}` of its key {list(names)}")
+        out.append(column)
+    return tuple(out)
+
+
+def _usable(schema: TableSchema, names: Sequence[str]) -> bool:
+    try:
+        columns = key_columns(schema, names)
+    except SchemaError:
+        return False
+    return bool(columns) and all(c.data_type in KEY_TYPES and not c.nullable for c in columns)
+
+
+def choose_key(schema: TableSchema, unique_keys: Sequence[Sequence[str]] = ()) -> tuple[str, ...]:
+    """The snapshot key of ``schema``: its primary key, else the first of ``unique_keys`` (column lists
+    of UNIQUE indexes) whose columns are all NOT NULL, else ``()`` — no usable key, the table is read
+    in one consistent scan. A key with a column of a type outside ``KEY_TYPES`` is not usable."""
+    candidates = [schema.primary_key, *unique_keys] if schema.primary_key else list(unique_keys)
+    for names in candidates:
+        if names and _usable(schema, names):
+            return tuple(key_columns(schema, names)[i].name for i in range(len(names)))
+    return ()
+
+
+def is_integer_key(schema: TableSchema, key: Sequence[str]) -> bool:
+    """A single key column of an integer type: split by range, compared in Python."""
+    return len(key) == 1 and key_columns(schema, key)[0].data_type in INTEGER_TYPES
+
+
+# ------------------------------------------------------------------------------------------ planning
+def integer_chunks(db: str, table: str, key: str, low: int | None, high: int | None, rows: int,
+                   chunk_rows: int = DEFAULT_CHUNK_ROWS) -> list[Chunk]:
+    """Chunks of a single integer key from its MIN (``low``) and MAX (``high``) and a row estimate:
+    about ``rows / chunk_rows`` even ranges (skew is allowed). The first chunk is unbounded below
+    and the last unbounded above, so rows inserted outside ``[low, high]`` meanwhile are covered.
+    An empty table (``low``/``high`` None) is one unbounded chunk."""
+    if chunk_rows < 1:
+        raise ConfigError(f"the snapshot chunk size must be at least 1 row, found {chunk_rows}")
+    if low is None or high is None or high <= low:
+        return [Chunk(db, table, 0, (key,), None, None)]
+    count = max(1, math.ceil(max(rows, 1) / chunk_rows))
+    count = min(count, high - low + 1)
+    step = math.ceil((high - low + 1) / count)
+    cuts = [low + step * i for i in range(1, count) if low + step * i <= high]
+    return boundary_chunks(db, table, (key,), [(c,) for c in cuts])
+
+
+def boundary_chunks(db: str, table: str, key: Sequence[str], boundaries: Sequence[Bound]) -> list[Chunk]:
+    """Consecutive chunks cut at ``boundaries`` (ascending in the server's key order, each the first
+    key of the next chunk): ``[None, b0), [b0, b1), ..., [bn, None)``."""
+    key = tuple(key)
+    edges: list[Bound | None] = [None, *(tuple(b) for b in boundaries), None]
+    for b in boundaries:
+        if len(b) != len(key):
+            raise SchemaError(f"{db}.{table}: boundary {b!r} has {len(b)} values, the key {list(key)} {len(key)}")
+    return [Chunk(db, table, i, key, edges[i], edges[i + 1]) for i in range(len(edges) - 1)]
+
+
+# ------------------------------------------------------------------------------------------------ SQL
+def _quote(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def sql_literal(column: ColumnDef, value: Any) -> str:
+    """``value`` of ``column`` as an SQL literal compared in the column's own type and collation:
+    integers and DECIMALs unquoted (a quoted number would compare as a double), binary strings as
+    ``X'..'``, character strings as hex in utf8mb4 converted to the column's character set with its
+    collation (no escaping rules of the session's sql_mode apply), dates as quoted text."""
+    dt = column.data_type
+    if dt in INTEGER_TYPES or dt == "year":
+        return str(int(value))
+    if dt == "decimal":
+        return str(Decimal(value))
+    if isinstance(value, bytes):
+        return f"X'{value.hex()}'"
+    if dt in ("date", "datetime"):
+        text = str(value)
+        if not all(ch.isdigit() or ch in "-: ." for ch in text):
+            raise SchemaError(f"column `{column.name}`: {text!r} is not a {dt} value")
+        return f"'{text}'"
+    if dt in ("char", "varchar"):
+        hexed = f"_utf8mb4 X'{str(value).encode('utf-8').hex()}'"
+        if column.charset and column.charset not in ("utf8mb4", "binary"):
+            hexed = f"CONVERT({hexed} USING {column.charset})"
+        return f"{hexed} COLLATE {column.collation}" if column.collation else hexed
+    raise SchemaError(f"column `{column.name}` of type {column.sql_type()} cannot be a snapshot key")
+
+
+def _row(columns: Sequence[ColumnDef], values: Bound) -> tuple[str, str]:
+    names = [_quote(c.name) for c in columns]
+    literals = [sql_literal(c, v) for c, v in zip(columns, values, strict=True)]
+    if len(names) == 1:
+        return names[0], literals[0]
+    return "(" + ", ".join(names) + ")", "(" + ", ".join(literals) + ")"
+
+
+def chunk_predicate(schema: TableSchema, chunk: Chunk) -> str:
+    """The WHERE condition of ``chunk`` (``TRUE`` for an unbounded one), a row comparison evaluated by
+    the server in its key order: ``(a, b) >= (..) AND (a, b) < (..)``."""
+    columns = key_columns(schema, chunk.key)
+    parts = []
+    if chunk.lower is not None:
+        lhs, rhs = _row(columns, chunk.lower)
+        parts.append(f"{lhs} >= {rhs}")
+    if chunk.upper is not None:
+        lhs, rhs = _row(columns, chunk.upper)
+        parts.append(f"{lhs} < {rhs}")
+    return " AND ".join(parts) if parts else "TRUE"
+
+
+def order_by(chunk: Chunk) -> str:
+    """``ORDER BY`` list of the chunk's key."""
+    return ", ".join(_quote(k) for k in chunk.key)
+
+
+# ------------------------------------------------------------------------------------------ progress
+PROGRESS_VERSION = 1
+
+
+@dataclass(slots=True)
+class TableProgress:
+    """One table's planned chunks, the indexes of the completed ones and the rows they held."""
+
+    chunks: list[Chunk]
+    done: set[int] = field(default_factory=set)
+    rows: int = 0
+
+    def pending(self) -> list[Chunk]:
+        """Chunks still to read, in order (the first is where a resume starts)."""
+        return [c for c in self.chunks if c.index not in self.done]
+
+
+@dataclass(slots=True)
+class SnapshotProgress:
+    """Progress of a snapshot: per ``db.table`` its chunks; JSON-serialisable for a resume."""
+
+    tables: dict[str, TableProgress] = field(default_factory=dict)
+
+    def plan(self, chunks: Sequence[Chunk]) -> None:
+        """Record the chunks of one table (a table already planned keeps its plan and progress)."""
+        if chunks:
+            name = f"{chunks[0].db}.{chunks[0].table}"
+            self.tables.setdefault(name, TableProgress(list(chunks)))
+
+    def complete(self, chunk: Chunk, rows: int) -> None:
+        table = self.tables.get(f"{chunk.db}.{chunk.table}")
+        if table is None or chunk.index >= len(table.chunks):
+            raise ConfigError(f"chunk {chunk.id} completed, but it was never planned")
+        if chunk.index not in table.done:
+            table.done.add(chunk.index)
+            table.rows += rows
+
+    @property
+    def chunks_total(self) -> int:
+        return sum(len(t.chunks) for t in self.tables.values())
+
+    @property
+    def chunks_done(self) -> int:
+        return sum(len(t.done) for t in self.tables.values())
+
+    @property
+    def rows(self) -> int:
+        return sum(t.rows for t in self.tables.values())
+
+    def to_json(self) -> dict[str, Any]:
+        return {"version": PROGRESS_VERSION, "tables": {
+            name: {"chunks": [c.to_json() for c in t.chunks], "done": sorted(t.done), "rows": t.rows}
+            for name, t in self.tables.items()}}
+
+    @classmethod
+    def from_json(cls, data: Any) -> SnapshotProgress:
+        if not isinstance(data, Mapping) or data.get("version") != PROGRESS_VERSION:
+            raise ConfigError(
+                f"snapshot progress must be an object with version {PROGRESS_VERSION}, found {str(data)[:120]}; "
+                "remove the progress file to snapshot again"
+            )
+        out = cls()
+        tables = data.get("tables")
+        if not isinstance(tables, Mapping):
+            raise ConfigError("snapshot progress has no 'tables' object; remove the progress file to snapshot again")
+        for name, t in tables.items():
+            try:
+                chunks = [Chunk.from_json(c) for c in t["chunks"]]
+                done = {int(i) for i in t["done"]}
+                rows = int(t["rows"])
+            except (KeyError, TypeError, ValueError) as exc:
+                raise ConfigError(
+                    f"snapshot progress of {name} is damaged ({exc!r}); remove the progress file to snapshot again"
+                ) from None
+            out.tables[str(name)] = TableProgress(chunks, done, rows)
+        return out
+
+
+def save_progress(path: str | os.PathLike[str], progress: SnapshotProgress) -> None:
+    """Replace the file at ``path`` with ``progress``, atomically and durably (temporary file in the
+    same directory, fsync, rename, fsync of the directory)."""
+    target = Path(path)
+    data = json.dumps(progress.to_json(), separators=(",", ":")).encode("utf-8") + b"\n"
+    try:
+        fd, temp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    except OSError as exc:
+        raise ConfigError(f"cannot write the snapshot progress to {target.parent}: {exc.strerror}") from None
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(temp, target)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise ConfigError(f"cannot write the snapshot progress file {target}: {exc.strerror}") from None
+    with contextlib.suppress(OSError):
+        dir_fd = os.open(target.parent, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+
+
+def load_progress(path: str | os.PathLike[str]) -> SnapshotProgress | None:
+    """The progress saved at ``path``, or None when there is none yet."""
+    target = Path(path)
+    try:
+        text = target.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read the snapshot progress file {target}: {exc}") from None
+    try:
+        doc = json.loads(text)
+    except ValueError as exc:
+        raise ConfigError(
+            f"the snapshot progress file {target} is not valid JSON ({exc}); remove it to snapshot again"
+        ) from None
+    return SnapshotProgress.from_json(doc)
