@@ -1,0 +1,180 @@
+"""Planning and reading snapshot chunks over a client ``Connection``, between binlog watermarks.
+
+``plan_table`` chooses a table's snapshot key (primary key, else a NOT NULL unique key read from
+``information_schema.STATISTICS``), estimates its rows (``information_schema.TABLES.TABLE_ROWS``) and
+splits it: a single integer key by even ranges between ``MIN`` and ``MAX``, any other key by walking
+the key in the server's order (``SELECT key ... WHERE (key) >= (last) ORDER BY key LIMIT 1 OFFSET n``),
+so string keys are cut by their collation, never by Python. ``read_chunk`` records the low
+watermark, selects the chunk's rows in key order with the text protocol, converts them with
+``sluice.cdc.textvalues`` into the values the binlog decoder produces, and records the high
+watermark (``SHOW BINARY LOG STATUS`` / ``SHOW MASTER STATUS`` after the ``SELECT``). On MariaDB the
+``SELECT`` runs in a ``START TRANSACTION WITH CONSISTENT SNAPSHOT`` whose binlog position
+(``binlog_snapshot_file`` / ``binlog_snapshot_position``) is the exact low watermark. MySQL has no
+such status: its binlog position moves when a transaction is written to the binlog, just before
+its storage-engine commit, so the low watermark is read ``settle`` seconds before the snapshot
+starts, which lets transactions already in the binlog finish committing (reconciliation is correct
+for any low watermark at or before the ``SELECT``). The user needs ``SELECT`` on the tables and
+``REPLICATION CLIENT`` (the binlog status).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from sluice.cdc.position import Checkpoint
+from sluice.cdc.schema.model import TableSchema
+from sluice.cdc.snapshot.chunks import (
+    DEFAULT_CHUNK_ROWS,
+    Chunk,
+    ChunkRead,
+    boundary_chunks,
+    choose_key,
+    chunk_predicate,
+    integer_chunks,
+    is_integer_key,
+    key_columns,
+    order_by,
+)
+from sluice.cdc.textvalues import convert_rows, row_converter, select_list, text_converter, text_converters
+from sluice.errors import ConfigError
+from sluice.io.connection import Connection
+from sluice.io.replication import server_binlog_status
+
+__all__ = ["SESSION_SETTINGS", "TablePlan", "binlog_position", "plan_table", "prepare_session", "read_chunk",
+           "snapshot_position", "table_rows_estimate", "unique_keys"]
+
+#: Session settings the text values are read under (see ``sluice.cdc.textvalues``).
+SESSION_SETTINGS = ("SET NAMES utf8mb4", "SET time_zone = '+00:00'", "SET SESSION sql_mode = ''")
+
+
+def _quote(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def _string(value: str) -> str:
+    return "'" + value.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+def prepare_session(conn: Connection) -> None:
+    """Put ``conn`` in the session state the snapshot reads in (utf8mb4, UTC, plain sql_mode)."""
+    for statement in SESSION_SETTINGS:
+        conn.execute(statement)
+
+
+@dataclass(frozen=True, slots=True)
+class TablePlan:
+    """A table's snapshot plan: its schema, key (``()`` = no usable key) and chunks."""
+
+    schema: TableSchema
+    key: tuple[str, ...]
+    chunks: tuple[Chunk, ...]
+    rows_estimate: int
+
+
+def unique_keys(conn: Connection, db: str, table: str) -> list[tuple[str, ...]]:
+    """Column lists of the table's UNIQUE indexes other than the primary key, by index name."""
+    rows = conn.query(
+        "SELECT INDEX_NAME, COLUMN_NAME FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = "
+        f"{_string(db)} AND TABLE_NAME = {_string(table)} AND NON_UNIQUE = 0 AND INDEX_NAME <> 'PRIMARY' "
+        "AND SUB_PART IS NULL ORDER BY INDEX_NAME, SEQ_IN_INDEX"
+    ).rows
+    keys: dict[str, list[str]] = {}
+    for index, column in rows:
+        keys.setdefault(index or "", []).append(column or "")
+    return [tuple(v) for v in keys.values()]
+
+
+def table_rows_estimate(conn: Connection, db: str, table: str) -> int:
+    rows = conn.query(
+        f"SELECT TABLE_ROWS FROM information_schema.TABLES WHERE TABLE_SCHEMA = {_string(db)} "
+        f"AND TABLE_NAME = {_string(table)}"
+    ).rows
+    return int(rows[0][0] or 0) if rows else 0
+
+
+def _key_values(conn: Connection, schema: TableSchema, key: tuple[str, ...], text: tuple[str | None, ...]) -> tuple:
+    flavor = "mariadb" if conn.is_mariadb else "mysql"
+    out = []
+    for column, value in zip(key_columns(schema, key), text, strict=True):
+        convert = text_converter(column, flavor)
+        out.append(value if convert is None or value is None else convert(value))
+    return tuple(out)
+
+
+def plan_table(conn: Connection, schema: TableSchema, chunk_rows: int = DEFAULT_CHUNK_ROWS) -> TablePlan:
+    """Choose the key of ``schema`` and cut it into chunks of about ``chunk_rows`` rows."""
+    if chunk_rows < 1:
+        raise ConfigError(f"the snapshot chunk size must be at least 1 row, found {chunk_rows}")
+    db, name = schema.db, schema.name
+    key = choose_key(schema, unique_keys(conn, db, name))
+    estimate = table_rows_estimate(conn, db, name)
+    if not key:
+        return TablePlan(schema, (), (), estimate)
+    table = f"{_quote(db)}.{_quote(name)}"
+    if is_integer_key(schema, key):
+        k = _quote(key[0])
+        low, high = conn.query(f"SELECT MIN({k}), MAX({k}) FROM {table}").rows[0]
+        chunks = integer_chunks(db, name, key[0], None if low is None else int(low),
+                                None if high is None else int(high), estimate, chunk_rows)
+        return TablePlan(schema, key, tuple(chunks), estimate)
+    columns = ", ".join(_quote(k) for k in key)
+    boundaries: list[tuple[Any, ...]] = []
+    while True:
+        where = ""
+        if boundaries:
+            where = " WHERE " + chunk_predicate(schema, Chunk(db, name, 0, key, boundaries[-1], None))
+        rows = conn.query(f"SELECT {columns} FROM {table}{where} ORDER BY {columns} LIMIT 1 OFFSET {chunk_rows}").rows
+        if not rows:
+            break
+        boundaries.append(_key_values(conn, schema, key, rows[0]))
+    return TablePlan(schema, key, tuple(boundary_chunks(db, name, key, boundaries)), estimate)
+
+
+def binlog_position(conn: Connection) -> Checkpoint:
+    """The end of the server's binlog now, with its executed GTIDs."""
+    status = server_binlog_status(conn)
+    return Checkpoint(status.file, status.pos, status.gtid_executed or None)
+
+
+def snapshot_position(conn: Connection) -> Checkpoint:
+    """MariaDB: the binlog position of the consistent snapshot the session's transaction started."""
+    values = {str(r[0]).lower(): r[1] for r in conn.query("SHOW STATUS LIKE 'binlog_snapshot_%'").rows}
+    file, pos = values.get("binlog_snapshot_file"), values.get("binlog_snapshot_position")
+    if not file or pos is None:
+        raise ConfigError(
+            f"the server at {conn.config.redacted()} reports no binlog_snapshot_file/position: "
+            "a consistent snapshot needs the binary log (--log-bin)"
+        )
+    return Checkpoint(str(file), int(pos), None)
+
+
+def read_chunk(conn: Connection, plan: TablePlan, chunk: Chunk, *, settle: float = 0.2) -> ChunkRead:
+    """The rows of ``chunk`` in key order between a low and a high watermark.
+
+    ``conn`` must be in the session state of ``prepare_session``. ``settle`` (MySQL only) is how
+    long the low watermark is read before the ``SELECT``'s snapshot starts.
+    """
+    schema = plan.schema
+    flavor = "mariadb" if conn.is_mariadb else "mysql"
+    converters = text_converters(schema, flavor)
+    sql = (f"SELECT {select_list(schema)} FROM {_quote(schema.db)}.{_quote(schema.name)} "
+           f"WHERE {chunk_predicate(schema, chunk)} ORDER BY {order_by(chunk)}")
+    if conn.is_mariadb:
+        conn.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY")
+        try:
+            low = snapshot_position(conn)
+            result = conn.query(sql)
+        finally:
+            conn.execute("COMMIT")
+    else:
+        low = binlog_position(conn)
+        if settle > 0:
+            time.sleep(settle)
+        result = conn.query(sql)
+    high = binlog_position(conn)
+    names = schema.names
+    rows = [dict(zip(names, values, strict=True))
+            for values in convert_rows(schema, converters, result.rows, row_converter(converters))]
+    return ChunkRead(chunk, low, high, rows)
