@@ -216,6 +216,8 @@ def test_mysql_consistent_scan_names_the_privileges_it_needs(mysql_server) -> No
         scan = consistent_scan(root, schema)
         assert scan.method == "backup_lock" and sorted(r["v"] for r in scan.rows) == [1, 1, 2]
         assert scan.position == binlog_position(root)
+        flushed = consistent_scan(root, schema, prefer_flush=True)
+        assert flushed.method == "flush_tables" and flushed.position == scan.position
         with Connection.open(parse_dsn(mysql_server.dsn("repl"))) as repl:
             prepare_session(repl)
             with pytest.raises(AccessDeniedError, match=r"BACKUP_ADMIN.*RELOAD"):

@@ -10,7 +10,10 @@ to match the snapshot, and the privileges each way needs (besides ``SELECT`` on 
 * MySQL, first choice: ``LOCK INSTANCE FOR BACKUP`` (blocks DDL, not writes) and the binlog
   position and executed GTIDs of ``performance_schema.log_status`` read just before and just after
   the snapshot starts; the two must be equal (no transaction was written meanwhile), otherwise it
-  tries again a few times. Needs ``BACKUP_ADMIN`` (and ``SELECT`` on ``performance_schema``).
+  tries again a few times. Needs ``BACKUP_ADMIN`` (and ``SELECT`` on ``performance_schema``). A
+  transaction already in the binlog but still committing in the storage engine while both reads
+  and the snapshot start happen would escape it; ``FLUSH TABLES WITH READ LOCK`` waits for such
+  commits and is exact (``prefer_flush=True``).
 * MySQL, fallback: ``FLUSH TABLES WITH READ LOCK`` while the snapshot starts and the position is
   read, released at once — writes wait for that moment only. Needs ``RELOAD`` (and ``LOCK TABLES``).
 
@@ -83,14 +86,15 @@ def _flush_tables_start(conn: Connection) -> Checkpoint:
         conn.execute("UNLOCK TABLES")
 
 
-def _mysql_start(conn: Connection, attempts: int) -> tuple[Checkpoint, str]:
+def _mysql_start(conn: Connection, attempts: int, prefer_flush: bool) -> tuple[Checkpoint, str]:
     denied: list[str] = []
     try:
-        position = _backup_lock_start(conn, attempts)
+        position = None if prefer_flush else _backup_lock_start(conn, attempts)
         if position is not None:
             return position, "backup_lock"
-        log.info("writes moved the binlog while the snapshot started %d times; using FLUSH TABLES WITH READ LOCK",
-                 attempts)
+        if not prefer_flush:
+            log.info("writes moved the binlog while the snapshot started %d times; using FLUSH TABLES WITH READ LOCK",
+                     attempts)
     except ServerError as exc:
         if exc.errno not in _DENIED:
             raise
@@ -110,11 +114,13 @@ def _mysql_start(conn: Connection, attempts: int) -> tuple[Checkpoint, str]:
     )
 
 
-def consistent_scan(conn: Connection, schema: TableSchema, *, attempts: int = 5) -> ConsistentRead:
+def consistent_scan(conn: Connection, schema: TableSchema, *, attempts: int = 5,
+                    prefer_flush: bool = False) -> ConsistentRead:
     """Every row of ``schema``'s table in one consistent snapshot, with its binlog position.
 
     ``conn`` must be in the session state of ``sluice.cdc.snapshot.reader.prepare_session``.
-    ``attempts`` bounds the MySQL backup-lock tries before falling back to FLUSH TABLES.
+    ``attempts`` bounds the MySQL backup-lock tries before falling back to FLUSH TABLES;
+    ``prefer_flush`` goes to FLUSH TABLES WITH READ LOCK at once (MySQL).
     """
     flavor = "mariadb" if conn.is_mariadb else "mysql"
     converters = text_converters(schema, flavor)
@@ -127,7 +133,7 @@ def consistent_scan(conn: Connection, schema: TableSchema, *, attempts: int = 5)
             conn.execute("ROLLBACK")
             raise
     else:
-        position, method = _mysql_start(conn, attempts)
+        position, method = _mysql_start(conn, attempts, prefer_flush)
     try:
         result = conn.query(f"SELECT {select_list(schema)} FROM `{schema.db.replace('`', '``')}`."
                             f"`{schema.name.replace('`', '``')}`")

@@ -104,7 +104,8 @@ def _key_values(conn: Connection, schema: TableSchema, key: tuple[str, ...], tex
 
 
 def plan_table(conn: Connection, schema: TableSchema, chunk_rows: int = DEFAULT_CHUNK_ROWS) -> TablePlan:
-    """Choose the key of ``schema`` and cut it into chunks of about ``chunk_rows`` rows."""
+    """Choose the key of ``schema`` and cut it into chunks of about ``chunk_rows`` rows (``conn`` in the
+    session state of ``prepare_session``, whose plain sql_mode the quoted names are written for)."""
     if chunk_rows < 1:
         raise ConfigError(f"the snapshot chunk size must be at least 1 row, found {chunk_rows}")
     db, name = schema.db, schema.name
