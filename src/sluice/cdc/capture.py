@@ -46,6 +46,7 @@ class CaptureConfig:
     ddl: bool = False
     verify_checksum: bool = True
     initial_checksum: ChecksumAlgorithm | None = None
+    count_only: bool = False  # build no records, only count the row changes (planning ahead)
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +87,11 @@ class CommittedTransaction:
 
     transaction: Transaction
     records: list[RowChange | DdlRecord] = field(default_factory=list)
+    counted: int | None = None  # with ``count_only``: the number of row changes, records stay empty
+
+    @property
+    def row_count(self) -> int:
+        return self.counted if self.counted is not None else sum(1 for r in self.records if r.op != "ddl")
 
     @property
     def start(self) -> Checkpoint:
@@ -144,6 +150,8 @@ class ChangeCapture:
         tx = self.assembler.feed(file, pos, next_pos, event)
         if tx is None:
             return None
+        if self.config.count_only:
+            return CommittedTransaction(tx, [], self._count(tx.events))
         return CommittedTransaction(tx, list(self._records(tx)))
 
     def begin_file(self, file: str, label: str | None = None) -> None:
@@ -208,6 +216,19 @@ class ChangeCapture:
                         gtid=tx.gtid,
                         ts=event.header.timestamp,
                     )
+
+    def _count(self, events: Any) -> int:
+        kinds = self.builder.kinds
+        n = 0
+        for item in events:
+            event = item[2] if type(item) is tuple else item
+            kind = type(event)
+            if kind is RowsEvent:
+                if kinds is None or event.kind in kinds:
+                    n += len(event.rows)
+            elif kind is TransactionPayloadEvent:
+                n += self._count(event.events)
+        return n
 
     def _captured(self, outcome: DdlOutcome) -> bool:
         keep = self.config.table_filter

@@ -82,6 +82,7 @@ class RowChangeBuilder:
         self._names = names
         self._resolve = resolve
         self._kinds = None if ops is None else frozenset(k for k, op in _OPS.items() if op in ops)
+        self.kinds = self._kinds  # rows-event kinds kept (write/update/delete); None = all
         self.gtid: str | None = None
         self._names_cache: dict[bytes, tuple[tuple[str, ...], tuple[str, ...]]] = {}
 

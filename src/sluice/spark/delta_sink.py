@@ -149,18 +149,22 @@ class DeltaLake:
         version = DeltaTable(self.changelog_path).transaction_version(self.app_id)
         return None if version is None else int(version)
 
-    def write_batch(self, batch_id: int, tables: Sequence[TableBatch]) -> BatchResult:
+    def write_batch(
+        self, batch_id: int, tables: Sequence[TableBatch], *, changelog: pa.Table | None = None
+    ) -> BatchResult:
         """MERGE every table's changes into its mirror, then append all changes to the change log.
 
         Everything is checked and planned before the first commit, so a ``SchemaError`` leaves the
         lake untouched. A table (or the change log) that already holds ``batch_id`` is skipped.
+        ``changelog``: the batch's change-log rows already built (``CHANGELOG_SCHEMA``, ordered by
+        ``(file, pos, row)``), e.g. from a Spark batch whose images are JSON already.
         """
         if isinstance(batch_id, bool) or not isinstance(batch_id, int) or batch_id < 0:
             raise ConfigError(f"batch id must be an integer >= 0, got {batch_id!r}")
         with _gc_paused():
-            return self._write_batch(batch_id, tables)
+            return self._write_batch(batch_id, tables, changelog)
 
-    def _write_batch(self, batch_id: int, tables: Sequence[TableBatch]) -> BatchResult:
+    def _write_batch(self, batch_id: int, tables: Sequence[TableBatch], changelog: pa.Table | None) -> BatchResult:
         seen: set[tuple[str, str]] = set()
         for tb in tables:
             if (tb.db, tb.table) in seen:
@@ -187,7 +191,10 @@ class DeltaLake:
         path = self.changelog_path
         log = None
         if not (DeltaTable.is_deltatable(path) and _done(DeltaTable(path), self.app_id, batch_id)):
-            log = changelog_table(batch_id, [c for tb in tables for c in tb.changes])
+            if changelog is not None:
+                log = changelog
+            else:
+                log = changelog_table(batch_id, [c for tb in tables for c in tb.changes])
         # commits from here on
         results = tuple(p if isinstance(p, TableResult) else p.execute(batch_id, txn) for p in plans)
         if log is None:

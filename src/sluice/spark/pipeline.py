@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sluice.cdc.records import RowChange
 from sluice.cdc.schema import SchemaHistory
 from sluice.dsn import parse_dsn
 from sluice.errors import ConfigError
@@ -190,57 +191,102 @@ class Pipeline:
             raise
 
     def _write(self, table: Any, batch_id: int) -> None:
-        from sluice.spark.layout import mirror_columns_for_schema, row_change_from_record
+        import pyarrow.compute as pc
 
-        records = table.to_pylist()
-        if not records:
+        from sluice.spark.layout import mirror_columns_for_schema
+
+        if table.num_rows == 0:
             return
-        records.sort(key=lambda r: (r["file"], r["pos"], r["row"]))
+        table = table.sort_by([("file", "ascending"), ("pos", "ascending"), ("row", "ascending")])
         history = SchemaHistory.open(self.history_path)
-        groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
-        for r in records:
-            groups.setdefault((r["db"], r["table"]), []).append(r)
+        names = pc.binary_join_element_wise(table.column("db"), table.column("table"), "\x00")
         batches = []
-        for (db, name), rows in groups.items():
-            catalog = history.catalog_at(rows[0]["file"], rows[0]["pos"]) or history.latest()
+        for key in pc.unique(names).to_pylist():
+            db, name = key.split("\x00", 1)
+            rows = table.filter(pc.equal(names, key))
+            first_file, first_pos = rows.column("file")[0].as_py(), rows.column("pos")[0].as_py()
+            catalog = history.catalog_at(first_file, first_pos) or history.latest()
             schema = catalog.get(db, name) if catalog is not None else None
             if schema is None:
                 raise ConfigError(
-                    f"no schema known for {db}.{name} at {rows[0]['file']}:{rows[0]['pos']}; the schema history "
+                    f"no schema known for {db}.{name} at {first_file}:{first_pos}; the schema history "
                     f"{self.history_path} is missing or was reset: delete {self.config.state_dir} to start over"
                 )
             columns = mirror_columns_for_schema(schema, catalog.flavor if catalog is not None else None)
-            changes = [row_change_from_record(columns, r) for r in rows]
-            batches.append(TableBatch(db, name, columns, tuple(schema.primary_key), changes))
-        result = self.lake.write_batch(batch_id, batches)
+            batches.append(TableBatch(db, name, columns, tuple(schema.primary_key), _row_changes(columns, rows)))
+        result = self.lake.write_batch(batch_id, batches, changelog=_changelog(table, batch_id))
         stats = self.stats
         stats.batches += 1
-        stats.rows += len(records)
-        for r in records:
-            stats.ops[r["op"]] = stats.ops.get(r["op"], 0) + 1
+        stats.rows += table.num_rows
+        for op, count in zip(*pc.value_counts(table.column("op")).flatten(), strict=True):
+            stats.ops[op.as_py()] = stats.ops.get(op.as_py(), 0) + count.as_py()
         stats.inserted += result.inserted
         stats.updated += result.updated
         stats.deleted += result.deleted
-        stats.tables.update(f"{db}.{t}" for db, t in groups)
+        stats.tables.update(f"{b.db}.{b.table}" for b in batches)
         if result.changelog_skipped:
             stats.skipped_batches += 1
         for name in result.unmirrorable:
             if name not in stats.unmirrorable:
                 stats.unmirrorable.add(name)
                 self.progress(f"{name} has no primary key: written to the change log only, not mirrored")
-        visible = time.time()
-        lags = [max(0.0, visible - r["commit_ts"].timestamp()) for r in records]
-        stats.latencies.extend(lags)
-        stats.last_commit_lag = min(lags)
-        stats.lag_bytes = self._lag_bytes(records[-1])
+        visible_us = int(time.time() * 1_000_000)
+        commits = table.column("commit_ts").cast(pa_int64()).to_numpy()
+        lags = ((visible_us - commits) / 1_000_000).clip(min=0.0)
+        stats.latencies.extend(lags.tolist())
+        stats.last_commit_lag = float(lags.min())
+        stats.lag_bytes = self._lag_bytes(table.column("file")[-1].as_py(), table.column("pos")[-1].as_py())
 
-    def _lag_bytes(self, last: dict[str, Any]) -> int | None:
+    def _lag_bytes(self, file: str, pos: int) -> int | None:
         try:
             with Connection.open(parse_dsn(self.config.source)) as conn:
                 status = server_binlog_status(conn)
         except Exception:  # progress only: never fail a batch over it
             return None
-        return status.pos - int(last["pos"]) if status.file == last["file"] else None
+        return status.pos - pos if status.file == file else None
+
+
+def pa_int64() -> Any:
+    import pyarrow as pa
+
+    return pa.int64()
+
+
+def _row_changes(columns: tuple[Any, ...], rows: Any) -> list[RowChange]:
+    """The table's rows of the change DataFrame as ``RowChange``s with typed images, column-wise."""
+    from sluice.spark.layout import image_decoder, row_change_from_record
+
+    decode = image_decoder(columns)
+    diffs = rows.column("json_diffs")
+    if diffs.null_count != len(diffs):  # partial JSON updates: the careful, per-record path
+        return [row_change_from_record(columns, r) for r in rows.to_pylist()]
+    op = rows.column("op").to_pylist()
+    db = rows.column("db")[0].as_py()
+    name = rows.column("table")[0].as_py()
+    before = rows.column("before").to_pylist()
+    after = rows.column("after").to_pylist()
+    pk = tuple(rows.column("pk")[0].as_py() or ())
+    file = rows.column("file").to_pylist()
+    pos = rows.column("pos").to_pylist()
+    row = rows.column("row").to_pylist()
+    gtid = rows.column("gtid").to_pylist()
+    ts = (rows.column("ts").cast(pa_int64()).to_numpy() // 1_000_000).tolist()
+    return [
+        RowChange(op[i], db, name, decode(before[i]), decode(after[i]), pk, file[i], pos[i], row[i], gtid[i], ts[i])
+        for i in range(len(op))
+    ]
+
+
+def _changelog(table: Any, batch_id: int) -> Any:
+    """The change-log rows straight from the batch's Arrow columns: the images are already JSON."""
+    import pyarrow as pa
+
+    from sluice.spark.delta_sink import CHANGELOG_SCHEMA
+
+    n = table.num_rows
+    columns = {name: table.column(name) for name in CHANGELOG_SCHEMA.names if name != "batch_id"}
+    columns["batch_id"] = pa.array([batch_id] * n, type=pa.int64())
+    return pa.table([columns[f.name].cast(f.type) for f in CHANGELOG_SCHEMA], schema=CHANGELOG_SCHEMA)
 
 
 def _interval(text: str) -> str:

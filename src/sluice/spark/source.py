@@ -23,7 +23,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pyarrow as pa
@@ -178,7 +178,7 @@ class _Scout:
         self.at_end = False
         for committed in follow(self.options.follow_config(until_end=True), self.capture):
             tx = committed.transaction
-            n = len(committed.records)
+            n = committed.row_count
             span = tx.end.pos - tx.start.pos if tx.end.file == tx.start.file else tx.end.pos
             self.pending.append(_Planned(tx.start, tx.end, n, span, tx.kind == "ddl", catalog))
             catalog = self.capture.tracker.catalog
@@ -328,7 +328,7 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         with Connection.open(config.connection) as conn:
             tracker = _tracker_at(self.options, conn, start)
             flavor = "mariadb" if conn.is_mariadb else "mysql"
-        capture = ChangeCapture(self.options.capture_config(), start, tracker)
+        capture = ChangeCapture(replace(self.options.capture_config(), count_only=True), start, tracker)
         self._scout = _Scout(self.options, start, capture, flavor)
         return self._scout
 
