@@ -30,8 +30,11 @@ The same settings in a TOML file (command-line options win):
   [spark]
   "spark.driver.memory" = "4g"
 
-Where it starts: on the first run, at the earliest binlog still on the server (changes purged
-before it are not in the lake); afterwards where it stopped (LAKE/_sluice/checkpoint). A table
+Where it starts: on the first run it snapshots every captured table (primary-key chunks read in
+parallel on Spark, each reconciled with the binlog between its watermarks; resumable chunk by
+chunk) and then streams from the position taken before the first chunk, so nothing is missed or
+applied twice (--snapshot never streams from --from or the earliest binlog instead); afterwards
+it resumes where it stopped (LAKE/_sluice/checkpoint). A table
 without a primary key goes to the change log only and is reported as not mirrorable. Columns
 added by DDL appear in the mirror; dropped columns stay but are no longer written. Ctrl-C stops
 at the next batch boundary. Read a mirror with e.g.
@@ -61,6 +64,12 @@ def register(sub: Any) -> None:
     parser.add_argument(
         "--max-rows-per-batch", type=int, metavar="N", help="cap on the changes in one micro-batch (default 200000)"
     )
+    parser.add_argument(
+        "--snapshot", choices=("initial", "never", "only"),
+        help="initial (default without --from): copy every captured table first, in primary-key chunks on "
+        "Spark, then stream from the right position; never: stream only; only: snapshot and stop",
+    )
+    parser.add_argument("--chunk-rows", type=int, metavar="N", help="rows per snapshot chunk (default 50000)")
     parser.add_argument("--config", metavar="FILE", help="read these settings from a TOML file")
     parser.set_defaults(handler=run)
 
@@ -77,11 +86,13 @@ def load_config(args: argparse.Namespace) -> Any:
             raise ConfigError(f"cannot read {args.config}: {exc.strerror}") from None
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"{args.config} is not valid TOML: {exc}") from None
-    known = {"source", "lake", "tables", "exclude_tables", "trigger", "master", "from", "max_rows_per_batch", "spark"}
+    known = {"source", "lake", "tables", "exclude_tables", "trigger", "master", "from", "max_rows_per_batch", "spark",
+             "snapshot", "chunk_rows"}
     unknown = set(settings) - known
     if unknown:
         raise ConfigError(f"{args.config}: unknown settings {sorted(unknown)}; known: {sorted(known)}")
-    for key in ("source", "lake", "tables", "exclude_tables", "trigger", "master", "max_rows_per_batch"):
+    for key in ("source", "lake", "tables", "exclude_tables", "trigger", "master", "max_rows_per_batch", "snapshot",
+                "chunk_rows"):
         value = getattr(args, key, None)
         if value is not None:
             settings[key] = value
@@ -102,6 +113,8 @@ def load_config(args: argparse.Namespace) -> Any:
         master=settings.get("master"),
         starting_position=settings.get("from", "earliest"),
         max_rows_per_batch=int(settings.get("max_rows_per_batch", 200_000)),
+        snapshot=settings.get("snapshot") or ("never" if "from" in settings else "initial"),
+        chunk_rows=int(settings.get("chunk_rows", 50_000)),
         conf=tuple((str(k), str(v)) for k, v in spark_conf.items()),
     )
 
@@ -115,8 +128,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"sluice run: {text}", file=sys.stderr, flush=True)
 
     pipeline = Pipeline(config, progress=say)
-    if config.starting_position == "earliest" and not pipeline.checkpoint_path.exists():
-        say("first run: streaming from the earliest binlog still on the server (earlier changes were purged)")
+    if config.snapshot == "never" and config.starting_position == "earliest" and not pipeline.checkpoint_path.exists():
+        say("first run without a snapshot: streaming from the earliest binlog still on the server")
     say(f"lake {config.lake}, pipeline {pipeline.app_id}; Ctrl-C stops at the next batch boundary")
     stats = pipeline.run()
     say(f"stopped: {stats.line()}; {stats.inserted} inserted, {stats.updated} updated, {stats.deleted} deleted")

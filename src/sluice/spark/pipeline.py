@@ -50,6 +50,8 @@ class PipelineConfig:
     trigger: str = "1s"  # a processing-time interval ("1s", "500ms", "2 minutes") or "once"
     master: str | None = None
     starting_position: str = "earliest"
+    snapshot: str = "never"  # initial: snapshot the tables first, then stream; only: snapshot and stop
+    chunk_rows: int = 50_000
     max_rows_per_batch: int | None = 200_000
     conf: tuple[tuple[str, str], ...] = ()
 
@@ -95,6 +97,7 @@ class Pipeline:
         self.progress = progress or (lambda text: log.info("%s", text))
         self._stop = threading.Event()
         self._query: Any = None
+        self._filter: Any = None  # SnapshotFilter: early changes the snapshot already holds
         self.error: BaseException | None = None
         parse_dsn(config.source)  # a bad DSN fails here, before Spark starts
         state = config.state_dir
@@ -106,7 +109,7 @@ class Pipeline:
 
     def _pipeline_id(self, state: Path) -> str:
         meta = state / "pipeline.json"
-        if meta.exists() and self.checkpoint_path.exists():
+        if meta.exists() and (self.checkpoint_path.exists() or (state / "snapshot.json").exists()):
             try:
                 return str(json.loads(meta.read_text())["id"])
             except (ValueError, KeyError) as exc:
@@ -118,15 +121,45 @@ class Pipeline:
         return pid
 
     # -- the query --------------------------------------------------------------------------------
+    def snapshot(self, spark: Any) -> str | None:
+        """Run or resume the initial snapshot (``snapshot="initial"|"only"``) unless the stream has
+        already started; returns where the stream must start, None when the snapshot does not decide."""
+        from sluice.commands.dump import table_filter
+        from sluice.spark.snapshot import SnapshotFilter, SnapshotRunner, SnapshotState, stream_start
+
+        cfg = self.config
+        state_path = cfg.state_dir / "snapshot.json"
+        if cfg.snapshot == "never" and not state_path.exists():
+            return None
+        if self.checkpoint_path.exists() and cfg.snapshot != "only":
+            state = SnapshotState.load(state_path)
+        else:
+            runner = SnapshotRunner(
+                spark, cfg.source, cfg.lake, cfg.state_dir, self.app_id, table_filter(cfg.tables, cfg.exclude_tables),
+                chunk_rows=cfg.chunk_rows, progress=self.progress,
+            )
+            state = runner.run()
+        if state.complete:
+            self._filter = SnapshotFilter(state)
+            return stream_start(state)
+        return None
+
     def start(self) -> Any:
         from sluice.spark.session import spark_session
 
         cfg = self.config
         spark = spark_session(cfg.master, conf=dict(cfg.conf))
+        starting = cfg.starting_position
+        if cfg.snapshot != "never" or (cfg.state_dir / "snapshot.json").exists():
+            after_snapshot = self.snapshot(spark)
+            if after_snapshot is not None:
+                starting = after_snapshot
+        if cfg.snapshot == "only":
+            return None
         reader = (
             spark.readStream.format("binlog")
             .option("dsn", cfg.source)
-            .option("startingPosition", cfg.starting_position)
+            .option("startingPosition", starting)
             .option("schemaHistory", str(self.history_path))
         )
         if cfg.tables:
@@ -154,6 +187,8 @@ class Pipeline:
                 previous[sig] = signal.signal(sig, lambda *_: self.stop())
         try:
             query = self.start()
+            if query is None:  # snapshot only
+                return self.stats
             last = time.monotonic()
             while query.isActive:
                 if self._stop.is_set():
@@ -213,7 +248,10 @@ class Pipeline:
                     f"{self.history_path} is missing or was reset: delete {self.config.state_dir} to start over"
                 )
             columns = mirror_columns_for_schema(schema, catalog.flavor if catalog is not None else None)
-            batches.append(TableBatch(db, name, columns, tuple(schema.primary_key), _row_changes(columns, rows)))
+            changes = _row_changes(columns, rows)
+            if self._filter:
+                changes = self._filter.keep(changes)
+            batches.append(TableBatch(db, name, columns, tuple(schema.primary_key), changes))
         result = self.lake.write_batch(batch_id, batches, changelog=_changelog(table, batch_id))
         stats = self.stats
         stats.batches += 1
