@@ -30,12 +30,23 @@ from sluice.binlog.decoders.control import check_supported, server_version_of
 from sluice.binlog.decoders.registry import DECODERS
 from sluice.binlog.decoders.table_map import decode_table_map_fields
 from sluice.binlog.events import Event, FormatDescriptionEvent, TableMapEvent, UnknownEvent
-from sluice.binlog.header import HEADER, HEADER_LEN, LOG_EVENT_BINLOG_IN_USE_F, EventHeader
+from sluice.binlog.header import (
+    HEADER,
+    HEADER_LEN,
+    LOG_EVENT_BINLOG_IN_USE_F,
+    EventHeader,
+    build_header,
+    frozen_builder,
+)
 from sluice.errors import MalformedEventError, SluiceError, TruncatedError
 
 __all__ = ["EventParser", "ParserConfig"]
 
 _HDR = HEADER.unpack_from
+_build_header = build_header
+_build_table_map = frozen_builder(TableMapEvent)
+_U32 = struct.Struct("<I").unpack_from
+_crc32 = zlib.crc32
 _FDE = int(EventType.FORMAT_DESCRIPTION_EVENT)
 _QUERY = int(EventType.QUERY_EVENT)
 _AUTODETECT = frozenset({int(EventType.HEARTBEAT_LOG_EVENT), int(EventType.HEARTBEAT_LOG_EVENT_V2)})
@@ -113,62 +124,80 @@ class EventParser:
     def _parse(self, data: bytes | memoryview, inner: bool) -> Event:
         n = len(data)
         try:
-            ts, tc, server_id, size, log_pos, flags = _HDR(data, 0)
+            header = _build_header(*_HDR(data, 0))
         except struct.error as e:
             raise MalformedEventError(
                 f"event of {n} bytes is shorter than the 19-byte common header",
                 file=self._file, offset=self._offset,
             ) from e
-        header = EventHeader(ts, tc, server_id, size, log_pos, flags)
-        if size != n:
+        tc = header.type_code
+        if header.event_size != n:
             raise MalformedEventError(
-                f"event header declares {size} bytes but {n} were given (truncated or misframed event)",
+                f"event header declares {header.event_size} bytes but {n} were given (truncated or misframed "
+                "event)",
                 header=header, file=self._file, offset=self._offset,
             )
-        mv = data if isinstance(data, memoryview) else memoryview(data)
         if tc == _FDE:
-            return self._parse_fde(header, mv)
+            return self._parse_fde(header, data if isinstance(data, memoryview) else memoryview(data))
         alg = self.checksum_alg
         if alg is None or inner or tc in _AUTODETECT:
-            has_crc = n >= HEADER_LEN + CHECKSUM_LEN and crc32_matches(mv)
+            has_crc = n >= HEADER_LEN + CHECKSUM_LEN and crc32_matches(data)
         elif alg:
             if n < HEADER_LEN + CHECKSUM_LEN:
                 raise MalformedEventError(
                     f"event of {n} bytes cannot hold a header and a CRC32",
                     header=header, file=self._file, offset=self._offset,
                 )
-            if self._verify:
-                verify_crc32(mv, tc, file=self._file, offset=self._offset)
+            if self._verify and _crc32(data[: n - CHECKSUM_LEN]) != _U32(data, n - CHECKSUM_LEN)[0]:
+                verify_crc32(data, tc, file=self._file, offset=self._offset)  # raises, saying why
             has_crc = True
         else:
             has_crc = False
-        body = mv[HEADER_LEN : n - CHECKSUM_LEN] if has_crc else mv[HEADER_LEN:]
+        # A bytes event gets a bytes body (one copy, which the row decoders would make anyway);
+        # a memoryview stays a view.
+        body = data[HEADER_LEN : n - CHECKSUM_LEN] if has_crc else data[HEADER_LEN:]
         dec = DECODERS.get(tc)
         if dec is None:
             return UnknownEvent(header, bytes(body))
-        event = self._run(dec, header, body)
+        try:
+            event = dec(header, body, self)
+        except Exception as e:
+            err = self._error(e, header, len(body))
+            if err is e:
+                raise
+            raise err from e
         if tc in _BOUNDARY or (tc == _QUERY and _is_boundary_query(event.query)):
             self._end_transaction()
         return event
 
-    def _run(self, dec: Callable[..., Any], header: EventHeader, body: memoryview) -> Any:
+    def _run(self, dec: Callable[..., Any], header: EventHeader, body: bytes | memoryview) -> Any:
         try:
             return dec(header, body, self)
-        except MalformedEventError as e:
+        except Exception as e:
+            err = self._error(e, header, len(body))
+            if err is e:
+                raise
+            raise err from e
+
+    def _error(self, e: Exception, header: EventHeader, size: int) -> Exception:
+        """The error to raise for ``e`` from a decoder: ``e`` itself, or ``MalformedEventError``
+        with the event's header, file and offset."""
+        if isinstance(e, MalformedEventError):
             if e.header is None:
-                raise MalformedEventError(str(e), header=header, file=self._file, offset=self._offset) from e
-            raise
-        except SluiceError as e:
+                return MalformedEventError(str(e), header=header, file=self._file, offset=self._offset)
+            return e
+        if isinstance(e, SluiceError):
             if isinstance(e, TruncatedError):
-                raise MalformedEventError(
+                return MalformedEventError(
                     f"{_name(header.type_code)}: {e}", header=header, file=self._file, offset=self._offset
-                ) from e
-            raise
-        except _DECODE_ERRORS as e:
-            raise MalformedEventError(
-                f"cannot decode {_name(header.type_code)} ({len(body)}-byte body): {e}",
+                )
+            return e
+        if isinstance(e, _DECODE_ERRORS):
+            return MalformedEventError(
+                f"cannot decode {_name(header.type_code)} ({size}-byte body): {e}",
                 header=header, file=self._file, offset=self._offset,
-            ) from e
+            )
+        return e
 
     def _parse_fde(self, header: EventHeader, mv: memoryview) -> FormatDescriptionEvent:
         n = len(mv)
@@ -221,7 +250,7 @@ class EventParser:
             if len(self._tm_cache) >= _TM_CACHE_MAX:
                 self._tm_cache.clear()
             self._tm_cache[key] = fields
-        tm = TableMapEvent(header, *fields)
+        tm = _build_table_map(header, *fields)
         plan: Any = None
         filt = self.config.table_filter
         if filt is not None:

@@ -88,7 +88,8 @@ class _Absent:
 #: A column that is not part of a (minimal) row image. SQL NULL is ``None``.
 ABSENT: Final = _Absent()
 
-_PLAN_CACHE: dict[tuple[bytes, tuple[ColumnInfo, ...]], RowPlan] = {}
+_PLAN_CACHE: dict[Any, RowPlan] = {}  # key: TABLE_MAP bytes, or (bytes, column facts)
+_PLAN_BY_ID: dict[tuple[bytes, int], tuple[Any, RowPlan]] = {}
 _PLAN_CACHE_MAX = 4096
 _SHAPE_CACHE_MAX = 256
 
@@ -102,18 +103,39 @@ def plan_for(table_map: Any, columns: tuple[ColumnInfo, ...] | None = None) -> R
     ``raw``. ``columns`` overrides ``table_map.columns`` (schema history knows more than the map).
     Raises ``UnsupportedError`` for a column type or character set sluice cannot decode.
     """
-    raw = bytes(table_map.raw)
-    # Without outside column facts the columns follow from the map's bytes, so the bytes alone are
-    # the key: hashing a tuple of ColumnInfo on every TABLE_MAP costs as much as the lookup saves.
-    key: Any = raw if columns is None else (raw, tuple(columns))
+    raw = table_map.raw
+    if type(raw) is not bytes:
+        raw = bytes(raw)
+    if columns is None:
+        # Without outside column facts the columns follow from the map's bytes, so the bytes alone
+        # are the key.
+        plan = _PLAN_CACHE.get(raw)
+        if plan is None:
+            plan = _PLAN_CACHE[raw] = _new_plan(table_map, tuple(table_map.columns))
+        return plan
+    # A schema source hands the same tuple of column facts for every TABLE_MAP of a table until
+    # the schema changes: look it up by identity first, since hashing a tuple of ColumnInfo on
+    # every TABLE_MAP (once per transaction and table) costs more than decoding a small row.
+    if type(columns) is not tuple:  # a mutable sequence may change under the same identity
+        columns = tuple(columns)
+    hit = _PLAN_BY_ID.get((raw, id(columns)))
+    if hit is not None and hit[0] is columns:
+        return hit[1]
+    cols = columns
+    key = (raw, cols)
     plan = _PLAN_CACHE.get(key)
     if plan is None:
-        cols = tuple(table_map.columns) if columns is None else tuple(columns)
-        if len(_PLAN_CACHE) >= _PLAN_CACHE_MAX:
-            _PLAN_CACHE.clear()
-        plan = RowPlan(table_map, cols)
-        _PLAN_CACHE[key] = plan
+        plan = _PLAN_CACHE[key] = _new_plan(table_map, cols)
+    if len(_PLAN_BY_ID) >= _PLAN_CACHE_MAX:
+        _PLAN_BY_ID.clear()
+    _PLAN_BY_ID[(raw, id(columns))] = (columns, plan)  # holds ``columns``: its id stays unique
     return plan
+
+
+def _new_plan(table_map: Any, columns: tuple[ColumnInfo, ...]) -> RowPlan:
+    if len(_PLAN_CACHE) >= _PLAN_CACHE_MAX:
+        _PLAN_CACHE.clear()
+    return RowPlan(table_map, columns)
 
 
 class _Short(Exception):

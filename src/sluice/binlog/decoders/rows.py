@@ -13,13 +13,14 @@ themselves are decoded by the table's compiled row plan.
 
 from __future__ import annotations
 
+import struct
 from typing import TYPE_CHECKING
 
 from sluice.binlog.constants import EventType as E
 from sluice.binlog.decoders._reader import U16, U32, need, packed_int
 from sluice.binlog.decoders.query import inflate_mariadb
 from sluice.binlog.events import RowsEvent, RowsKind, SkippedRowsEvent
-from sluice.binlog.header import EventHeader
+from sluice.binlog.header import EventHeader, frozen_builder
 
 if TYPE_CHECKING:
     from sluice.binlog.parser import EventParser
@@ -49,12 +50,59 @@ _V2_TYPES = frozenset({E.WRITE_ROWS_EVENT_V2, E.UPDATE_ROWS_EVENT_V2, E.DELETE_R
                        E.PARTIAL_UPDATE_ROWS_EVENT, E.WRITE_ROWS_COMPRESSED_EVENT,
                        E.UPDATE_ROWS_COMPRESSED_EVENT, E.DELETE_ROWS_COMPRESSED_EVENT})
 _RW_V_EXTRAINFO_TAG, _RW_V_TAG_PART_INFO = 0, 1
+_TID_FLAGS = struct.Struct("<IHH").unpack_from  # table id (low 4 bytes, high 2), flags
+_build_rows = frozen_builder(RowsEvent)
 
 
 def decode_rows(header: EventHeader, body: Body, p: EventParser) -> RowsEvent | SkippedRowsEvent:
     tc = header.type_code
     kind, compressed, partial = ROWS_TYPES[tc]
     phl = p.post_header_len(tc, 10 if tc in _V2_TYPES else 8)
+    partition_id = source_partition_id = None
+    ndb_info = None
+    if phl == 10 and len(body) >= 10 and body[8] == 2 and body[9] == 0:
+        # v2 without extra data (the common case): table id, flags, extra-data length 2
+        low, high, flags = _TID_FLAGS(body, 0)
+        table_id = low | high << 32
+        pos = 10
+    else:
+        table_id, flags, pos, partition_id, source_partition_id, ndb_info = _post_header(body, phl, kind)
+    entry = p.table_entry(table_id, header)
+    tm = entry.table_map
+    if entry.plan is False:
+        p.skipped_rows_events += 1
+        return SkippedRowsEvent(header, table_id, tm.schema, tm.table)
+    ncols = body[pos]
+    if ncols < 251:
+        pos += 1
+    else:
+        ncols, pos = packed_int(body, pos)
+    if ncols > tm.column_count:
+        raise ValueError(f"rows event has {ncols} columns, its TABLE_MAP {tm.column_count}")
+    nb = (ncols + 7) >> 3
+    size = len(body)
+    if pos + nb > size:
+        need(body, pos, nb, "columns-present bitmap")
+    present = int.from_bytes(body[pos : pos + nb], "little")
+    pos += nb
+    present_after = None
+    if kind == "update":
+        if pos + nb > size:
+            need(body, pos, nb, "after-image bitmap")
+        present_after = int.from_bytes(body[pos : pos + nb], "little")
+        pos += nb
+    plan = entry.plan or p.plan_of(entry)
+    if compressed:
+        data = inflate_mariadb(body, pos, "compressed rows")
+        rows = plan.decode_rows(kind, data, 0, len(data), present, present_after, partial)
+    else:
+        rows = plan.decode_rows(kind, body, pos, size, present, present_after, partial)
+    return _build_rows(header, kind, table_id, flags, tm, present, present_after, rows,
+                       partition_id, source_partition_id, ndb_info)
+
+
+def _post_header(body: Body, phl: int, kind: str) -> tuple[int, int, int, int | None, int | None, bytes | None]:
+    """Table id, flags, the offset after the post-header (and v2 extra data), partition ids, NDB info."""
     if phl == 6:
         (table_id,) = U32.unpack_from(body, 0)
         pos = 4
@@ -92,28 +140,4 @@ def decode_rows(header: EventHeader, body: Body, p: EventParser) -> RowsEvent | 
         if q > end:
             raise ValueError("rows extra data overruns its declared length")
         pos = end
-    entry = p.table_entry(table_id, header)
-    tm = entry.table_map
-    if entry.plan is False:
-        p.skipped_rows_events += 1
-        return SkippedRowsEvent(header, table_id, tm.schema, tm.table)
-    ncols, pos = packed_int(body, pos)
-    if ncols > tm.column_count:
-        raise ValueError(f"rows event has {ncols} columns, its TABLE_MAP {tm.column_count}")
-    nb = (ncols + 7) >> 3
-    need(body, pos, nb, "columns-present bitmap")
-    present = int.from_bytes(body[pos : pos + nb], "little")
-    pos += nb
-    present_after = None
-    if kind == "update":
-        need(body, pos, nb, "after-image bitmap")
-        present_after = int.from_bytes(body[pos : pos + nb], "little")
-        pos += nb
-    plan = entry.plan or p.plan_of(entry)
-    if compressed:
-        data = inflate_mariadb(body, pos, "compressed rows")
-        rows = plan.decode_rows(kind, data, 0, len(data), present, present_after, partial)
-    else:
-        rows = plan.decode_rows(kind, body, pos, len(body), present, present_after, partial)
-    return RowsEvent(header, kind, table_id, flags, tm, present, present_after, rows,
-                     partition_id, source_partition_id, ndb_info)
+    return table_id, flags, pos, partition_id, source_partition_id, ndb_info
