@@ -27,12 +27,14 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     from sluice.commands import demo, dump, tail, verify
     from sluice.commands import run as run_command
+    from sluice.commands import snapshot as snapshot_command
     from sluice.sandbox import command as sandbox_command
 
     demo.register(sub)
     dump.register(sub)
     tail.register(sub)
     run_command.register(sub)
+    snapshot_command.register(sub)
     sandbox_command.register(sub)
     verify.register(sub)
     return parser

@@ -131,17 +131,19 @@ class Pipeline:
         state_path = cfg.state_dir / "snapshot.json"
         if cfg.snapshot == "never" and not state_path.exists():
             return None
-        if self.checkpoint_path.exists() and cfg.snapshot != "only":
+        if cfg.snapshot == "never":
             state = SnapshotState.load(state_path)
         else:
             runner = SnapshotRunner(
                 spark, cfg.source, cfg.lake, cfg.state_dir, self.app_id, table_filter(cfg.tables, cfg.exclude_tables),
                 chunk_rows=cfg.chunk_rows, progress=self.progress,
             )
-            state = runner.run()
+            # Once the stream runs, only tables added to the capture (or dropped from the snapshot by
+            # `sluice snapshot`) are read; the stream then goes on from its checkpoint.
+            state = runner.run(only_new=self.checkpoint_path.exists())
         if state.complete:
             self._filter = SnapshotFilter(state)
-            return stream_start(state)
+            return None if self.checkpoint_path.exists() else stream_start(state)
         return None
 
     def start(self) -> Any:

@@ -128,9 +128,11 @@ class SnapshotRunner:
         self.chunk_rows = chunk_rows
         self.progress = progress or (lambda text: log.info("%s", text))
 
-    def run(self) -> SnapshotState:
+    def run(self, *, only_new: bool = False) -> SnapshotState:
+        """Snapshot every captured table not snapshotted yet (all of them on the first run; with
+        ``only_new`` a finished snapshot looks only for tables added to the capture since)."""
         state = SnapshotState.load(self.state_path)
-        if state.complete:
+        if state.complete and not only_new:
             return state
         config = parse_dsn(self.source)
         with Connection.open(config) as conn:
@@ -144,6 +146,9 @@ class SnapshotRunner:
                 name = f"{schema.db}.{schema.name}"
                 if name in state.tables:
                     continue
+                if state.complete:
+                    self.progress(f"snapshot: {name} is newly captured: snapshotting it before the stream goes on")
+                    state.complete = False
                 if not schema.primary_key:
                     self.progress(f"snapshot: {name} has no primary key: not mirrorable, not snapshotted "
                                   "(its changes go to the change log)")
@@ -156,6 +161,8 @@ class SnapshotRunner:
                     "chunks": [c.to_json() for c in plan.chunks], "done": {}, "writing": None,
                 }
                 state.save(self.state_path)
+        if state.complete:
+            return state
         self._settle_interrupted(state)
         self._chunks(catalog, state)
         state.complete = True
@@ -229,6 +236,23 @@ class SnapshotRunner:
                    for i, row in enumerate(rows)]
         empty_log = CHANGELOG_SCHEMA.empty_table()
         self.lake.write_batch(seq, [TableBatch(schema.db, schema.name, columns, pk, changes)], changelog=empty_log)
+
+
+def forget_tables(state_dir: Path, lake: DeltaLake, names: Sequence[str]) -> list[str]:
+    """Drop the snapshot (state and Delta mirror) of ``db.table`` names, so the next run reads them again."""
+    import shutil
+
+    path = state_dir / "snapshot.json"
+    state = SnapshotState.load(path)
+    dropped = [n for n in names if n in state.tables]
+    for name in dropped:
+        del state.tables[name]
+        db, _, table = name.partition(".")
+        shutil.rmtree(lake.table_path(db, table), ignore_errors=True)
+    if dropped:
+        state.complete = False
+        state.save(path)
+    return dropped
 
 
 class SnapshotFilter:

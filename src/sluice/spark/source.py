@@ -235,7 +235,8 @@ def _tracker_at(options: SourceOptions, conn: Connection, start: Checkpoint) -> 
     history = SchemaHistory.open(options.schema_history) if options.schema_history else None
     catalog = history.catalog_at(start.file, start.pos) if history is not None and start.file else None
     if catalog is None:
-        catalog = bootstrap_catalog(conn, table_filter(options.tables, options.exclude_tables))
+        # Every table, not only the captured ones: a table added to the capture later is known already.
+        catalog = bootstrap_catalog(conn)
         if history is not None:
             history.record_bootstrap(start.file, start.pos, catalog)
     return SchemaTracker(catalog, history, flavor=flavor)

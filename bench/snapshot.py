@@ -1,0 +1,132 @@
+"""Snapshot benchmark: a 1M-row sysbench-shaped table into the Delta mirror, next to mysqldump.
+
+On a sandbox server (``--flavors``, MariaDB by default) a table ``bench.sbtest1 (id INT PRIMARY KEY,
+k INT, c CHAR(120), pad CHAR(60))`` gets ``--rows`` rows (kept under ``bench/out/snapshot-<flavor>``
+for re-runs). Then, in one run:
+
+  dump      ``mysqldump --single-transaction bench sbtest1 > /dev/null`` (MariaDB: ``mariadb-dump``)
+  sluice    ``sluice run --snapshot only`` of the table into a fresh lake (Spark ``local[*]`` on both
+            cores, start-up included), while a writer thread updates random rows one statement at
+            a time: the longest single write is reported (the source must never be blocked > 1 s)
+
+Run from the repository root::
+
+    .venv/bin/python bench/snapshot.py            # 1M rows
+    .venv/bin/python bench/snapshot.py --rows 100000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import shutil
+import sys
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import decode
+
+from sluice.dsn import parse_dsn
+from sluice.io.connection import Connection
+from sluice.sandbox.server import Sandbox
+
+OUT = decode.OUT
+
+
+def prepare(flavor: str, rows: int) -> Sandbox:
+    workdir = OUT / f"snapshot-{flavor}-{rows}"
+    marker = workdir / "ready.json"
+    if not marker.exists() and workdir.exists():
+        shutil.rmtree(workdir)
+    box = Sandbox.start(flavor, workdir=workdir, settings=decode.SERVER_SETTINGS)  # type: ignore[arg-type]
+    if not marker.exists():
+        decode.log(f"{flavor}: creating bench.sbtest1 with {rows:,} rows")
+        with Connection.open(parse_dsn(box.dsn("root"))) as conn:
+            conn.execute("CREATE DATABASE bench")
+            conn.execute(decode.W1_TABLE)
+            conn.execute("SET SESSION max_recursive_iterations = 100000000" if conn.is_mariadb
+                         else "SET SESSION cte_max_recursion_depth = 100000000")
+            step = 100_000
+            for first in range(1, rows + 1, step):
+                last = min(rows, first + step - 1)
+                conn.execute(
+                    f"INSERT INTO bench.sbtest1 WITH RECURSIVE s (n) AS (SELECT {first} UNION ALL SELECT n + 1 FROM s "
+                    f"WHERE n < {last}) SELECT n, n % 100000, REPEAT(CONCAT(n, '-'), 10), REPEAT('p', 60) FROM s"
+                )
+        marker.write_text(json.dumps({"rows": rows}))
+    return box
+
+
+def dump(box: Sandbox) -> decode.Run:
+    tool = "mariadb-dump" if box.flavor == "mariadb" else "mysqldump"
+    path = shutil.which(tool) or tool
+    args = [path, "--no-defaults", "--protocol=TCP", f"--host={box.host}", f"--port={box.port}", "--user=root",
+            "--password=" + decode.PASSWORDS["root"], "--single-transaction", "--skip-lock-tables", "bench", "sbtest1"]
+    return decode.timed(args, pin=False)
+
+
+def snapshot(box: Sandbox, rows: int) -> dict[str, object]:
+    lake = OUT / f"snapshot-lake-{box.flavor}"
+    shutil.rmtree(lake, ignore_errors=True)
+    stop = threading.Event()
+    longest = [0.0]
+    writes = [0]
+
+    def writer() -> None:
+        rng = random.Random(1)
+        with Connection.open(parse_dsn(box.dsn("root"))) as conn:
+            while not stop.is_set():
+                started = time.perf_counter()
+                conn.execute(f"UPDATE bench.sbtest1 SET k = k + 1 WHERE id = {rng.randrange(1, rows)}")
+                longest[0] = max(longest[0], time.perf_counter() - started)
+                writes[0] += 1
+                time.sleep(0.01)
+
+    thread = threading.Thread(target=writer, daemon=True)
+    thread.start()
+    try:
+        run = decode.timed([*decode.SLUICE, "run", "--source", box.dsn("root"), "--lake", str(lake),
+                            "--tables", r"bench\.sbtest1", "--snapshot", "only", "--chunk-rows", "50000"], pin=False)
+    finally:
+        stop.set()
+        thread.join()
+    return {"run": run.__dict__, "longest_write_s": longest[0], "writes": writes[0]}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--flavors", default="mariadb", help="comma-separated: mariadb, mysql")
+    args = parser.parse_args()
+    OUT.mkdir(parents=True, exist_ok=True)
+    results = []
+    for flavor in args.flavors.split(","):
+        box = prepare(flavor, args.rows)
+        try:
+            decode.log(f"{flavor}: mysqldump")
+            d = dump(box)
+            decode.log(f"{flavor}: sluice snapshot")
+            s = snapshot(box, args.rows)
+        finally:
+            box.stop()
+        results.append({"flavor": flavor, "rows": args.rows, "dump": d.__dict__, "sluice": s})
+    (OUT / f"snapshot-{args.rows}.json").write_text(json.dumps(results, indent=1, default=str))
+    print("| flavor | rows | mysqldump --single-transaction | sluice snapshot → Delta | ratio | longest write |")
+    print("|---|---|---|---|---|---|")
+    for r in results:
+        d, s = r["dump"], r["sluice"]["run"]  # type: ignore[index]
+        dump_rate = r["rows"] / d["seconds"]  # type: ignore[index,operator]
+        sluice_rate = r["rows"] / s["seconds"]  # type: ignore[index,operator]
+        err = "".join(f" ({x['error']})" for x in (d, s) if x.get("error"))  # type: ignore[union-attr]
+        print(f"| {r['flavor']} | {r['rows']:,} | {dump_rate:,.0f} rows/s ({d['seconds']:.1f}s) | "  # type: ignore[index]
+              f"{sluice_rate:,.0f} rows/s ({s['seconds']:.1f}s) | {sluice_rate / dump_rate:.2f}x | "  # type: ignore[index]
+              f"{r['sluice']['longest_write_s']:.3f}s |{err}")  # type: ignore[index]
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
