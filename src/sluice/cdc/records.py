@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sluice.binlog.events import GtidEvent, MariadbGtidEvent, RowsEvent, TransactionPayloadEvent
+from sluice.binlog.header import frozen_builder
 from sluice.binlog.rowplan import ABSENT
 from sluice.binlog.values.json_binary import JsonDiffs
 from sluice.errors import SchemaError
@@ -65,8 +66,20 @@ class RowChange:
         return out
 
 
+_build_change = frozen_builder(RowChange)
+_ABSENT = ABSENT
+
+
+def _present(names: tuple[str, ...], present: int) -> tuple[str, ...] | None:
+    """The names of the columns in an image's bitmap; None when every column is in it."""
+    n = len(names)
+    if present & ((1 << n) - 1) == (1 << n) - 1:
+        return None
+    return tuple(names[i] for i in range(n) if present >> i & 1)
+
+
 def _image(names: tuple[str, ...], values: tuple[Any, ...]) -> dict[str, Any]:
-    return {name: value for name, value in zip(names, values, strict=True) if value is not ABSENT}
+    return {name: value for name, value in zip(names, values, strict=True) if value is not _ABSENT}
 
 
 class RowChangeBuilder:
@@ -104,21 +117,44 @@ class RowChangeBuilder:
             return
         table = event.table
         names, pk = self._columns(table, file, pos) if self._resolve is None else self._resolve(table, file, pos)
+        if len(names) != table.column_count:
+            raise SchemaError(
+                f"{table.schema}.{table.table} has {table.column_count} columns in its TABLE_MAP at {file}:{pos} "
+                f"but {len(names)} column names are known ({', '.join(names)}); the schema history does not "
+                "match the binlog: start from a binlog position whose schema is known"
+            )
         op = _OPS[kind]
         db, name, gtid, ts = table.schema, table.table, self.gtid, event.header.timestamp
-        if kind == "write":
+        make = _build_change
+        if kind != "update":
+            # Only columns in the image's bitmap are in the dict, and never an ABSENT value: with
+            # every column present (full row images, the default) the dict is names zipped with
+            # values, checked for ABSENT (a C-level scan, cheaper than testing value by value).
+            cols = _present(names, event.columns_present)
             for i, values in enumerate(rows):
-                yield RowChange(op, db, name, None, _image(names, values), pk, file, pos, i, gtid, ts)
-        elif kind == "delete":
-            for i, values in enumerate(rows):
-                yield RowChange(op, db, name, _image(names, values), None, pk, file, pos, i, gtid, ts)
-        else:
-            for i, (before, after) in enumerate(rows):
+                if cols is None and _ABSENT not in values:
+                    image = dict(zip(names, values, strict=True))
+                else:
+                    image = _image(names, values)
+                if kind == "write":
+                    yield make(op, db, name, None, image, pk, file, pos, i, gtid, ts, None)
+                else:
+                    yield make(op, db, name, image, None, pk, file, pos, i, gtid, ts, None)
+            return
+        full_before = _present(names, event.columns_present) is None
+        present_after = event.columns_present_after
+        full_after = _present(names, event.columns_present if present_after is None else present_after) is None
+        for i, (before, after) in enumerate(rows):
+            if full_before and _ABSENT not in before:
+                before_image = dict(zip(names, before, strict=True))
+            else:
+                before_image = _image(names, before)
+            if full_after and _ABSENT not in after:
+                after_image = dict(zip(names, after, strict=True))
+            else:
                 after_image = _image(names, after)
-                diffs = _split_diffs(after_image)
-                yield RowChange(
-                    op, db, name, _image(names, before), after_image, pk, file, pos, i, gtid, ts, diffs
-                )
+            diffs = _split_diffs(after_image)
+            yield make(op, db, name, before_image, after_image, pk, file, pos, i, gtid, ts, diffs)
 
     def changes(self, events: Iterable[tuple[str, int, Any]]) -> Iterator[RowChange]:
         for file, pos, event in events:
