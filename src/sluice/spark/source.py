@@ -7,19 +7,22 @@ batch of its own, so every batch has one layout per table. Executors replay thei
 replication connection of their own, from the range's start to its end, and decode it into Arrow
 batches of ``sluice.spark.changes.ARROW_SCHEMA``; the same offsets always give the same rows.
 
-``spark.read.format("binlog").load(path_or_paths)`` — archived binlog files, a task per file; the
-driver first reads the DDL of the files in order so that each task starts with the schema in force
-at its file's start (the same rules as ``sluice dump``).
+``spark.read.format("binlog").load(path_or_paths)`` — archived binlog files, a task per file or per
+transaction-aligned segment of a large file; the driver first reads the DDL of the files in order so
+that each task starts with the schema in force at its segment's start (the same rules as ``sluice
+dump``).
 
 Options (camelCase, as Spark spells them): ``dsn``, ``tables``, ``excludeTables``, ``ops``,
 ``startingPosition`` (``earliest`` (default), ``latest``, ``FILE:POS`` or a GTID set),
-``maxRowsPerBatch``, ``maxBytesPerBatch``, ``rowsPerPartition`` (default 100000) and
+``maxRowsPerBatch``, ``maxBytesPerBatch``, ``rowsPerPartition`` (default 100000), ``segmentBytes``
+(files: a task per transaction-aligned segment of about this size, default 128 MiB) and
 ``schemaHistory`` (a file that keeps the schema history across restarts; strongly advised unless
 the server writes ``binlog_row_metadata=FULL``).
 """
 
 from __future__ import annotations
 
+import io
 import logging
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -70,6 +73,7 @@ class SourceOptions:
     rows_per_partition: int = 100_000
     schema_history: str | None = None
     paths: tuple[str, ...] = ()
+    segment_bytes: int = 128 << 20
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> SourceOptions:
@@ -105,6 +109,7 @@ class SourceOptions:
             rows_per_partition=number("rowsPerPartition") or 100_000,
             schema_history=lower.get("schemahistory"),
             paths=paths,
+            segment_bytes=number("segmentBytes") or 128 << 20,
         )
 
     def capture_config(self) -> CaptureConfig:
@@ -144,9 +149,13 @@ class RangePartition(InputPartition):
 
 @dataclass
 class FilePartition(InputPartition):
+    """A file, or the transactions of a file from ``start`` to ``end`` (None: its end)."""
+
     path: str
     catalog: dict[str, Any]
     flavor: str | None
+    start: int = 4
+    end: int | None = None
 
 
 @dataclass
@@ -393,18 +402,26 @@ class BinlogFileReader(DataSourceReader):
         self.options = options
 
     def partitions(self) -> Sequence[InputPartition]:
-        # The DDL of every file, in order: the catalog at each file's start. No rows are decoded.
+        # The DDL of every file, in order: the catalog at each segment's start. No rows are decoded.
         skip_rows = CaptureConfig(table_filter=lambda _db, _table: False)
         capture: ChangeCapture | None = None
         parts: list[InputPartition] = []
+        size = self.options.segment_bytes
         for path in _expand(self.options.paths):
             name = os.path.basename(path)
             if capture is None:
                 capture = ChangeCapture(skip_rows, Checkpoint(name, 4))
-            parts.append(FilePartition(path, capture.tracker.catalog.to_json(), capture.tracker.flavor))
+            tracker = capture.tracker
+            parts.append(FilePartition(path, tracker.catalog.to_json(), tracker.flavor))
             capture.begin_file(name, path)
+            segment = 4
             for offset, data in iter_raw_events(path):
-                capture.feed(name, offset, offset + len(data), data)
+                done = capture.feed(name, offset, offset + len(data), data)
+                if done is not None and done.end.pos - segment >= size:
+                    # A transaction boundary past the segment size: the next task starts here.
+                    segment = done.end.pos
+                    parts[-1] = replace(parts[-1], end=segment)  # type: ignore[type-var]
+                    parts.append(FilePartition(path, tracker.catalog.to_json(), tracker.flavor, start=segment))
             capture.cut_off()
         return parts
 
@@ -417,12 +434,54 @@ class BinlogFileReader(DataSourceReader):
         capture.begin_file(name, path)
 
         def committed() -> Iterator[CommittedTransaction]:
-            for offset, data in iter_raw_events(path):
+            for offset, data in _segment(path, partition.start, partition.end):
                 done = capture.feed(name, offset, offset + len(data), data)
                 if done is not None:
                     yield done
 
         yield from _arrow_batches(committed())
+
+
+class _Spliced(io.RawIOBase):
+    """A binlog file seen as its magic and FORMAT_DESCRIPTION event followed directly by the bytes
+    from ``start`` on: a segment a reader can decode on its own."""
+
+    def __init__(self, f: Any, head: bytes, start: int) -> None:
+        self._f, self._head = f, head
+        f.seek(start)
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> int:
+        if self._head:
+            n = min(len(b), len(self._head))
+            b[:n] = self._head[:n]
+            self._head = self._head[n:]
+            return n
+        data = self._f.read(len(b))
+        b[: len(data)] = data
+        return len(data)
+
+
+def _segment(path: str, start: int, end: int | None) -> Iterator[tuple[int, bytes]]:
+    """``(offset, event)`` of the FORMAT_DESCRIPTION event and of the events in ``[start, end)``."""
+    if start <= 4:
+        for offset, data in iter_raw_events(path):
+            if end is not None and offset >= end:
+                return
+            yield offset, data
+        return
+    with open(path, "rb") as f:
+        head = f.read(4 + 19)
+        fde_size = int.from_bytes(head[4 + 9 : 4 + 13], "little")
+        head += f.read(fde_size - 19)
+        shift = start - (4 + fde_size)
+        for offset, data in iter_raw_events(io.BufferedReader(_Spliced(f, head, start))):
+            at = offset if offset == 4 else offset + shift
+            if end is not None and at >= end:
+                return
+            yield at, data
 
 
 def _expand(paths: Sequence[str]) -> list[str]:
