@@ -62,7 +62,8 @@ def register(sub: Any) -> None:
         help="where a new lake starts: earliest (default), latest, FILE:POS or a GTID set",
     )
     parser.add_argument(
-        "--max-rows-per-batch", type=int, metavar="N", help="cap on the changes in one micro-batch (default 200000)"
+        "--max-rows-per-batch", type=int, metavar="N",
+        help="cap on the changes in one micro-batch (default: batches of up to 256 MiB of binlog)"
     )
     parser.add_argument(
         "--snapshot", choices=("initial", "never", "only"),
@@ -112,7 +113,7 @@ def load_config(args: argparse.Namespace) -> Any:
         trigger=settings.get("trigger", "1s"),
         master=settings.get("master"),
         starting_position=settings.get("from", "earliest"),
-        max_rows_per_batch=int(settings.get("max_rows_per_batch", 200_000)),
+        max_rows_per_batch=int(settings["max_rows_per_batch"]) if settings.get("max_rows_per_batch") else None,
         snapshot=settings.get("snapshot") or ("never" if "from" in settings else "initial"),
         chunk_rows=int(settings.get("chunk_rows", 50_000)),
         conf=tuple((str(k), str(v)) for k, v in spark_conf.items()),

@@ -52,7 +52,8 @@ class PipelineConfig:
     starting_position: str = "earliest"
     snapshot: str = "never"  # initial: snapshot the tables first, then stream; only: snapshot and stop
     chunk_rows: int = 50_000
-    max_rows_per_batch: int | None = 200_000
+    max_rows_per_batch: int | None = None  # counting rows makes the driver decode ahead: bytes by default
+    max_bytes_per_batch: int | None = 256 << 20
     conf: tuple[tuple[str, str], ...] = ()
 
     @property
@@ -170,6 +171,8 @@ class Pipeline:
             reader = reader.option("excludeTables", cfg.exclude_tables)
         if cfg.max_rows_per_batch:
             reader = reader.option("maxRowsPerBatch", str(cfg.max_rows_per_batch))
+        if cfg.max_bytes_per_batch:
+            reader = reader.option("maxBytesPerBatch", str(cfg.max_bytes_per_batch))
         writer = reader.load().writeStream.foreachBatch(self._batch).option(
             "checkpointLocation", str(self.checkpoint_path)
         )

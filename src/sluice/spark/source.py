@@ -14,7 +14,9 @@ dump``).
 
 Options (camelCase, as Spark spells them): ``dsn``, ``tables``, ``excludeTables``, ``ops``,
 ``startingPosition`` (``earliest`` (default), ``latest``, ``FILE:POS`` or a GTID set),
-``maxRowsPerBatch``, ``maxBytesPerBatch``, ``rowsPerPartition`` (default 100000), ``segmentBytes``
+``maxRowsPerBatch`` (the driver then decodes ahead to count rows), ``maxBytesPerBatch`` (planning
+by binlog bytes: the driver decodes no rows), ``rowsPerPartition`` (default 100000) /
+``bytesPerPartition`` (default 16 MiB) for the ranges executors decode in parallel, ``segmentBytes``
 (files: a task per transaction-aligned segment of about this size, default 128 MiB) and
 ``schemaHistory`` (a file that keeps the schema history across restarts; strongly advised unless
 the server writes ``binlog_row_metadata=FULL``).
@@ -71,6 +73,7 @@ class SourceOptions:
     max_rows: int | None = None
     max_bytes: int | None = None
     rows_per_partition: int = 100_000
+    bytes_per_partition: int = 16 << 20
     schema_history: str | None = None
     paths: tuple[str, ...] = ()
     segment_bytes: int = 128 << 20
@@ -107,6 +110,7 @@ class SourceOptions:
             max_rows=number("maxRowsPerBatch"),
             max_bytes=number("maxBytesPerBatch"),
             rows_per_partition=number("rowsPerPartition") or 100_000,
+            bytes_per_partition=number("bytesPerPartition") or 16 << 20,
             schema_history=lower.get("schemahistory"),
             paths=paths,
             segment_bytes=number("segmentBytes") or 128 << 20,
@@ -217,15 +221,20 @@ class _Scout:
             end, rows, size = p.end, rows + p.rows, size + p.size
         return end
 
-    def ranges(self, start: Checkpoint, end: Checkpoint, per_partition: int) -> list[RangePartition] | None:
-        """Partitions for [start, end) from what was scouted, or None if it was not."""
+    def ranges(self, start: Checkpoint, end: Checkpoint, per_partition: int,
+               bytes_per_partition: int) -> list[RangePartition] | None:
+        """Partitions for [start, end) from what was scouted, or None if it was not: about
+        ``per_partition`` rows each when rows were counted, else about ``bytes_per_partition``."""
         chosen = [p for p in self.pending if _key(p.start) >= _key(start) and _key(p.end) <= _key(end)]
         if not chosen or chosen[0].start != start or chosen[-1].end != end:
             return None
+        counted = self.capture.config.count_only
         parts: list[RangePartition] = []
         group: list[_Planned] = []
         for p in chosen:
-            if group and sum(g.rows for g in group) + p.rows > per_partition:
+            full = (sum(g.rows for g in group) + p.rows > per_partition if counted
+                    else sum(g.size for g in group) + p.size > bytes_per_partition)
+            if group and full:
                 parts.append(self._range(group))
                 group = []
             group.append(p)
@@ -312,7 +321,7 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             return []
         scout = self._scout
         if scout is not None:
-            parts = scout.ranges(begin, finish, self.options.rows_per_partition)
+            parts = scout.ranges(begin, finish, self.options.rows_per_partition, self.options.bytes_per_partition)
             if parts is not None:
                 return parts
         # A batch planned before a restart: one range, with the schema persisted at its start.
@@ -338,7 +347,13 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         with Connection.open(config.connection) as conn:
             tracker = _tracker_at(self.options, conn, start)
             flavor = "mariadb" if conn.is_mariadb else "mysql"
-        capture = ChangeCapture(replace(self.options.capture_config(), count_only=True), start, tracker)
+        if self.options.max_rows is not None:
+            # Row counts are needed to honour maxRowsPerBatch: decode (but build no records).
+            planning = replace(self.options.capture_config(), count_only=True)
+        else:
+            # Planning by bytes: transaction boundaries and DDL only, no row is decoded here.
+            planning = CaptureConfig(table_filter=lambda _db, _table: False, count_only=True)
+        capture = ChangeCapture(planning, start, tracker)
         self._scout = _Scout(self.options, start, capture, flavor)
         return self._scout
 
