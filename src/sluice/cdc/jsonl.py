@@ -13,6 +13,7 @@ import json
 import re
 import secrets
 from decimal import Decimal
+from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
 from typing import Any
 
 from sluice.binlog.values.geometry import Geometry
@@ -43,7 +44,14 @@ def _default(value: Any) -> Any:
 
 
 _encoder = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=_default, allow_nan=True)
-encode = _encoder.encode
+# One C encoder for every value, with the options of ``_encoder`` (whose ``encode`` builds a new one
+# per call) but no check for circular references, which decoded values cannot have.
+_c_encode = c_make_encoder(None, _default, encode_basestring, None, ":", ",", False, False, True)
+
+
+def encode(value: Any) -> str:
+    """Compact JSON text of ``value`` (DECIMALs inside JSON documents still marked)."""
+    return "".join(_c_encode(value, 0))
 
 
 def unmark(text: str) -> str:
@@ -53,9 +61,46 @@ def unmark(text: str) -> str:
     return text
 
 
+# Encoded pieces that repeat from change to change: '{"op":..,"db":..,"table":..,"before":', pk, file.
+_heads: dict[tuple[str, str, str], str] = {}
+_pks: dict[tuple[str, ...], str] = {}
+_files: dict[str, str] = {}
+_CACHE_MAX = 4096
+
+
 def change_line(change: RowChange) -> str:
-    """The JSON line (without newline) of one row change."""
-    text = encode(change.as_dict())
+    """The JSON line (without newline) of one row change: ``encode(change.as_dict())``, unmarked."""
+    op, db, table, pk, file, gtid = change.op, change.db, change.table, change.pk, change.file, change.gtid
+    pos, row, ts = change.pos, change.row, change.ts
+    if (type(op) is not str or type(db) is not str or type(table) is not str or type(file) is not str
+            or type(pk) is not tuple or type(pos) is not int or type(row) is not int or type(ts) is not int
+            or (gtid is not None and type(gtid) is not str)):
+        return unmark(encode(change.as_dict()))
+    head = _heads.get((op, db, table))
+    if head is None:
+        if len(_heads) >= _CACHE_MAX:
+            _heads.clear()
+        head = _heads[(op, db, table)] = (
+            f'{{"op":{encode(op)},"db":{encode(db)},"table":{encode(table)},"before":'
+        )
+    pk_text = _pks.get(pk)
+    if pk_text is None:
+        if len(_pks) >= _CACHE_MAX:
+            _pks.clear()
+        pk_text = _pks[pk] = encode(list(pk))
+    file_text = _files.get(file)
+    if file_text is None:
+        if len(_files) >= _CACHE_MAX:
+            _files.clear()
+        file_text = _files[file] = encode(file)
+    before, after = change.before, change.after
+    text = (
+        f'{head}{"null" if before is None else encode(before)},"after":{"null" if after is None else encode(after)}'
+        f',"pk":{pk_text},"file":{file_text},"pos":{pos},"row":{row}'
+        f',"gtid":{"null" if gtid is None else encode_basestring(gtid)},"ts":{ts}'
+    )
+    diffs = change.json_diffs
+    text = f'{text},"json_diffs":{encode(diffs)}}}' if diffs else text + "}"
     if _MARKED in text:
         text = _UNMARK.sub(r"\1", text)
     return text
