@@ -160,38 +160,78 @@ def _container(t: int, b: bytes, base: int, end: int, depth: int) -> Any:
     keys_size = key_entry * count if is_object else 0
     if entries + keys_size + value_entry * count > cend:
         raise ValueError(f"JSON container of {count} elements does not fit in {size} bytes")
-    read_off = _U32 if large else _U16
-    values = []
-    ventries = entries + keys_size
-    for i in range(count):
-        e = ventries + i * value_entry
-        vt = b[e]
+    # All value entries (type byte, then an inlined scalar or the value's offset) in one unpack.
+    unpack = (_LARGE_VALUES if large else _SMALL_VALUES).get(count) or _entries(large, False, count)
+    ventries = unpack(b, entries + keys_size)
+    values: list[Any] = []
+    append = values.append
+    for i in range(0, 2 * count, 2):
+        vt = ventries[i]
+        x = ventries[i + 1]
         if vt == LITERAL:
-            values.append(_literal(b[e + 1]))
+            literal = _LITERALS.get(x & 0xFF, _BAD)
+            append(_literal(x & 0xFF) if literal is _BAD else literal)
         elif vt == INT16:
-            values.append(_I16(b, e + 1)[0])
+            x &= 0xFFFF
+            append(x - 0x10000 if x & 0x8000 else x)
         elif vt == UINT16:
-            values.append(_U16(b, e + 1)[0])
+            append(x & 0xFFFF)
         elif large and vt == INT32:
-            values.append(_I32(b, e + 1)[0])
+            append(x - 0x100000000 if x & 0x80000000 else x)
         elif large and vt == UINT32:
-            values.append(_U32(b, e + 1)[0])
+            append(x)
         else:
-            off = read_off(b, e + 1)[0]
-            if off < hdr or base + off >= cend:
-                raise ValueError(f"JSON value offset {off} outside its container")
-            values.append(parse_json_value(vt, b, base + off, cend, depth))
+            if x < hdr or base + x >= cend:
+                raise ValueError(f"JSON value offset {x} outside its container")
+            p = base + x
+            # The common cases inline, anything else (and every error) through parse_json_value.
+            if vt == STRING:
+                n = b[p]
+                if n < 0x80 and p + 1 + n <= cend:
+                    append(b[p + 1 : p + 1 + n].decode("utf-8"))
+                    continue
+            elif vt <= LARGE_ARRAY:
+                if depth <= MAX_DEPTH:
+                    append(_container(vt, b, p, cend, depth + 1))
+                    continue
+            else:
+                width = _WIDTH.get(vt)
+                if width is not None and p + width <= cend:
+                    append(_SCALARS[vt](b, p)[0])
+                    continue
+            append(parse_json_value(vt, b, p, cend, depth))
     if not is_object:
         return values
+    unpack = (_LARGE_KEYS if large else _SMALL_KEYS).get(count) or _entries(large, True, count)
+    kentries = unpack(b, entries)
     obj = {}
     for i in range(count):
-        e = entries + i * key_entry
-        koff = read_off(b, e)[0]
-        klen = _U16(b, e + off_size)[0]
+        koff = kentries[2 * i]
+        klen = kentries[2 * i + 1]
         if koff < hdr or base + koff + klen > cend:
             raise ValueError(f"JSON key at offset {koff} outside its object")
         obj[b[base + koff : base + koff + klen].decode("utf-8")] = values[i]
     return obj
+
+
+_LITERALS = {0: None, 1: True, 2: False}
+_BAD = object()
+# count -> unpack_from of the entries of a container of that many elements
+_SMALL_VALUES: dict[int, Any] = {}
+_LARGE_VALUES: dict[int, Any] = {}
+_SMALL_KEYS: dict[int, Any] = {}
+_LARGE_KEYS: dict[int, Any] = {}
+
+
+def _entries(large: int, keys: bool, count: int) -> Any:
+    """``unpack_from`` of ``count`` key entries (offset, length) or value entries (type, inline
+    value or offset) of a small or large container, as one flat tuple."""
+    entry = ("IH" if keys else "BI") if large else ("HH" if keys else "BH")
+    unpack = struct.Struct("<" + entry * count).unpack_from
+    cache = (_LARGE_KEYS if keys else _LARGE_VALUES) if large else (_SMALL_KEYS if keys else _SMALL_VALUES)
+    if count <= 256:  # larger containers are rare: no cache entry each
+        cache[count] = unpack
+    return unpack
 
 
 def _opaque(b: bytes, pos: int, end: int) -> Any:
