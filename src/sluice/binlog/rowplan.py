@@ -681,11 +681,18 @@ def _uint_le_decoder(nbytes: int) -> Any:
 def _set_decoder(nbytes: int, members: tuple[str, ...]) -> Any:
     limit = 1 << len(members)
     bits = tuple(enumerate(members))
+    seen: dict[int, tuple[str, ...]] = {}  # mask -> members: a column holds few distinct sets
 
     def decode(buf: bytes, pos: int) -> tuple[str, ...]:
         mask = int.from_bytes(buf[pos : pos + nbytes], "little")
+        value = seen.get(mask)
+        if value is not None:
+            return value
         if mask >= limit:
             raise ValueError(f"SET bitmask 0x{mask:x} names members beyond the {len(members)} defined")
-        return tuple(m for k, m in bits if mask >> k & 1)
+        value = tuple(m for k, m in bits if mask >> k & 1)
+        if len(seen) < 4096:
+            seen[mask] = value
+        return value
 
     return decode

@@ -146,7 +146,29 @@ def datetime2_decoder(fsp: int) -> Decoder:
             return text + table[buf[pos + 5] << 8 | buf[pos + 6]]
         return f"{text}.{frac(buf, pos):06d}"[: 20 + fsp]
 
-    return decode
+    if nfrac != 3:
+        return decode
+    general = decode
+    cut = 20 + fsp
+
+    def decode_usec(buf: bytes, pos: int) -> str:
+        # DATETIME(5|6): integer part and microseconds in one 8-byte read; anything unusual
+        # (cut short, negative, fraction out of range) goes to the general decoder, which says why.
+        raw = buf[pos : pos + 8]
+        w = from_bytes(raw, "big")
+        v = (w >> 24) - DATETIMEF_INT_OFS
+        usec = w & 0xFFFFFF
+        if v < 0 or usec > 999999 or len(raw) != 8:
+            return general(buf, pos)
+        ymd = v >> 17
+        ym = ymd >> 5
+        hms = v & 0x1FFFF
+        return (
+            f"{y4[ym // 13]}-{d2[ym % 13]}-{d2[ymd & 31]} "
+            f"{d2[hms >> 12]}:{d2[hms >> 6 & 63]}:{d2[hms & 63]}.{usec:06d}"
+        )[:cut]
+
+    return decode_usec
 
 
 def timestamp2_decoder(fsp: int) -> Decoder:
@@ -252,7 +274,37 @@ def time2_decoder(fsp: int) -> Decoder:
                 packed = (intpart << 24) + f * 100
         return format_time_packed(packed, fsp)
 
-    return decode
+    if nfrac == 0:
+        return decode
+    general = decode
+    if nfrac == 3:
+        from_bytes = int.from_bytes
+
+        def decode_usec(buf: bytes, pos: int) -> str:
+            # TIME(5|6): one 6-byte read; negative values and anything unusual take the general path.
+            raw = buf[pos : pos + 6]
+            packed = from_bytes(raw, "big") - TIMEF_OFS
+            usec = packed & 0xFFFFFF
+            if packed < 0 or usec > 999999 or len(raw) != 6:
+                return general(buf, pos)
+            hms = packed >> 24
+            text = f"{d2[hms >> 12 & 0x3FF]}:{d2[hms >> 6 & 63]}:{d2[hms & 63]}"
+            return f"{text}.{usec:06d}"[: len(text) + 1 + fsp]
+
+        return decode_usec
+    table = _frac_table(nfrac, fsp)
+    limit = 100 if nfrac == 1 else 10000
+
+    def decode_frac(buf: bytes, pos: int) -> str:
+        # TIME(1..4), not negative: the fraction's text looked up; otherwise the general path.
+        if len(buf) >= pos + 3 + nfrac:
+            v = (buf[pos] << 16 | buf[pos + 1] << 8 | buf[pos + 2]) - TIMEF_INT_OFS
+            f = buf[pos + 3] if nfrac == 1 else buf[pos + 3] << 8 | buf[pos + 4]
+            if v >= 0 and f < limit:
+                return f"{d2[v >> 12 & 0x3FF]}:{d2[v >> 6 & 63]}:{d2[v & 63]}{table[f]}"
+        return general(buf, pos)
+
+    return decode_frac
 
 
 def timestamp_decoder() -> Decoder:
