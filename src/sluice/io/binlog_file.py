@@ -12,6 +12,7 @@ the typed error naming the file and the offset.
 from __future__ import annotations
 
 import os
+import struct
 import sys
 from collections.abc import Iterator
 from typing import BinaryIO
@@ -24,8 +25,9 @@ from sluice.errors import MalformedEventError, TruncatedError
 __all__ = ["BINLOG_MAGIC", "BinlogFile", "iter_events", "iter_raw_events"]
 
 BINLOG_MAGIC = b"\xfebin"
-BLOCK_SIZE = 1 << 16
+BLOCK_SIZE = 1 << 18
 _SIZE_OFFSET = 9  # event size inside the common header
+_U32 = struct.Struct("<I").unpack_from
 
 Source = str | os.PathLike[str] | BinaryIO
 
@@ -57,40 +59,39 @@ def _truncated(name: str, offset: int, detail: str) -> TruncatedError:
 
 
 def _raw_events(stream: BinaryIO, name: str, offset: int) -> Iterator[tuple[int, bytes]]:
-    buf = bytearray()
+    buf = b""
     pos = 0  # start of the next event inside buf
     eof = False
     read = stream.read
+    size_at = _U32
     while True:
-        avail = len(buf) - pos
-        if avail >= HEADER_LEN:
-            size = int.from_bytes(buf[pos + _SIZE_OFFSET : pos + _SIZE_OFFSET + 4], "little")
+        n = len(buf)
+        # Every whole event in the buffer, sliced straight out of it (one copy per event).
+        while n - pos >= HEADER_LEN:
+            (size,) = size_at(buf, pos + _SIZE_OFFSET)
             if size < HEADER_LEN:
                 raise MalformedEventError(
                     f"event header declares {size} bytes, less than the header itself",
                     file=name, offset=offset,
                 )
-            if avail >= size:
-                data = bytes(buf[pos : pos + size])
-                pos += size
-                yield offset, data
-                offset += size
-                continue
-            need = size - avail
-        else:
-            need = HEADER_LEN - avail
+            end = pos + size
+            if end > n:
+                break
+            yield offset, buf[pos:end]
+            pos = end
+            offset += size
+        avail = n - pos
+        need = size - avail if avail >= HEADER_LEN else HEADER_LEN - avail  # size: the event cut off above
         if eof:
             if avail == 0:
                 return
             raise _truncated(name, offset, f"{avail} bytes present, at least {avail + need} needed")
-        if pos:
-            del buf[:pos]
-            pos = 0
         chunk = read(max(BLOCK_SIZE, need))
         if not chunk:
             eof = True
         else:
-            buf += chunk
+            buf = buf[pos:] + chunk if pos < n else chunk
+            pos = 0
 
 
 def _events(stream: BinaryIO, name: str, parser: EventParser, offset: int) -> Iterator[tuple[int, Event]]:
