@@ -292,16 +292,38 @@ def time2_decoder(fsp: int) -> Decoder:
             return f"{text}.{usec:06d}"[: len(text) + 1 + fsp]
 
         return decode_usec
-    table = _frac_table(nfrac, fsp)
-    limit = 100 if nfrac == 1 else 10000
+    unit = 10000 if nfrac == 1 else 100
 
     def decode_frac(buf: bytes, pos: int) -> str:
-        # TIME(1..4), not negative: the fraction's text looked up; otherwise the general path.
+        # TIME(1..4): my_time_packed_from_binary and format_time_packed in one function; anything
+        # unusual (cut short, fraction or microseconds out of range) takes the general path.
         if len(buf) >= pos + 3 + nfrac:
-            v = (buf[pos] << 16 | buf[pos + 1] << 8 | buf[pos + 2]) - TIMEF_INT_OFS
-            f = buf[pos + 3] if nfrac == 1 else buf[pos + 3] << 8 | buf[pos + 4]
-            if v >= 0 and f < limit:
-                return f"{d2[v >> 12 & 0x3FF]}:{d2[v >> 6 & 63]}:{d2[v & 63]}{table[f]}"
+            intpart = (buf[pos] << 16 | buf[pos + 1] << 8 | buf[pos + 2]) - TIMEF_INT_OFS
+            if nfrac == 1:
+                f = buf[pos + 3]
+                if intpart < 0 and f:
+                    intpart += 1
+                    f -= 0x100
+                ok = -100 < f < 100
+            else:
+                f = buf[pos + 3] << 8 | buf[pos + 4]
+                if intpart < 0 and f:
+                    intpart += 1
+                    f -= 0x10000
+                ok = -10000 < f < 10000
+            if ok:
+                packed = (intpart << 24) + f * unit
+                sign = ""
+                if packed < 0:
+                    sign = "-"
+                    packed = -packed
+                hms = packed >> 24
+                usec = packed & 0xFFFFFF
+                if usec <= 999999:
+                    return (
+                        f"{sign}{d2[hms >> 12 & 0x3FF]}:{d2[hms >> 6 & 63]}:{d2[hms & 63]}"
+                        f"{f'.{usec:06d}'[: 1 + fsp]}"
+                    )
         return general(buf, pos)
 
     return decode_frac
