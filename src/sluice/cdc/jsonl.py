@@ -9,6 +9,7 @@ list of ``{"op", "path", "value"}``.
 from __future__ import annotations
 
 import base64
+import binascii
 import json
 import re
 import secrets
@@ -24,10 +25,16 @@ from sluice.cdc.records import RowChange
 # json module cannot emit: it is written as a marked string, and the marks are removed afterwards.
 _MARK = f"\x00sluice-{secrets.token_hex(4)}:"
 _MARKED = json.dumps(_MARK)[1:-1]
+_b2a_base64 = binascii.b2a_base64
 _UNMARK = re.compile('"' + re.escape(_MARKED) + r'(-?[0-9.]+)"')
 
 
 def _default(value: Any) -> Any:
+    kind = type(value)  # the two common cases first, by exact type
+    if kind is Decimal:
+        return format(value, "f")
+    if kind is bytes:
+        return _b2a_base64(value, newline=False).decode("ascii")  # = base64.b64encode
     if isinstance(value, JsonDecimal):
         return _MARK + format(value, "f")
     if isinstance(value, Decimal):
