@@ -11,13 +11,10 @@ import pytest
 from sluice.cdc.schema.model import ColumnDef, TableSchema
 from sluice.cdc.snapshot.chunks import (
     Chunk,
-    SnapshotProgress,
     boundary_chunks,
     choose_key,
     chunk_predicate,
     integer_chunks,
-    load_progress,
-    save_progress,
     sql_literal,
 )
 from sluice.errors import ConfigError, SchemaError
@@ -86,31 +83,3 @@ def test_chunks_pickle_and_round_trip_through_json() -> None:
         Chunk.from_json({"db": "d", "table": "t", "index": 0, "key": ["a"], "lower": [{"x": 1}], "upper": None})
     with pytest.raises(ConfigError):
         Chunk.from_json([1, 2])
-
-
-def test_progress_saves_atomically_and_resumes_at_the_first_unfinished_chunk(tmp_path) -> None:
-    path = tmp_path / "snapshot.json"
-    assert load_progress(path) is None
-    progress = SnapshotProgress()
-    chunks = integer_chunks("d", "t", "id", 1, 100, rows=100, chunk_rows=25)
-    progress.plan(chunks)
-    progress.plan(boundary_chunks("d", "u", ("k",), [("m",)]))
-    progress.complete(chunks[0], 25)
-    progress.complete(chunks[0], 25)  # twice counts once
-    progress.complete(chunks[2], 20)
-    save_progress(path, progress)
-    loaded = load_progress(path)
-    assert loaded is not None
-    assert (loaded.chunks_done, loaded.chunks_total, loaded.rows) == (2, 6, 45)
-    assert [c.index for c in loaded.tables["d.t"].pending()] == [1, 3]
-    loaded.plan(chunks)  # planning again keeps the progress
-    assert loaded.tables["d.t"].done == {0, 2}
-    assert [p.name for p in tmp_path.iterdir()] == ["snapshot.json"]  # no temporary file left
-    with pytest.raises(ConfigError, match="never planned"):
-        loaded.complete(Chunk("d", "x", 0, ("id",), None, None), 1)
-    path.write_text("{not json")
-    with pytest.raises(ConfigError, match="not valid JSON"):
-        load_progress(path)
-    path.write_text('{"version": 9}')
-    with pytest.raises(ConfigError, match="version 1"):
-        load_progress(path)

@@ -14,13 +14,13 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from sluice.cdc.position import Checkpoint
 from sluice.errors import ConfigError
+from sluice.io.atomic import write_atomically
 
 __all__ = ["VERSION", "CheckpointFile"]
 
@@ -98,21 +98,7 @@ class CheckpointFile:
                 "create it or choose another checkpoint location"
             )
         self._remove_stale_temps(directory)
-        try:
-            fd, temp = tempfile.mkstemp(prefix=self._temp_prefix, suffix=".tmp", dir=directory)
-        except OSError as exc:
-            raise ConfigError(f"cannot write the checkpoint to {directory}: {_reason(exc)}") from None
-        try:
-            with os.fdopen(fd, "wb") as out:
-                out.write(data)
-                out.flush()
-                os.fsync(out.fileno())
-            os.replace(temp, self.path)
-        except OSError as exc:
-            with contextlib.suppress(OSError):
-                os.unlink(temp)
-            raise ConfigError(f"cannot write the checkpoint file {self.path}: {_reason(exc)}") from None
-        _fsync_directory(directory)
+        write_atomically(self.path, data, what="the checkpoint", prefix=self._temp_prefix)
 
     def _remove_stale_temps(self, directory: Path) -> None:
         """Temporary files of saves a crash interrupted (only this process writes this checkpoint)."""
@@ -124,20 +110,6 @@ class CheckpointFile:
         for name in names:
             with contextlib.suppress(OSError):
                 os.unlink(directory / name)
-
-
-def _fsync_directory(directory: Path) -> None:
-    """Make the rename durable (POSIX); platforms that cannot open a directory skip it."""
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 def _reason(exc: BaseException) -> str:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import signal
 import threading
 import time
@@ -26,10 +25,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+
 from sluice.cdc.records import RowChange
 from sluice.cdc.schema import SchemaHistory
 from sluice.dsn import parse_dsn
 from sluice.errors import ConfigError
+from sluice.io.atomic import write_atomically
 from sluice.io.connection import Connection
 from sluice.io.replication import server_binlog_status
 from sluice.spark.delta_sink import DeltaLake, TableBatch
@@ -116,16 +118,15 @@ class Pipeline:
             except (ValueError, KeyError) as exc:
                 raise ConfigError(f"{meta} is damaged ({exc}); delete {state} to start the lake over") from None
         pid = f"sluice-{uuid.uuid4().hex[:12]}"
-        tmp = meta.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"id": pid, "source": parse_dsn(self.config.source).redacted()}))
-        os.replace(tmp, meta)
+        doc = {"id": pid, "source": parse_dsn(self.config.source).redacted()}
+        write_atomically(meta, json.dumps(doc).encode("utf-8"), what="the pipeline id")
         return pid
 
     # -- the query --------------------------------------------------------------------------------
     def snapshot(self, spark: Any) -> str | None:
         """Run or resume the initial snapshot (``snapshot="initial"|"only"``) unless the stream has
         already started; returns where the stream must start, None when the snapshot does not decide."""
-        from sluice.commands.dump import table_filter
+        from sluice.cdc.filters import table_filter
         from sluice.spark.snapshot import SnapshotFilter, SnapshotRunner, SnapshotState, stream_start
 
         cfg = self.config
@@ -274,7 +275,7 @@ class Pipeline:
                 stats.unmirrorable.add(name)
                 self.progress(f"{name} has no primary key: written to the change log only, not mirrored")
         visible_us = int(time.time() * 1_000_000)
-        commits = table.column("commit_ts").cast(pa_int64()).to_numpy()
+        commits = table.column("commit_ts").cast(pa.int64()).to_numpy()
         lags = ((visible_us - commits) / 1_000_000).clip(min=0.0)
         stats.latencies.extend(lags.tolist())
         stats.last_commit_lag = float(lags.min())
@@ -287,12 +288,6 @@ class Pipeline:
         except Exception:  # progress only: never fail a batch over it
             return None
         return status.pos - pos if status.file == file else None
-
-
-def pa_int64() -> Any:
-    import pyarrow as pa
-
-    return pa.int64()
 
 
 def _row_changes(columns: tuple[Any, ...], rows: Any) -> list[RowChange]:
@@ -313,7 +308,7 @@ def _row_changes(columns: tuple[Any, ...], rows: Any) -> list[RowChange]:
     pos = rows.column("pos").to_pylist()
     row = rows.column("row").to_pylist()
     gtid = rows.column("gtid").to_pylist()
-    ts = (rows.column("ts").cast(pa_int64()).to_numpy() // 1_000_000).tolist()
+    ts = (rows.column("ts").cast(pa.int64()).to_numpy() // 1_000_000).tolist()
     return [
         RowChange(op[i], db, name, decode(before[i]), decode(after[i]), pk, file[i], pos[i], row[i], gtid[i], ts[i])
         for i in range(len(op))
@@ -322,8 +317,6 @@ def _row_changes(columns: tuple[Any, ...], rows: Any) -> list[RowChange]:
 
 def _changelog(table: Any, batch_id: int) -> Any:
     """The change-log rows straight from the batch's Arrow columns: the images are already JSON."""
-    import pyarrow as pa
-
     from sluice.spark.delta_sink import CHANGELOG_SCHEMA
 
     n = table.num_rows

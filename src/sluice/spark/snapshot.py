@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -41,6 +40,7 @@ from sluice.cdc.snapshot.reader import TablePlan, binlog_position, plan_table, p
 from sluice.cdc.snapshot.reconcile import KeyOrder, after_high, key_order, reconcile, split_key_move
 from sluice.dsn import parse_dsn
 from sluice.errors import ConfigError
+from sluice.io.atomic import write_atomically
 from sluice.io.connection import Connection
 from sluice.spark.delta_sink import CHANGELOG_SCHEMA, DeltaLake, TableBatch
 
@@ -77,12 +77,7 @@ class SnapshotState:
             raise ConfigError(f"{path} is damaged ({exc}); delete the lake's _sluice directory to start over") from None
 
     def save(self, path: Path) -> None:
-        tmp = path.with_suffix(".tmp")
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(self.to_json(), f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
+        write_atomically(path, json.dumps(self.to_json()).encode("utf-8"), what="the snapshot state")
 
 
 def _cp(data: dict[str, Any]) -> Checkpoint:

@@ -24,6 +24,7 @@ from typing import Any
 
 from sluice.cdc.schema.model import Catalog, DbDefaults, TableSchema
 from sluice.errors import ConfigError
+from sluice.io.atomic import fsync_directory
 
 __all__ = ["HistoryEntry", "SchemaHistory", "binlog_order"]
 
@@ -124,7 +125,7 @@ class SchemaHistory:
                     f.write(json.dumps({"format": FORMAT, "version": VERSION}) + "\n")
                     f.flush()
                     os.fsync(f.fileno())
-                _fsync_dir(p)
+                fsync_directory(os.path.dirname(os.path.abspath(p)))
             except OSError as exc:
                 raise ConfigError(f"cannot create the schema history file {p}: {exc.strerror or exc}") from None
             return cls(p, [])
@@ -257,14 +258,3 @@ def _parse(path: str, data: bytes) -> list[HistoryEntry]:
     return entries
 
 
-def _fsync_dir(path: str) -> None:
-    try:
-        fd = os.open(os.path.dirname(os.path.abspath(path)), os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)

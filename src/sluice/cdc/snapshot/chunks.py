@@ -9,24 +9,17 @@ checks of reconciliation. ``choose_key`` picks the key (the primary key, else a 
 columns are all NOT NULL, else none), ``integer_chunks`` splits a single integer key by even ranges
 between its MIN and MAX, and ``boundary_chunks`` turns sampled keys (taken in the server's key order,
 see ``sluice.cdc.snapshot.reader``) into consecutive chunks. ``ChunkRead`` is what reading one chunk
-yields: its rows between a low and a high binlog watermark. ``SnapshotProgress`` records the planned
-and completed chunks of every table and rows read, saved atomically (``save_progress``,
-``load_progress``: temporary file, fsync, rename) so that a killed snapshot resumes at the first
-unfinished chunk.
+yields: its rows between a low and a high binlog watermark. Chunks have a JSON form so that the
+pipeline can record the plan and the finished chunks (``sluice.spark.snapshot``).
 """
 
 from __future__ import annotations
 
 import base64
-import contextlib
-import json
 import math
-import os
-import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from decimal import Decimal
-from pathlib import Path
 from typing import Any
 
 from sluice.cdc.position import Checkpoint
@@ -37,20 +30,15 @@ from sluice.errors import ConfigError, SchemaError
 __all__ = [
     "DEFAULT_CHUNK_ROWS",
     "KEY_TYPES",
-    "PROGRESS_VERSION",
     "Chunk",
     "ChunkRead",
-    "SnapshotProgress",
-    "TableProgress",
     "boundary_chunks",
     "choose_key",
     "chunk_predicate",
     "integer_chunks",
     "is_integer_key",
     "key_columns",
-    "load_progress",
     "order_by",
-    "save_progress",
     "sql_literal",
 ]
 
@@ -269,126 +257,3 @@ def chunk_predicate(schema: TableSchema, chunk: Chunk) -> str:
 def order_by(chunk: Chunk) -> str:
     """``ORDER BY`` list of the chunk's key."""
     return ", ".join(_quote(k) for k in chunk.key)
-
-
-# ------------------------------------------------------------------------------------------ progress
-PROGRESS_VERSION = 1
-
-
-@dataclass(slots=True)
-class TableProgress:
-    """One table's planned chunks, the indexes of the completed ones and the rows they held."""
-
-    chunks: list[Chunk]
-    done: set[int] = field(default_factory=set)
-    rows: int = 0
-
-    def pending(self) -> list[Chunk]:
-        """Chunks still to read, in order (the first is where a resume starts)."""
-        return [c for c in self.chunks if c.index not in self.done]
-
-
-@dataclass(slots=True)
-class SnapshotProgress:
-    """Progress of a snapshot: per ``db.table`` its chunks; JSON-serialisable for a resume."""
-
-    tables: dict[str, TableProgress] = field(default_factory=dict)
-
-    def plan(self, chunks: Sequence[Chunk]) -> None:
-        """Record the chunks of one table (a table already planned keeps its plan and progress)."""
-        if chunks:
-            name = f"{chunks[0].db}.{chunks[0].table}"
-            self.tables.setdefault(name, TableProgress(list(chunks)))
-
-    def complete(self, chunk: Chunk, rows: int) -> None:
-        table = self.tables.get(f"{chunk.db}.{chunk.table}")
-        if table is None or chunk.index >= len(table.chunks):
-            raise ConfigError(f"chunk {chunk.id} completed, but it was never planned")
-        if chunk.index not in table.done:
-            table.done.add(chunk.index)
-            table.rows += rows
-
-    @property
-    def chunks_total(self) -> int:
-        return sum(len(t.chunks) for t in self.tables.values())
-
-    @property
-    def chunks_done(self) -> int:
-        return sum(len(t.done) for t in self.tables.values())
-
-    @property
-    def rows(self) -> int:
-        return sum(t.rows for t in self.tables.values())
-
-    def to_json(self) -> dict[str, Any]:
-        return {"version": PROGRESS_VERSION, "tables": {
-            name: {"chunks": [c.to_json() for c in t.chunks], "done": sorted(t.done), "rows": t.rows}
-            for name, t in self.tables.items()}}
-
-    @classmethod
-    def from_json(cls, data: Any) -> SnapshotProgress:
-        if not isinstance(data, Mapping) or data.get("version") != PROGRESS_VERSION:
-            raise ConfigError(
-                f"snapshot progress must be an object with version {PROGRESS_VERSION}, found {str(data)[:120]}; "
-                "remove the progress file to snapshot again"
-            )
-        out = cls()
-        tables = data.get("tables")
-        if not isinstance(tables, Mapping):
-            raise ConfigError("snapshot progress has no 'tables' object; remove the progress file to snapshot again")
-        for name, t in tables.items():
-            try:
-                chunks = [Chunk.from_json(c) for c in t["chunks"]]
-                done = {int(i) for i in t["done"]}
-                rows = int(t["rows"])
-            except (KeyError, TypeError, ValueError) as exc:
-                raise ConfigError(
-                    f"snapshot progress of {name} is damaged ({exc!r}); remove the progress file to snapshot again"
-                ) from None
-            out.tables[str(name)] = TableProgress(chunks, done, rows)
-        return out
-
-
-def save_progress(path: str | os.PathLike[str], progress: SnapshotProgress) -> None:
-    """Replace the file at ``path`` with ``progress``, atomically and durably (temporary file in the
-    same directory, fsync, rename, fsync of the directory)."""
-    target = Path(path)
-    data = json.dumps(progress.to_json(), separators=(",", ":")).encode("utf-8") + b"\n"
-    try:
-        fd, temp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    except OSError as exc:
-        raise ConfigError(f"cannot write the snapshot progress to {target.parent}: {exc.strerror}") from None
-    try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(temp, target)
-    except OSError as exc:
-        with contextlib.suppress(OSError):
-            os.unlink(temp)
-        raise ConfigError(f"cannot write the snapshot progress file {target}: {exc.strerror}") from None
-    with contextlib.suppress(OSError):
-        dir_fd = os.open(target.parent, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
-
-
-def load_progress(path: str | os.PathLike[str]) -> SnapshotProgress | None:
-    """The progress saved at ``path``, or None when there is none yet."""
-    target = Path(path)
-    try:
-        text = target.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read the snapshot progress file {target}: {exc}") from None
-    try:
-        doc = json.loads(text)
-    except ValueError as exc:
-        raise ConfigError(
-            f"the snapshot progress file {target} is not valid JSON ({exc}); remove it to snapshot again"
-        ) from None
-    return SnapshotProgress.from_json(doc)
