@@ -20,11 +20,11 @@ from typing import Any
 
 from sluice.binlog.parser import EventParser, ParserConfig
 from sluice.cdc.capture import CaptureConfig, ChangeCapture
+from sluice.cdc.filters import table_filter
 from sluice.cdc.follow import FollowConfig, follow
 from sluice.cdc.position import Checkpoint
 from sluice.cdc.records import RowChange
 from sluice.cdc.session import StartRequest, prepare_capture
-from sluice.commands.dump import table_filter
 from sluice.dsn import parse_dsn
 from sluice.io.binlog_file import iter_events, iter_raw_events
 from sluice.io.replication import ReplicationStream, StreamConfig

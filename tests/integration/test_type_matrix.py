@@ -21,10 +21,10 @@ from typing import Any
 import pytest
 
 from sluice.binlog.parser import EventParser, ParserConfig
+from sluice.cdc.filters import table_filter
 from sluice.cdc.jsonl import change_line
 from sluice.cdc.records import RowChangeBuilder
 from sluice.cli import main as sluice_main
-from sluice.commands.dump import table_filter
 from sluice.dsn import parse_dsn
 from sluice.io.binlog_file import iter_events
 from sluice.io.connection import Connection

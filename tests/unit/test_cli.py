@@ -5,8 +5,8 @@ import sys
 
 import pytest
 
+from sluice.cdc.filters import table_filter
 from sluice.cli import build_parser
-from sluice.commands.dump import table_filter
 from sluice.commands.tail import parse_start
 from sluice.errors import ConfigError
 

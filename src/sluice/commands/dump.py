@@ -8,13 +8,9 @@ the file and offset, and a non-zero exit.
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 import time
-from collections.abc import Callable
 from typing import Any
-
-from sluice.errors import ConfigError
 
 HELP = """\
 Decode binlog files (as written by a MySQL or MariaDB server, or archived copies) and print one
@@ -61,38 +57,13 @@ def register(sub: Any) -> None:
     parser.set_defaults(handler=run)
 
 
-def table_filter(include: str | None, exclude: str | None) -> Callable[[str, str], bool] | None:
-    """A predicate on (db, table) from --tables / --exclude-tables regexes (full match on 'db.table')."""
-    if include is None and exclude is None:
-        return None
-    try:
-        inc = re.compile(include) if include is not None else None
-        exc = re.compile(exclude) if exclude is not None else None
-    except re.error as err:
-        raise ConfigError(f"bad table regex: {err}") from None
-    cache: dict[tuple[str, str], bool] = {}
-
-    def keep(db: str, table: str) -> bool:
-        key = (db, table)
-        hit = cache.get(key)
-        if hit is None:
-            name = f"{db}.{table}"
-            hit = (inc is None or inc.fullmatch(name) is not None) and (
-                exc is None or exc.fullmatch(name) is None
-            )
-            cache[key] = hit
-        return hit
-
-    return keep
-
-
 def run(args: argparse.Namespace) -> int:
     if args.events:
         return _run_events(args)
     from sluice.cdc.capture import CaptureConfig, ChangeCapture
+    from sluice.cdc.filters import parse_ops, table_filter
     from sluice.cdc.jsonl import record_line
     from sluice.cdc.position import Checkpoint
-    from sluice.commands.tail import parse_ops
     from sluice.io.binlog_file import iter_raw_events
 
     keep = table_filter(args.tables, args.exclude_tables)
@@ -148,6 +119,7 @@ def _run_events(args: argparse.Namespace) -> int:
     import json
 
     from sluice.binlog.parser import EventParser, ParserConfig
+    from sluice.cdc.filters import table_filter
     from sluice.eventjson import event_summary
     from sluice.io.binlog_file import iter_events
 

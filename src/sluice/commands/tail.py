@@ -119,24 +119,14 @@ def parse_start(text: str) -> tuple[str, int]:
     return file, pos
 
 
-def parse_ops(text: str | None) -> frozenset[str] | None:
-    if text is None:
-        return None
-    ops = frozenset(part.strip().lower() for part in text.split(",") if part.strip())
-    unknown = ops - {"insert", "update", "delete"}
-    if unknown or not ops:
-        raise ConfigError(f"--ops takes insert, update and delete, comma-separated; found {text!r}")
-    return ops
-
-
 def run(args: argparse.Namespace) -> int:
     if args.events:
         return _run_events(args)
     from sluice.cdc.capture import CaptureConfig, ChangeCapture
+    from sluice.cdc.filters import parse_ops, table_filter
     from sluice.cdc.follow import FollowConfig, follow
     from sluice.cdc.jsonl import record_line
     from sluice.cdc.session import StartRequest, prepare_capture
-    from sluice.commands.dump import table_filter
 
     connection = parse_dsn(args.dsn)
     keep = table_filter(args.tables, args.exclude_tables)

@@ -62,7 +62,7 @@ def verdict_line(v: Any) -> str:
 
 
 def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
-    from sluice.commands.dump import table_filter
+    from sluice.cdc.filters import table_filter
     from sluice.dsn import parse_dsn
     from sluice.spark.verify import verify_lake
 

@@ -41,12 +41,11 @@ from pyspark.sql.streaming.datasource import (
 )
 
 from sluice.cdc.capture import CaptureConfig, ChangeCapture, CommittedTransaction
+from sluice.cdc.filters import parse_ops, table_filter
 from sluice.cdc.follow import FollowConfig, follow
 from sluice.cdc.position import Checkpoint, binlog_file_key
 from sluice.cdc.records import RowChange
 from sluice.cdc.schema import Catalog, SchemaHistory, SchemaTracker, bootstrap_catalog
-from sluice.commands.dump import table_filter
-from sluice.commands.tail import parse_ops
 from sluice.dsn import parse_dsn
 from sluice.errors import ConfigError, DataLossError
 from sluice.io.binlog_file import iter_raw_events
