@@ -21,7 +21,6 @@ Row images are JSON strings rather than VARIANT: every MySQL value keeps its exa
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from datetime import UTC, datetime
 from typing import Any
 
 import pyarrow as pa
@@ -81,7 +80,3 @@ def record_batch(changes: Sequence[RowChange], commit_us: Iterable[int]) -> pa.R
     ]
     arrays = [pa.array(values, type=field.type) for values, field in zip(columns, ARROW_SCHEMA, strict=True)]
     return pa.RecordBatch.from_arrays(arrays, schema=ARROW_SCHEMA)
-
-
-def utc(seconds: float) -> datetime:
-    return datetime.fromtimestamp(seconds, UTC)
