@@ -30,6 +30,17 @@ def mysql_server() -> Iterator[Sandbox]:
         yield server
 
 
+@pytest.fixture(
+    params=[
+        pytest.param("mariadb_server", marks=pytest.mark.mariadb, id="mariadb"),
+        pytest.param("mysql_server", marks=pytest.mark.mysql, id="mysql"),
+    ]
+)
+def server(request: pytest.FixtureRequest) -> Sandbox:
+    """Each flavor's session server in turn: a test taking ``server`` runs once per flavor."""
+    return request.getfixturevalue(request.param)  # type: ignore[no-any-return]
+
+
 @pytest.fixture(scope="session")
 def sandbox_factory() -> Iterator[SandboxFactory]:
     """``sandbox_factory("mysql", settings={"binlog_checksum": "NONE"})`` -> a started ``Sandbox``.

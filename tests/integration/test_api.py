@@ -4,22 +4,10 @@ from __future__ import annotations
 
 import uuid
 
-import pytest
-
 import sluice
 from sluice.dsn import parse_dsn
 from sluice.io.connection import Connection
 from sluice.io.replication import server_binlog_status
-
-FLAVORS = [
-    pytest.param("mariadb_server", marks=pytest.mark.mariadb, id="mariadb"),
-    pytest.param("mysql_server", marks=pytest.mark.mysql, id="mysql"),
-]
-
-
-@pytest.fixture(params=FLAVORS)
-def server(request):
-    return request.getfixturevalue(request.param)
 
 
 def test_stream_changes_resumes_from_its_checkpoint(server, tmp_path):

@@ -27,16 +27,6 @@ from sluice.dsn import parse_dsn
 from sluice.io.connection import Connection
 from sluice.io.replication import server_binlog_status
 
-FLAVORS = [
-    pytest.param("mariadb_server", marks=pytest.mark.mariadb, id="mariadb"),
-    pytest.param("mysql_server", marks=pytest.mark.mysql, id="mysql"),
-]
-
-
-@pytest.fixture(params=FLAVORS)
-def server(request):
-    return request.getfixturevalue(request.param)
-
 
 def _norm(value: Any) -> str | None:
     if value is None:

@@ -25,16 +25,6 @@ from sluice.spark.verify import verify_lake
 
 pytestmark = pytest.mark.spark
 
-FLAVORS = [
-    pytest.param("mariadb_server", marks=pytest.mark.mariadb, id="mariadb"),
-    pytest.param("mysql_server", marks=pytest.mark.mysql, id="mysql"),
-]
-
-
-@pytest.fixture(params=FLAVORS)
-def server(request):
-    return request.getfixturevalue(request.param)
-
 
 def shop_schema(conn: Connection, db: str) -> None:
     conn.execute(f"CREATE DATABASE {db}")

@@ -18,16 +18,6 @@ from sluice.errors import BinlogUnavailableError
 from sluice.io.connection import Connection
 from sluice.io.replication import ReplicationStream, StreamConfig, server_binlog_status
 
-FLAVORS = [
-    pytest.param("mariadb_server", marks=pytest.mark.mariadb, id="mariadb"),
-    pytest.param("mysql_server", marks=pytest.mark.mysql, id="mysql"),
-]
-
-
-@pytest.fixture(params=FLAVORS)
-def server(request):
-    return request.getfixturevalue(request.param)
-
 
 def _status(server):
     with Connection.open(parse_dsn(server.dsn("repl"))) as conn:

@@ -31,16 +31,7 @@ from sluice.spark.verify import verify_lake
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
-FLAVORS = [
-    pytest.param("mariadb_server", marks=pytest.mark.mariadb, id="mariadb"),
-    pytest.param("mysql_server", marks=pytest.mark.mysql, id="mysql"),
-]
 ROWS = 200_000
-
-
-@pytest.fixture(params=FLAVORS)
-def server(request):
-    return request.getfixturevalue(request.param)
 
 
 def _root(server: Any) -> Connection:

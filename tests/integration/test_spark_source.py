@@ -20,16 +20,6 @@ pytestmark = pytest.mark.spark
 DATA = Path(__file__).parent.parent / "data"
 GOLDEN = sorted(DATA.glob("*.binlog"))
 
-FLAVORS = [
-    pytest.param("mariadb_server", marks=pytest.mark.mariadb, id="mariadb"),
-    pytest.param("mysql_server", marks=pytest.mark.mysql, id="mysql"),
-]
-
-
-@pytest.fixture(params=FLAVORS)
-def server(request):
-    return request.getfixturevalue(request.param)
-
 
 def _as_record(row: Any) -> dict[str, Any]:
     return {
