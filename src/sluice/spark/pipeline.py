@@ -100,7 +100,8 @@ class Pipeline:
         self.progress = progress or (lambda text: log.info("%s", text))
         self._stop = threading.Event()
         self._query: Any = None
-        self._filter: Any = None  # SnapshotFilter: early changes the snapshot already holds
+        self._filter: Any = None
+        self._lag_checked = 0.0  # SnapshotFilter: early changes the snapshot already holds
         self.error: BaseException | None = None
         parse_dsn(config.source)  # a bad DSN fails here, before Spark starts
         state = config.state_dir
@@ -279,7 +280,9 @@ class Pipeline:
         lags = ((visible_us - commits) / 1_000_000).clip(min=0.0)
         stats.latencies.extend(lags.tolist())
         stats.last_commit_lag = float(lags.min())
-        stats.lag_bytes = self._lag_bytes(table.column("file")[-1].as_py(), table.column("pos")[-1].as_py())
+        if time.monotonic() - self._lag_checked >= 5.0:  # one status query per 5 s, not per batch
+            self._lag_checked = time.monotonic()
+            stats.lag_bytes = self._lag_bytes(table.column("file")[-1].as_py(), table.column("pos")[-1].as_py())
 
     def _lag_bytes(self, file: str, pos: int) -> int | None:
         try:
