@@ -13,6 +13,7 @@ follow are decoded with the table's new layout; a DDL statement is its own trans
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,6 +21,7 @@ from typing import Any
 from sluice.binlog.constants import ChecksumAlgorithm
 from sluice.binlog.events import (
     GtidEvent,
+    IncidentEvent,
     MariadbGtidEvent,
     QueryEvent,
     RowsEvent,
@@ -32,8 +34,14 @@ from sluice.cdc.position import Checkpoint
 from sluice.cdc.records import RowChange, RowChangeBuilder
 from sluice.cdc.schema import DdlOutcome, ResolvedTable, SchemaTracker, is_ddl
 from sluice.cdc.transactions import Transaction, TransactionAssembler
+from sluice.errors import DataLossError
 
 __all__ = ["CaptureConfig", "ChangeCapture", "CommittedTransaction", "DdlRecord"]
+
+log = logging.getLogger(__name__)
+
+#: ``Incident`` codes of the server (sql/rpl_constants.h): 0 is none, 1 the only one logged.
+INCIDENT_NAMES = {1: "LOST_EVENTS"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +55,9 @@ class CaptureConfig:
     verify_checksum: bool = True
     initial_checksum: ChecksumAlgorithm | None = None
     count_only: bool = False  # build no records, only count the row changes (planning ahead)
+    # An INCIDENT event says the server failed to log some changes there. By default capture stops
+    # with DataLossError (as a replica does); True logs a warning, counts it and goes on.
+    skip_incidents: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +135,7 @@ class ChangeCapture:
         self._file = start.file
         self._pos = start.pos
         self.label: str | None = None  # how errors name the input (a file's full path), if not by `file`
+        self.incidents_skipped = 0
 
     @property
     def boundary(self) -> Checkpoint:
@@ -147,6 +159,8 @@ class ChangeCapture:
             self._on_query(event, file, pos)
         elif kind is GtidEvent or kind is MariadbGtidEvent:
             self._gtid = event.gtid
+        elif kind is IncidentEvent and event.incident:
+            self._on_incident(event, file, pos)
         tx = self.assembler.feed(file, pos, next_pos, event)
         if tx is None:
             return None
@@ -165,6 +179,20 @@ class ChangeCapture:
     def cut_off(self) -> None:
         """The input ended: a transaction still open was cut off and emits nothing."""
         self.assembler.cut_off()
+
+    def _on_incident(self, event: IncidentEvent, file: str, pos: int) -> None:
+        name = INCIDENT_NAMES.get(event.incident, f"code {event.incident}")
+        where = f"{self.label or file}:{pos}"
+        message = f" ({event.message!r})" if event.message else ""
+        if not self.config.skip_incidents:
+            raise DataLossError(
+                f"the server logged an incident at {where}: {name}{message}. It failed to write some changes "
+                "to the binlog there, so changes made around that time may be missing from the capture (a "
+                "replica stops here too). Re-snapshot the tables written at that time, then go on past the "
+                "incident with --skip-incidents"
+            )
+        self.incidents_skipped += 1
+        log.warning("skipped the incident %s%s logged at %s: changes around it may be missing", name, message, where)
 
     # -- schema --------------------------------------------------------------------------------
     def _on_query(self, event: Any, file: str, pos: int) -> None:

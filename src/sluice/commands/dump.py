@@ -54,6 +54,12 @@ def register(sub: Any) -> None:
     parser.add_argument("--ddl", action="store_true", help="also print schema changes as {\"op\": \"ddl\", ...}")
     parser.add_argument("--events", action="store_true", help="print every event instead of row changes")
     parser.add_argument("--no-verify-checksum", action="store_true", help="do not check event CRC32s")
+    parser.add_argument(
+        "--skip-incidents",
+        action="store_true",
+        help="go on past INCIDENT events (the server failed to log some changes there) with a warning "
+        "instead of stopping",
+    )
     parser.set_defaults(handler=run)
 
 
@@ -68,7 +74,8 @@ def run(args: argparse.Namespace) -> int:
 
     keep = table_filter(args.tables, args.exclude_tables)
     config = CaptureConfig(
-        table_filter=keep, ops=parse_ops(args.ops), ddl=args.ddl, verify_checksum=not args.no_verify_checksum
+        table_filter=keep, ops=parse_ops(args.ops), ddl=args.ddl, verify_checksum=not args.no_verify_checksum,
+        skip_incidents=args.skip_incidents,
     )
     out = sys.stdout
     jsonl = args.format == "jsonl"

@@ -102,6 +102,12 @@ def register(sub: Any) -> None:
     parser.add_argument(
         "--no-verify-checksum", action="store_true", help="do not check the CRC32 of each event"
     )
+    parser.add_argument(
+        "--skip-incidents",
+        action="store_true",
+        help="go on past INCIDENT events (the server failed to log some changes there) with a warning "
+        "instead of stopping",
+    )
     parser.set_defaults(handler=run)
 
 
@@ -139,7 +145,8 @@ def run(args: argparse.Namespace) -> int:
     print(f"sluice tail: {begin.how}", file=sys.stderr)
     out, written = _open_output(args.output, begin.extra if begin.resumed else {})
     capture = ChangeCapture(
-        CaptureConfig(table_filter=keep, ops=ops, ddl=args.ddl, verify_checksum=not args.no_verify_checksum),
+        CaptureConfig(table_filter=keep, ops=ops, ddl=args.ddl, verify_checksum=not args.no_verify_checksum,
+                      skip_incidents=args.skip_incidents),
         begin.start,
         begin.tracker,
     )
