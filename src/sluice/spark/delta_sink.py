@@ -31,6 +31,7 @@ from deltalake.exceptions import DeltaError, SchemaMismatchError
 
 from sluice.cdc.records import RowChange
 from sluice.errors import ConfigError, DataLossError, SchemaError
+from sluice.spark.columnar import DELETE_FLAG
 from sluice.spark.types import MirrorColumn, column_array, json_texts, mirror_schema
 
 __all__ = ["CHANGELOG_SCHEMA", "BatchResult", "DeltaLake", "TableBatch", "TableResult"]
@@ -52,7 +53,7 @@ CHANGELOG_SCHEMA: Final = pa.schema([
     pa.field("json_diffs", pa.string()),
 ])
 
-_DELETE_FLAG = "_sluice_delete"
+_DELETE_FLAG = DELETE_FLAG
 _PRESENT = "_sluice_has_"  # + column index: the value of that column is in the row image
 
 # Fold states of one primary key within a batch.
@@ -68,6 +69,14 @@ class TableBatch:
     columns: tuple[MirrorColumn, ...]  # the table's current layout (after DDL)
     primary_key: tuple[str, ...]  # empty: not mirrorable (change log only)
     changes: Sequence[RowChange]  # in binlog order ((file, pos, row) increasing)
+    # The MERGE source already built column-wise (``sluice.spark.columnar.merge_source``) from
+    # ``source_changes`` changes; ``changes`` is then empty and the change log must be given.
+    source: pa.Table | None = None
+    source_changes: int = 0
+
+    @property
+    def change_count(self) -> int:
+        return len(self.changes) if self.source is None else self.source_changes
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,7 +184,12 @@ class DeltaLake:
         txn = CommitProperties(app_transactions=[Transaction(self.app_id, batch_id)])
         plans: list[_TablePlan | TableResult] = []
         for tb in tables:
-            n = len(tb.changes)
+            n = tb.change_count
+            if tb.source is not None and changelog is None:
+                raise ConfigError(
+                    f"{tb.db}.{tb.table} comes with a MERGE source instead of its changes: give the batch's "
+                    "change log too"
+                )
             if not tb.primary_key:
                 plans.append(TableResult(tb.db, tb.table, "unmirrorable", n))
                 continue
@@ -314,7 +328,7 @@ class _TablePlan:
         except DeltaError as exc:
             raise _commit_error(f"the mirror of {name} ({self.path})", batch_id, exc) from exc
         return TableResult(
-            tb.db, tb.table, "written", len(tb.changes),
+            tb.db, tb.table, "written", tb.change_count,
             int(metrics.get("num_target_rows_inserted", 0)),
             int(metrics.get("num_target_rows_updated", 0)),
             int(metrics.get("num_target_rows_deleted", 0)),
@@ -361,6 +375,8 @@ def _plan(tb: TableBatch, path: str, dt: DeltaTable | None) -> _TablePlan:
                 f"({', '.join(by_name)}); the schema sluice holds for the table is inconsistent — re-read it"
             )
     add = _schema_changes(tb, dt, name)
+    if tb.source is not None:
+        return _TablePlan(tb, path, dt, tb.source, [], add)
     entries = _fold(tb, name)
     _resolve_moves(tb, dt, entries)
     source, partial = _source(tb, entries)

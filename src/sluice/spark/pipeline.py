@@ -235,6 +235,7 @@ class Pipeline:
     def _write(self, table: Any, batch_id: int) -> None:
         import pyarrow.compute as pc
 
+        from sluice.spark.columnar import merge_source
         from sluice.spark.layout import mirror_columns_for_schema
 
         if table.num_rows == 0:
@@ -255,10 +256,17 @@ class Pipeline:
                     f"{self.history_path} is missing or was reset: delete {self.config.state_dir} to start over"
                 )
             columns = mirror_columns_for_schema(schema, catalog.flavor if catalog is not None else None)
+            primary_key = tuple(schema.primary_key)
+            source = None
+            if primary_key and not self._filtered(db, name):
+                source = merge_source(columns, primary_key, rows)  # None: the per-row path is needed
+            if source is not None:
+                batches.append(TableBatch(db, name, columns, primary_key, (), source, rows.num_rows))
+                continue
             changes = _row_changes(columns, rows)
             if self._filter:
                 changes = self._filter.keep(changes)
-            batches.append(TableBatch(db, name, columns, tuple(schema.primary_key), changes))
+            batches.append(TableBatch(db, name, columns, primary_key, changes))
         result = self.lake.write_batch(batch_id, batches, changelog=_changelog(table, batch_id))
         stats = self.stats
         stats.batches += 1
@@ -283,6 +291,12 @@ class Pipeline:
         if time.monotonic() - self._lag_checked >= 5.0:  # one status query per 5 s, not per batch
             self._lag_checked = time.monotonic()
             stats.lag_bytes = self._lag_bytes(table.column("file")[-1].as_py(), table.column("pos")[-1].as_py())
+
+    def _filtered(self, db: str, table: str) -> bool:
+        """Whether the snapshot filter may leave out some of the table's changes (per-row path)."""
+        if not self._filter:
+            return False
+        return (db, table) in getattr(self._filter, "_tables", {(db, table): None})
 
     def _lag_bytes(self, file: str, pos: int) -> int | None:
         try:

@@ -223,20 +223,25 @@ class _Scout:
     def ranges(self, start: Checkpoint, end: Checkpoint, per_partition: int,
                bytes_per_partition: int) -> list[RangePartition] | None:
         """Partitions for [start, end) from what was scouted, or None if it was not: about
-        ``per_partition`` rows each when rows were counted, else about ``bytes_per_partition``."""
+        ``per_partition`` rows each when rows were counted, else about ``bytes_per_partition``, and
+        at least one range per core (of this machine) when the batch has enough transactions."""
         chosen = [p for p in self.pending if _key(p.start) >= _key(start) and _key(p.end) <= _key(end)]
         if not chosen or chosen[0].start != start or chosen[-1].end != end:
             return None
-        counted = self.capture.config.count_only
+        # Rows are counted only under maxRowsPerBatch; planning by bytes decodes none (every count is 0).
+        counted = self.options.max_rows is not None
+        weights = [p.rows if counted else p.size for p in chosen]
+        limit = per_partition if counted else bytes_per_partition
+        limit = max(1, min(limit, -(-sum(weights) // _parallelism())))
         parts: list[RangePartition] = []
         group: list[_Planned] = []
-        for p in chosen:
-            full = (sum(g.rows for g in group) + p.rows > per_partition if counted
-                    else sum(g.size for g in group) + p.size > bytes_per_partition)
-            if group and full:
+        weight = 0
+        for p, w in zip(chosen, weights, strict=True):
+            if group and weight + w > limit:
                 parts.append(self._range(group))
-                group = []
+                group, weight = [], 0
             group.append(p)
+            weight += w
         parts.append(self._range(group))
         return parts
 
@@ -245,6 +250,11 @@ class _Scout:
             offset_json(group[0].start), offset_json(group[-1].end), group[0].catalog.to_json(), self.flavor,
             sum(g.rows for g in group),
         )
+
+
+def _parallelism() -> int:
+    """How many ranges a batch is split into at least: the cores of the machine (local mode)."""
+    return max(1, os.cpu_count() or 1)
 
 
 def _tracker_at(options: SourceOptions, conn: Connection, start: Checkpoint) -> SchemaTracker:

@@ -1,0 +1,239 @@
+"""The MERGE source of one table's changes in a micro-batch, built column-wise with Arrow when exact.
+
+The per-row path (``sluice.spark.layout`` decodes each JSON image, ``sluice.spark.delta_sink``
+folds the changes per primary key) handles every case: minimal images, partial JSON updates, key
+moves that patch a mirror row, snapshot filtering. Most batches need none of it: every image is
+full, and every column is of a type whose JSON-lines value Arrow converts exactly (integers,
+text, ENUM, TIME, DECIMAL from its digits, DATE / DATETIME / TIMESTAMP from their text, zero and
+partial dates to NULL as ``sluice.spark.types`` does). ``merge_source`` then parses the images
+with ``pyarrow.json`` (explicit schema, unknown keys an error), keeps the last change per key with
+an Arrow group-by (an update that moves the key deletes the old key), and returns the same MERGE
+source the per-row path builds. It returns None whenever it cannot prove the result is the same —
+an unsupported column type, a partial image, a value Arrow will not convert, a NULL key — and the
+caller takes the per-row path, which also raises the errors for bad data.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.json as pa_json
+
+from sluice.spark.types import MirrorColumn
+
+__all__ = ["DELETE_FLAG", "merge_source"]
+
+DELETE_FLAG = "_sluice_delete"  # the MERGE source's column: delete the key (else upsert the row)
+
+_DATE = r"[0-9]{4}-[0-9]{2}-[0-9]{2}"
+_TIME = r"[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,6})?"
+# What datetime.fromisoformat accepts of the well-formed texts: other values are None in the mirror.
+_VALID_YEAR = r"([0-9]{3}[1-9]|[0-9]{2}[1-9][0-9]|[0-9][1-9][0-9]{2}|[1-9][0-9]{3})"  # not 0000
+_VALID_DATE = _VALID_YEAR + r"-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])"
+_VALID_TIME = r"([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\.[0-9]{1,6})?"
+
+_Finish = Callable[[pa.Array], "pa.Array | None"]
+
+
+def _checked(texts: pa.Array, wellformed: str, valid: str, target: pa.DataType,
+             zero_only: str | None = None) -> pa.Array | None:
+    """Temporal texts -> ``target``: texts of the well-formed shape that are not valid -> NULL, valid
+    ones cast (an impossible day such as Feb 30 makes Arrow fail: None). ``zero_only``: a second
+    shape whose texts must all be invalid (the zero TIMESTAMP), else None."""
+    present = pc.is_valid(texts)
+    shaped = pc.match_substring_regex(texts, f"^(?:{wellformed})$")
+    if zero_only is not None:
+        zero = pc.match_substring_regex(texts, f"^(?:{zero_only})$")
+        if pc.any(pc.and_(zero, pc.match_substring_regex(texts, f"^(?:{_VALID_DATE}) {_VALID_TIME}$"))).as_py():
+            return None
+        shaped = pc.or_(shaped, zero)
+    if not pc.all(pc.or_kleene(pc.invert(present), shaped)).as_py():
+        return None
+    good = pc.match_substring_regex(texts, f"^(?:{valid})$")
+    kept = pc.if_else(good, texts, pa.scalar(None, pa.string()))
+    try:
+        return pc.cast(kept, target)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None
+
+
+def _cast_to(target: pa.DataType) -> _Finish:
+    def finish(values: pa.Array) -> pa.Array | None:
+        try:
+            return pc.cast(values, target)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            return None
+
+    return finish
+
+
+def _plan(col: MirrorColumn) -> tuple[pa.DataType, _Finish] | None:
+    """(the type to read the column's JSON values as, JSON values -> mirror values), None when the
+    column has no exact column-wise conversion."""
+    from sluice.spark import types as t
+
+    at, mt, convert = col.arrow_type, col.mysql_type, col.convert
+    if convert is t._identity:
+        if pa.types.is_integer(at):
+            return pa.int64(), _cast_to(at)
+        if at == pa.string():
+            return pa.string(), _cast_to(at)
+        if pa.types.is_decimal(at):
+            if mt.startswith("decimal("):
+                return pa.string(), _cast_to(at)
+            if at.scale == 0:  # BIGINT UNSIGNED, BIT(64), a SET bitmask: a JSON integer
+                return pa.uint64(), _cast_to(at)
+        return None
+    if convert is t._to_date and at == pa.date32():
+        return pa.string(), lambda v: _checked(v, _DATE, _VALID_DATE, at)
+    if convert is t._to_datetime and pa.types.is_timestamp(at):
+        if at.tz is None:
+            return pa.string(), lambda v: _checked(v, f"{_DATE} {_TIME}", f"{_VALID_DATE} {_VALID_TIME}", at)
+        if at.tz == "UTC":
+            return pa.string(), lambda v: _checked(
+                v, f"{_DATE}T{_TIME}Z", f"{_VALID_DATE}T{_VALID_TIME}Z", at, zero_only=f"{_DATE} {_TIME}"
+            )
+    return None
+
+
+def _read(texts: pa.ChunkedArray | pa.Array, schema: pa.Schema, *, strict: bool) -> pa.Table | None:
+    """Parse JSON object texts (no NULLs) into a table of ``schema``, one row per text, in order."""
+    if len(texts) == 0:
+        return schema.empty_table()
+    texts = texts.cast(pa.large_string())
+    lines = pc.binary_join_element_wise(texts, pa.scalar("", pa.large_string()), pa.scalar("\n", pa.large_string()))
+    if isinstance(lines, pa.ChunkedArray):
+        lines = lines.combine_chunks()
+    offsets = lines.buffers()[1]
+    first = int.from_bytes(offsets[lines.offset * 8: lines.offset * 8 + 8], "little", signed=True)
+    last = int.from_bytes(offsets[(lines.offset + len(lines)) * 8: (lines.offset + len(lines) + 1) * 8],
+                          "little", signed=True)
+    data = lines.buffers()[2][first:last]
+    longest = pc.max(pc.binary_length(lines)).as_py() or 1
+    block = min(max(1 << 20, 2 * longest + 1), 1 << 30)
+    try:
+        table = pa_json.read_json(
+            pa.BufferReader(data),
+            read_options=pa_json.ReadOptions(block_size=block),
+            parse_options=pa_json.ParseOptions(
+                explicit_schema=schema, unexpected_field_behavior="error" if strict else "ignore",
+                newlines_in_values=False,
+            ),
+        )
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None
+    if table.num_rows != len(texts):
+        return None
+    return table.select(schema.names)
+
+
+def merge_source(columns: Sequence[MirrorColumn], primary_key: Sequence[str], rows: pa.Table) -> pa.Table | None:
+    """The MERGE source (``sluice.spark.delta_sink``: the mirror's columns and ``DELETE_FLAG``, one
+    row per key touched) of one table's rows of the change DataFrame, in binlog order; None when
+    the per-row path must build it."""
+    if not primary_key or rows.num_rows == 0:
+        return None
+    names = [c.name for c in columns]
+    if not set(primary_key) <= set(names) or len(set(names)) != len(names):
+        return None
+    if any(n.startswith("_sluice_") for n in names):
+        return None
+    plans = [_plan(c) for c in columns]
+    if any(p is None for p in plans):
+        return None
+    if rows.column("json_diffs").null_count != rows.num_rows:
+        return None
+    op = rows.column("op")
+    is_insert, is_update, is_delete = (pc.fill_null(pc.equal(op, o), False) for o in ("insert", "update", "delete"))
+    counts = [pc.sum(pc.cast(m, pa.int64())).as_py() or 0 for m in (is_insert, is_update, is_delete)]
+    if sum(counts) != rows.num_rows:
+        return None
+    need_after = pc.or_(is_insert, is_update)
+    need_before = pc.or_(is_update, is_delete)
+    after = rows.column("after").filter(need_after)
+    before = rows.column("before").filter(need_before)
+    if after.null_count or before.null_count:
+        return None
+    # A full after image names every column once. Unknown and repeated keys fail the parse, so the
+    # count of keys says whether it is full: every key ends in '":'; inside a string every quote is
+    # escaped, so '":' there is '\\":' (as is the end of a key ending in a backslash: counted short).
+    if len(after):
+        keys = pc.subtract(pc.count_substring(after, '":'), pc.count_substring(after, '\\":'))
+        if pc.min(keys).as_py() != len(names) or pc.max(keys).as_py() != len(names):
+            return None
+    read_schema = pa.schema([pa.field(c.name, p[0]) for c, p in zip(columns, plans, strict=True) if p])
+    parsed_after = _read(after, read_schema, strict=True)
+    key_schema = pa.schema([read_schema.field(k) for k in primary_key])
+    parsed_before = _read(before, key_schema, strict=False)
+    if parsed_after is None or parsed_before is None:
+        return None
+    finish = {c.name: p[1] for c, p in zip(columns, plans, strict=True) if p}
+    image_columns: dict[str, pa.Array] = {}
+    for c in columns:
+        values = finish[c.name](parsed_after.column(c.name).combine_chunks())
+        if values is None:
+            return None
+        image_columns[c.name] = values
+    old_keys: dict[str, pa.Array] = {}
+    for k in primary_key:
+        values = finish[k](parsed_before.column(k).combine_chunks())
+        if values is None or values.null_count:
+            return None
+        old_keys[k] = values
+    if any(image_columns[k].null_count for k in primary_key):
+        return None
+    return _last_per_key(columns, primary_key, rows.num_rows, need_after, need_before, is_update,
+                         image_columns, old_keys)
+
+
+def _last_per_key(columns: Sequence[MirrorColumn], primary_key: Sequence[str], n: int, need_after: pa.Array,
+                  need_before: pa.Array, is_update: pa.Array, image: dict[str, pa.Array],
+                  old: dict[str, pa.Array]) -> pa.Table:
+    """Events in binlog order — an upsert of each after image, a delete of each delete's key and of
+    each key an update moved away from — and the last one per key, as the MERGE source."""
+    import numpy as np
+
+    at = np.arange(n, dtype=np.int64)
+    after_at = at[need_after.to_numpy(zero_copy_only=False)]  # change index of each after image
+    before_at = at[need_before.to_numpy(zero_copy_only=False)]  # ... and of each before image
+    after_upd = is_update.filter(need_after).to_numpy(zero_copy_only=False)
+    before_upd = is_update.filter(need_before).to_numpy(zero_copy_only=False)
+    # The k-th update's after image and before image: the k-th update among each.
+    upd_after, upd_before = np.flatnonzero(after_upd), np.flatnonzero(before_upd)
+    deleted = ~before_upd  # which before images delete their key: every delete's ...
+    if len(upd_after):
+        moved = np.zeros(len(upd_after), dtype=bool)
+        for k in primary_key:
+            differs = pc.not_equal(image[k].take(pa.array(upd_after)), old[k].take(pa.array(upd_before)))
+            moved |= differs.to_numpy(zero_copy_only=False)
+        deleted[upd_before[moved]] = True  # ... and every update's that moved the key away
+    delete_index = pa.array(np.flatnonzero(deleted))
+    # Sequence numbers: a change's delete of its old key comes before its upsert of the new one.
+    events = pa.table({
+        **{f"k{j}": pa.concat_arrays([image[k], old[k].take(delete_index)]) for j, k in enumerate(primary_key)},
+        "seq": pa.array(np.concatenate([after_at * 2 + 1, before_at[np.flatnonzero(deleted)] * 2])),
+        "img": pa.concat_arrays([pa.array(np.arange(len(after_at), dtype=np.int64)),
+                                 pa.nulls(len(delete_index), pa.int64())]),
+    })
+    last = events.group_by([f"k{j}" for j in range(len(primary_key))], use_threads=False).aggregate(
+        [("seq", "max")]
+    )
+    # Back from the winning sequence numbers to their events (sequence numbers are unique).
+    seq = events.column("seq").to_numpy()
+    order = np.argsort(seq, kind="stable")
+    winners = order[np.sort(np.searchsorted(seq[order], last.column("seq_max").to_numpy()))]  # binlog order
+    chosen = events.take(pa.array(winners))
+    img = chosen.column("img").combine_chunks()
+    arrays: list[pa.Array] = []
+    fields: list[pa.Field] = []
+    pk_pos = {k: j for j, k in enumerate(primary_key)}
+    for c in columns:
+        j = pk_pos.get(c.name)
+        values = chosen.column(f"k{j}").combine_chunks() if j is not None else image[c.name].take(img)
+        arrays.append(values)
+        fields.append(pa.field(c.name, c.arrow_type))
+    arrays.append(pc.is_null(img))
+    fields.append(pa.field(DELETE_FLAG, pa.bool_()))
+    return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
