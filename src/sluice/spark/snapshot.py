@@ -2,18 +2,25 @@
 
 DBLog's watermark method (``sluice.cdc.snapshot``): the driver records the binlog position ``start``
 before anything is read and splits each table into primary-key chunks; Spark tasks read the chunks
-in parallel, each between a low and a high binlog watermark with a connection of its own, and
-reconcile the chunk with the table's binlog changes between the two, so every chunk holds the
-table's rows as of its high watermark. The driver MERGEs each chunk into the table's Delta mirror as
-it arrives. Tables without a primary key are not mirrorable (the pipeline writes their changes to
-the change log only) and are not snapshotted. The stream then starts at ``start``;
-``SnapshotFilter`` tells the pipeline which early changes a chunk already contains (same table, key
-inside the chunk, position before its high watermark): those are left out of the mirror's MERGE but
-still go to the change log, which so holds every committed change once.
+in parallel (one job per chunk, one per core plus one running ahead of the driver), each between a
+low and a high binlog watermark with a connection of its own, and reconcile the chunk with the
+table's binlog changes between the two, so every chunk holds the table's rows as of its high
+watermark. A table whose mirror holds no rows when its snapshot is planned (the first snapshot;
+``sluice snapshot`` removes the mirror first) gets its chunks, disjoint key ranges, as plain Delta
+appends: the task splits the text rows into columns and builds the mirror's Arrow table
+(``sluice.spark.snapshot_rows``, ``sluice.spark.snapshot_arrow``) and sends it as Arrow IPC bytes;
+only the keys of the ``SELECT`` rows meet the binlog changes. A mirror that already holds rows
+gets each chunk as a MERGE of decoded rows instead. Tables without a primary key are not mirrorable
+(the pipeline writes their changes to the change log only) and are not snapshotted. The stream
+then starts at ``start``; ``SnapshotFilter`` tells the pipeline which early changes a chunk
+already contains (same table, key inside the chunk, position before its high watermark): those are
+left out of the mirror's MERGE but still go to the change log, which so holds every committed
+change once.
 
-Resumable: ``LAKE/_sluice/snapshot.json`` holds the start, the chunk plan and every finished chunk
-with its watermarks; a chunk's watermarks are saved before its MERGE and each MERGE carries the
-chunk's sequence number as a Delta app transaction, so a restart knows whether an interrupted MERGE
+Resumable: ``LAKE/_sluice/snapshot.json`` holds the start, the chunk plan (with the table's write
+mode, append or MERGE) and every finished chunk with its watermarks; a chunk's watermarks are saved
+before its write and each write carries the chunk's sequence number as a Delta app transaction
+(chunks of a table are written in plan order), so a restart knows whether an interrupted write
 landed (keep its watermarks) or not (read the chunk again). A killed snapshot resumes at the first
 unfinished chunk.
 """
@@ -23,12 +30,16 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from deltalake import DeltaTable
+import pyarrow as pa
+from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
+from deltalake.exceptions import DeltaError, SchemaMismatchError
 
 from sluice.cdc.capture import CaptureConfig, ChangeCapture
 from sluice.cdc.follow import FollowConfig, follow
@@ -36,13 +47,24 @@ from sluice.cdc.position import Checkpoint, position_key
 from sluice.cdc.records import RowChange
 from sluice.cdc.schema import Catalog, SchemaTracker, TableSchema, bootstrap_catalog
 from sluice.cdc.snapshot.chunks import Chunk, ChunkRead
-from sluice.cdc.snapshot.reader import TablePlan, binlog_position, plan_table, prepare_session, read_chunk
-from sluice.cdc.snapshot.reconcile import KeyOrder, after_high, key_order, reconcile, split_key_move
+from sluice.cdc.snapshot.reader import (
+    TablePlan,
+    binlog_position,
+    plan_table,
+    prepare_session,
+    read_chunk,
+    read_chunk_raw,
+)
+from sluice.cdc.snapshot.reconcile import KeyOrder, after_high, key_order, reconcile, reconcile_keys, split_key_move
 from sluice.dsn import parse_dsn
-from sluice.errors import ConfigError
+from sluice.errors import ConfigError, DataLossError, SchemaError
 from sluice.io.atomic import write_atomically
 from sluice.io.connection import Connection
 from sluice.spark.delta_sink import CHANGELOG_SCHEMA, DeltaLake, TableBatch
+from sluice.spark.layout import mirror_columns_for_schema
+from sluice.spark.snapshot_arrow import chunk_table, column_builders, key_values, table_from_ipc, table_to_ipc
+from sluice.spark.snapshot_rows import split_rows
+from sluice.spark.types import to_arrow_table
 
 __all__ = ["SnapshotFilter", "SnapshotRunner", "SnapshotState"]
 
@@ -84,29 +106,64 @@ def _cp(data: dict[str, Any]) -> Checkpoint:
     return Checkpoint.from_json(data)
 
 
-def _read_and_reconcile(payload: tuple[str, dict[str, Any], dict[str, Any], list[str], dict[str, Any], str]) -> Any:
-    """A Spark task: read one chunk between watermarks and reconcile it with the binlog between them."""
-    dsn, catalog_json, schema_json, key, chunk_json, flavor = payload
+def _window_changes(config: Any, catalog_json: dict[str, Any], schema: TableSchema, flavor: str,
+                    low: Checkpoint, high: Checkpoint) -> list[RowChange]:
+    """The table's row changes committed in ``[low, high)``, read from the binlog."""
+    changes: list[RowChange] = []
+    if position_key(low.file, low.pos) >= position_key(high.file, high.pos):
+        return changes
+    tracker = SchemaTracker(Catalog.from_json(catalog_json), None, flavor=flavor)
+    only = (schema.db, schema.name)
+    capture = ChangeCapture(
+        CaptureConfig(table_filter=lambda d, t: (d, t) == only), Checkpoint(low.file, low.pos), tracker
+    )
+    end = position_key(high.file, high.pos)
+    for committed in follow(FollowConfig(config, until_end=True, heartbeat_period=0, retries=8), capture):
+        if position_key(committed.start.file, committed.start.pos) >= end:
+            break
+        changes.extend(r for r in committed.records if type(r) is RowChange)
+    return changes
+
+
+def _read_and_reconcile(payload: tuple[str, dict[str, Any], dict[str, Any], list[str], dict[str, Any], str, bool]
+                        ) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], int, bytes | list[dict[str, Any]]]:
+    """A Spark task: read one chunk between watermarks and reconcile it with the binlog between them.
+
+    Returns the chunk, its watermarks, its row count and its rows: with ``append`` the mirror's
+    Arrow table as IPC bytes, else decoded row dicts (for a MERGE).
+    """
+    dsn, catalog_json, schema_json, key, chunk_json, flavor, append = payload
     schema = TableSchema.from_json(schema_json)
     chunk = Chunk.from_json(chunk_json)
     config = parse_dsn(dsn)
+    plan = TablePlan(schema, tuple(key), (chunk,), 0)
+    order = key_order(schema, tuple(key))
+    if not append:
+        with Connection.open(config) as conn:
+            prepare_session(conn)
+            read = read_chunk(conn, plan, chunk)
+        changes = _window_changes(config, catalog_json, schema, flavor, read.low, read.high)
+        rows = reconcile(read, changes, order)
+        return chunk_json, read.low.to_json(), read.high.to_json(), len(rows), rows
+    columns = mirror_columns_for_schema(schema, flavor or None)
+    builders = column_builders(schema, columns, flavor or None)
     with Connection.open(config) as conn:
         prepare_session(conn)
-        read = read_chunk(conn, TablePlan(schema, tuple(key), (chunk,), 0), chunk)
-    changes: list[RowChange] = []
-    if position_key(read.low.file, read.low.pos) < position_key(read.high.file, read.high.pos):
-        tracker = SchemaTracker(Catalog.from_json(catalog_json), None, flavor=flavor)
-        only = (schema.db, schema.name)
-        capture = ChangeCapture(
-            CaptureConfig(table_filter=lambda d, t: (d, t) == only), Checkpoint(read.low.file, read.low.pos), tracker
-        )
-        high = position_key(read.high.file, read.high.pos)
-        for committed in follow(FollowConfig(config, until_end=True, heartbeat_period=0, retries=8), capture):
-            if position_key(committed.start.file, committed.start.pos) >= high:
-                break
-            changes.extend(r for r in committed.records if type(r) is RowChange)
-    rows = reconcile(read, changes, key_order(schema, tuple(key)))
-    return chunk_json, read.low.to_json(), read.high.to_json(), rows
+        low, high, result = read_chunk_raw(conn, plan, chunk)
+    values = split_rows(result.payloads, len(schema.columns))
+    del result
+    changes = _window_changes(config, catalog_json, schema, flavor, low, high)
+    keep, images = reconcile_keys(chunk, low, high, key_values(schema, key, flavor or None, values), changes, order)
+    table = chunk_table(columns, builders, values)
+    if keep is not None:
+        table = table.take(pa.array(keep, pa.int64()))
+    if images:
+        table = pa.concat_tables([table, to_arrow_table(columns, images)])
+    return chunk_json, low.to_json(), high.to_json(), table.num_rows, table_to_ipc(table)
+
+
+def _as_list(rows: Iterator[Any]) -> list[Any]:
+    return list(rows)
 
 
 class SnapshotRunner:
@@ -154,6 +211,7 @@ class SnapshotRunner:
                 state.tables[name] = {
                     "schema": schema.to_json(), "key": list(plan.key), "estimate": plan.rows_estimate,
                     "chunks": [c.to_json() for c in plan.chunks], "done": {}, "writing": None,
+                    "append": self._mirror_empty(schema.db, schema.name),
                 }
                 state.save(self.state_path)
         if state.complete:
@@ -176,29 +234,49 @@ class SnapshotRunner:
             return
         catalog_json = catalog.to_json()
         payloads = [(self.source, catalog_json, state.tables[name]["schema"], state.tables[name]["key"], c,
-                     state.flavor or "") for name, c in pending]
+                     state.flavor or "", bool(state.tables[name].get("append"))) for name, c in pending]
         started = time.monotonic()
         rows_done = 0
         done = total - len(pending)
-        rdd = self.spark.sparkContext.parallelize(payloads, len(payloads)).map(_read_and_reconcile)
-        for chunk_json, low, high, rows in rdd.toLocalIterator(prefetchPartitions=True):
+        for chunk_json, low, high, count, rows in self._in_order(payloads):
             chunk = Chunk.from_json(chunk_json)
             name = f"{chunk.db}.{chunk.table}"
             table = state.tables[name]
             seq = self._seq(state, name, chunk)
-            table["writing"] = {"chunk": chunk.id, "seq": seq, "low": low, "high": high, "rows": len(rows)}
+            table["writing"] = {"chunk": chunk.id, "seq": seq, "low": low, "high": high, "rows": count}
             state.save(self.state_path)
-            self._write(table, seq, rows, _cp(high))
-            table["done"][chunk.id] = {"low": low, "high": high, "rows": len(rows)}
+            if isinstance(rows, bytes):
+                self._append(table, seq, table_from_ipc(rows), state.flavor)
+            else:
+                self._write(table, seq, rows, _cp(high), state.flavor)
+            table["done"][chunk.id] = {"low": low, "high": high, "rows": count}
             table["writing"] = None
             state.save(self.state_path)
             done += 1
-            rows_done += len(rows)
+            rows_done += count
             elapsed = max(time.monotonic() - started, 1e-9)
             rate = rows_done / elapsed
             left = (total - done) * (rows_done / max(done - (total - len(pending)), 1))
             eta = f", ETA {left / rate:.0f}s" if rate > 0 and done < total else ""
             self.progress(f"snapshot: {done}/{total} chunks, {rows_done:,} rows ({rate:,.0f} rows/s){eta}")
+
+    def _in_order(self, payloads: list[Any]) -> Iterator[Any]:
+        """The chunks' task results in plan order (each table's chunks are written in sequence), while
+        up to one task per core plus one runs ahead: the driver's writes overlap with the reads."""
+        sc = self.spark.sparkContext
+        rdd = sc.parallelize(payloads, len(payloads)).map(_read_and_reconcile)
+        ahead = max(1, int(sc.defaultParallelism)) + 1
+        pool = ThreadPoolExecutor(max_workers=ahead, thread_name_prefix="sluice-snapshot")
+        futures: deque[Future[list[Any]]] = deque()
+        submitted = 0
+        try:
+            while submitted < len(payloads) or futures:
+                while submitted < len(payloads) and len(futures) < ahead:
+                    futures.append(pool.submit(sc.runJob, rdd, _as_list, [submitted]))
+                    submitted += 1
+                yield from futures.popleft().result()
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
 
     def _seq(self, state: SnapshotState, name: str, chunk: Chunk) -> int:
         """A chunk's number in the plan: its Delta app-transaction version (increasing per table)."""
@@ -221,11 +299,53 @@ class SnapshotRunner:
             table["writing"] = None
             state.save(self.state_path)
 
-    def _write(self, table: dict[str, Any], seq: int, rows: list[dict[str, Any]], at: Checkpoint) -> None:
-        from sluice.spark.layout import mirror_columns_for_schema
+    def _mirror_empty(self, db: str, name: str) -> bool:
+        """Whether the mirror of ``db.name`` has no rows (no table, or no data files): then the chunks,
+        disjoint key ranges, are appended instead of merged."""
+        path = self.lake.table_path(db, name)
+        return not DeltaTable.is_deltatable(path) or not DeltaTable(path).file_uris()
 
+    def _append(self, table: dict[str, Any], seq: int, rows: pa.Table, flavor: str | None) -> None:
+        """Append a chunk's rows to a mirror that held none before the snapshot, as app transaction ``seq``."""
+        if not rows.num_rows:
+            return  # as a MERGE of no changes: nothing is committed
         schema = TableSchema.from_json(table["schema"])
-        columns = mirror_columns_for_schema(schema)
+        name = f"{schema.db}.{schema.name}"
+        pk = tuple(schema.primary_key) or tuple(table["key"])
+        columns = mirror_columns_for_schema(schema, flavor or None)
+        by_name = {c.name for c in columns}
+        for k in pk:
+            if k not in by_name:
+                raise SchemaError(f"{name}: primary key column {k!r} is not among the table's columns "
+                                  f"({', '.join(by_name)}); the schema sluice holds for the table is inconsistent")
+            if rows.column(k).null_count:
+                raise SchemaError(
+                    f"{name}: primary key column {k!r} of a row of the snapshot has no mirror value (e.g. a zero "
+                    "date); such a row cannot be mirrored — exclude the table from the mirror"
+                )
+        path = self.lake.table_path(schema.db, schema.name)
+        txn = CommitProperties(app_transactions=[Transaction(self.lake.app_id, seq)])
+        try:
+            if not DeltaTable.is_deltatable(path):
+                DeltaTable.create(path, rows.schema, mode="ignore")  # as the pipeline's MERGE creates it
+            write_deltalake(path, rows, mode="append", commit_properties=txn)
+        except SchemaMismatchError as exc:
+            raise SchemaError(
+                f"the Delta mirror of {name} does not take the snapshot's rows ({exc}); re-snapshot the table: "
+                f"remove {path} and capture the table again"
+            ) from exc
+        except DeltaError as exc:
+            raise DataLossError(
+                f"the Delta commit of snapshot chunk {seq} to the mirror of {name} ({path}) failed ({exc}); "
+                "nothing of it was committed. Fix the cause (storage, permissions, another writer) and restart: "
+                "the snapshot resumes at that chunk"
+            ) from exc
+
+    def _write(self, table: dict[str, Any], seq: int, rows: list[dict[str, Any]], at: Checkpoint,
+               flavor: str | None) -> None:
+        """MERGE a chunk's rows into a mirror that held rows before the snapshot."""
+        schema = TableSchema.from_json(table["schema"])
+        columns = mirror_columns_for_schema(schema, flavor or None)
         pk = tuple(schema.primary_key) or tuple(table["key"])
         changes = [RowChange("insert", schema.db, schema.name, None, row, pk, at.file, at.pos, i, None, 0)
                    for i, row in enumerate(rows)]

@@ -91,24 +91,26 @@ def parse_column_definition(payload: Buffer) -> ColumnDefinition:
 def parse_text_row(payload: Buffer, ncolumns: int) -> tuple[str | None, ...]:
     """Parse one text row of ``ncolumns`` values."""
     values: list[str | None] = []
+    append = values.append
+    raw = payload if isinstance(payload, bytes) else bytes(payload)
     offset = 0
-    n = len(payload)
+    n = len(raw)
     for _ in range(ncolumns):
         if offset >= n:
             raise ProtocolError(f"text row: expected {ncolumns} values, found {len(values)}")
-        first = payload[offset]
-        if first == NULL_MARKER:
-            values.append(None)
-            offset += 1
-        elif first < 0xFB:
+        first = raw[offset]
+        if first < 0xFB:
             end = offset + 1 + first
             if end > n:
                 raise ProtocolError(f"text row: value of {first} bytes at offset {offset} runs past the row")
-            values.append(_text(bytes(payload[offset + 1 : end])))
+            append(raw[offset + 1 : end].decode("utf-8", "surrogateescape"))
             offset = end
+        elif first == NULL_MARKER:
+            append(None)
+            offset += 1
         else:
-            raw, offset = read_lenenc_bytes(payload, offset)
-            values.append(_text(raw))
+            value, offset = read_lenenc_bytes(raw, offset)
+            append(_text(value))
     if offset != n:
         raise ProtocolError(f"text row: {n - offset} bytes left after {ncolumns} values")
     return tuple(values)
@@ -153,7 +155,7 @@ class ResultSetReader:
                     status, warnings = eof.status, eof.warnings
                 self._finish(status, warnings)
                 return True
-            self._rows.append(parse_text_row(payload, self._ncolumns))
+            self._row(payload)
             return False
         if state == "head":
             if head == OK_HEADER:
@@ -180,6 +182,9 @@ class ResultSetReader:
             return False
         raise ProtocolError("the result set is already complete; no more packets were expected")
 
+    def _row(self, payload: bytes) -> None:
+        self._rows.append(parse_text_row(payload, self._ncolumns))
+
     def _finish(self, status: int, warnings: int) -> None:
         self._state = "done"
         self.result = ResultSet(
@@ -191,4 +196,37 @@ class ResultSetReader:
         )
 
 
-__all__ = ["ColumnDefinition", "ResultSet", "ResultSetReader", "parse_column_definition", "parse_text_row"]
+@dataclass(frozen=True, slots=True)
+class RawResultSet:
+    """Column definitions and the undecoded text-row payloads of one query (``parse_text_row``
+    decodes one; bulk readers split many at once)."""
+
+    columns: tuple[str, ...]
+    payloads: list[bytes]
+    definitions: tuple[ColumnDefinition, ...] = field(default=(), repr=False, compare=False)
+    status: int = 0
+    warnings: int = 0
+
+
+class RawResultSetReader(ResultSetReader):
+    """A ``ResultSetReader`` that keeps each text row's payload as it came: ``result`` is a
+    ``RawResultSet`` (or an ``OkPacket`` for statements without rows)."""
+
+    __slots__ = ()
+
+    def _row(self, payload: bytes) -> None:
+        self._rows.append(payload)  # type: ignore[arg-type]
+
+    def _finish(self, status: int, warnings: int) -> None:
+        self._state = "done"
+        self.result = RawResultSet(  # type: ignore[assignment]
+            columns=tuple(d.name for d in self._defs),
+            payloads=self._rows,  # type: ignore[arg-type]
+            definitions=tuple(self._defs),
+            status=status,
+            warnings=warnings,
+        )
+
+
+__all__ = ["ColumnDefinition", "RawResultSet", "RawResultSetReader", "ResultSet", "ResultSetReader",
+           "parse_column_definition", "parse_text_row"]

@@ -133,3 +133,19 @@ def test_non_utf8_bytes_are_kept_recoverably() -> None:
     (value,) = parse_text_row(b"\x02\xff\xfe", 1)
     assert value is not None
     assert value.encode("utf-8", "surrogateescape") == b"\xff\xfe"
+
+
+def test_raw_reader_keeps_row_payloads() -> None:
+    from sluice.wire.resultset import RawResultSet, RawResultSetReader
+
+    ok = b"\xfe\x00\x00\x02\x00\x00\x00"
+    reader = RawResultSetReader(BASE | Capability.CLIENT_DEPRECATE_EOF)
+    _feed_all(reader, [b"\x02", _column("k"), _column("v"), *ROWS, ok])
+    result = reader.result
+    assert isinstance(result, RawResultSet)
+    assert result.columns == ("k", "v")
+    assert result.payloads == ROWS
+    assert [parse_text_row(p, 2) for p in result.payloads] == EXPECTED
+    reader = RawResultSetReader(BASE)
+    assert reader.feed(b"\x00\x00\x00\x02\x00\x00\x00")  # a statement without rows: its OK
+    assert isinstance(reader.result, OkPacket)

@@ -20,8 +20,10 @@ for any low watermark at or before the ``SELECT``). The user needs ``SELECT`` on
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from functools import partial
+from typing import Any, TypeVar
 
 from sluice.cdc.position import Checkpoint
 from sluice.cdc.schema.model import TableSchema
@@ -41,9 +43,13 @@ from sluice.cdc.textvalues import convert_rows, row_converter, select_list, text
 from sluice.errors import ConfigError
 from sluice.io.connection import Connection
 from sluice.io.replication import server_binlog_status
+from sluice.wire.commands import com_query
+from sluice.wire.resultset import RawResultSet, RawResultSetReader
 
 __all__ = ["SESSION_SETTINGS", "TablePlan", "binlog_position", "plan_table", "prepare_session", "read_chunk",
-           "snapshot_position", "table_rows_estimate", "unique_keys"]
+           "read_chunk_raw", "read_chunk_text", "snapshot_position", "table_rows_estimate", "unique_keys"]
+
+_Result = TypeVar("_Result")
 
 #: Session settings the text values are read under (see ``sluice.cdc.textvalues``).
 SESSION_SETTINGS = ("SET NAMES utf8mb4", "SET time_zone = '+00:00'", "SET SESSION sql_mode = ''")
@@ -151,31 +157,66 @@ def snapshot_position(conn: Connection) -> Checkpoint:
     return Checkpoint(str(file), int(pos), None)
 
 
-def read_chunk(conn: Connection, plan: TablePlan, chunk: Chunk, *, settle: float = 0.2) -> ChunkRead:
-    """The rows of ``chunk`` in key order between a low and a high watermark.
+def _query_raw(conn: Connection, sql: str) -> RawResultSet:
+    conn.send_command(com_query(sql))
+    reader = RawResultSetReader(conn.capabilities)
+    while not reader.feed(conn.read_payload()):
+        pass
+    result = reader.result
+    if isinstance(result, RawResultSet):
+        return result
+    return RawResultSet((), [])
 
-    ``conn`` must be in the session state of ``prepare_session``. ``settle`` (MySQL only) is how
-    long the low watermark is read before the ``SELECT``'s snapshot starts.
-    """
+
+def _read(conn: Connection, plan: TablePlan, chunk: Chunk, settle: float,
+          query: Callable[[str], _Result]) -> tuple[Checkpoint, Checkpoint, _Result]:
     schema = plan.schema
-    flavor = "mariadb" if conn.is_mariadb else "mysql"
-    converters = text_converters(schema, flavor)
     sql = (f"SELECT {select_list(schema)} FROM {_quote(schema.db)}.{_quote(schema.name)} "
            f"WHERE {chunk_predicate(schema, chunk)} ORDER BY {order_by(chunk)}")
     if conn.is_mariadb:
         conn.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY")
         try:
             low = snapshot_position(conn)
-            result = conn.query(sql)
+            result = query(sql)
         finally:
             conn.execute("COMMIT")
     else:
         low = binlog_position(conn)
         if settle > 0:
             time.sleep(settle)
-        result = conn.query(sql)
+        result = query(sql)
     high = binlog_position(conn)
+    return low, high, result
+
+
+def read_chunk_text(conn: Connection, plan: TablePlan, chunk: Chunk, *,
+                    settle: float = 0.2) -> tuple[Checkpoint, Checkpoint, list[tuple[str | None, ...]]]:
+    """The low watermark, the high watermark and the text rows of ``chunk`` in key order, as the
+    server printed them (``select_list`` order; convert with ``sluice.cdc.textvalues``).
+
+    ``conn`` must be in the session state of ``prepare_session``. ``settle`` (MySQL only) is how
+    long the low watermark is read before the ``SELECT``'s snapshot starts.
+    """
+    low, high, result = _read(conn, plan, chunk, settle, conn.query)
+    return low, high, result.rows
+
+
+def read_chunk_raw(conn: Connection, plan: TablePlan, chunk: Chunk, *,
+                   settle: float = 0.2) -> tuple[Checkpoint, Checkpoint, RawResultSet]:
+    """``read_chunk_text`` with the rows left as their undecoded text-row payloads."""
+    return _read(conn, plan, chunk, settle, partial(_query_raw, conn))
+
+
+def read_chunk(conn: Connection, plan: TablePlan, chunk: Chunk, *, settle: float = 0.2) -> ChunkRead:
+    """The rows of ``chunk`` in key order between a low and a high watermark, as decoded values.
+
+    ``conn`` must be in the session state of ``prepare_session``. ``settle`` (MySQL only) is how
+    long the low watermark is read before the ``SELECT``'s snapshot starts.
+    """
+    schema = plan.schema
+    converters = text_converters(schema, "mariadb" if conn.is_mariadb else "mysql")
+    low, high, text_rows = read_chunk_text(conn, plan, chunk, settle=settle)
     names = schema.names
     rows = [dict(zip(names, values, strict=True))
-            for values in convert_rows(schema, converters, result.rows, row_converter(converters))]
+            for values in convert_rows(schema, converters, text_rows, row_converter(converters))]
     return ChunkRead(chunk, low, high, rows)

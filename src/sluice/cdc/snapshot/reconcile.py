@@ -26,19 +26,21 @@ loudly instead of misplacing rows.
 
 from __future__ import annotations
 
+import operator
 import unicodedata
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
 
-from sluice.cdc.position import position_key
+from sluice.cdc.position import Checkpoint, position_key
 from sluice.cdc.records import RowChange
 from sluice.cdc.schema.model import ColumnDef, TableSchema
 from sluice.cdc.snapshot.chunks import Chunk, ChunkRead, key_columns
 from sluice.errors import SchemaError
 
-__all__ = ["KeyOrder", "after_high", "collation_weight", "in_window", "key_order", "reconcile", "split_key_move"]
+__all__ = ["KeyOrder", "after_high", "collation_weight", "in_window", "key_order", "reconcile", "reconcile_keys",
+           "split_key_move"]
 
 Weight = Callable[[Any], Any]
 
@@ -139,6 +141,54 @@ def _full(order: KeyOrder, change: RowChange, image: Mapping[str, Any]) -> dict[
     return dict(image)
 
 
+def reconcile_keys(chunk: Chunk, low: Checkpoint, high: Checkpoint, values: Sequence[tuple[Any, ...]],
+                   changes: Iterable[RowChange], order: KeyOrder) -> tuple[list[int] | None, list[dict[str, Any]]]:
+    """``reconcile`` told only the key of each ``SELECT`` row: ``values`` holds the decoded key values
+    of the rows of ``chunk`` read between ``low`` and ``high``, in the server's order.
+
+    Returns the indexes of the ``SELECT`` rows that stay as read (None: all of them) and the after
+    images the window's changes leave in the chunk, in key order; together they are the chunk's rows
+    as of ``high``. Raises ``SchemaError`` like ``reconcile``.
+    """
+    identity = all(w is _identity for w in order.weights)
+    keys: Sequence[tuple[Any, ...]] = values if identity else [order.bound(v) for v in values]
+    lower = None if chunk.lower is None else order.bound(chunk.lower)
+    upper = None if chunk.upper is None else order.bound(chunk.upper)
+    if keys and ((lower is not None and keys[0] < lower) or (upper is not None and not keys[-1] < upper)
+                 or not all(map(operator.lt, keys, keys[1:]))):
+        _order_error(chunk, order, keys, values)
+    final: dict[tuple[Any, ...], dict[str, Any] | None] = {}
+    window = (position_key(low.file, low.pos), position_key(high.file, high.pos))
+    for change in changes:
+        if change.db != chunk.db or change.table != chunk.table:
+            continue
+        if not window[0] <= position_key(change.file, change.pos) < window[1]:
+            continue
+        if change.before is not None:
+            final[order.of(change.before)] = None
+        if change.after is not None:
+            final[order.of(change.after)] = _full(order, change, change.after)
+    touched = {k: state for k, state in final.items() if order.contains(chunk, k)}
+    if not touched:
+        return None, []
+    keep = [i for i, k in enumerate(keys) if k not in touched]
+    return keep, [touched[k] for k in sorted(touched) if touched[k] is not None]  # type: ignore[misc]
+
+
+def _order_error(chunk: Chunk, order: KeyOrder, keys: Sequence[tuple[Any, ...]],
+                 values: Sequence[tuple[Any, ...]]) -> None:
+    previous: tuple[Any, ...] | None = None
+    for k, v in zip(keys, values, strict=True):
+        inside = order.contains(chunk, k)
+        if not inside or (previous is not None and not previous < k):
+            raise SchemaError(
+                f"chunk {chunk.id}: the server returned key {v!r} {'out of order' if inside else 'outside the chunk'} "
+                "by sluice's rule for the key's collation; this collation's order is not modelled — snapshot the "
+                "table in one consistent scan"
+            )
+        previous = k
+
+
 def reconcile(read: ChunkRead, changes: Iterable[RowChange], order: KeyOrder) -> list[dict[str, Any]]:
     """The rows of ``read.chunk`` as of ``read.high``, in key order.
 
@@ -147,35 +197,14 @@ def reconcile(read: ChunkRead, changes: Iterable[RowChange], order: KeyOrder) ->
     chunk or not ascending by ``order`` (the collation rule disagrees with the server), or a change
     in the window lacks a full image.
     """
-    chunk = read.chunk
-    rows: dict[tuple[Any, ...], dict[str, Any]] = {}
-    previous: tuple[Any, ...] | None = None
-    for row in read.rows:
-        k = order.of(row)
-        if not order.contains(chunk, k) or (previous is not None and not previous < k):
-            raise SchemaError(
-                f"chunk {chunk.id}: the server returned key {tuple(row[c] for c in order.key)!r} "
-                f"{'out of order' if order.contains(chunk, k) else 'outside the chunk'} by sluice's rule for the key's "
-                "collation; this collation's order is not modelled — snapshot the table in one consistent scan"
-            )
-        previous = k
-        rows[k] = row
-    final: dict[tuple[Any, ...], dict[str, Any] | None] = {}
-    for change in changes:
-        if change.db != chunk.db or change.table != chunk.table or not in_window(read, change):
-            continue
-        if change.before is not None:
-            final[order.of(change.before)] = None
-        if change.after is not None:
-            final[order.of(change.after)] = _full(order, change, change.after)
-    for k, state in final.items():
-        if not order.contains(chunk, k):
-            continue
-        if state is None:
-            rows.pop(k, None)
-        else:
-            rows[k] = state
-    return [rows[k] for k in sorted(rows)]
+    values = [tuple(row[c] for c in order.key) for row in read.rows]
+    keep, images = reconcile_keys(read.chunk, read.low, read.high, values, changes, order)
+    if keep is None:
+        return list(read.rows)
+    rows = [read.rows[i] for i in keep]
+    if not images:
+        return rows
+    return sorted([*rows, *images], key=order.of)
 
 
 def split_key_move(change: RowChange, order: KeyOrder) -> tuple[RowChange, ...]:

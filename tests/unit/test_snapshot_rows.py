@@ -1,0 +1,68 @@
+"""Text rows split into binary columns all at once (``sluice.spark.snapshot_rows``), no server.
+
+``split_rows`` must read exactly what ``parse_text_row`` reads, row by row: NULLs, empty values,
+every length-prefix width (1, 2, 3 bytes here; 8 is built by hand), bytes that are not UTF-8; and
+raise ``ProtocolError`` where ``parse_text_row`` does: a missing value, a value or a prefix running
+past its row, bytes left over, the 0xFF prefix.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sluice.errors import ProtocolError
+from sluice.spark.snapshot_rows import split_rows
+from sluice.wire.responses import lenenc_bytes
+from sluice.wire.resultset import parse_text_row
+
+pytestmark = pytest.mark.unit
+
+VALUE = st.one_of(
+    st.none(),
+    st.binary(max_size=30),
+    st.sampled_from([b"", b"x" * 250, b"y" * 251, b"z" * 300, b"\xff\xfe" * 40000]),
+)
+
+
+def _payload(row: list[bytes | None]) -> bytes:
+    return b"".join(b"\xfb" if v is None else lenenc_bytes(v) for v in row)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(min_value=1, max_value=5).flatmap(
+    lambda n: st.lists(st.lists(VALUE, min_size=n, max_size=n), max_size=12).map(lambda rows: (n, rows))))
+def test_split_rows_reads_what_parse_text_row_reads(case: tuple[int, list[list[bytes | None]]]) -> None:
+    n, rows = case
+    payloads = [_payload(r) for r in rows]
+    columns = split_rows(payloads, n)
+    assert len(columns) == n
+    for c, column in enumerate(columns):
+        assert column.to_pylist() == [r[c] for r in rows]
+    for payload, row in zip(payloads, rows, strict=True):
+        decoded = tuple(None if v is None else v.decode("utf-8", "surrogateescape") for v in row)
+        assert parse_text_row(payload, n) == decoded
+
+
+def test_an_eight_byte_length_prefix() -> None:
+    payload = b"\xfe" + (3).to_bytes(8, "little") + b"abc" + b"\x01d"
+    assert [c.to_pylist() for c in split_rows([payload, b"\x00\xfb"], 2)] == [[b"abc", b""], [b"d", None]]
+
+
+def test_no_rows() -> None:
+    assert [c.to_pylist() for c in split_rows([], 3)] == [[], [], []]
+
+
+@pytest.mark.parametrize(("payload", "message"), [
+    (b"\x01a", "expected 2 values, found 1"),
+    (b"\x01a\x05ab", "runs past"),
+    (b"\x01a\x01b\x00", "bytes left"),
+    (b"\x01a\xfc\x01", "runs past the row"),
+    (b"\xff\x01a", "0xFF"),
+])
+def test_malformed_rows(payload: bytes, message: str) -> None:
+    with pytest.raises(ProtocolError, match=message):
+        split_rows([b"\x01x\x01y", payload], 2)
+    with pytest.raises(ProtocolError):
+        parse_text_row(payload, 2)
