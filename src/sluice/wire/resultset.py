@@ -12,6 +12,7 @@ See ``sql/protocol_classic.cc``.
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from sluice.errors import ProtocolError, UnsupportedError
@@ -216,6 +217,23 @@ class RawResultSetReader(ResultSetReader):
 
     def _row(self, payload: bytes) -> None:
         self._rows.append(payload)  # type: ignore[arg-type]
+
+    def read_from(self, read: Callable[[], bytes]) -> RawResultSet | OkPacket:
+        """Feed every payload ``read()`` returns until the answer is complete, and return it: ``feed``
+        with the rows appended in a tight loop (tens of thousands per chunk)."""
+        while self._state != "rows":
+            if self.feed(read()):
+                return self.result  # type: ignore[return-value]
+        append = self._rows.append
+        limit = self._end_limit
+        while True:
+            payload = read()
+            # Anything that is not plainly a row (empty, ERR, the end) goes through feed's checks.
+            if not payload or payload[0] == ERR_HEADER or (payload[0] == EOF_HEADER and len(payload) < limit):
+                if self.feed(payload):
+                    return self.result  # type: ignore[return-value]
+            else:
+                append(payload)  # type: ignore[arg-type]
 
     def _finish(self, status: int, warnings: int) -> None:
         self._state = "done"

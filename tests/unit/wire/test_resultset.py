@@ -149,3 +149,23 @@ def test_raw_reader_keeps_row_payloads() -> None:
     reader = RawResultSetReader(BASE)
     assert reader.feed(b"\x00\x00\x00\x02\x00\x00\x00")  # a statement without rows: its OK
     assert isinstance(reader.result, OkPacket)
+
+
+def test_raw_reader_read_from_a_payload_source() -> None:
+    from sluice.wire.resultset import RawResultSet, RawResultSetReader
+
+    eof = b"\xfe\x00\x00\x02\x00"
+    for caps, end in ((BASE, [eof, *ROWS, eof]), (BASE | Capability.CLIENT_DEPRECATE_EOF, [*ROWS, eof + b"\x00\x00"])):
+        payloads = iter([b"\x02", _column("k"), _column("v"), *end])
+        result = RawResultSetReader(caps).read_from(payloads.__next__)
+        assert isinstance(result, RawResultSet) and result.payloads == ROWS
+        assert next(payloads, None) is None  # nothing read past the end
+    err = b"\xff\x15\x04#28000denied"
+    payloads = iter([b"\x02", _column("k"), _column("v"), eof, ROWS[0], err])
+    with pytest.raises(ServerError, match="denied"):
+        RawResultSetReader(BASE).read_from(payloads.__next__)
+    payloads = iter([b"\x02", _column("k"), _column("v"), eof, ROWS[0], b""])
+    with pytest.raises(ProtocolError, match="empty packet"):
+        RawResultSetReader(BASE).read_from(payloads.__next__)
+    payloads = iter([b"\x00\x00\x00\x02\x00\x00\x00"])
+    assert isinstance(RawResultSetReader(BASE).read_from(payloads.__next__), OkPacket)

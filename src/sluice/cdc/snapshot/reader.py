@@ -159,10 +159,7 @@ def snapshot_position(conn: Connection) -> Checkpoint:
 
 def _query_raw(conn: Connection, sql: str) -> RawResultSet:
     conn.send_command(com_query(sql))
-    reader = RawResultSetReader(conn.capabilities)
-    while not reader.feed(conn.read_payload()):
-        pass
-    result = reader.result
+    result = RawResultSetReader(conn.capabilities).read_from(conn.read_payload)
     if isinstance(result, RawResultSet):
         return result
     return RawResultSet((), [])
