@@ -49,16 +49,20 @@ def read_changes(
     tables: str | None = None,
     ops: Iterable[str] | None = None,
     verify_checksum: bool = True,
+    skip_incidents: bool = False,
 ) -> Iterator[RowChange]:
     """Every row change of the committed transactions in the binlog files, in order.
 
     ``tables`` is a regex on ``db.table``; ``ops`` a subset of insert/update/delete. Column names
-    come from the binlog (``binlog_row_metadata=FULL``) or from the DDL earlier in the files.
+    come from the binlog (``binlog_row_metadata=FULL``) or from the DDL earlier in the files. An
+    INCIDENT event (the server failed to log some changes) raises ``DataLossError`` unless
+    ``skip_incidents``.
     """
     config = CaptureConfig(
         table_filter=table_filter(tables, None),
         ops=None if ops is None else frozenset(ops),
         verify_checksum=verify_checksum,
+        skip_incidents=skip_incidents,
     )
     capture: ChangeCapture | None = None
     for path in _paths(paths):
@@ -107,18 +111,21 @@ def stream_changes(
     tables: str | None = None,
     ops: Iterable[str] | None = None,
     checkpoint_dir: PathLike | None = None,
+    skip_incidents: bool = False,
 ) -> Iterator[RowChange]:
     """Row changes of committed transactions from a live server, reconnecting when it goes away.
 
     With ``checkpoint_dir`` the position after each transaction whose changes were all consumed
     is saved there and a later call resumes from it (at least once: the changes of a transaction
-    interrupted half-way are delivered again).
+    interrupted half-way are delivered again). An INCIDENT event raises ``DataLossError`` unless
+    ``skip_incidents``.
     """
     connection = parse_dsn(dsn)
     keep = table_filter(tables, None)
     request = StartRequest(file=file, pos=pos, gtid=gtid, from_now=from_now)
     begin = prepare_capture(connection, request, checkpoint_dir=checkpoint_dir, include=keep)
-    config = CaptureConfig(table_filter=keep, ops=None if ops is None else frozenset(ops))
+    config = CaptureConfig(table_filter=keep, ops=None if ops is None else frozenset(ops),
+                           skip_incidents=skip_incidents)
     capture = ChangeCapture(config, begin.start, begin.tracker)
     for committed in follow(FollowConfig(connection, until_end=until_end), capture):
         for record in committed.records:

@@ -66,3 +66,13 @@ def test_dump_reports_the_incident_in_one_line_and_fails(tmp_path: Path) -> None
     went_on = subprocess.run([*run, "--skip-incidents"], capture_output=True, text=True, check=False)
     assert went_on.returncode == 0, went_on.stderr
     assert "incident" in went_on.stderr.lower()
+
+
+def test_read_changes_raises_or_skips(tmp_path: Path) -> None:
+    from sluice import read_changes
+
+    path = tmp_path / "binlog.000001"
+    path.write_bytes(b"\xfebin" + fde() + INCIDENT)
+    with pytest.raises(DataLossError):
+        list(read_changes(path))
+    assert list(read_changes(path, skip_incidents=True)) == []
