@@ -25,7 +25,7 @@ from datetime import date, datetime
 from typing import Any, Final
 
 import pyarrow as pa
-from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
+from deltalake import ColumnProperties, CommitProperties, DeltaTable, Transaction, WriterProperties, write_deltalake
 from deltalake import Schema as DeltaSchema
 from deltalake.exceptions import DeltaError, SchemaMismatchError
 
@@ -54,6 +54,12 @@ CHANGELOG_SCHEMA: Final = pa.schema([
 ])
 
 _DELETE_FLAG = DELETE_FLAG
+
+# The row images of the change log are nearly all distinct: a dictionary page per column chunk only
+# costs time (two thirds of the append) and Parquet falls back to plain pages anyway.
+_CHANGELOG_WRITER: Final = WriterProperties(column_properties={
+    name: ColumnProperties(dictionary_enabled=False) for name in ("before", "after", "json_diffs")
+})
 _PRESENT = "_sluice_has_"  # + column index: the value of that column is in the row image
 
 # Fold states of one primary key within a batch.
@@ -220,7 +226,7 @@ class DeltaLake:
         path = self.changelog_path
         try:
             # An empty append still commits: it records the batch as done.
-            write_deltalake(path, log, mode="append", commit_properties=txn)
+            write_deltalake(path, log, mode="append", commit_properties=txn, writer_properties=_CHANGELOG_WRITER)
         except DeltaError as exc:
             raise _commit_error("the change log", batch_id, exc) from exc
 

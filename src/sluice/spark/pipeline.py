@@ -240,13 +240,15 @@ class Pipeline:
 
         if table.num_rows == 0:
             return
-        table = table.sort_by([("file", "ascending"), ("pos", "ascending"), ("row", "ascending")])
+        if not _in_binlog_order(table):  # Spark hands the ranges back in order: sorting is rarely needed
+            table = table.sort_by([("file", "ascending"), ("pos", "ascending"), ("row", "ascending")])
         history = SchemaHistory.open(self.history_path)
         names = pc.binary_join_element_wise(table.column("db"), table.column("table"), "\x00")
         batches = []
-        for key in pc.unique(names).to_pylist():
+        keys = pc.unique(names).to_pylist()
+        for key in keys:
             db, name = key.split("\x00", 1)
-            rows = table.filter(pc.equal(names, key))
+            rows = table if len(keys) == 1 else table.filter(pc.equal(names, key))
             first_file, first_pos = rows.column("file")[0].as_py(), rows.column("pos")[0].as_py()
             catalog = history.catalog_at(first_file, first_pos) or history.latest()
             schema = catalog.get(db, name) if catalog is not None else None
@@ -330,6 +332,30 @@ def _row_changes(columns: tuple[Any, ...], rows: Any) -> list[RowChange]:
         RowChange(op[i], db, name, decode(before[i]), decode(after[i]), pk, file[i], pos[i], row[i], gtid[i], ts[i])
         for i in range(len(op))
     ]
+
+
+def _in_binlog_order(table: Any) -> bool:
+    """Whether the rows are ordered by ``(file, pos, row)`` already (strictly increasing)."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    if table.num_rows < 2:
+        return True
+    files = table.column("file")
+    pos = table.column("pos").to_numpy()
+    row = table.column("row").to_numpy()
+    first, last = files[0].as_py(), files[-1].as_py()
+    if first != last:
+        if files.null_count or pc.any(pc.less(files[1:], files[:-1])).as_py():
+            return False
+        same = pc.equal(files[1:], files[:-1]).to_numpy(zero_copy_only=False)
+    else:
+        if files.null_count or pc.count(pc.unique(files)).as_py() != 1:
+            return False
+        same = np.ones(table.num_rows - 1, dtype=bool)
+    dpos, drow = np.diff(pos), np.diff(row)
+    ordered = (dpos > 0) | ((dpos == 0) & (drow > 0))
+    return bool(np.all(ordered | ~same))
 
 
 def _changelog(table: Any, batch_id: int) -> Any:
