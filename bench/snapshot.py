@@ -8,6 +8,8 @@ for re-runs). Then, in one run:
   sluice    ``sluice run --snapshot only`` of the table into a fresh lake (Spark ``local[*]`` on both
             cores, start-up included), while a writer thread updates random rows one statement at
             a time: the longest single write is reported (the source must never be blocked > 1 s)
+  phase     the snapshot alone, in this process with a Spark session already up (``SnapshotRunner``
+            into a fresh lake, no writer): once with new Python workers, then again with warm ones
 
 Run from the repository root::
 
@@ -97,6 +99,29 @@ def snapshot(box: Sandbox, rows: int) -> dict[str, object]:
     return {"run": run.__dict__, "longest_write_s": longest[0], "writes": writes[0]}
 
 
+def phase(box: Sandbox) -> dict[str, float]:
+    from sluice.spark.session import spark_session
+    from sluice.spark.snapshot import SnapshotRunner
+
+    started = time.perf_counter()
+    spark = spark_session()
+    out = {"spark_start_s": time.perf_counter() - started}
+    try:
+        for run in ("cold_s", "warm_s"):
+            lake = OUT / f"snapshot-phase-lake-{box.flavor}"
+            shutil.rmtree(lake, ignore_errors=True)
+            (lake / "_sluice").mkdir(parents=True)
+            runner = SnapshotRunner(spark, box.dsn("root"), str(lake), lake / "_sluice", f"bench-{run}",
+                                    lambda d, t: (d, t) == ("bench", "sbtest1"), chunk_rows=50_000,
+                                    progress=lambda _text: None)
+            started = time.perf_counter()
+            runner.run()
+            out[run] = time.perf_counter() - started
+    finally:
+        spark.stop()
+    return out
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--rows", type=int, default=1_000_000)
@@ -111,12 +136,15 @@ def main() -> int:
             d = dump(box)
             decode.log(f"{flavor}: sluice snapshot")
             s = snapshot(box, args.rows)
+            decode.log(f"{flavor}: snapshot phase with Spark up")
+            p = phase(box)
         finally:
             box.stop()
-        results.append({"flavor": flavor, "rows": args.rows, "dump": d.__dict__, "sluice": s})
+        results.append({"flavor": flavor, "rows": args.rows, "dump": d.__dict__, "sluice": s, "phase": p})
     (OUT / f"snapshot-{args.rows}.json").write_text(json.dumps(results, indent=1, default=str))
-    print("| flavor | rows | mysqldump --single-transaction | sluice snapshot → Delta | ratio | longest write |")
-    print("|---|---|---|---|---|---|")
+    print("| flavor | rows | mysqldump --single-transaction | sluice snapshot → Delta | ratio | longest write "
+          "| snapshot phase, Spark up (new / warm workers) |")
+    print("|---|---|---|---|---|---|---|")
     for r in results:
         d, s = r["dump"], r["sluice"]["run"]  # type: ignore[index]
         dump_rate = r["rows"] / d["seconds"]  # type: ignore[index,operator]
@@ -124,7 +152,9 @@ def main() -> int:
         err = "".join(f" ({x['error']})" for x in (d, s) if x.get("error"))  # type: ignore[union-attr]
         print(f"| {r['flavor']} | {r['rows']:,} | {dump_rate:,.0f} rows/s ({d['seconds']:.1f}s) | "  # type: ignore[index]
               f"{sluice_rate:,.0f} rows/s ({s['seconds']:.1f}s) | {sluice_rate / dump_rate:.2f}x | "  # type: ignore[index]
-              f"{r['sluice']['longest_write_s']:.3f}s |{err}")  # type: ignore[index]
+              f"{r['sluice']['longest_write_s']:.3f}s | "  # type: ignore[index]
+              f"{r['rows'] / r['phase']['cold_s']:,.0f} / {r['rows'] / r['phase']['warm_s']:,.0f} rows/s "  # type: ignore
+              f"(Spark start {r['phase']['spark_start_s']:.1f}s) |{err}")  # type: ignore[index]
     return 0
 
 
