@@ -218,26 +218,40 @@ class Connection:
         assembler = self._assembler
         payload = assembler.next_payload()
         while payload is None:
-            sock = self._require_socket()
-            try:
-                n = sock.recv_into(assembler.write_buffer(_RECV_CHUNK))
-            except TimeoutError:
-                raise TransportError(
-                    f"timed out after {sock.gettimeout()}s waiting for the server at {self._where}; "
-                    "check that the server is alive and the network path is open, or raise read_timeout"
-                ) from None
-            except OSError as exc:
-                self._abort()
-                raise _transport_error(exc, self._where, "reading from") from None
-            if n == 0:
-                self._abort()
-                raise TransportError(
-                    f"the server at {self._where} closed the connection; check the server's error log "
-                    "(restart, KILL, wait_timeout, max_allowed_packet) and reconnect"
-                )
-            assembler.commit(n)
+            self._receive()
             payload = assembler.next_payload()
         return payload
+
+    def read_payloads(self) -> list[bytes]:
+        """Every complete payload received so far, in order, waiting for at least one: the rows of a
+        large result set in batches instead of a call per row."""
+        assembler = self._assembler
+        out: list[bytes] = []
+        while not assembler.drain(out):
+            self._receive()
+        return out
+
+    def _receive(self) -> None:
+        """Read what the socket has into the assembler's buffer."""
+        assembler = self._assembler
+        sock = self._require_socket()
+        try:
+            n = sock.recv_into(assembler.write_buffer(_RECV_CHUNK))
+        except TimeoutError:
+            raise TransportError(
+                f"timed out after {sock.gettimeout()}s waiting for the server at {self._where}; "
+                "check that the server is alive and the network path is open, or raise read_timeout"
+            ) from None
+        except OSError as exc:
+            self._abort()
+            raise _transport_error(exc, self._where, "reading from") from None
+        if n == 0:
+            self._abort()
+            raise TransportError(
+                f"the server at {self._where} closed the connection; check the server's error log "
+                "(restart, KILL, wait_timeout, max_allowed_packet) and reconnect"
+            )
+        assembler.commit(n)
 
     def query(self, sql: str) -> ResultSet:
         """Run a statement and return its rows (an empty ``ResultSet`` if it returns none)."""

@@ -235,6 +235,27 @@ class RawResultSetReader(ResultSetReader):
             else:
                 append(payload)  # type: ignore[arg-type]
 
+    def read_batches(self, read_many: Callable[[], list[bytes]]) -> RawResultSet | OkPacket:
+        """``read_from`` over a source of payload batches (``Connection.read_payloads``): every
+        payload the socket delivered at once is looked at in one loop."""
+        append = self._rows.append
+        limit = self._end_limit
+        while True:
+            batch = read_many()
+            for i, payload in enumerate(batch):
+                if self._state != "rows" or not payload or payload[0] == ERR_HEADER or (
+                        payload[0] == EOF_HEADER and len(payload) < limit):
+                    if self.feed(payload):
+                        if i + 1 < len(batch):
+                            raise ProtocolError(
+                                f"the server sent {len(batch) - i - 1} packets after the end of the result set; "
+                                "the connection is out of step with the server and must be reopened"
+                            )
+                        return self.result  # type: ignore[return-value]
+                    limit = self._end_limit
+                else:
+                    append(payload)  # type: ignore[arg-type]
+
     def _finish(self, status: int, warnings: int) -> None:
         self._state = "done"
         self.result = RawResultSet(  # type: ignore[assignment]
