@@ -18,12 +18,14 @@ import sys
 import threading
 import time
 import uuid
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import deltalake
 import pytest
 
+from sluice.cdc.position import position_key
 from sluice.dsn import parse_dsn
 from sluice.io.connection import Connection
 from sluice.spark.pipeline import Pipeline, PipelineConfig
@@ -123,9 +125,35 @@ def _check(server: Any, db: str, lake: str) -> None:
     state = json.loads((Path(lake) / "_sluice" / "snapshot.json").read_text())
     start = state["start"]
     log = deltalake.DeltaTable(f"{lake}/_sluice/changes").to_pyarrow_table().to_pylist()
-    keys = sorted((r["file"], r["pos"], r["row"]) for r in log)
+    changes = [r for r in log if r["op"] != "read"]
+    keys = sorted((r["file"], r["pos"], r["row"]) for r in changes)
     assert len(keys) == len(set(keys)), "a change is in the change log twice"
     assert keys == _changes_since(server, db, f"{start['file']}:{start['pos']}")
+    _check_keyless(server, db, log, changes)
+
+
+def _check_keyless(server: Any, db: str, log: list[dict[str, Any]], changes: list[dict[str, Any]]) -> None:
+    """The key-less table, rebuilt from the change log (its read rows, then its changes after their
+    position), holds what the source holds."""
+    reads = [r for r in log if r["op"] == "read" and r["db"] == db]
+    assert {r["table"] for r in reads} == {"nokey"}
+    assert len({(r["file"], r["pos"]) for r in reads}) == 1, "the key-less table was read more than once"
+    at = position_key(reads[0]["file"], reads[0]["pos"])
+
+    def row(text: str) -> tuple[Any, ...]:
+        return tuple(sorted(json.loads(text).items()))
+
+    rebuilt = Counter(row(r["after"]) for r in reads)
+    later = [r for r in changes if r["db"] == db and r["table"] == "nokey" and position_key(r["file"], r["pos"]) > at]
+    for r in sorted(later, key=lambda r: (position_key(r["file"], r["pos"]), r["row"])):
+        if r["before"] is not None:
+            rebuilt[row(r["before"])] -= 1
+        if r["after"] is not None:
+            rebuilt[row(r["after"])] += 1
+    with _root(server) as conn:
+        source = Counter(tuple(sorted({"x": int(x), "y": y}.items())) for x, y in conn.query(
+            f"SELECT x, y FROM {db}.nokey").rows)
+    assert +rebuilt == source
 
 
 def test_snapshot_while_the_table_is_written_then_stream(server, tmp_path):

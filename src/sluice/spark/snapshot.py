@@ -11,7 +11,8 @@ appends: the task splits the text rows into columns and builds the mirror's Arro
 (``sluice.spark.snapshot_rows``, ``sluice.spark.snapshot_arrow``) and sends it as Arrow IPC bytes;
 only the keys of the ``SELECT`` rows meet the binlog changes. A mirror that already holds rows
 gets each chunk as a MERGE of decoded rows instead. Tables without a primary key are not mirrorable
-(the pipeline writes their changes to the change log only) and are not snapshotted. The stream
+(the pipeline writes their changes to the change log only): each is read in one consistent scan
+whose rows go to the change log as ``read`` records (``sluice.spark.snapshot_keyless``). The stream
 then starts at ``start``; ``SnapshotFilter`` tells the pipeline which early changes a chunk
 already contains (same table, key inside the chunk, position before its high watermark): those are
 left out of the mirror's MERGE but still go to the change log, which so holds every committed
@@ -63,6 +64,7 @@ from sluice.io.connection import Connection
 from sluice.spark.delta_sink import CHANGELOG_SCHEMA, DeltaLake, TableBatch
 from sluice.spark.layout import mirror_columns_for_schema
 from sluice.spark.snapshot_arrow import chunk_table, column_builders, key_values, table_from_ipc, table_to_ipc
+from sluice.spark.snapshot_keyless import snapshot_keyless
 from sluice.spark.snapshot_rows import split_rows
 from sluice.spark.types import to_arrow_table
 
@@ -202,10 +204,11 @@ class SnapshotRunner:
                     self.progress(f"snapshot: {name} is newly captured: snapshotting it before the stream goes on")
                     state.complete = False
                 if not schema.primary_key:
-                    self.progress(f"snapshot: {name} has no primary key: not mirrorable, not snapshotted "
-                                  "(its changes go to the change log)")
+                    self.progress(f"snapshot: {name} has no primary key: not mirrorable; it is read in one "
+                                  "consistent scan into the change log (as are its changes)")
                     state.tables[name] = {"schema": schema.to_json(), "key": [], "chunks": [], "done": {},
-                                          "writing": None}
+                                          "writing": None, "scan": None, "read": None}
+                    state.save(self.state_path)
                     continue
                 plan = plan_table(conn, schema, self.chunk_rows)  # keyed by the primary key when there is one
                 state.tables[name] = {
@@ -218,6 +221,9 @@ class SnapshotRunner:
             return state
         self._settle_interrupted(state)
         self._chunks(catalog, state)
+        for table in state.tables.values():
+            if "read" in table and table["read"] is None:  # key-less: one consistent scan (not in older states)
+                snapshot_keyless(self.source, self.lake, table, lambda: state.save(self.state_path), self.progress)
         state.complete = True
         state.save(self.state_path)
         return state
