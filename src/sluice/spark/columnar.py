@@ -15,7 +15,9 @@ caller takes the per-row path, which also raises the errors for bad data.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -98,35 +100,67 @@ def _plan(col: MirrorColumn) -> tuple[pa.DataType, _Finish] | None:
     return None
 
 
-def _read(texts: pa.ChunkedArray | pa.Array, schema: pa.Schema, *, strict: bool) -> pa.Table | None:
-    """Parse JSON object texts (no NULLs) into a table of ``schema``, one row per text, in order."""
-    if len(texts) == 0:
+def _text_buffers(texts: pa.ChunkedArray) -> list[tuple[pa.Buffer, int]]:
+    """Each chunk's texts back to back (its data buffer, zero-copy) and how many texts they are."""
+    out = []
+    for chunk in texts.chunks:
+        n = len(chunk)
+        if not n:
+            continue
+        width = 8 if pa.types.is_large_string(chunk.type) else 4
+        offsets = chunk.buffers()[1]
+        first = int.from_bytes(offsets[chunk.offset * width: (chunk.offset + 1) * width], "little")
+        last = int.from_bytes(offsets[(chunk.offset + n) * width: (chunk.offset + n + 1) * width], "little")
+        out.append((chunk.buffers()[2].slice(first, last - first), n))
+    return out
+
+
+def _all_full(texts: pa.ChunkedArray, buffers: list[tuple[pa.Buffer, int]], width: int) -> bool:
+    """Whether every image names all ``width`` columns. Unknown and repeated keys fail the parse,
+    so the count of keys says whether an image is full: every key ends in '":'; inside a string
+    every quote is escaped, so '":' there is '\\":' (as is the end of a key ending in a backslash,
+    counted short). Without any '\\":' the total count decides for every image at once."""
+    import numpy as np
+
+    total = escaped = 0
+    for buffer, _ in buffers:
+        data = np.frombuffer(buffer, dtype=np.uint8)
+        ends = (data[1:] == 0x3A) & (data[:-1] == 0x22)  # '":' at i
+        total += int(np.count_nonzero(ends))
+        if np.any(data == 0x5C):
+            escaped += int(np.count_nonzero(ends[1:] & (data[:-2] == 0x5C)))  # '\\":' at i
+    if not escaped:
+        return total == width * len(texts)
+    keys = pc.subtract(pc.count_substring(texts, '":'), pc.count_substring(texts, '\\":'))
+    return bool(pc.min(keys).as_py() == width and pc.max(keys).as_py() == width)
+
+
+def _read(buffers: list[tuple[pa.Buffer, int]], schema: pa.Schema, *, strict: bool) -> pa.Table | None:
+    """Parse the JSON object texts of ``_text_buffers`` into a table of ``schema``, one row per text,
+    in order: a chunk's objects back to back are one block of the JSON reader, chunks in parallel."""
+    if not buffers:
         return schema.empty_table()
-    texts = texts.cast(pa.large_string())
-    lines = pc.binary_join_element_wise(texts, pa.scalar("", pa.large_string()), pa.scalar("\n", pa.large_string()))
-    if isinstance(lines, pa.ChunkedArray):
-        lines = lines.combine_chunks()
-    offsets = lines.buffers()[1]
-    first = int.from_bytes(offsets[lines.offset * 8: lines.offset * 8 + 8], "little", signed=True)
-    last = int.from_bytes(offsets[(lines.offset + len(lines)) * 8: (lines.offset + len(lines) + 1) * 8],
-                          "little", signed=True)
-    data = lines.buffers()[2][first:last]
-    longest = pc.max(pc.binary_length(lines)).as_py() or 1
-    block = min(max(1 << 20, 2 * longest + 1), 1 << 30)
-    try:
-        table = pa_json.read_json(
-            pa.BufferReader(data),
-            read_options=pa_json.ReadOptions(block_size=block),
-            parse_options=pa_json.ParseOptions(
-                explicit_schema=schema, unexpected_field_behavior="error" if strict else "ignore",
-                newlines_in_values=False,
-            ),
-        )
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+    options = pa_json.ParseOptions(
+        explicit_schema=schema, unexpected_field_behavior="error" if strict else "ignore", newlines_in_values=False,
+    )
+
+    def parse(item: tuple[pa.Buffer, int]) -> pa.Table | None:
+        buffer, n = item
+        try:
+            table = pa_json.read_json(pa.BufferReader(buffer), parse_options=options, read_options=pa_json.ReadOptions(
+                use_threads=False, block_size=max(1 << 16, buffer.size + 1)))
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            return None
+        return table if table.num_rows == n else None
+
+    if len(buffers) == 1:
+        tables = [parse(buffers[0])]
+    else:
+        with ThreadPoolExecutor(max_workers=min(len(buffers), os.cpu_count() or 1)) as pool:
+            tables = list(pool.map(parse, buffers))
+    if any(t is None for t in tables):
         return None
-    if table.num_rows != len(texts):
-        return None
-    return table.select(schema.names)
+    return pa.concat_tables(tables).select(schema.names)
 
 
 def merge_source(columns: Sequence[MirrorColumn], primary_key: Sequence[str], rows: pa.Table) -> pa.Table | None:
@@ -156,17 +190,13 @@ def merge_source(columns: Sequence[MirrorColumn], primary_key: Sequence[str], ro
     before = rows.column("before").filter(need_before)
     if after.null_count or before.null_count:
         return None
-    # A full after image names every column once. Unknown and repeated keys fail the parse, so the
-    # count of keys says whether it is full: every key ends in '":'; inside a string every quote is
-    # escaped, so '":' there is '\\":' (as is the end of a key ending in a backslash: counted short).
-    if len(after):
-        keys = pc.subtract(pc.count_substring(after, '":'), pc.count_substring(after, '\\":'))
-        if pc.min(keys).as_py() != len(names) or pc.max(keys).as_py() != len(names):
-            return None
+    after_buffers = _text_buffers(after)
+    if not _all_full(after, after_buffers, len(names)):  # a minimal image: the per-row path patches
+        return None
     read_schema = pa.schema([pa.field(c.name, p[0]) for c, p in zip(columns, plans, strict=True) if p])
-    parsed_after = _read(after, read_schema, strict=True)
+    parsed_after = _read(after_buffers, read_schema, strict=True)
     key_schema = pa.schema([read_schema.field(k) for k in primary_key])
-    parsed_before = _read(before, key_schema, strict=False)
+    parsed_before = _read(_text_buffers(before), key_schema, strict=False)
     if parsed_after is None or parsed_before is None:
         return None
     finish = {c.name: p[1] for c, p in zip(columns, plans, strict=True) if p}

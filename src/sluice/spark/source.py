@@ -2,8 +2,10 @@
 
 ``spark.readStream.format("binlog").option("dsn", ...).load()`` — the driver follows the server
 (``_Scout``) and plans micro-batches on transaction boundaries; its offsets are checkpoints as JSON
-(``{"file", "pos", "gtid"}``). A micro-batch never spans a schema change: a DDL transaction is a
-batch of its own, so every batch has one layout per table. Executors replay their range with a
+(``{"file", "pos", "gtid"}``); while Spark runs a batch, the scout reads the next one's worth in a
+thread. A micro-batch never spans a schema change: a DDL transaction is a batch of its own, so
+every batch has one layout per table. A batch is split into ranges of about ``rowsPerPartition``
+rows / ``bytesPerPartition`` bytes, and into at least one range per core when it is smaller. Executors replay their range with a
 replication connection of their own, from the range's start to its end, and decode it into Arrow
 batches of ``sluice.spark.changes.ARROW_SCHEMA``; the same offsets always give the same rows.
 
@@ -27,6 +29,7 @@ from __future__ import annotations
 import io
 import logging
 import os
+import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -173,7 +176,11 @@ class _Planned:
 
 @dataclass
 class _Scout:
-    """Driver side: follows the server ahead of the query, remembering transaction boundaries."""
+    """Driver side: follows the server ahead of the query, remembering transaction boundaries.
+
+    After each ``latestOffset`` a thread goes on reading the next batch's worth while Spark runs
+    the batch just planned; the next ``latestOffset`` joins it first, and ``partitions`` /
+    ``commit`` meanwhile touch ``pending`` under ``_lock`` only."""
 
     options: SourceOptions
     origin: Checkpoint
@@ -181,18 +188,29 @@ class _Scout:
     flavor: str
     pending: list[_Planned] = field(default_factory=list)
     at_end: bool = False
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _thread: threading.Thread | None = None
+    _failure: BaseException | None = None
+    _stopping: bool = False
 
     def read_ahead(self, want_rows: int | None, want_bytes: int | None, target: Checkpoint | None) -> None:
-        """Follow the binlog from the last scouted boundary until enough is planned or its end."""
-        rows = sum(p.rows for p in self.pending)
-        size = sum(p.size for p in self.pending)
+        """Follow the binlog from the last scouted boundary until enough is planned, a DDL
+        transaction (which ends a batch) was seen, or its end."""
+        with self._lock:
+            pending = list(self.pending)
+        rows = sum(p.rows for p in pending)
+        size = sum(p.size for p in pending)
+        if ((want_rows is not None and rows >= want_rows) or (want_bytes is not None and size >= want_bytes)
+                or any(p.ddl for p in pending)):
+            return
         catalog = self.capture.tracker.catalog
         self.at_end = False
         for committed in follow(self.options.follow_config(until_end=True), self.capture):
             tx = committed.transaction
             n = committed.row_count
             span = tx.end.pos - tx.start.pos if tx.end.file == tx.start.file else tx.end.pos
-            self.pending.append(_Planned(tx.start, tx.end, n, span, tx.kind == "ddl", catalog))
+            with self._lock:
+                self.pending.append(_Planned(tx.start, tx.end, n, span, tx.kind == "ddl", catalog))
             catalog = self.capture.tracker.catalog
             rows += n
             size += span
@@ -200,11 +218,37 @@ class _Scout:
                 return
             if target is not None and _key(tx.end) >= _key(target):
                 return
+            if tx.kind == "ddl" or self._stopping:  # a DDL ends the batch: what follows is the next one's
+                return
         self.at_end = True
+
+    def read_ahead_later(self, want_rows: int | None, want_bytes: int | None, target: Checkpoint | None) -> None:
+        """``read_ahead`` in a thread, while Spark runs the batch just planned; ``join`` waits for it."""
+
+        def run() -> None:
+            try:
+                self.read_ahead(want_rows, want_bytes, target)
+            except BaseException as exc:  # raised by the next join, where a read would have raised it
+                self._failure = exc
+
+        self._thread = threading.Thread(target=run, name="sluice-binlog-scout", daemon=True)
+        self._thread.start()
+
+    def join(self) -> None:
+        thread, self._thread = self._thread, None
+        if thread is not None:
+            thread.join()
+        failure, self._failure = self._failure, None
+        if failure is not None:
+            raise failure
+
+    def drop_before(self, start: Checkpoint) -> None:
+        with self._lock:
+            self.pending = [p for p in self.pending if _key(p.start) >= _key(start)]
 
     def choose_end(self, start: Checkpoint, max_rows: int | None, max_bytes: int | None,
                    target: Checkpoint | None) -> Checkpoint:
-        self.pending = [p for p in self.pending if _key(p.start) >= _key(start)]
+        self.drop_before(start)
         end, rows, size = start, 0, 0
         for p in self.pending:
             if target is not None and _key(p.end) > _key(target):
@@ -225,7 +269,9 @@ class _Scout:
         """Partitions for [start, end) from what was scouted, or None if it was not: about
         ``per_partition`` rows each when rows were counted, else about ``bytes_per_partition``, and
         at least one range per core (of this machine) when the batch has enough transactions."""
-        chosen = [p for p in self.pending if _key(p.start) >= _key(start) and _key(p.end) <= _key(end)]
+        with self._lock:
+            pending = list(self.pending)
+        chosen = [p for p in pending if _key(p.start) >= _key(start) and _key(p.end) <= _key(end)]
         if not chosen or chosen[0].start != start or chosen[-1].end != end:
             return None
         # Rows are counted only under maxRowsPerBatch; planning by bytes decodes none (every count is 0).
@@ -313,16 +359,25 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
         begin = offset_checkpoint(start)
+        if self._scout is not None:
+            self._scout.join()
         scout = self._scout_at(begin)
         if isinstance(limit, ReadMaxRows):
             max_rows = limit.max_rows if self.options.max_rows is not None else None
             max_bytes = self.options.max_bytes
         else:  # ReadAllAvailable: the engine asks for everything (e.g. Trigger.Once)
             max_rows = max_bytes = None
-        planned_rows = sum(p.rows for p in scout.pending if _key(p.start) >= _key(begin))
-        if max_rows is None or planned_rows < max_rows:
-            scout.read_ahead(max_rows, max_bytes, self._target)
-        return offset_json(scout.choose_end(begin, max_rows, max_bytes, self._target))
+        scout.drop_before(begin)
+        scout.read_ahead(max_rows, max_bytes, self._target)
+        end = scout.choose_end(begin, max_rows, max_bytes, self._target)
+        target = self._target
+        if not scout.at_end and (target is None or _key(end) < _key(target)):
+            # Read the next batch's worth while Spark runs this one.
+            rows = sum(p.rows for p in scout.pending)
+            size = sum(p.size for p in scout.pending)
+            scout.read_ahead_later(None if max_rows is None else rows + max_rows,
+                                   None if max_bytes is None else size + max_bytes, target)
+        return offset_json(end)
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
         begin, finish = offset_checkpoint(start), offset_checkpoint(end)
@@ -341,11 +396,12 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def commit(self, end: dict[str, Any]) -> None:
         if self._scout is not None:
-            done = _key(offset_checkpoint(end))
-            self._scout.pending = [p for p in self._scout.pending if _key(p.start) >= done]
+            self._scout.drop_before(offset_checkpoint(end))
 
     def stop(self) -> None:
-        self._scout = None
+        scout, self._scout = self._scout, None
+        if scout is not None:
+            scout._stopping = True
 
     def _scout_at(self, start: Checkpoint) -> _Scout:
         scout = self._scout
