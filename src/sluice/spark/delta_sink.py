@@ -6,7 +6,8 @@ key, columns per ``sluice.spark.types``) and ``ROOT/_sluice/changes`` the append
 ``DeltaLake.write_batch`` folds a table's changes of one batch into the last state per primary key
 (an update that moves the key deletes the old key; a minimal image patches only the columns it
 carries), evolves the mirror's schema (new columns are added, dropped ones are left alone, a type
-change Delta cannot take raises ``SchemaError``), and runs one MERGE per table through delta-rs —
+change Delta cannot take raises ``SchemaError``; a ``TableBatch`` may instead bring its MERGE source
+already built column-wise, ``sluice.spark.columnar``), and runs one MERGE per table through delta-rs —
 one Arrow table per table per batch, never a call per row. Every commit carries the Delta app
 transaction ``(app_id, batch_id)``: a table whose recorded version is already ``>= batch_id`` is
 skipped, so a batch replayed after a crash between two commits writes only what is missing. The

@@ -3,7 +3,9 @@
 ``Pipeline.run()`` starts ``spark.readStream.format("binlog")`` on the source and, per micro-batch
 (``foreachBatch``), groups the changes by table, keeps the last change per primary key and MERGEs
 it into ``LAKE/<db>/<table>`` with typed columns, then appends every change to
-``LAKE/_sluice/changes`` (``sluice.spark.delta_sink``). Each Delta commit records the batch id, so
+``LAKE/_sluice/changes`` (``sluice.spark.delta_sink``). A table's MERGE source is built column-wise
+from the Arrow batch when that is exact (``sluice.spark.columnar``: full images, plain column types,
+no snapshot filter), else from the decoded changes one by one. Each Delta commit records the batch id, so
 a batch replayed after a crash is skipped where it was already written: exactly once.
 
 The lake keeps the pipeline's state in ``LAKE/_sluice/``: the Spark checkpoint (``checkpoint/``),

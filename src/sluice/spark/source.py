@@ -5,9 +5,10 @@
 (``{"file", "pos", "gtid"}``); while Spark runs a batch, the scout reads the next one's worth in a
 thread. A micro-batch never spans a schema change: a DDL transaction is a batch of its own, so
 every batch has one layout per table. A batch is split into ranges of about ``rowsPerPartition``
-rows / ``bytesPerPartition`` bytes, and into at least one range per core when it is smaller. Executors replay their range with a
-replication connection of their own, from the range's start to its end, and decode it into Arrow
-batches of ``sluice.spark.changes.ARROW_SCHEMA``; the same offsets always give the same rows.
+rows / ``bytesPerPartition`` bytes, and into at least one range per core when it is smaller.
+Executors replay their range with a replication connection of their own, from the range's start to
+its end, and decode it into Arrow batches of ``sluice.spark.changes.ARROW_SCHEMA``; the same offsets
+always give the same rows.
 
 ``spark.read.format("binlog").load(path_or_paths)`` — archived binlog files, a task per file or per
 transaction-aligned segment of a large file; the driver first reads the DDL of the files in order so
