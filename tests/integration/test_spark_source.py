@@ -100,3 +100,13 @@ def test_stream_in_bounded_batches_equals_tail(spark, server, tmp_path):
     assert max(len(b) for b in batches) <= 45
     # the batch after the ALTER starts with rows that have the new column
     assert any(c["after"] and "extra" in c["after"] for c in streamed)
+
+
+def test_an_incident_in_archived_files_stops_the_read_unless_skipped(spark, tmp_path):
+    from tests.unit.test_incidents import INCIDENT, fde
+
+    path = tmp_path / "binlog.000001"
+    path.write_bytes(b"\xfebin" + fde() + INCIDENT)
+    with pytest.raises(Exception, match="incident"):
+        spark.read.format("binlog").load(str(path)).collect()
+    assert spark.read.format("binlog").option("skipIncidents", "true").load(str(path)).collect() == []

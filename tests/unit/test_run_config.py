@@ -58,3 +58,21 @@ def test_trigger_intervals(text, interval):
 def test_bad_trigger_is_a_config_error():
     with pytest.raises(ConfigError, match="--trigger"):
         _interval("soon")
+
+
+def test_skip_incidents_from_the_command_line_or_the_file(tmp_path):
+    assert not load_config(_args("--source", "mysql://u@h/", "--lake", "x")).skip_incidents
+    assert load_config(_args("--source", "mysql://u@h/", "--lake", "x", "--skip-incidents")).skip_incidents
+    cfg = tmp_path / "p.toml"
+    cfg.write_text('source = "mysql://u@h/"\nlake = "x"\nskip_incidents = true\n')
+    assert load_config(_args("--config", str(cfg))).skip_incidents
+
+
+def test_source_option_skip_incidents():
+    from sluice.spark.source import SourceOptions
+
+    assert not SourceOptions.parse({}).capture_config().skip_incidents
+    assert SourceOptions.parse({"skipIncidents": "true"}).capture_config().skip_incidents
+    assert not SourceOptions.parse({"skipincidents": "False"}).skip_incidents
+    with pytest.raises(ConfigError, match="skipIncidents is true or false"):
+        SourceOptions.parse({"skipIncidents": "maybe"})

@@ -71,6 +71,11 @@ def register(sub: Any) -> None:
         "Spark, then stream from the right position; never: stream only; only: snapshot and stop",
     )
     parser.add_argument("--chunk-rows", type=int, metavar="N", help="rows per snapshot chunk (default 50000)")
+    parser.add_argument(
+        "--skip-incidents", action="store_true", default=None,
+        help="go on past INCIDENT events (the server failed to log some changes there) with a warning "
+        "instead of stopping",
+    )
     parser.add_argument("--config", metavar="FILE", help="read these settings from a TOML file")
     parser.set_defaults(handler=run)
 
@@ -88,12 +93,12 @@ def load_config(args: argparse.Namespace) -> Any:
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"{args.config} is not valid TOML: {exc}") from None
     known = {"source", "lake", "tables", "exclude_tables", "trigger", "master", "from", "max_rows_per_batch", "spark",
-             "snapshot", "chunk_rows"}
+             "snapshot", "chunk_rows", "skip_incidents"}
     unknown = set(settings) - known
     if unknown:
         raise ConfigError(f"{args.config}: unknown settings {sorted(unknown)}; known: {sorted(known)}")
     for key in ("source", "lake", "tables", "exclude_tables", "trigger", "master", "max_rows_per_batch", "snapshot",
-                "chunk_rows"):
+                "chunk_rows", "skip_incidents"):
         value = getattr(args, key, None)
         if value is not None:
             settings[key] = value
@@ -117,6 +122,7 @@ def load_config(args: argparse.Namespace) -> Any:
         snapshot=settings.get("snapshot") or ("never" if "from" in settings else "initial"),
         chunk_rows=int(settings.get("chunk_rows", 50_000)),
         conf=tuple((str(k), str(v)) for k, v in spark_conf.items()),
+        skip_incidents=bool(settings.get("skip_incidents", False)),
     )
 
 

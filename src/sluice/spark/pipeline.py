@@ -59,6 +59,7 @@ class PipelineConfig:
     max_rows_per_batch: int | None = None  # counting rows makes the driver decode ahead: bytes by default
     max_bytes_per_batch: int | None = 256 << 20
     conf: tuple[tuple[str, str], ...] = ()
+    skip_incidents: bool = False  # go on past INCIDENT events (the server failed to log changes there)
 
     @property
     def state_dir(self) -> Path:
@@ -177,6 +178,8 @@ class Pipeline:
             reader = reader.option("maxRowsPerBatch", str(cfg.max_rows_per_batch))
         if cfg.max_bytes_per_batch:
             reader = reader.option("maxBytesPerBatch", str(cfg.max_bytes_per_batch))
+        if cfg.skip_incidents:
+            reader = reader.option("skipIncidents", "true")
         writer = reader.load().writeStream.foreachBatch(self._batch).option(
             "checkpointLocation", str(self.checkpoint_path)
         )

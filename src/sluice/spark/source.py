@@ -80,6 +80,7 @@ class SourceOptions:
     schema_history: str | None = None
     paths: tuple[str, ...] = ()
     segment_bytes: int = 128 << 20
+    skip_incidents: bool = False
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> SourceOptions:
@@ -117,15 +118,25 @@ class SourceOptions:
             schema_history=lower.get("schemahistory"),
             paths=paths,
             segment_bytes=number("segmentBytes") or 128 << 20,
+            skip_incidents=_flag("skipIncidents", lower.get("skipincidents")),
         )
 
     def capture_config(self) -> CaptureConfig:
-        return CaptureConfig(table_filter=table_filter(self.tables, self.exclude_tables), ops=self.ops)
+        return CaptureConfig(table_filter=table_filter(self.tables, self.exclude_tables), ops=self.ops,
+                             skip_incidents=self.skip_incidents)
 
     def follow_config(self, *, until_end: bool = True) -> FollowConfig:
         if not self.dsn:
             raise ConfigError('the binlog stream needs option("dsn", "mysql://user:password@host:port/")')
         return FollowConfig(parse_dsn(self.dsn), until_end=until_end, heartbeat_period=0, retries=8)
+
+
+def _flag(name: str, text: str | None) -> bool:
+    if text is None or text.strip().lower() in ("", "false", "0", "no"):
+        return False
+    if text.strip().lower() in ("true", "1", "yes"):
+        return True
+    raise ConfigError(f"option {name} is true or false, found {text!r}")
 
 
 def offset_json(cp: Checkpoint) -> dict[str, Any]:
@@ -418,7 +429,8 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             planning = replace(self.options.capture_config(), count_only=True)
         else:
             # Planning by bytes: transaction boundaries and DDL only, no row is decoded here.
-            planning = CaptureConfig(table_filter=lambda _db, _table: False, count_only=True)
+            planning = CaptureConfig(table_filter=lambda _db, _table: False, count_only=True,
+                                     skip_incidents=self.options.skip_incidents)
         capture = ChangeCapture(planning, start, tracker)
         self._scout = _Scout(self.options, start, capture, flavor)
         return self._scout
@@ -484,7 +496,7 @@ class BinlogFileReader(DataSourceReader):
 
     def partitions(self) -> Sequence[InputPartition]:
         # The DDL of every file, in order: the catalog at each segment's start. No rows are decoded.
-        skip_rows = CaptureConfig(table_filter=lambda _db, _table: False)
+        skip_rows = CaptureConfig(table_filter=lambda _db, _table: False, skip_incidents=self.options.skip_incidents)
         capture: ChangeCapture | None = None
         parts: list[InputPartition] = []
         size = self.options.segment_bytes
