@@ -73,12 +73,14 @@ def run(args: argparse.Namespace) -> int:
     from sluice.io.binlog_file import iter_raw_events
 
     keep = table_filter(args.tables, args.exclude_tables)
+    jsonl = args.format == "jsonl"
+    # --format none decodes every event and every value of the captured tables but prints only
+    # counts, so it builds no change records.
     config = CaptureConfig(
         table_filter=keep, ops=parse_ops(args.ops), ddl=args.ddl, verify_checksum=not args.no_verify_checksum,
-        skip_incidents=args.skip_incidents,
+        skip_incidents=args.skip_incidents, count_only=not jsonl,
     )
     out = sys.stdout
-    jsonl = args.format == "jsonl"
     started = time.perf_counter()
     n_events = n_changes = n_transactions = 0
     capture: ChangeCapture | None = None
@@ -97,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
                 continue
             n_transactions += 1
             records = committed.records
-            n_changes += len(records)
+            n_changes += committed.row_count
             if jsonl and records:
                 buffer.extend(record_line(r) for r in records)
                 if len(buffer) >= 512:
