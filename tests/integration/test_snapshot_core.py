@@ -159,14 +159,11 @@ def test_chunks_reconciled_with_the_binlog_equal_the_tables(server) -> None:
         prepare_session(root)
         within = [c for t, rs in reads.items() for r in rs for c in changes if c.table == t and in_window(r, c)]
         assert len(within) >= 3  # the writers were busy while chunks were read
-        differs = 0
         for table, table_reads in reads.items():
             order = key_order(catalog.get(db, table), plans[table].key)
             mirror = {}
             for r in table_reads:
-                reconciled = reconcile(r, changes, order)
-                differs += reconciled != r.rows
-                for row in reconciled:
+                for row in reconcile(r, changes, order):
                     assert order.of(row) not in mirror
                     mirror[order.of(row)] = row
             for change in changes:
@@ -184,7 +181,10 @@ def test_chunks_reconciled_with_the_binlog_equal_the_tables(server) -> None:
             expected = {order.of(row): row for row in _select_all(root, catalog.get(db, table))}
             assert mirror == expected, table
         if server.flavor == "mysql":  # its low watermark is read `settle` before the SELECT: wide windows
-            assert differs >= 1 and len(within) >= 50, (differs, len(within))
+            assert len(within) >= 50, len(within)
+        # Whether reconciling altered some chunk is a matter of timing (a change between the SELECT and
+        # the high watermark); that it alters them right is what tests/unit/test_snapshot_reconcile.py
+        # checks, and the mirror == SELECT comparison above holds either way.
         # the keyless table: the scan plus every change after its position, as a multiset
         bag = Counter(_frozen(r) for r in scan.rows)
         at = position_key(scan.position.file, scan.position.pos)
