@@ -265,7 +265,7 @@ class Pipeline:
             columns = mirror_columns_for_schema(schema, catalog.flavor if catalog is not None else None)
             primary_key = tuple(schema.primary_key)
             source = None
-            if primary_key and not self._filtered(db, name):
+            if primary_key and not (self._filter and self._filter.covers(db, name, first_file, first_pos)):
                 source = merge_source(columns, primary_key, rows)  # None: the per-row path is needed
             if source is not None:
                 batches.append(TableBatch(db, name, columns, primary_key, (), source, rows.num_rows))
@@ -298,12 +298,6 @@ class Pipeline:
         if time.monotonic() - self._lag_checked >= 5.0:  # one status query per 5 s, not per batch
             self._lag_checked = time.monotonic()
             stats.lag_bytes = self._lag_bytes(table.column("file")[-1].as_py(), table.column("pos")[-1].as_py())
-
-    def _filtered(self, db: str, table: str) -> bool:
-        """Whether the snapshot filter may leave out some of the table's changes (per-row path)."""
-        if not self._filter:
-            return False
-        return (db, table) in getattr(self._filter, "_tables", {(db, table): None})
 
     def _lag_bytes(self, file: str, pos: int) -> int | None:
         try:

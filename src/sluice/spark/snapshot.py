@@ -399,6 +399,12 @@ class SnapshotFilter:
     def __bool__(self) -> bool:
         return bool(self._tables)
 
+    def covers(self, db: str, table: str, file: str, pos: int) -> bool:
+        """Whether ``keep`` may leave out changes of ``db.table`` from ``file:pos`` on: only before the
+        last high watermark of the table's snapshot chunks."""
+        entry = self._tables.get((db, table))
+        return entry is not None and position_key(file, pos) < entry[2]
+
     def keep(self, changes: Sequence[RowChange]) -> list[RowChange]:
         """The changes the mirror still needs (key moves split into a delete and an insert)."""
         out: list[RowChange] = []
