@@ -218,26 +218,11 @@ class RawResultSetReader(ResultSetReader):
     def _row(self, payload: bytes) -> None:
         self._rows.append(payload)  # type: ignore[arg-type]
 
-    def read_from(self, read: Callable[[], bytes]) -> RawResultSet | OkPacket:
-        """Feed every payload ``read()`` returns until the answer is complete, and return it: ``feed``
-        with the rows appended in a tight loop (tens of thousands per chunk)."""
-        while self._state != "rows":
-            if self.feed(read()):
-                return self.result  # type: ignore[return-value]
-        append = self._rows.append
-        limit = self._end_limit
-        while True:
-            payload = read()
-            # Anything that is not plainly a row (empty, ERR, the end) goes through feed's checks.
-            if not payload or payload[0] == ERR_HEADER or (payload[0] == EOF_HEADER and len(payload) < limit):
-                if self.feed(payload):
-                    return self.result  # type: ignore[return-value]
-            else:
-                append(payload)  # type: ignore[arg-type]
-
     def read_batches(self, read_many: Callable[[], list[bytes]]) -> RawResultSet | OkPacket:
-        """``read_from`` over a source of payload batches (``Connection.read_payloads``): every
-        payload the socket delivered at once is looked at in one loop."""
+        """Feed every payload of the batches ``read_many()`` returns (``Connection.read_payloads``:
+        what the socket delivered at once) until the answer is complete, and return it. Rows are
+        appended in one tight loop (tens of thousands per chunk); anything that is not plainly a row
+        (empty, ERR, the end) goes through ``feed``'s checks."""
         append = self._rows.append
         limit = self._end_limit
         while True:

@@ -151,26 +151,6 @@ def test_raw_reader_keeps_row_payloads() -> None:
     assert isinstance(reader.result, OkPacket)
 
 
-def test_raw_reader_read_from_a_payload_source() -> None:
-    from sluice.wire.resultset import RawResultSet, RawResultSetReader
-
-    eof = b"\xfe\x00\x00\x02\x00"
-    for caps, end in ((BASE, [eof, *ROWS, eof]), (BASE | Capability.CLIENT_DEPRECATE_EOF, [*ROWS, eof + b"\x00\x00"])):
-        payloads = iter([b"\x02", _column("k"), _column("v"), *end])
-        result = RawResultSetReader(caps).read_from(payloads.__next__)
-        assert isinstance(result, RawResultSet) and result.payloads == ROWS
-        assert next(payloads, None) is None  # nothing read past the end
-    err = b"\xff\x15\x04#28000denied"
-    payloads = iter([b"\x02", _column("k"), _column("v"), eof, ROWS[0], err])
-    with pytest.raises(ServerError, match="denied"):
-        RawResultSetReader(BASE).read_from(payloads.__next__)
-    payloads = iter([b"\x02", _column("k"), _column("v"), eof, ROWS[0], b""])
-    with pytest.raises(ProtocolError, match="empty packet"):
-        RawResultSetReader(BASE).read_from(payloads.__next__)
-    payloads = iter([b"\x00\x00\x00\x02\x00\x00\x00"])
-    assert isinstance(RawResultSetReader(BASE).read_from(payloads.__next__), OkPacket)
-
-
 def test_raw_reader_read_batches_in_any_grouping() -> None:
     from sluice.wire.resultset import RawResultSet, RawResultSetReader
 
@@ -185,6 +165,9 @@ def test_raw_reader_read_batches_in_any_grouping() -> None:
     err = b"\xff\x15\x04#28000denied"
     batches = iter([[b"\x02", _column("k"), _column("v"), eof, ROWS[0], err]])
     with pytest.raises(ServerError, match="denied"):
+        RawResultSetReader(BASE).read_batches(batches.__next__)
+    batches = iter([[b"\x02", _column("k"), _column("v"), eof], [ROWS[0], b""]])
+    with pytest.raises(ProtocolError, match="empty packet"):
         RawResultSetReader(BASE).read_batches(batches.__next__)
     batches = iter([[b"\x02", _column("k"), _column("v"), eof, ROWS[0], eof, b"stray"]])
     with pytest.raises(ProtocolError, match="after the end of the result set"):
