@@ -279,6 +279,7 @@ def test_xa_two_phase_commit_emits_the_prepared_events_at_xa_commit() -> None:
     assert other.start == Checkpoint(F1, 4, f"{S}:1-5") and other.end == Checkpoint(F1, 4, f"{S}:1-5:7")
     (tx,) = feed(gtid(8, commit_us=99), query("XA COMMIT X'7831',X'',1", ts=TS + 5))
     assert (tx.kind, tx.gtid, tx.ts, tx.commit_us) == ("xa_commit", f"{S}:8", TS + 5, 99)
+    assert tx.rows_gtid == f"{S}:6"  # the rows are the XA PREPARE's events: they carry its GTID
     assert [e for _f, _p, e in tx.events] == part
     assert [p for _f, p, _e in tx.events] == [at(i) for i in range(6)]
     assert tx.start == Checkpoint(F1, 4, f"{S}:1-5:7")
@@ -345,6 +346,7 @@ def test_mariadb_resume_from_a_held_back_checkpoint_skips_by_sequence_number() -
     again = Feed(t7.end)
     (commit,) = again(*story)
     assert commit.kind == "xa_commit" and commit.gtid == "0-1-8" and again.a.skipped == 1
+    assert commit.rows_gtid == "0-1-6"
     assert commit.end == Checkpoint(F1, at(13), "0-1-8")
 
 

@@ -100,6 +100,12 @@ class Transaction:
     events: tuple[Located, ...]  # (file, pos, event); for "xa_commit" the events of the prepared part
     ts: int  # header timestamp of the committing event, seconds
     commit_us: int | None  # MySQL immediate_commit_timestamp (microseconds) when present
+    prepared_gtid: str | None = None  # "xa_commit": the GTID of the XA PREPARE that logged the rows
+
+    @property
+    def rows_gtid(self) -> str | None:
+        """The GTID of the transaction whose events hold the rows: for XA the prepare's, not the commit's."""
+        return self.prepared_gtid if self.kind == "xa_commit" else self.gtid
 
 
 def xid_key(format_id: int, gtrid: bytes, bqual: bytes) -> bytes:
@@ -206,6 +212,7 @@ class _Prepared:
     pos: int
     gtid_obj: Gtid | MariadbGtid | None
     events: tuple[Located, ...]
+    gtid: str | None = None
 
 
 _UNSET: Any = object()
@@ -455,7 +462,7 @@ class TransactionAssembler:
         self._tx = None
         self._executed(tx.gtid_obj)
         if key not in self._prepared:  # else read again after a reconnect: keep its place in line
-            self._prepared[key] = _Prepared(tx.file, tx.pos, tx.gtid_obj, tuple(tx.events))
+            self._prepared[key] = _Prepared(tx.file, tx.pos, tx.gtid_obj, tuple(tx.events), tx.gtid)
         self._move(file, end)
 
     def _resolve(
@@ -478,7 +485,8 @@ class TransactionAssembler:
                 "before its XA PREPARE (or take a new snapshot after it commits)"
             )
         return Transaction(
-            tx.start, self.boundary, tx.gtid, "xa_commit", prepared.events, event.header.timestamp, tx.commit_us
+            tx.start, self.boundary, tx.gtid, "xa_commit", prepared.events, event.header.timestamp, tx.commit_us,
+            prepared.gtid,
         )
 
     # -- positions and GTIDs -------------------------------------------------------------------
