@@ -102,6 +102,14 @@ class SchemaTracker:
         self.catalog = catalog
         self.version += 1
 
+    def learn_flavor(self, flavor: str) -> None:
+        """The binlog says which server wrote it (FORMAT_DESCRIPTION): DDL replayed from here on maps
+        types the way that server does (MariaDB's JSON is a LONGTEXT), also with no live server."""
+        if self.flavor is None:
+            self.flavor = flavor
+            if self.catalog.flavor is None:
+                self._set(self.catalog.with_server_defaults(flavor=flavor))
+
     # ------------------------------------------------------------------ DDL
 
     def on_query(self, sql: str, default_db: str, file: str, pos: int, gtid: str | None = None) -> DdlOutcome | None:
