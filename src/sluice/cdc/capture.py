@@ -20,6 +20,7 @@ from typing import Any
 
 from sluice.binlog.constants import ChecksumAlgorithm
 from sluice.binlog.events import (
+    FormatDescriptionEvent,
     GtidEvent,
     IncidentEvent,
     MariadbGtidEvent,
@@ -161,6 +162,8 @@ class ChangeCapture:
             self._gtid = event.gtid
         elif kind is IncidentEvent and event.incident:
             self._on_incident(event, file, pos)
+        elif kind is FormatDescriptionEvent:
+            self.tracker.learn_flavor("mariadb" if event.is_mariadb else "mysql")
         tx = self.assembler.feed(file, pos, next_pos, event)
         if tx is None:
             return None
@@ -224,7 +227,7 @@ class ChangeCapture:
     # -- records -------------------------------------------------------------------------------
     def _records(self, tx: Transaction) -> Iterator[RowChange | DdlRecord]:
         builder = self.builder
-        builder.gtid = tx.gtid
+        builder.gtid = tx.rows_gtid
         want_ddl = self.config.ddl
         for file, pos, event in tx.events:
             kind = type(event)
@@ -241,7 +244,7 @@ class ChangeCapture:
                         understood=outcome.understood,
                         file=file,
                         pos=pos,
-                        gtid=tx.gtid,
+                        gtid=tx.rows_gtid,
                         ts=event.header.timestamp,
                     )
 
