@@ -27,6 +27,7 @@ from sluice.binlog.events import (
     XidEvent,
 )
 from sluice.binlog.header import EventHeader
+from sluice.binlog.redact import redact_credentials
 
 if TYPE_CHECKING:
     from sluice.binlog.parser import EventParser
@@ -182,6 +183,7 @@ def _decode_query(header: EventHeader, body: Body, p: EventParser, compressed: b
         raise ValueError("schema name is not followed by NUL")
     pos += 1
     query = inflate_mariadb(body, pos, "compressed query") if compressed else bytes(body[pos:])
+    query = redact_credentials(query)
     return QueryEvent(
         header, thread_id, exec_time, error_code, schema.decode("utf-8", "surrogateescape"), query,
         compressed=compressed, **status,
@@ -252,7 +254,7 @@ def decode_user_var(header: EventHeader, body: Body, p: EventParser) -> UserVarE
 def decode_rows_query(header: EventHeader, body: Body, p: EventParser) -> RowsQueryEvent:
     # The first byte holds the length modulo 256 only; the text runs to the end (log_event.cc).
     need(body, 0, 1, "rows query length byte")
-    return RowsQueryEvent(header, bytes(body[1:]))
+    return RowsQueryEvent(header, redact_credentials(bytes(body[1:])))
 
 
 def decode_annotate_rows(header: EventHeader, body: Body, p: EventParser) -> AnnotateRowsEvent:
