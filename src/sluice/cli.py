@@ -62,6 +62,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except OSError as exc:  # the file system refused something: name it, no traceback
+        where = f" ({exc.filename})" if exc.filename else ""
+        print(f"sluice: error: {exc.strerror or exc}{where}", file=sys.stderr)
+        return 1
+    except Exception as exc:  # a bug: one line, the traceback with -vv
+        log = logging.getLogger("sluice")
+        log.debug("unexpected error", exc_info=True)
+        print(f"sluice: internal error: {type(exc).__name__}: {exc} (run with -vv for the traceback; "
+              "please report it)", file=sys.stderr)
+        return 70
 
 
 if __name__ == "__main__":

@@ -446,7 +446,7 @@ class RowPlan:
             where += f", column {c.desc}"
             if isinstance(exc, UnicodeDecodeError):
                 return CharsetDecodeError(
-                    f"{where}: the value is not valid {c.charset} text ({exc.reason} at byte "
+                    f"{where}: the value is not valid {c.charset or 'UTF-8'} text ({exc.reason} at byte "
                     f"{exc.start} of {len(exc.object)})",
                     column=c.desc,
                     charset=c.charset or "utf8mb4",

@@ -20,7 +20,7 @@ from typing import BinaryIO
 from sluice.binlog.events import Event
 from sluice.binlog.header import HEADER_LEN
 from sluice.binlog.parser import EventParser
-from sluice.errors import MalformedEventError, TruncatedError
+from sluice.errors import ConfigError, MalformedEventError, TruncatedError
 
 __all__ = ["BINLOG_MAGIC", "BinlogFile", "iter_events", "iter_raw_events"]
 
@@ -36,7 +36,17 @@ def _open(source: Source) -> tuple[BinaryIO, str, bool]:
     if isinstance(source, str | os.PathLike):
         if os.fspath(source) == "-":
             return sys.stdin.buffer, "<stdin>", False
-        return open(source, "rb"), os.fspath(source), True
+        path = os.fspath(source)
+        try:
+            return open(path, "rb"), path, True
+        except FileNotFoundError:
+            raise ConfigError(f"{path}: no such file; give the path of a binlog file") from None
+        except IsADirectoryError:
+            raise ConfigError(f"{path} is a directory; give binlog files (e.g. {path}/binlog.0*)") from None
+        except PermissionError:
+            raise ConfigError(f"{path}: permission denied; sluice needs to read the file") from None
+        except OSError as exc:
+            raise ConfigError(f"{path}: cannot be read ({exc.strerror or exc})") from None
     return source, getattr(source, "name", None) or "<stream>", False
 
 

@@ -42,6 +42,8 @@ __all__ = ["Pipeline", "PipelineConfig", "PipelineStats"]
 
 log = logging.getLogger(__name__)
 
+_ONCE = frozenset({"once", "available-now", "availableNow"})
+
 
 @dataclass(frozen=True, slots=True)
 class PipelineConfig:
@@ -60,6 +62,12 @@ class PipelineConfig:
     max_bytes_per_batch: int | None = 256 << 20
     conf: tuple[tuple[str, str], ...] = ()
     skip_incidents: bool = False  # go on past INCIDENT events (the server failed to log changes there)
+
+    def __post_init__(self) -> None:
+        if self.trigger not in _ONCE:
+            _interval(self.trigger)  # a bad trigger fails here, before Spark starts
+        if self.snapshot not in ("initial", "never", "only"):
+            raise ConfigError(f"--snapshot is initial, never or only; found {self.snapshot!r}")
 
     @property
     def state_dir(self) -> Path:
@@ -108,7 +116,13 @@ class Pipeline:
         self.error: BaseException | None = None
         parse_dsn(config.source)  # a bad DSN fails here, before Spark starts
         state = config.state_dir
-        state.mkdir(parents=True, exist_ok=True)
+        try:
+            state.mkdir(parents=True, exist_ok=True)
+        except (FileExistsError, NotADirectoryError):
+            raise ConfigError(f"--lake {config.lake} is not a directory: give a directory (it is created if "
+                              "missing)") from None
+        except PermissionError:
+            raise ConfigError(f"--lake {config.lake}: permission denied creating {state}") from None
         self.history_path = state / "schema-history.jsonl"
         self.checkpoint_path = state / "checkpoint"
         self.app_id = self._pipeline_id(state)
@@ -183,7 +197,7 @@ class Pipeline:
         writer = reader.load().writeStream.foreachBatch(self._batch).option(
             "checkpointLocation", str(self.checkpoint_path)
         )
-        if cfg.trigger in ("once", "available-now", "availableNow"):
+        if cfg.trigger in _ONCE:
             writer = writer.trigger(availableNow=True)
         else:
             writer = writer.trigger(processingTime=_interval(cfg.trigger))
