@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from sluice.cdc.position import Checkpoint
-from sluice.cdc.schema import Catalog, SchemaHistory, SchemaTracker, bootstrap_catalog
+from sluice.cdc.schema import Catalog, SchemaHistory, SchemaTracker
+from sluice.cdc.schema_start import schema_at
 from sluice.dsn import ConnectionConfig
 from sluice.errors import ConfigError, SluiceError
 from sluice.io.checkpoint_file import CheckpointFile
@@ -104,7 +105,7 @@ def prepare_capture(
             extra, resumed = {}, False
         catalog = history.catalog_at(start.file, start.pos) if history is not None and start.file else None
         if catalog is None:
-            catalog = _bootstrap(conn, include)
+            catalog = _bootstrap(conn, start, include)
             if history is not None:
                 history.record_bootstrap(start.file, start.pos, catalog)
     tracker = SchemaTracker(catalog, history, flavor=flavor)
@@ -133,9 +134,9 @@ def _choose_start(conn: Connection, request: StartRequest) -> tuple[Checkpoint, 
     )
 
 
-def _bootstrap(conn: Connection, include: Callable[[str, str], bool] | None) -> Catalog:
+def _bootstrap(conn: Connection, start: Checkpoint, include: Callable[[str, str], bool] | None) -> Catalog:
     try:
-        return bootstrap_catalog(conn, include)
+        return schema_at(conn, start, include)
     except SluiceError as exc:
         log.warning(
             "could not read the schema from information_schema (%s); column names must then come from "

@@ -156,7 +156,7 @@ class Pipeline:
         else:
             runner = SnapshotRunner(
                 spark, cfg.source, cfg.lake, cfg.state_dir, self.app_id, table_filter(cfg.tables, cfg.exclude_tables),
-                chunk_rows=cfg.chunk_rows, progress=self.progress,
+                chunk_rows=cfg.chunk_rows, progress=self.progress, history=SchemaHistory.open(self.history_path),
             )
             # Once the stream runs, only tables added to the capture (or dropped from the snapshot by
             # `sluice snapshot`) are read; the stream then goes on from its checkpoint.

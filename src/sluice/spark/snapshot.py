@@ -46,11 +46,11 @@ from sluice.cdc.capture import CaptureConfig, ChangeCapture
 from sluice.cdc.follow import FollowConfig, follow
 from sluice.cdc.position import Checkpoint, position_key
 from sluice.cdc.records import RowChange
-from sluice.cdc.schema import Catalog, SchemaTracker, TableSchema, bootstrap_catalog
+from sluice.cdc.schema import Catalog, SchemaHistory, SchemaTracker, TableSchema, bootstrap_catalog
+from sluice.cdc.schema_start import read_schema
 from sluice.cdc.snapshot.chunks import Chunk, ChunkRead
 from sluice.cdc.snapshot.reader import (
     TablePlan,
-    binlog_position,
     plan_table,
     prepare_session,
     read_chunk,
@@ -173,7 +173,7 @@ class SnapshotRunner:
 
     def __init__(self, spark: Any, source: str, lake_root: str, state_dir: Path, app_id: str,
                  include: Callable[[str, str], bool] | None, *, chunk_rows: int = 50_000,
-                 progress: Callable[[str], None] | None = None) -> None:
+                 progress: Callable[[str], None] | None = None, history: SchemaHistory | None = None) -> None:
         self.spark = spark
         self.source = source
         self.state_path = state_dir / "snapshot.json"
@@ -181,6 +181,7 @@ class SnapshotRunner:
         self.include = include
         self.chunk_rows = chunk_rows
         self.progress = progress or (lambda text: log.info("%s", text))
+        self.history = history  # the stream's schema history: the schema at ``start`` goes there
 
     def run(self, *, only_new: bool = False) -> SnapshotState:
         """Snapshot every captured table not snapshotted yet (all of them on the first run; with
@@ -193,7 +194,12 @@ class SnapshotRunner:
             prepare_session(conn)
             state.flavor = "mariadb" if conn.is_mariadb else "mysql"
             if state.start is None:
-                state.start = binlog_position(conn).to_json()
+                # The stream starts at `start` and decodes with the schema in force there: read both
+                # so that no DDL falls between them (every table: one added to the capture later too).
+                everything, start = read_schema(conn)
+                if self.history is not None:
+                    self.history.record_bootstrap(start.file, start.pos, everything)
+                state.start = start.to_json()
                 state.save(self.state_path)
             catalog = bootstrap_catalog(conn, self.include)
             for schema in catalog.tables():

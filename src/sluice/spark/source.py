@@ -45,7 +45,8 @@ from sluice.cdc.filters import parse_ops, table_filter
 from sluice.cdc.follow import FollowConfig, follow
 from sluice.cdc.position import Checkpoint
 from sluice.cdc.records import RowChange
-from sluice.cdc.schema import Catalog, SchemaHistory, SchemaTracker, bootstrap_catalog
+from sluice.cdc.schema import Catalog, SchemaHistory, SchemaTracker
+from sluice.cdc.schema_start import schema_at
 from sluice.dsn import parse_dsn
 from sluice.errors import ConfigError, DataLossError
 from sluice.io.connection import Connection
@@ -141,7 +142,7 @@ def _tracker_at(options: SourceOptions, conn: Connection, start: Checkpoint) -> 
     catalog = history.catalog_at(start.file, start.pos) if history is not None and start.file else None
     if catalog is None:
         # Every table, not only the captured ones: a table added to the capture later is known already.
-        catalog = bootstrap_catalog(conn)
+        catalog = schema_at(conn, start)
         if history is not None:
             history.record_bootstrap(start.file, start.pos, catalog)
     return SchemaTracker(catalog, history, flavor=flavor)

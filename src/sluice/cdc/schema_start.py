@@ -1,0 +1,113 @@
+"""The schema at the start of a capture, read from a live server without racing its DDL.
+
+``information_schema`` describes the tables as they are now; the capture needs them as they were at
+a binlog position. ``read_schema`` ties the two: it reads the binlog position ``p1``, the catalog,
+and the position ``p2`` again, then reads the binlog between ``p1`` and ``p2``: when no DDL was
+logged there the catalog was in force at every position from ``p1`` to ``p2`` and ``p1`` is
+returned with it; otherwise it tries again (a DDL running right then), up to ``attempts`` times.
+``schema_at`` answers for an older start position ``s``: it reads the binlog from ``s`` to
+``p1`` for DDL; a table whose first DDL there is its ``CREATE TABLE`` did not exist at ``s`` and is
+left out of the catalog (replaying the binlog creates it); a table altered, renamed or dropped
+there keeps today's definition, with a warning naming it and the position, since the definition
+before that DDL cannot be known from the server (with ``binlog_row_metadata=FULL`` the binlog's
+own column names and types win anyway, and otherwise any mismatch stops with ``SchemaError``).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from sluice.binlog.events import QueryEvent
+from sluice.binlog.parser import EventParser, ParserConfig
+from sluice.cdc.position import Checkpoint, position_key
+from sluice.cdc.schema import Catalog, apply_ddl, bootstrap_catalog, is_ddl
+from sluice.errors import SchemaError
+from sluice.io.connection import Connection
+from sluice.io.replication import ReplicationStream, StreamConfig, server_binlog_status
+
+__all__ = ["LoggedDdl", "ddl_between", "read_schema", "schema_at"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class LoggedDdl:
+    """A DDL statement found in the binlog: where, what kind and which tables it touched."""
+
+    file: str
+    pos: int
+    kind: str
+    tables: tuple[tuple[str, str], ...]
+    sql: str
+
+
+def ddl_between(conn: Connection, start: Checkpoint, end: Checkpoint) -> list[LoggedDdl]:
+    """Every DDL statement logged from ``start`` up to (not including) ``end``, in binlog order."""
+    if not start.file or position_key(start.file, start.pos) >= position_key(end.file, end.pos):
+        return []
+    goal = position_key(end.file, end.pos)
+    found: list[LoggedDdl] = []
+    parser = EventParser(ParserConfig(table_filter=lambda _db, _table: False))
+    config = StreamConfig(connection=conn.config, file=start.file, pos=start.pos, until_end=True, server_id=0)
+    with ReplicationStream(config) as stream:
+        fresh = True
+        for raw in stream:
+            if fresh:
+                parser.checksum_alg = int(stream.checksum_algorithm)
+                fresh = False
+            if position_key(raw.file, raw.pos) >= goal:
+                break
+            event = parser.parse(raw.data, file=raw.file, offset=raw.pos)
+            if type(event) is QueryEvent and is_ddl(event.sql):
+                _, outcome = apply_ddl(Catalog(), event.sql, event.schema)
+                found.append(LoggedDdl(raw.file, raw.pos, outcome.kind, tuple(outcome.tables), event.sql))
+    return found
+
+
+def read_schema(conn: Connection, include: Callable[[str, str], bool] | None = None, *,
+                attempts: int = 8) -> tuple[Catalog, Checkpoint]:
+    """The catalog and a binlog position it was in force at, read so that no DDL falls between them."""
+    for attempt in range(attempts):
+        s1 = server_binlog_status(conn)
+        catalog = bootstrap_catalog(conn, include)
+        s2 = server_binlog_status(conn)
+        p1 = Checkpoint(s1.file, s1.pos, s1.gtid_executed or None)
+        p2 = Checkpoint(s2.file, s2.pos, s2.gtid_executed or None)
+        if p1 == p2 or not ddl_between(conn, p1, p2):
+            return catalog, p1
+        log.info("a DDL ran while the schema was read (%s..%s): reading it again", p1, p2)
+        time.sleep(min(0.1 * 2**attempt, 2.0))
+    raise SchemaError(
+        f"the schema could not be read consistently with the binlog position: DDL kept running during "
+        f"{attempts} reads. Start again when the server's DDL is done"
+    )
+
+
+def schema_at(conn: Connection, start: Checkpoint, include: Callable[[str, str], bool] | None = None) -> Catalog:
+    """The catalog in force at ``start`` as far as the server and its binlog tell (module docstring)."""
+    catalog, now = read_schema(conn, include)
+    if not start.file:  # a GTID start: the position is known only once the stream runs
+        return catalog
+    first: dict[tuple[str, str], LoggedDdl] = {}
+    for ddl in ddl_between(conn, start, now):
+        for key in ddl.tables:
+            first.setdefault(key, ddl)
+    unknown = []
+    for (db, table), ddl in first.items():
+        if catalog.get(db, table) is None:
+            continue
+        if ddl.kind == "create_table":
+            catalog = catalog.without_table(db, table)  # created after the start: the replay creates it
+        else:
+            unknown.append(f"{db}.{table} ({ddl.kind} at {ddl.file}:{ddl.pos})")
+    if unknown:
+        log.warning(
+            "tables changed by DDL between the start %s and now: %s. Their definition before that DDL "
+            "is not known; today's is used (with binlog_row_metadata=FULL the binlog's own wins, "
+            "otherwise a row that does not fit stops the capture with the table and position named)",
+            start, ", ".join(unknown[:10]) + (" ..." if len(unknown) > 10 else ""),
+        )
+    return catalog
