@@ -33,6 +33,7 @@ from sqlglot.errors import SqlglotError
 from sqlglot.parsers.mysql import MySQLParser
 from sqlglot.tokens import Token, TokenType
 
+from sluice.cdc.schema.lineage import ColumnOrigin, TableChange, column_fill
 from sluice.cdc.schema.model import Catalog, ColumnDef, TableSchema
 from sluice.cdc.schema.typemap import (
     BLOB_TYPES,
@@ -60,6 +61,7 @@ class DdlOutcome:
     tables: tuple[tuple[str, str], ...]  # (db, table) affected; RENAME lists old and new
     understood: bool  # False: not parsed or a clause not modelled; those tables keep their definition
     message: str | None = None  # why not understood
+    changes: tuple[TableChange, ...] = ()  # renames and column lineage of the tables changed (lineage.py)
 
 
 # ---------------------------------------------------------------------------------------- is_ddl
@@ -217,6 +219,7 @@ class _Ctx:
     kind: str = "unparsed"
     db: str | None = None
     tables: list[tuple[str, str]] = field(default_factory=list)
+    changes: list[TableChange] = field(default_factory=list)
 
     def word(self, i: int) -> str:
         """Upper-case text of token i unless it is quoted ("" past the end or for quoted tokens)."""
@@ -339,7 +342,7 @@ def apply_ddl(catalog: Catalog, sql: str, default_db: str | None) -> tuple[Catal
     except Exception as exc:  # the contract: a statement never stops the stream; the message says why
         return catalog, DdlOutcome(ctx.kind, ctx.db, tuple(ctx.tables), False,
                                    f"cannot replay it ({type(exc).__name__}: {exc})")
-    return new, DdlOutcome(ctx.kind, ctx.db, tuple(ctx.tables), True)
+    return new, DdlOutcome(ctx.kind, ctx.db, tuple(ctx.tables), True, None, tuple(ctx.changes))
 
 
 def _dispatch(ctx: _Ctx, sql: str) -> Catalog:
@@ -678,6 +681,7 @@ def _rename_table(ctx: _Ctx, k: int) -> Catalog:
             unknown.append(f"{src[0]}.{src[1]}")
         else:
             catalog = catalog.with_table(replace(table, db=dst[0], name=dst[1]))
+            ctx.changes.append(TableChange(src, dst))
     if unknown:
         raise _NotUnderstood(f"RENAME TABLE of {', '.join(unknown)}, not known to the schema history", catalog)
     return catalog
@@ -711,7 +715,8 @@ def _alter_table(ctx: _Ctx, k: int) -> Catalog:
         return ctx.catalog
     if table is None:
         raise _NotUnderstood(f"ALTER TABLE of {db}.{name}, a table the schema history does not know")
-    new = _apply_alter(ctx, table, ops)
+    new, origins = _apply_alter(ctx, table, ops)
+    ctx.changes.append(TableChange((db, name), (new.db, new.name), origins))
     catalog = ctx.catalog
     if (new.db, new.name) != (db, name):
         ctx.touch(new.db, new.name)
@@ -818,7 +823,8 @@ def _converted(c: ColumnDef, cs: str, coll: str | None) -> ColumnDef:
     return replace(c, data_type=dt, charset=cs, collation=coll)
 
 
-def _apply_alter(ctx: _Ctx, table: TableSchema, ops: list[tuple[Any, ...]]) -> TableSchema:
+def _apply_alter(ctx: _Ctx, table: TableSchema,
+                 ops: list[tuple[Any, ...]]) -> tuple[TableSchema, tuple[ColumnOrigin, ...]]:
     catalog = ctx.catalog
     cs, coll, convert = table.charset, table.collation, False
     new_cs = new_coll = None
@@ -853,7 +859,7 @@ def _apply_alter(ctx: _Ctx, table: TableSchema, ops: list[tuple[Any, ...]]) -> T
             col, inline_pk = _column(op[1], cs, coll, catalog)
             if op[3] and (col.name.lower() in old or any(e["col"].name.lower() == col.name.lower() for e in entries)):
                 continue  # ADD COLUMN IF NOT EXISTS of a column that exists
-            entries.append({"col": col, "pos": op[2]})
+            entries.append({"col": col, "pos": op[2], "fill": column_fill(op[1], col)})
             if inline_pk:
                 pk_ops.append([col.name])
         elif tag == "drop":
@@ -868,7 +874,7 @@ def _apply_alter(ctx: _Ctx, table: TableSchema, ops: list[tuple[Any, ...]]) -> T
             col, inline_pk = _column(op[2], cs, coll, catalog)
             if low in changed:
                 entries.remove(changed[low])
-            changed[low] = {"col": col, "pos": op[3]}
+            changed[low] = {"col": col, "pos": op[3], "source": old[low].name}
             entries.append(changed[low])
             if inline_pk:
                 pk_ops.append([col.name])
@@ -878,7 +884,7 @@ def _apply_alter(ctx: _Ctx, table: TableSchema, ops: list[tuple[Any, ...]]) -> T
             if low in changed:
                 changed[low]["col"] = col
             else:
-                changed[low] = {"col": col, "pos": None}
+                changed[low] = {"col": col, "pos": None, "source": old[low].name}
                 entries.append(changed[low])
         elif tag == "drop_pk":
             pk_ops.append(None)
@@ -887,15 +893,20 @@ def _apply_alter(ctx: _Ctx, table: TableSchema, ops: list[tuple[Any, ...]]) -> T
         elif tag == "rename":
             db, name = op[1], op[2]
     columns: list[ColumnDef] = []
+    origin: dict[int, ColumnOrigin] = {}  # id(new column) -> where it comes from
     for low, c in old.items():
         if low in drops:
             continue
         entry = changed.get(low)
         if entry is None:
             columns.append(_converted(c, cs, coll) if convert and cs is not None else c)
+            origin[id(columns[-1])] = ColumnOrigin(columns[-1].name, c.name)
         elif entry["pos"] is None:
             columns.append(entry["col"])
             entry["done"] = True
+    for entry in entries:
+        col = entry["col"]
+        origin[id(col)] = ColumnOrigin(col.name, entry.get("source"), entry.get("fill"))
     for entry in entries:
         if entry.get("done"):
             continue
@@ -918,7 +929,7 @@ def _apply_alter(ctx: _Ctx, table: TableSchema, ops: list[tuple[Any, ...]]) -> T
     for keys in pk_ops:
         pk = [] if keys is None else keys
     new = TableSchema(db, name, tuple(columns), (), cs, coll)
-    return _with_pk(new, pk)
+    return _with_pk(new, pk), tuple(origin[id(c)] for c in columns)
 
 
 # ---------------------------------------------------------------------------------------- databases
