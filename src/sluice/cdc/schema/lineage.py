@@ -82,7 +82,8 @@ def column_fill(node: exp.ColumnDef, col: ColumnDef) -> ColumnFill:
     if isinstance(default, exp.Neg):
         negative, default = True, default.this
     if not isinstance(default, exp.Literal):
-        return ColumnFill(exact=False, why=f"the default of {col.name} is the expression {default.sql(dialect='mysql')}")
+        expression = default.sql(dialect="mysql")
+        return ColumnFill(exact=False, why=f"the default of {col.name} is the expression {expression}")
     text = default.name
     if negative:
         text = "-" + text
