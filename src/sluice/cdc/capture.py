@@ -75,6 +75,7 @@ class DdlRecord:
     gtid: str | None
     ts: int
     op: str = "ddl"
+    default_db: str = ""  # the session's database when the statement ran (the QUERY event's schema)
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -246,6 +247,7 @@ class ChangeCapture:
                         pos=pos,
                         gtid=tx.rows_gtid,
                         ts=event.header.timestamp,
+                        default_db=event.schema,
                     )
 
     def _count(self, events: Any) -> int:

@@ -13,6 +13,10 @@ One row per row change, in binlog order within a partition:
 | gtid | string | the transaction's GTID, null when GTIDs are off |
 | ts | timestamp | the rows event's header timestamp (UTC) |
 | commit_ts | timestamp | commit time: MySQL GTID event (µs), else the commit event header |
+| ddl | string | op ``ddl`` only: the statement as JSON ``{"sql", "kind", "tables", "understood", "default_db"}`` |
+
+A ``ddl`` row is a schema change on a captured table (``sluice.cdc.capture.DdlRecord``): ``db`` and
+``table`` name its first table, the images are null, ``row`` is 0.
 
 Row images are JSON strings rather than VARIANT: every MySQL value keeps its exact encoding
 (DECIMAL digits, zero dates, 64-bit unsigned) and Arrow carries strings without conversion.
@@ -20,11 +24,13 @@ Row images are JSON strings rather than VARIANT: every MySQL value keeps its exa
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 import pyarrow as pa
 
+from sluice.cdc.capture import DdlRecord
 from sluice.cdc.jsonl import encode, unmark
 from sluice.cdc.records import RowChange
 
@@ -32,7 +38,7 @@ __all__ = ["ARROW_SCHEMA", "CHANGE_SCHEMA", "record_batch"]
 
 CHANGE_SCHEMA = (
     "op STRING, db STRING, `table` STRING, before STRING, after STRING, json_diffs STRING, pk ARRAY<STRING>, "
-    "file STRING, pos BIGINT, row INT, gtid STRING, ts TIMESTAMP, commit_ts TIMESTAMP"
+    "file STRING, pos BIGINT, row INT, gtid STRING, ts TIMESTAMP, commit_ts TIMESTAMP, ddl STRING"
 )
 
 _TS = pa.timestamp("us", tz="UTC")
@@ -51,6 +57,7 @@ ARROW_SCHEMA = pa.schema(
         ("gtid", pa.string()),
         ("ts", _TS),
         ("commit_ts", _TS),
+        ("ddl", pa.string()),
     ]
 )
 
@@ -61,8 +68,18 @@ def _json(image: dict[str, Any] | None) -> str | None:
     return unmark(encode(image))
 
 
-def record_batch(changes: Sequence[RowChange], commit_us: Iterable[int]) -> pa.RecordBatch:
+def ddl_json(record: DdlRecord) -> str:
+    """The ``ddl`` column of a DDL record."""
+    return json.dumps({
+        "sql": record.sql, "kind": record.kind, "tables": [f"{db}.{t}" for db, t in record.tables],
+        "understood": record.understood, "default_db": record.default_db,
+    }, ensure_ascii=False)
+
+
+def record_batch(changes: Sequence[RowChange | DdlRecord], commit_us: Iterable[int]) -> pa.RecordBatch:
     """An Arrow batch of the change schema; ``commit_us`` gives each change's commit time in µs."""
+    if any(c.op == "ddl" for c in changes):
+        return _with_ddl(changes, list(commit_us))
     columns = [
         [c.op for c in changes],
         [c.db for c in changes],
@@ -77,6 +94,28 @@ def record_batch(changes: Sequence[RowChange], commit_us: Iterable[int]) -> pa.R
         [c.gtid for c in changes],
         [c.ts * 1_000_000 for c in changes],
         list(commit_us),
+        [None] * len(changes),
     ]
     arrays = [pa.array(values, type=field.type) for values, field in zip(columns, ARROW_SCHEMA, strict=True)]
     return pa.RecordBatch.from_arrays(arrays, schema=ARROW_SCHEMA)
+
+
+def _with_ddl(records: Sequence[RowChange | DdlRecord], commit_us: list[int]) -> pa.RecordBatch:
+    """A batch that holds DDL records: rows in order, the DDL ones with their ``ddl`` column."""
+    parts = []
+    i = 0
+    while i < len(records):
+        j = i
+        while j < len(records) and records[j].op != "ddl":
+            j += 1
+        if j > i:
+            parts.append(pa.Table.from_batches([record_batch(records[i:j], commit_us[i:j])]))  # type: ignore[arg-type]
+        if j < len(records):
+            d = records[j]
+            assert isinstance(d, DdlRecord)
+            row = {"op": "ddl", "db": d.db, "table": d.tables[0][1] if d.tables else None, "before": None,
+                   "after": None, "json_diffs": None, "pk": [], "file": d.file, "pos": d.pos, "row": 0,
+                   "gtid": d.gtid, "ts": d.ts * 1_000_000, "commit_ts": commit_us[j], "ddl": ddl_json(d)}
+            parts.append(pa.Table.from_pylist([row], schema=ARROW_SCHEMA))
+        i = j + 1
+    return pa.concat_tables(parts).combine_chunks().to_batches()[0]

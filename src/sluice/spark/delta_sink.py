@@ -52,6 +52,7 @@ CHANGELOG_SCHEMA: Final = pa.schema([
     pa.field("ts", pa.timestamp("us", tz="UTC")),
     pa.field("batch_id", pa.int64()),
     pa.field("json_diffs", pa.string()),
+    pa.field("ddl", pa.string()),  # op "ddl": the statement (sluice.spark.changes.ddl_json)
 ])
 
 _DELETE_FLAG = DELETE_FLAG
@@ -227,7 +228,9 @@ class DeltaLake:
         path = self.changelog_path
         try:
             # An empty append still commits: it records the batch as done.
-            write_deltalake(path, log, mode="append", commit_properties=txn, writer_properties=_CHANGELOG_WRITER)
+            # schema_mode="merge": a change log written before the ``ddl`` column existed gains it.
+            write_deltalake(path, log, mode="append", commit_properties=txn, writer_properties=_CHANGELOG_WRITER,
+                            schema_mode="merge")
         except DeltaError as exc:
             raise _commit_error("the change log", batch_id, exc) from exc
 
@@ -249,6 +252,7 @@ def changelog_table(batch_id: int, changes: Sequence[RowChange]) -> pa.Table:
         [c.ts * 1_000_000 for c in changes],
         [batch_id] * len(changes),
         json_texts([c.json_diffs or None for c in changes]),
+        [None] * len(changes),
     ]
     arrays = [pa.array(values, type=f.type) for values, f in zip(columns, CHANGELOG_SCHEMA, strict=True)]
     table = pa.Table.from_arrays(arrays, schema=CHANGELOG_SCHEMA)

@@ -36,6 +36,7 @@ from sluice.errors import ConfigError
 from sluice.io.atomic import write_atomically
 from sluice.io.connection import Connection
 from sluice.io.replication import server_binlog_status
+from sluice.spark.ddl_stage import DdlStage
 from sluice.spark.delta_sink import DeltaLake, TableBatch
 
 __all__ = ["Pipeline", "PipelineConfig", "PipelineStats"]
@@ -127,6 +128,8 @@ class Pipeline:
         self.checkpoint_path = state / "checkpoint"
         self.app_id = self._pipeline_id(state)
         self.lake = DeltaLake(config.lake, self.app_id)
+        self.ddl = DdlStage(self.lake, state, self.history_path, config.tables, config.exclude_tables, self.progress)
+        self._spark: Any = None
 
     def _pipeline_id(self, state: Path) -> str:
         meta = state / "pipeline.json"
@@ -151,16 +154,19 @@ class Pipeline:
         state_path = cfg.state_dir / "snapshot.json"
         if cfg.snapshot == "never" and not state_path.exists():
             return None
-        if cfg.snapshot == "never":
-            state = SnapshotState.load(state_path)
+        state = SnapshotState.load(state_path) if state_path.exists() else None
+        if cfg.snapshot == "never" and state is not None and state.complete:
+            pass
         else:
             runner = SnapshotRunner(
                 spark, cfg.source, cfg.lake, cfg.state_dir, self.app_id, table_filter(cfg.tables, cfg.exclude_tables),
                 chunk_rows=cfg.chunk_rows, progress=self.progress, history=SchemaHistory.open(self.history_path),
             )
             # Once the stream runs, only tables added to the capture (or dropped from the snapshot by
-            # `sluice snapshot`) are read; the stream then goes on from its checkpoint.
-            state = runner.run(only_new=self.checkpoint_path.exists())
+            # `sluice snapshot` or by a DDL to re-read) are read; the stream then goes on from its
+            # checkpoint. With --snapshot never, only a re-read a DDL started is finished here.
+            only = frozenset(state.tables) if cfg.snapshot == "never" and state is not None else None
+            state = runner.run(only_new=self.checkpoint_path.exists(), only=only)
         if state.complete:
             self._filter = SnapshotFilter(state)
             return None if self.checkpoint_path.exists() else stream_start(state)
@@ -171,6 +177,7 @@ class Pipeline:
 
         cfg = self.config
         spark = spark_session(cfg.master, conf=dict(cfg.conf))
+        self._spark = spark
         starting = cfg.starting_position
         if cfg.snapshot != "never" or (cfg.state_dir / "snapshot.json").exists():
             after_snapshot = self.snapshot(spark)
@@ -261,6 +268,15 @@ class Pipeline:
             return
         if not _in_binlog_order(table):  # Spark hands the ranges back in order: sorting is rarely needed
             table = table.sort_by([("file", "ascending"), ("pos", "ascending"), ("row", "ascending")])
+        changelog = _changelog(table, batch_id)
+        is_ddl = pc.equal(table.column("op"), "ddl")
+        if pc.any(is_ddl).as_py():  # a DDL is a batch of its own (with the rows of CREATE ... SELECT)
+            self._reread(self.ddl.apply(batch_id, table.filter(is_ddl).to_pylist(), self._filter))
+            table = table.filter(pc.invert(is_ddl))
+            if table.num_rows == 0:
+                self.lake.write_batch(batch_id, [], changelog=changelog)
+                self.stats.batches += 1
+                return
         history = SchemaHistory.open(self.history_path)
         names = pc.binary_join_element_wise(table.column("db"), table.column("table"), "\x00")
         batches = []
@@ -288,7 +304,7 @@ class Pipeline:
             if self._filter:
                 changes = self._filter.keep(changes)
             batches.append(TableBatch(db, name, columns, primary_key, changes))
-        result = self.lake.write_batch(batch_id, batches, changelog=_changelog(table, batch_id))
+        result = self.lake.write_batch(batch_id, batches, changelog=changelog)
         stats = self.stats
         stats.batches += 1
         stats.rows += table.num_rows
@@ -312,6 +328,19 @@ class Pipeline:
         if time.monotonic() - self._lag_checked >= 5.0:  # one status query per 5 s, not per batch
             self._lag_checked = time.monotonic()
             stats.lag_bytes = self._lag_bytes(table.column("file")[-1].as_py(), table.column("pos")[-1].as_py())
+
+    def _reread(self, names: set[str]) -> None:
+        """Snapshot these tables again (a DDL the mirror cannot follow exactly), then renew the filter."""
+        from sluice.cdc.filters import table_filter
+        from sluice.spark.snapshot import SnapshotFilter, SnapshotRunner
+
+        if not names:
+            return
+        cfg = self.config
+        runner = SnapshotRunner(self._spark, cfg.source, cfg.lake, cfg.state_dir, self.app_id,
+                                table_filter(cfg.tables, cfg.exclude_tables), chunk_rows=cfg.chunk_rows,
+                                progress=self.progress)
+        self._filter = SnapshotFilter(runner.run(only_new=True, only=frozenset(names)))
 
     def _lag_bytes(self, file: str, pos: int) -> int | None:
         try:

@@ -183,9 +183,10 @@ class SnapshotRunner:
         self.progress = progress or (lambda text: log.info("%s", text))
         self.history = history  # the stream's schema history: the schema at ``start`` goes there
 
-    def run(self, *, only_new: bool = False) -> SnapshotState:
+    def run(self, *, only_new: bool = False, only: frozenset[str] | None = None) -> SnapshotState:
         """Snapshot every captured table not snapshotted yet (all of them on the first run; with
-        ``only_new`` a finished snapshot looks only for tables added to the capture since)."""
+        ``only_new`` a finished snapshot looks only for tables added to the capture since; ``only``
+        limits it to those ``db.table`` names, e.g. tables a DDL made the pipeline read again)."""
         state = SnapshotState.load(self.state_path)
         if state.complete and not only_new:
             return state
@@ -204,7 +205,7 @@ class SnapshotRunner:
             catalog = bootstrap_catalog(conn, self.include)
             for schema in catalog.tables():
                 name = f"{schema.db}.{schema.name}"
-                if name in state.tables:
+                if name in state.tables or (only is not None and name not in only):
                     continue
                 if state.complete:
                     self.progress(f"snapshot: {name} is newly captured: snapshotting it before the stream goes on")
@@ -404,6 +405,15 @@ class SnapshotFilter:
 
     def __bool__(self) -> bool:
         return bool(self._tables)
+
+    def read_after(self, db: str, table: str, file: str, pos: int) -> bool | None:
+        """Whether the table's snapshot read it after ``file:pos`` (every chunk's low watermark is
+        later: a DDL there is in the snapshot already); False when only some chunks were; None when
+        the snapshot did not read the table or finished before ``file:pos``."""
+        entry = self._tables.get((db, table))
+        if entry is None or position_key(file, pos) >= entry[2]:
+            return None
+        return all(position_key(file, pos) < position_key(r.low.file, r.low.pos) for r in entry[1])
 
     def covers(self, db: str, table: str, file: str, pos: int) -> bool:
         """Whether ``keep`` may leave out changes of ``db.table`` from ``file:pos`` on: only before the

@@ -54,6 +54,7 @@ def read_records(read: ConsistentRead, ts: int) -> pa.Table:
         "ts": [ts * 1_000_000] * n,
         "batch_id": [None] * n,
         "json_diffs": [None] * n,
+        "ddl": [None] * n,
     }
     return pa.table([pa.array(columns[f.name], type=f.type) for f in CHANGELOG_SCHEMA], schema=CHANGELOG_SCHEMA)
 
@@ -93,7 +94,7 @@ def snapshot_keyless(source: str, lake: DeltaLake, table: dict[str, Any], save: 
     log_rows = read_records(read, int(time.time()))
     txn = CommitProperties(app_transactions=[Transaction(_app_id(lake, name, read.position), 0)])
     try:
-        write_deltalake(lake.changelog_path, log_rows, mode="append", commit_properties=txn)
+        write_deltalake(lake.changelog_path, log_rows, mode="append", commit_properties=txn, schema_mode="merge")
     except DeltaError as exc:
         raise DataLossError(
             f"the change-log append of the snapshot of {name} failed ({exc}); nothing of it was committed. Fix "

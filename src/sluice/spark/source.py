@@ -40,7 +40,7 @@ from pyspark.sql.streaming.datasource import (
     SupportsTriggerAvailableNow,
 )
 
-from sluice.cdc.capture import CaptureConfig, ChangeCapture, CommittedTransaction
+from sluice.cdc.capture import CaptureConfig, ChangeCapture, CommittedTransaction, DdlRecord
 from sluice.cdc.filters import parse_ops, table_filter
 from sluice.cdc.follow import FollowConfig, follow
 from sluice.cdc.position import Checkpoint
@@ -261,7 +261,8 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         assert isinstance(partition, RangePartition)
         start, end = offset_checkpoint(partition.start), offset_checkpoint(partition.end)
         tracker = SchemaTracker(Catalog.from_json(partition.catalog), None, flavor=partition.flavor)
-        capture = ChangeCapture(self.options.capture_config(), start, tracker)
+        # DDL records too: the pipeline applies them to the mirrors and the change log keeps them.
+        capture = ChangeCapture(replace(self.options.capture_config(), ddl=True), start, tracker)
         goal = position_order(end)
         reached = False
 
@@ -285,16 +286,16 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
 
 def arrow_batches(transactions: Iterable[CommittedTransaction]) -> Iterator[pa.RecordBatch]:
-    """The row changes of committed transactions as Arrow batches of the change schema."""
-    changes: list[RowChange] = []
+    """The row changes (and DDL records, when captured) of committed transactions as Arrow batches of
+    the change schema."""
+    changes: list[RowChange | DdlRecord] = []
     commits: list[int] = []
     for committed in transactions:
         tx = committed.transaction
         commit_us = tx.commit_us if tx.commit_us is not None else tx.ts * 1_000_000
         for record in committed.records:
-            if type(record) is RowChange:
-                changes.append(record)
-                commits.append(commit_us)
+            changes.append(record)
+            commits.append(commit_us)
         if len(changes) >= ARROW_BATCH_ROWS:
             yield record_batch(changes, commits)
             changes, commits = [], []

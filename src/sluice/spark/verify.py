@@ -211,6 +211,10 @@ class _Plan:
         notes = []
         if absent:
             notes.append("source column(s) " + ", ".join(f"`{n}`" for n in absent) + " not in the mirror")
+        source_names = {c.name.lower() for c in schema.columns}
+        extra = [n for n in mirror.names if n.lower() not in source_names]
+        if extra:  # the mirror's columns are the source's: one the source no longer has is a difference
+            notes.append("mirror column(s) " + ", ".join(f"`{n}`" for n in extra) + " not on the source")
         if not kept:
             raise SchemaError("the mirror has none of the source table's columns")
         names = [c.name.lower() for c in kept]
@@ -221,7 +225,7 @@ class _Plan:
             else:
                 notes.append("primary key column(s) not in the mirror: rows compared as a multiset")
         return cls(replace(schema, columns=tuple(kept)), flavor, tuple(fields), tuple(conv), key, tuple(notes),
-                   bool(absent))
+                   bool(absent or extra))
 
 
 def _quote(name: str) -> str:

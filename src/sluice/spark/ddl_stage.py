@@ -1,0 +1,73 @@
+"""The pipeline's DDL stage: the ``ddl`` rows of a micro-batch, turned into mirror changes.
+
+For each ``ddl`` row (a DDL is a batch of its own) the catalog in force just before it comes from
+the schema history, ``plan_ddl`` decides the mirror steps and ``MirrorDdl`` runs them exactly once.
+A table whose snapshot read it after the DDL needs nothing (the snapshot has the new layout); one
+whose snapshot chunks straddle it is re-read. Tables to re-read are snapshotted again, only those,
+with the watermark method (``SnapshotRunner``), and the pipeline's ``SnapshotFilter`` is renewed so
+that the stream leaves out of the mirror what the new chunks already hold.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from sluice.cdc.filters import table_filter
+from sluice.cdc.schema import SchemaHistory
+from sluice.cdc.schema.bootstrap import SYSTEM_SCHEMAS
+from sluice.spark.ddl_apply import MirrorDdl
+from sluice.spark.ddl_plan import MirrorStep, plan_ddl
+from sluice.spark.delta_sink import DeltaLake
+
+__all__ = ["DdlStage"]
+
+log = logging.getLogger(__name__)
+
+
+class DdlStage:
+    """Applies the DDL rows of micro-batches to the lake of one pipeline."""
+
+    def __init__(self, lake: DeltaLake, state_dir: Path, history_path: Path, tables: str | None,
+                 exclude_tables: str | None, progress: Callable[[str], None]) -> None:
+        self.lake = lake
+        self.state_dir = state_dir
+        self.history_path = history_path
+        keep = table_filter(tables, exclude_tables)
+        self.captured = lambda db, t: db not in SYSTEM_SCHEMAS and db != "_sluice" and (keep is None or keep(db, t))
+        self.mirror = MirrorDdl(lake, state_dir, progress)
+        self.progress = progress
+
+    def apply(self, batch_id: int, rows: list[dict[str, Any]], snapshot_filter: Any) -> set[str]:
+        """Apply the batch's DDL rows; returns the ``db.table`` names to snapshot again."""
+        history = SchemaHistory.open(self.history_path)
+        steps: list[tuple[tuple[str, int], MirrorStep]] = []
+        for row in rows:
+            file, pos = row["file"], row["pos"]
+            ddl = json.loads(row["ddl"])
+            before = history.catalog_at(file, pos)
+            if before is None:
+                log.warning("no schema history before the DDL at %s:%s; its tables are re-read", file, pos)
+                planned = [MirrorStep("reread", *name.split(".", 1), why="no schema known before it")
+                           for name in ddl["tables"] if self.captured(*name.split(".", 1))]
+            else:
+                planned = plan_ddl(before, ddl["sql"], ddl.get("default_db"), self.captured, before.flavor)
+            for step in planned:
+                step = self._against_snapshot(step, file, pos, snapshot_filter)
+                if step is not None:
+                    steps.append(((file, pos), step))
+        rereads = self.mirror.apply(batch_id, steps)
+        return {f"{s.db}.{s.table}" for s in rereads}
+
+    def _against_snapshot(self, step: MirrorStep, file: str, pos: int, snapshot_filter: Any) -> MirrorStep | None:
+        if not snapshot_filter or step.kind == "reread":
+            return step
+        after = snapshot_filter.read_after(step.db, step.table, file, pos)
+        if after is None:
+            return step
+        if after:
+            return None  # the snapshot read the table after the DDL: it has the new layout already
+        return MirrorStep("reread", step.db, step.table, why="the DDL ran while the table was being snapshotted")
