@@ -56,18 +56,27 @@ class DdlStage:
             else:
                 planned = plan_ddl(before, ddl["sql"], ddl.get("default_db"), self.captured, before.flavor)
             for step in planned:
-                step = self._against_snapshot(step, file, pos, snapshot_filter)
-                if step is not None:
-                    steps.append(((file, pos), step))
+                steps += [((file, pos), s) for s in self._against_snapshot(step, file, pos, snapshot_filter)]
         rereads = self.mirror.apply(batch_id, steps)
         return {f"{s.db}.{s.table}" for s in rereads}
 
-    def _against_snapshot(self, step: MirrorStep, file: str, pos: int, snapshot_filter: Any) -> MirrorStep | None:
-        if not snapshot_filter or step.kind == "reread":
-            return step
+    def _against_snapshot(self, step: MirrorStep, file: str, pos: int, snapshot_filter: Any) -> list[MirrorStep]:
+        """The step, unless a snapshot read the table after the DDL (nothing to do) or while it ran
+        (read it again). A rename whose new name was snapshotted after it only retires the old mirror."""
+        if not snapshot_filter:
+            return [step]
+        if step.kind == "move" and step.to is not None:
+            to = snapshot_filter.read_after(*step.to, file, pos)
+            if to is not None:
+                retire = MirrorStep("archive", step.db, step.table, why=f"renamed to {step.to[0]}.{step.to[1]}")
+                if to:
+                    return [retire]
+                return [retire, MirrorStep("reread", *step.to, why="renamed while the table was being snapshotted")]
         after = snapshot_filter.read_after(step.db, step.table, file, pos)
         if after is None:
-            return step
+            return [step]
         if after:
-            return None  # the snapshot read the table after the DDL: it has the new layout already
-        return MirrorStep("reread", step.db, step.table, why="the DDL ran while the table was being snapshotted")
+            return []  # the snapshot read the table after the DDL: it has the new layout already
+        if step.kind == "reread":
+            return [step]
+        return [MirrorStep("reread", step.db, step.table, why="the DDL ran while the table was being snapshotted")]
