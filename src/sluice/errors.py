@@ -7,6 +7,8 @@ what was found, where (file and offset, host, table) and what to do::
     ├── ProtocolError              bytes that do not follow the protocol or the binlog format
     │   ├── TruncatedError         the bytes end before the structure does
     │   ├── MalformedEventError    a binlog event body that cannot be decoded
+    │   │   └── CharsetDecodeError a character value that is not valid in its column's charset
+    │   │                          (binlog.values.charsets)
     │   ├── ChecksumMismatchError  CRC32 of an event does not match
     │   └── UnsupportedError       a valid feature sluice does not handle (encryption, old servers)
     ├── ServerError                the server answered with ERR (errno, sqlstate)
@@ -15,10 +17,16 @@ what was found, where (file and offset, host, table) and what to do::
     ├── TransportError             sockets, TLS, timeouts: the only retryable family
     ├── AuthError                  the authentication exchange itself failed on our side
     ├── SchemaError                the schema at an event's position is unknown or disagrees
-    ├── ConfigError                bad DSN, option or missing installation
-    └── DataLossError              continuing would lose or duplicate data
+    ├── ConfigError                bad DSN, option, path or missing installation
+    │   └── GtidSyntaxError        a GTID set in text form that does not parse (binlog.gtid)
+    ├── DataLossError              continuing would lose or duplicate data
+    └── SandboxError               a throwaway server could not start or stop (sandbox.server)
 
-Only ``TransportError`` is retried automatically; every other error stops the run.
+What is retried: following a server (``cdc.follow``) reconnects with backoff after a
+``TransportError`` and after a ``ServerError`` whose errno says the server or the connection went
+away (1053 shutdown, 1927 connection killed, 1317 query interrupted, 1184 aborted connection, 3169
+session killed), resuming at the last transaction boundary. Every other error stops the run; the
+pipeline re-raises an error of its Spark query as the sluice error it was, not a ``RuntimeError``.
 """
 
 from __future__ import annotations

@@ -20,11 +20,12 @@ from deltalake import DeltaTable
 
 from sluice.cdc.records import RowChange
 from sluice.cdc.schema import Catalog, TableSchema, apply_ddl
+from sluice.spark.batch_table import changelog_rows as _changelog
+from sluice.spark.batch_table import row_changes as _row_changes
 from sluice.spark.changes import record_batch
 from sluice.spark.columnar import merge_source
 from sluice.spark.delta_sink import DeltaLake, TableBatch
 from sluice.spark.layout import mirror_columns_for_schema
-from sluice.spark.pipeline import _changelog, _row_changes
 
 pytestmark = pytest.mark.unit
 
@@ -210,7 +211,7 @@ def test_declines_what_only_the_per_row_path_does_exactly() -> None:
 
 
 def test_binlog_order_check() -> None:
-    from sluice.spark.pipeline import _in_binlog_order
+    from sluice.spark.batch_table import in_binlog_order as _in_binlog_order
 
     def t(rows: list[tuple[str, int, int]]) -> pa.Table:
         files, pos, row = zip(*rows, strict=True) if rows else ((), (), ())

@@ -18,6 +18,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from sluice.binlog.decoders._reader import read_varlen, write_varlen
+from sluice.errors import ConfigError
 
 GNO_MAX = (1 << 63) - 1
 _TAG_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,31}$")
@@ -29,8 +30,9 @@ Interval = tuple[int, int]  # closed: (first, last)
 Tsid = tuple[uuid.UUID, str]  # tag "" = untagged
 
 
-class GtidSyntaxError(ValueError):
-    """A GTID or GTID set in text form that does not parse."""
+class GtidSyntaxError(ConfigError, ValueError):
+    """A GTID or GTID set in text form that does not parse (a ``ConfigError``: it comes from the user
+    or a checkpoint; a ``ValueError`` as well, for callers that parse text generally)."""
 
 
 def _norm_tag(tag: str | None) -> str:

@@ -29,13 +29,13 @@ from typing import Any
 
 import pyarrow as pa
 
-from sluice.cdc.records import RowChange
 from sluice.cdc.schema import SchemaHistory
 from sluice.dsn import parse_dsn
 from sluice.errors import ConfigError
 from sluice.io.atomic import write_atomically
 from sluice.io.connection import Connection
 from sluice.io.replication import server_binlog_status
+from sluice.spark.batch_table import changelog_rows, in_binlog_order, query_error, row_changes
 from sluice.spark.ddl_stage import DdlStage
 from sluice.spark.delta_sink import DeltaLake, TableBatch
 
@@ -233,7 +233,7 @@ class Pipeline:
                     self.progress(self.stats.line())
             exc = query.exception()
             if exc is not None and self.error is None:
-                raise RuntimeError(str(exc))
+                raise query_error(exc)
             if self.error is not None:
                 raise self.error
         finally:
@@ -266,9 +266,9 @@ class Pipeline:
 
         if table.num_rows == 0:
             return
-        if not _in_binlog_order(table):  # Spark hands the ranges back in order: sorting is rarely needed
+        if not in_binlog_order(table):  # Spark hands the ranges back in order: sorting is rarely needed
             table = table.sort_by([("file", "ascending"), ("pos", "ascending"), ("row", "ascending")])
-        changelog = _changelog(table, batch_id)
+        changelog = changelog_rows(table, batch_id)
         is_ddl = pc.equal(table.column("op"), "ddl")
         if pc.any(is_ddl).as_py():  # a DDL is a batch of its own (with the rows of CREATE ... SELECT)
             self._reread(self.ddl.apply(batch_id, table.filter(is_ddl).to_pylist(), self._filter))
@@ -300,7 +300,7 @@ class Pipeline:
             if source is not None:
                 batches.append(TableBatch(db, name, columns, primary_key, (), source, rows.num_rows))
                 continue
-            changes = _row_changes(columns, rows)
+            changes = row_changes(columns, rows)
             if self._filter:
                 changes = self._filter.keep(changes)
             batches.append(TableBatch(db, name, columns, primary_key, changes))
@@ -349,65 +349,6 @@ class Pipeline:
         except Exception:  # progress only: never fail a batch over it
             return None
         return status.pos - pos if status.file == file else None
-
-
-def _row_changes(columns: tuple[Any, ...], rows: Any) -> list[RowChange]:
-    """The table's rows of the change DataFrame as ``RowChange``s with typed images, column-wise."""
-    from sluice.spark.layout import image_decoder, row_change_from_record
-
-    decode = image_decoder(columns)
-    diffs = rows.column("json_diffs")
-    if diffs.null_count != len(diffs):  # partial JSON updates: the careful, per-record path
-        return [row_change_from_record(columns, r) for r in rows.to_pylist()]
-    op = rows.column("op").to_pylist()
-    db = rows.column("db")[0].as_py()
-    name = rows.column("table")[0].as_py()
-    before = rows.column("before").to_pylist()
-    after = rows.column("after").to_pylist()
-    pk = tuple(rows.column("pk")[0].as_py() or ())
-    file = rows.column("file").to_pylist()
-    pos = rows.column("pos").to_pylist()
-    row = rows.column("row").to_pylist()
-    gtid = rows.column("gtid").to_pylist()
-    ts = (rows.column("ts").cast(pa.int64()).to_numpy() // 1_000_000).tolist()
-    return [
-        RowChange(op[i], db, name, decode(before[i]), decode(after[i]), pk, file[i], pos[i], row[i], gtid[i], ts[i])
-        for i in range(len(op))
-    ]
-
-
-def _in_binlog_order(table: Any) -> bool:
-    """Whether the rows are ordered by ``(file, pos, row)`` already (strictly increasing)."""
-    import numpy as np
-    import pyarrow.compute as pc
-
-    if table.num_rows < 2:
-        return True
-    files = table.column("file")
-    pos = table.column("pos").to_numpy()
-    row = table.column("row").to_numpy()
-    first, last = files[0].as_py(), files[-1].as_py()
-    if first != last:
-        if files.null_count or pc.any(pc.less(files[1:], files[:-1])).as_py():
-            return False
-        same = pc.equal(files[1:], files[:-1]).to_numpy(zero_copy_only=False)
-    else:
-        if files.null_count or pc.count(pc.unique(files)).as_py() != 1:
-            return False
-        same = np.ones(table.num_rows - 1, dtype=bool)
-    dpos, drow = np.diff(pos), np.diff(row)
-    ordered = (dpos > 0) | ((dpos == 0) & (drow > 0))
-    return bool(np.all(ordered | ~same))
-
-
-def _changelog(table: Any, batch_id: int) -> Any:
-    """The change-log rows straight from the batch's Arrow columns: the images are already JSON."""
-    from sluice.spark.delta_sink import CHANGELOG_SCHEMA
-
-    n = table.num_rows
-    columns = {name: table.column(name) for name in CHANGELOG_SCHEMA.names if name != "batch_id"}
-    columns["batch_id"] = pa.array([batch_id] * n, type=pa.int64())
-    return pa.table([columns[f.name].cast(f.type) for f in CHANGELOG_SCHEMA], schema=CHANGELOG_SCHEMA)
 
 
 def _interval(text: str) -> str:

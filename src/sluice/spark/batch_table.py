@@ -1,0 +1,99 @@
+"""The micro-batch as Spark hands it to the pipeline: one Arrow table of the change DataFrame.
+
+What the pipeline reads off it: whether it is in binlog order already, its change-log rows (the
+images are JSON already), a table's rows as ``RowChange``s for the per-row MERGE path, and the
+typed sluice error a failed query carries.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow as pa
+
+from sluice.cdc.records import RowChange
+from sluice.errors import SluiceError
+
+__all__ = ["changelog_rows", "in_binlog_order", "query_error", "row_changes"]
+
+
+def row_changes(columns: tuple[Any, ...], rows: Any) -> list[RowChange]:
+    """The table's rows of the change DataFrame as ``RowChange``s with typed images, column-wise."""
+    from sluice.spark.layout import image_decoder, row_change_from_record
+
+    decode = image_decoder(columns)
+    diffs = rows.column("json_diffs")
+    if diffs.null_count != len(diffs):  # partial JSON updates: the careful, per-record path
+        return [row_change_from_record(columns, r) for r in rows.to_pylist()]
+    op = rows.column("op").to_pylist()
+    db = rows.column("db")[0].as_py()
+    name = rows.column("table")[0].as_py()
+    before = rows.column("before").to_pylist()
+    after = rows.column("after").to_pylist()
+    pk = tuple(rows.column("pk")[0].as_py() or ())
+    file = rows.column("file").to_pylist()
+    pos = rows.column("pos").to_pylist()
+    row = rows.column("row").to_pylist()
+    gtid = rows.column("gtid").to_pylist()
+    ts = (rows.column("ts").cast(pa.int64()).to_numpy() // 1_000_000).tolist()
+    return [
+        RowChange(op[i], db, name, decode(before[i]), decode(after[i]), pk, file[i], pos[i], row[i], gtid[i], ts[i])
+        for i in range(len(op))
+    ]
+
+
+def in_binlog_order(table: Any) -> bool:
+    """Whether the rows are ordered by ``(file, pos, row)`` already (strictly increasing)."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    if table.num_rows < 2:
+        return True
+    files = table.column("file")
+    pos = table.column("pos").to_numpy()
+    row = table.column("row").to_numpy()
+    first, last = files[0].as_py(), files[-1].as_py()
+    if first != last:
+        if files.null_count or pc.any(pc.less(files[1:], files[:-1])).as_py():
+            return False
+        same = pc.equal(files[1:], files[:-1]).to_numpy(zero_copy_only=False)
+    else:
+        if files.null_count or pc.count(pc.unique(files)).as_py() != 1:
+            return False
+        same = np.ones(table.num_rows - 1, dtype=bool)
+    dpos, drow = np.diff(pos), np.diff(row)
+    ordered = (dpos > 0) | ((dpos == 0) & (drow > 0))
+    return bool(np.all(ordered | ~same))
+
+
+def changelog_rows(table: Any, batch_id: int) -> Any:
+    """The change-log rows straight from the batch's Arrow columns: the images are already JSON."""
+    from sluice.spark.delta_sink import CHANGELOG_SCHEMA
+
+    n = table.num_rows
+    columns = {name: table.column(name) for name in CHANGELOG_SCHEMA.names if name != "batch_id"}
+    columns["batch_id"] = pa.array([batch_id] * n, type=pa.int64())
+    return pa.table([columns[f.name].cast(f.type) for f in CHANGELOG_SCHEMA], schema=CHANGELOG_SCHEMA)
+
+
+def query_error(exc: BaseException) -> SluiceError:
+    """The sluice error a failed Spark query carries (an executor's error reaches the driver as text:
+    ``sluice.errors.SchemaError: ...``), with its type; a ``SluiceError`` naming Spark otherwise."""
+    import re
+
+    from sluice import errors
+
+    text = str(exc)
+    for m in re.finditer(r"(?:sluice\.[\w.]+\.)?(\w+Error): (.+)", text):
+        kind = getattr(errors, m.group(1), None)
+        if isinstance(kind, type) and issubclass(kind, SluiceError):
+            try:
+                typed = kind(m.group(2).strip())
+            except TypeError:
+                continue
+            typed.__cause__ = exc
+            return typed
+    first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
+    error = SluiceError(f"the Spark query failed: {first} (run with -vv for Spark's log)")
+    error.__cause__ = exc
+    return error
