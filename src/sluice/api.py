@@ -19,10 +19,10 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from sluice.binlog.parser import EventParser, ParserConfig
+from sluice.binlog.position import Checkpoint
 from sluice.cdc.capture import CaptureConfig, ChangeCapture
 from sluice.cdc.filters import table_filter
 from sluice.cdc.follow import FollowConfig, follow
-from sluice.cdc.position import Checkpoint
 from sluice.cdc.records import RowChange
 from sluice.cdc.session import StartRequest, prepare_capture
 from sluice.dsn import parse_dsn

@@ -18,10 +18,10 @@ from typing import Any
 
 import pytest
 
+from sluice.binlog.position import binlog_file_key
 from sluice.cdc.capture import CaptureConfig, ChangeCapture, DdlRecord
 from sluice.cdc.follow import FollowConfig, follow
 from sluice.cdc.jsonl import record_line
-from sluice.cdc.position import binlog_file_key
 from sluice.cdc.session import StartRequest, prepare_capture
 from sluice.dsn import parse_dsn
 from sluice.io.connection import Connection

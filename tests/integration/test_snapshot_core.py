@@ -19,9 +19,9 @@ from typing import Any
 
 import pytest
 
+from sluice.binlog.position import position_key
 from sluice.cdc.capture import CaptureConfig, ChangeCapture
 from sluice.cdc.follow import FollowConfig, follow
-from sluice.cdc.position import position_key
 from sluice.cdc.records import RowChange
 from sluice.cdc.schema import bootstrap_catalog
 from sluice.cdc.session import StartRequest, prepare_capture

@@ -25,7 +25,7 @@ from typing import Any
 import deltalake
 import pytest
 
-from sluice.cdc.position import position_key
+from sluice.binlog.position import position_key
 from sluice.dsn import parse_dsn
 from sluice.io.connection import Connection
 from sluice.spark.pipeline import Pipeline, PipelineConfig

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from sluice.cdc.position import Checkpoint
+from sluice.binlog.position import Checkpoint
 from sluice.errors import ConfigError
 from sluice.io.checkpoint_file import VERSION, CheckpointFile
 

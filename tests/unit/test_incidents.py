@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from sluice.binlog.constants import EventType as E
+from sluice.binlog.position import Checkpoint
 from sluice.cdc.capture import CaptureConfig, ChangeCapture
-from sluice.cdc.position import Checkpoint
 from sluice.errors import DataLossError
 from tests.unit.binlog.test_events import event, fde
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sluice.cdc.position import Checkpoint, binlog_file_key, position_key
+from sluice.binlog.position import Checkpoint, binlog_file_key, position_key
 from sluice.errors import ConfigError
 
 pytestmark = pytest.mark.unit

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from sluice.cdc.position import Checkpoint
+from sluice.binlog.position import Checkpoint
 from sluice.cdc.schema.model import ColumnDef, TableSchema
 from sluice.cdc.snapshot.chunks import Chunk
 from sluice.spark.snapshot import SnapshotFilter, SnapshotState

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from deltalake import DeltaTable
 
-from sluice.cdc.position import Checkpoint
+from sluice.binlog.position import Checkpoint
 from sluice.cdc.schema.model import ColumnDef, TableSchema
 from sluice.cdc.snapshot.consistent import ConsistentRead
 from sluice.spark.delta_sink import CHANGELOG_SCHEMA, DeltaLake

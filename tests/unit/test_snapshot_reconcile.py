@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sluice.cdc.position import Checkpoint
+from sluice.binlog.position import Checkpoint
 from sluice.cdc.records import RowChange
 from sluice.cdc.schema.model import ColumnDef, TableSchema
 from sluice.cdc.snapshot.chunks import Chunk, ChunkRead

@@ -22,7 +22,7 @@ from sluice.binlog.constants import EventType as E
 from sluice.binlog.gtid import MariadbGtid, MysqlGtidSet
 from sluice.binlog.header import LOG_EVENT_ARTIFICIAL_F, EventHeader
 from sluice.binlog.parser import EventParser
-from sluice.cdc.position import Checkpoint
+from sluice.binlog.position import Checkpoint
 from sluice.cdc.transactions import Transaction, TransactionAssembler, xid_key
 from sluice.errors import ConfigError, DataLossError, ProtocolError
 from sluice.io.binlog_file import BinlogFile

@@ -30,8 +30,8 @@ from sluice.binlog.events import (
     TransactionPayloadEvent,
 )
 from sluice.binlog.parser import EventParser, ParserConfig
+from sluice.binlog.position import Checkpoint
 from sluice.binlog.rowplan import plan_for
-from sluice.cdc.position import Checkpoint
 from sluice.cdc.records import RowChange, RowChangeBuilder
 from sluice.cdc.schema import DdlOutcome, ResolvedTable, SchemaTracker, is_ddl
 from sluice.cdc.transactions import Transaction, TransactionAssembler

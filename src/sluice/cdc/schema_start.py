@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from sluice.binlog.events import QueryEvent
 from sluice.binlog.parser import EventParser, ParserConfig
-from sluice.cdc.position import Checkpoint, position_key
+from sluice.binlog.position import Checkpoint, position_key
 from sluice.cdc.schema import Catalog, apply_ddl, bootstrap_catalog, is_ddl
 from sluice.errors import SchemaError
 from sluice.io.connection import Connection

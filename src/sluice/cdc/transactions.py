@@ -63,7 +63,7 @@ from sluice.binlog.events import (
 )
 from sluice.binlog.gtid import Gtid, GtidSyntaxError, MariadbGtid, MariadbGtidPosition, MysqlGtidSet
 from sluice.binlog.header import LOG_EVENT_ARTIFICIAL_F
-from sluice.cdc.position import Checkpoint, position_key
+from sluice.binlog.position import Checkpoint, position_key
 from sluice.errors import ConfigError, DataLossError, ProtocolError
 
 __all__ = ["Transaction", "TransactionAssembler", "xid_key"]

@@ -66,10 +66,10 @@ def register(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.events:
         return _run_events(args)
+    from sluice.binlog.position import Checkpoint
     from sluice.cdc.capture import CaptureConfig, ChangeCapture
     from sluice.cdc.filters import parse_ops, table_filter
     from sluice.cdc.jsonl import record_line
-    from sluice.cdc.position import Checkpoint
     from sluice.io.binlog_file import iter_raw_events
 
     keep = table_filter(args.tables, args.exclude_tables)

@@ -19,8 +19,8 @@ from typing import Any
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 
+from sluice.binlog.position import Checkpoint, binlog_file_key
 from sluice.cdc.capture import CaptureConfig, ChangeCapture, CommittedTransaction
-from sluice.cdc.position import Checkpoint, binlog_file_key
 from sluice.cdc.schema import Catalog, SchemaTracker
 from sluice.errors import ConfigError
 from sluice.io.binlog_file import iter_raw_events

@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Any
 
 from pyspark.sql.datasource import InputPartition
 
+from sluice.binlog.position import Checkpoint, binlog_file_key
 from sluice.cdc.capture import ChangeCapture
 from sluice.cdc.follow import follow
-from sluice.cdc.position import Checkpoint, binlog_file_key
 from sluice.cdc.schema import Catalog
 from sluice.errors import ConfigError
 

@@ -42,9 +42,9 @@ import pyarrow as pa
 from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 from deltalake.exceptions import DeltaError, SchemaMismatchError
 
+from sluice.binlog.position import Checkpoint, position_key
 from sluice.cdc.capture import CaptureConfig, ChangeCapture
 from sluice.cdc.follow import FollowConfig, follow
-from sluice.cdc.position import Checkpoint, position_key
 from sluice.cdc.records import RowChange
 from sluice.cdc.schema import Catalog, SchemaHistory, SchemaTracker, TableSchema, bootstrap_catalog
 from sluice.cdc.schema_start import read_schema

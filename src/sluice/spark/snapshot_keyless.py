@@ -23,7 +23,7 @@ import pyarrow as pa
 from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 from deltalake.exceptions import DeltaError
 
-from sluice.cdc.position import Checkpoint
+from sluice.binlog.position import Checkpoint
 from sluice.cdc.schema import TableSchema
 from sluice.cdc.snapshot.consistent import ConsistentRead, consistent_scan
 from sluice.cdc.snapshot.reader import prepare_session

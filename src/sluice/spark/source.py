@@ -40,10 +40,10 @@ from pyspark.sql.streaming.datasource import (
     SupportsTriggerAvailableNow,
 )
 
+from sluice.binlog.position import Checkpoint
 from sluice.cdc.capture import CaptureConfig, ChangeCapture, CommittedTransaction, DdlRecord
 from sluice.cdc.filters import parse_ops, table_filter
 from sluice.cdc.follow import FollowConfig, follow
-from sluice.cdc.position import Checkpoint
 from sluice.cdc.records import RowChange
 from sluice.cdc.schema import Catalog, SchemaHistory, SchemaTracker
 from sluice.cdc.schema_start import schema_at

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from sluice.cdc.position import Checkpoint
+from sluice.binlog.position import Checkpoint
 from sluice.cdc.schema.model import ColumnDef, TableSchema
 from sluice.cdc.schema.typemap import INTEGER_TYPES
 from sluice.errors import ConfigError, SchemaError

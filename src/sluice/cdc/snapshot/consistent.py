@@ -27,7 +27,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from sluice.cdc.position import Checkpoint
+from sluice.binlog.position import Checkpoint
 from sluice.cdc.schema.model import TableSchema
 from sluice.cdc.snapshot.reader import binlog_position, snapshot_position
 from sluice.cdc.textvalues import convert_rows, row_converter, select_list, text_converters

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, TypeVar
 
-from sluice.cdc.position import Checkpoint
+from sluice.binlog.position import Checkpoint
 from sluice.cdc.schema.model import TableSchema
 from sluice.cdc.snapshot.chunks import (
     DEFAULT_CHUNK_ROWS,

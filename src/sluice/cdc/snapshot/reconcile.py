@@ -33,7 +33,7 @@ from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
 
-from sluice.cdc.position import Checkpoint, position_key
+from sluice.binlog.position import Checkpoint, position_key
 from sluice.cdc.records import RowChange
 from sluice.cdc.schema.model import ColumnDef, TableSchema
 from sluice.cdc.snapshot.chunks import Chunk, ChunkRead, key_columns

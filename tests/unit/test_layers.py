@@ -1,0 +1,95 @@
+"""The layers of docs/DESIGN.md hold in the imports: arrows only go down, and no module cycle."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.unit
+
+SRC = Path(__file__).resolve().parents[2] / "src" / "sluice"
+
+# Lower numbers are lower layers; a package may import only from layers below its own (and itself).
+LAYERS = {
+    "errors": 0, "dsn": 1, "wire": 2, "binlog": 2, "sandbox": 2, "io": 3, "cdc": 4, "eventjson": 4,
+    "spark": 5, "api": 5, "commands": 6, "cli": 7, "__init__": 8, "__main__": 8,
+}
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for path in SRC.rglob("*.py"):
+        parts = path.relative_to(SRC.parent).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        out[name] = path
+    return out
+
+
+def _imports(path: Path, *, top_level_only: bool) -> set[str]:
+    tree = ast.parse(path.read_text())
+    found: set[str] = set()
+
+    def visit(node: ast.AST, top: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
+                continue  # annotations only: no import at run time
+            if isinstance(child, ast.Import):
+                if top or not top_level_only:
+                    found.update(a.name for a in child.names if a.name.startswith("sluice"))
+            elif isinstance(child, ast.ImportFrom) and child.module and child.module.startswith("sluice"):
+                if top or not top_level_only:
+                    if child.module != "sluice":  # `from sluice import x`: only x is imported from
+                        found.add(child.module)
+                    found.update(f"{child.module}.{a.name}" for a in child.names)
+            inner = top and not isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda)
+            visit(child, inner)
+
+    visit(tree, True)
+    return found
+
+
+def _package(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def test_every_import_goes_down_the_layers():
+    upward = []
+    for name, path in _modules().items():
+        mine = _package(name)
+        for target in _imports(path, top_level_only=False):
+            theirs = _package(target)
+            if theirs not in LAYERS:  # `from sluice import __version__`: a constant of the package root
+                continue
+            if theirs != mine and LAYERS[theirs] >= LAYERS[mine]:
+                upward.append(f"{name} -> {target}")
+    assert not upward, "imports that go up or sideways in the layers:\n" + "\n".join(sorted(upward))
+
+
+def test_no_import_cycle_between_modules():
+    modules = _modules()
+    graph = {name: {t for t in _imports(path, top_level_only=True) if t in modules and t != name}
+             for name, path in modules.items()}
+    for name in list(graph):  # `import sluice.a.b` also runs sluice.a's __init__: not an edge we draw
+        graph[name] = {t for t in graph[name] if not name.startswith(t + ".")}
+    state: dict[str, int] = {}
+    stack: list[str] = []
+    cycles: list[str] = []
+
+    def walk(node: str) -> None:
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == 1:
+                cycles.append(" -> ".join([*stack[stack.index(nxt):], nxt]))
+            elif nxt not in state:
+                walk(nxt)
+        stack.pop()
+        state[node] = 2
+
+    for node in sorted(graph):
+        if node not in state:
+            walk(node)
+    assert not cycles, "import cycles:\n" + "\n".join(cycles)
