@@ -38,11 +38,11 @@ def _imports(path: Path, *, top_level_only: bool) -> set[str]:
             if isinstance(child, ast.Import):
                 if top or not top_level_only:
                     found.update(a.name for a in child.names if a.name.startswith("sluice"))
-            elif isinstance(child, ast.ImportFrom) and child.module and child.module.startswith("sluice"):
-                if top or not top_level_only:
-                    if child.module != "sluice":  # `from sluice import x`: only x is imported from
-                        found.add(child.module)
-                    found.update(f"{child.module}.{a.name}" for a in child.names)
+            elif (isinstance(child, ast.ImportFrom) and child.module and child.module.startswith("sluice")
+                  and (top or not top_level_only)):
+                if child.module != "sluice":  # `from sluice import x`: only x is imported from
+                    found.add(child.module)
+                found.update(f"{child.module}.{a.name}" for a in child.names)
             inner = top and not isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda)
             visit(child, inner)
 

@@ -190,6 +190,7 @@ class Pipeline:
             .option("dsn", cfg.source)
             .option("startingPosition", starting)
             .option("schemaHistory", str(self.history_path))
+            .option("includeDdl", "true")
         )
         if cfg.tables:
             reader = reader.option("tables", cfg.tables)

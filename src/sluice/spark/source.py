@@ -21,7 +21,9 @@ by binlog bytes: the driver decodes no rows), ``rowsPerPartition`` (default 1000
 (files: a task per transaction-aligned segment of about this size, default 128 MiB) and
 ``schemaHistory`` (a file that keeps the schema history across restarts; strongly advised unless
 the server writes ``binlog_row_metadata=FULL``) and ``skipIncidents`` (``true``: go on past INCIDENT
-events, which otherwise stop the query with ``DataLossError``).
+events, which otherwise stop the query with ``DataLossError``) and ``includeDdl`` (``true``: a row with
+``op`` ``ddl`` and the ``ddl`` column for every schema change on a captured table, as the pipeline
+reads it).
 """
 
 from __future__ import annotations
@@ -78,6 +80,7 @@ class SourceOptions:
     paths: tuple[str, ...] = ()
     segment_bytes: int = 128 << 20
     skip_incidents: bool = False
+    include_ddl: bool = False  # rows with op "ddl" for schema changes on captured tables (the pipeline's)
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> SourceOptions:
@@ -116,11 +119,12 @@ class SourceOptions:
             paths=paths,
             segment_bytes=number("segmentBytes") or 128 << 20,
             skip_incidents=_flag("skipIncidents", lower.get("skipincidents")),
+            include_ddl=_flag("includeDdl", lower.get("includeddl")),
         )
 
     def capture_config(self) -> CaptureConfig:
         return CaptureConfig(table_filter=table_filter(self.tables, self.exclude_tables), ops=self.ops,
-                             skip_incidents=self.skip_incidents)
+                             skip_incidents=self.skip_incidents, ddl=self.include_ddl)
 
     def follow_config(self, *, until_end: bool = True) -> FollowConfig:
         if not self.dsn:
@@ -261,8 +265,7 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         assert isinstance(partition, RangePartition)
         start, end = offset_checkpoint(partition.start), offset_checkpoint(partition.end)
         tracker = SchemaTracker(Catalog.from_json(partition.catalog), None, flavor=partition.flavor)
-        # DDL records too: the pipeline applies them to the mirrors and the change log keeps them.
-        capture = ChangeCapture(replace(self.options.capture_config(), ddl=True), start, tracker)
+        capture = ChangeCapture(self.options.capture_config(), start, tracker)
         goal = position_order(end)
         reached = False
 
