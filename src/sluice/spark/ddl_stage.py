@@ -65,6 +65,11 @@ class DdlStage:
         (read it again). A rename whose new name was snapshotted after it only retires the old mirror."""
         if not snapshot_filter:
             return [step]
+        if snapshot_filter.lost(step.db, step.table):  # gone before its snapshot could read it
+            if step.kind == "move" and step.to is not None:
+                return [MirrorStep("archive", step.db, step.table, why="it was renamed before it could be read"),
+                        MirrorStep("reread", *step.to, why=f"renamed from {step.name} while that was being read")]
+            return [step] if step.kind == "archive" else []
         if step.kind == "move" and step.to is not None:
             to = snapshot_filter.read_after(*step.to, file, pos)
             if to is not None:

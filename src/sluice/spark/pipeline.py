@@ -31,7 +31,7 @@ import pyarrow as pa
 
 from sluice.cdc.schema import SchemaHistory
 from sluice.dsn import parse_dsn
-from sluice.errors import ConfigError
+from sluice.errors import ConfigError, SluiceError
 from sluice.io.atomic import write_atomically
 from sluice.io.connection import Connection
 from sluice.io.replication import server_binlog_status
@@ -148,7 +148,8 @@ class Pipeline:
         """Run or resume the initial snapshot (``snapshot="initial"|"only"``) unless the stream has
         already started; returns where the stream must start, None when the snapshot does not decide."""
         from sluice.cdc.filters import table_filter
-        from sluice.spark.snapshot import SnapshotFilter, SnapshotRunner, SnapshotState, stream_start
+        from sluice.spark.snapshot import SnapshotRunner, SnapshotState, stream_start
+        from sluice.spark.snapshot_filter import SnapshotFilter
 
         cfg = self.config
         state_path = cfg.state_dir / "snapshot.json"
@@ -236,6 +237,8 @@ class Pipeline:
             if exc is not None and self.error is None:
                 raise query_error(exc)
             if self.error is not None:
+                if isinstance(self.error, Exception) and not isinstance(self.error, SluiceError):
+                    raise query_error(self.error) from self.error
                 raise self.error
         finally:
             for sig, handler in previous.items():
@@ -333,7 +336,8 @@ class Pipeline:
     def _reread(self, names: set[str]) -> None:
         """Snapshot these tables again (a DDL the mirror cannot follow exactly), then renew the filter."""
         from sluice.cdc.filters import table_filter
-        from sluice.spark.snapshot import SnapshotFilter, SnapshotRunner
+        from sluice.spark.snapshot import SnapshotRunner
+        from sluice.spark.snapshot_filter import SnapshotFilter
 
         if not names:
             return

@@ -13,10 +13,11 @@ only the keys of the ``SELECT`` rows meet the binlog changes. A mirror that alre
 gets each chunk as a MERGE of decoded rows instead. Tables without a primary key are not mirrorable
 (the pipeline writes their changes to the change log only): each is read in one consistent scan
 whose rows go to the change log as ``read`` records (``sluice.spark.snapshot_keyless``). The stream
-then starts at ``start``; ``SnapshotFilter`` tells the pipeline which early changes a chunk
-already contains (same table, key inside the chunk, position before its high watermark): those are
-left out of the mirror's MERGE but still go to the change log, which so holds every committed
-change once.
+then starts at ``start``; ``SnapshotFilter`` (``sluice.spark.snapshot_filter``) tells the
+pipeline which early changes a chunk already contains (same table, key inside the chunk,
+position before its high watermark): those are left out of the mirror's MERGE but still go to the
+change log, which so holds every committed change once. A table that DDL changed while it was read
+(its chunk's SELECT failed, or the binlog shows DDL on it during the pass) is read again.
 
 Resumable: ``LAKE/_sluice/snapshot.json`` holds the start, the chunk plan (with the table's write
 mode, append or MERGE) and every finished chunk with its watermarks; a chunk's watermarks are saved
@@ -30,6 +31,7 @@ from __future__ import annotations
 
 import json
 import logging
+import shutil
 import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
@@ -42,37 +44,32 @@ import pyarrow as pa
 from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 from deltalake.exceptions import DeltaError, SchemaMismatchError
 
-from sluice.binlog.position import Checkpoint, position_key
-from sluice.cdc.capture import CaptureConfig, ChangeCapture
-from sluice.cdc.follow import FollowConfig, follow
+from sluice.binlog.position import Checkpoint
 from sluice.cdc.records import RowChange
-from sluice.cdc.schema import Catalog, SchemaHistory, SchemaTracker, TableSchema, bootstrap_catalog
-from sluice.cdc.schema_start import read_schema
-from sluice.cdc.snapshot.chunks import Chunk, ChunkRead
+from sluice.cdc.schema import Catalog, SchemaHistory, TableSchema, bootstrap_catalog
+from sluice.cdc.schema_start import ddl_between, read_schema
+from sluice.cdc.snapshot.chunks import Chunk
 from sluice.cdc.snapshot.reader import (
-    TablePlan,
+    binlog_position,
     plan_table,
     prepare_session,
-    read_chunk,
-    read_chunk_raw,
 )
-from sluice.cdc.snapshot.reconcile import KeyOrder, after_high, key_order, reconcile, reconcile_keys, split_key_move
 from sluice.dsn import parse_dsn
 from sluice.errors import ConfigError, DataLossError, SchemaError
 from sluice.io.atomic import write_atomically
 from sluice.io.connection import Connection
 from sluice.spark.delta_sink import CHANGELOG_SCHEMA, DeltaLake, TableBatch
 from sluice.spark.layout import mirror_columns_for_schema
-from sluice.spark.snapshot_arrow import chunk_table, column_builders, key_values, table_from_ipc, table_to_ipc
+from sluice.spark.snapshot_arrow import table_from_ipc
 from sluice.spark.snapshot_keyless import snapshot_keyless
-from sluice.spark.snapshot_rows import split_rows
-from sluice.spark.types import to_arrow_table
+from sluice.spark.snapshot_task import read_and_reconcile
 
-__all__ = ["SnapshotFilter", "SnapshotRunner", "SnapshotState"]
+__all__ = ["SnapshotRunner", "SnapshotState", "forget_tables", "stream_start"]
 
 log = logging.getLogger(__name__)
 
 STATE_VERSION = 1
+_PASSES = 5  # snapshot passes over tables that DDL changed under the read, before giving up
 
 
 @dataclass
@@ -108,62 +105,6 @@ def _cp(data: dict[str, Any]) -> Checkpoint:
     return Checkpoint.from_json(data)
 
 
-def _window_changes(config: Any, catalog_json: dict[str, Any], schema: TableSchema, flavor: str,
-                    low: Checkpoint, high: Checkpoint) -> list[RowChange]:
-    """The table's row changes committed in ``[low, high)``, read from the binlog."""
-    changes: list[RowChange] = []
-    if position_key(low.file, low.pos) >= position_key(high.file, high.pos):
-        return changes
-    tracker = SchemaTracker(Catalog.from_json(catalog_json), None, flavor=flavor)
-    only = (schema.db, schema.name)
-    capture = ChangeCapture(
-        CaptureConfig(table_filter=lambda d, t: (d, t) == only), Checkpoint(low.file, low.pos), tracker
-    )
-    end = position_key(high.file, high.pos)
-    for committed in follow(FollowConfig(config, until_end=True, heartbeat_period=0, retries=8), capture):
-        if position_key(committed.start.file, committed.start.pos) >= end:
-            break
-        changes.extend(r for r in committed.records if type(r) is RowChange)
-    return changes
-
-
-def _read_and_reconcile(payload: tuple[str, dict[str, Any], dict[str, Any], list[str], dict[str, Any], str, bool]
-                        ) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], int, bytes | list[dict[str, Any]]]:
-    """A Spark task: read one chunk between watermarks and reconcile it with the binlog between them.
-
-    Returns the chunk, its watermarks, its row count and its rows: with ``append`` the mirror's
-    Arrow table as IPC bytes, else decoded row dicts (for a MERGE).
-    """
-    dsn, catalog_json, schema_json, key, chunk_json, flavor, append = payload
-    schema = TableSchema.from_json(schema_json)
-    chunk = Chunk.from_json(chunk_json)
-    config = parse_dsn(dsn)
-    plan = TablePlan(schema, tuple(key), (chunk,), 0)
-    order = key_order(schema, tuple(key))
-    if not append:
-        with Connection.open(config) as conn:
-            prepare_session(conn)
-            read = read_chunk(conn, plan, chunk)
-        changes = _window_changes(config, catalog_json, schema, flavor, read.low, read.high)
-        rows = reconcile(read, changes, order)
-        return chunk_json, read.low.to_json(), read.high.to_json(), len(rows), rows
-    columns = mirror_columns_for_schema(schema, flavor or None)
-    builders = column_builders(schema, columns, flavor or None)
-    with Connection.open(config) as conn:
-        prepare_session(conn)
-        low, high, result = read_chunk_raw(conn, plan, chunk)
-    values = split_rows(result.payloads, len(schema.columns))
-    del result
-    changes = _window_changes(config, catalog_json, schema, flavor, low, high)
-    keep, images = reconcile_keys(chunk, low, high, key_values(schema, key, flavor or None, values), changes, order)
-    table = chunk_table(columns, builders, values)
-    if keep is not None:
-        table = table.take(pa.array(keep, pa.int64()))
-    if images:
-        table = pa.concat_tables([table, to_arrow_table(columns, images)])
-    return chunk_json, low.to_json(), high.to_json(), table.num_rows, table_to_ipc(table)
-
-
 def _as_list(rows: Iterator[Any]) -> list[Any]:
     return list(rows)
 
@@ -190,6 +131,22 @@ class SnapshotRunner:
         state = SnapshotState.load(self.state_path)
         if state.complete and not only_new:
             return state
+        for _attempt in range(_PASSES):
+            stale = self._pass(state, only)
+            if not stale:
+                break
+            only_new = True  # plan the tables a DDL changed under the read again, and only those
+            only = frozenset(stale)
+        else:
+            raise SchemaError(
+                f"the tables {', '.join(sorted(stale))} kept changing (DDL) while they were snapshotted, "
+                f"{_PASSES} times: run again when their DDL is done"
+            )
+        return state
+
+    def _pass(self, state: SnapshotState, only: frozenset[str] | None) -> set[str]:
+        """Plan the tables not snapshotted yet and read their chunks; returns the names of tables a
+        DDL changed (or removed) while they were read: their reads are dropped, to be planned again."""
         config = parse_dsn(self.source)
         with Connection.open(config) as conn:
             prepare_session(conn)
@@ -202,11 +159,19 @@ class SnapshotRunner:
                     self.history.record_bootstrap(start.file, start.pos, everything)
                 state.start = start.to_json()
                 state.save(self.state_path)
+            planned_at = binlog_position(conn)
             catalog = bootstrap_catalog(conn, self.include)
+            for name in only or ():
+                if name not in state.tables and catalog.get(*name.split(".", 1)) is None:
+                    # Gone (renamed or dropped) before it could be read again: its mirror stays away and
+                    # the stream leaves it alone until it meets that RENAME / DROP.
+                    state.tables[name] = {"lost": True, "key": [], "chunks": [], "done": {}, "writing": None}
+            planned = []
             for schema in catalog.tables():
                 name = f"{schema.db}.{schema.name}"
                 if name in state.tables or (only is not None and name not in only):
                     continue
+                planned.append(name)
                 if state.complete:
                     self.progress(f"snapshot: {name} is newly captured: snapshotting it before the stream goes on")
                     state.complete = False
@@ -225,26 +190,39 @@ class SnapshotRunner:
                 }
                 state.save(self.state_path)
         if state.complete:
-            return state
+            return set()
         self._settle_interrupted(state)
-        self._chunks(catalog, state)
+        stale = self._chunks(catalog, state)
+        if planned:
+            with Connection.open(config) as conn:
+                touched = {f"{db}.{t}" for ddl in ddl_between(conn, planned_at, binlog_position(conn))
+                           for db, t in ddl.tables}
+            stale |= touched & set(planned)
+        for name in stale:
+            self.progress(f"snapshot: {name} changed (DDL) while it was read: reading it again")
+            del state.tables[name]
+            shutil.rmtree(self.lake.table_path(*name.split(".", 1)), ignore_errors=True)
+        if stale:
+            state.save(self.state_path)
+            return stale
         for table in state.tables.values():
             if "read" in table and table["read"] is None:  # key-less: one consistent scan (not in older states)
                 snapshot_keyless(self.source, self.lake, table, lambda: state.save(self.state_path), self.progress)
         state.complete = True
         state.save(self.state_path)
-        return state
+        return set()
 
     # -- chunks --------------------------------------------------------------------------------------
     def _pending(self, state: SnapshotState) -> list[tuple[str, dict[str, Any]]]:
         return [(name, c) for name, t in state.tables.items() for c in t["chunks"]
                 if Chunk.from_json(c).id not in t["done"]]
 
-    def _chunks(self, catalog: Catalog, state: SnapshotState) -> None:
+    def _chunks(self, catalog: Catalog, state: SnapshotState) -> set[str]:
         pending = self._pending(state)
         total = sum(len(t["chunks"]) for t in state.tables.values())
+        stale: set[str] = set()
         if not pending:
-            return
+            return stale
         catalog_json = catalog.to_json()
         payloads = [(self.source, catalog_json, state.tables[name]["schema"], state.tables[name]["key"], c,
                      state.flavor or "", bool(state.tables[name].get("append"))) for name, c in pending]
@@ -255,6 +233,9 @@ class SnapshotRunner:
             chunk = Chunk.from_json(chunk_json)
             name = f"{chunk.db}.{chunk.table}"
             table = state.tables[name]
+            if rows is None or name in stale:
+                stale.add(name)
+                continue
             seq = self._seq(state, name, chunk)
             table["writing"] = {"chunk": chunk.id, "seq": seq, "low": low, "high": high, "rows": count}
             state.save(self.state_path)
@@ -272,12 +253,13 @@ class SnapshotRunner:
             left = (total - done) * (rows_done / max(done - (total - len(pending)), 1))
             eta = f", ETA {left / rate:.0f}s" if rate > 0 and done < total else ""
             self.progress(f"snapshot: {done}/{total} chunks, {rows_done:,} rows ({rate:,.0f} rows/s){eta}")
+        return stale
 
     def _in_order(self, payloads: list[Any]) -> Iterator[Any]:
         """The chunks' task results in plan order (each table's chunks are written in sequence), while
         up to one task per core plus one runs ahead: the driver's writes overlap with the reads."""
         sc = self.spark.sparkContext
-        rdd = sc.parallelize(payloads, len(payloads)).map(_read_and_reconcile)
+        rdd = sc.parallelize(payloads, len(payloads)).map(read_and_reconcile)
         ahead = max(1, int(sc.defaultParallelism)) + 1
         pool = ThreadPoolExecutor(max_workers=ahead, thread_name_prefix="sluice-snapshot")
         futures: deque[Future[list[Any]]] = deque()
@@ -381,59 +363,6 @@ def forget_tables(state_dir: Path, lake: DeltaLake, names: Sequence[str]) -> lis
         state.complete = False
         state.save(path)
     return dropped
-
-
-class SnapshotFilter:
-    """Which streamed changes a finished snapshot already contains (left out of the mirror MERGE)."""
-
-    def __init__(self, state: SnapshotState) -> None:
-        self._tables: dict[tuple[str, str], tuple[KeyOrder, list[ChunkRead], tuple[str, int, int]]] = {}
-        for table in state.tables.values():
-            if not table["key"]:
-                continue
-            schema = TableSchema.from_json(table["schema"])
-            order = key_order(schema, tuple(table["key"]))
-            reads = []
-            for c in table["chunks"]:
-                chunk = Chunk.from_json(c)
-                done = table["done"].get(chunk.id)
-                if done is not None:
-                    reads.append(ChunkRead(chunk, _cp(done["low"]), _cp(done["high"]), []))
-            if reads:
-                last = max(position_key(r.high.file, r.high.pos) for r in reads)
-                self._tables[(schema.db, schema.name)] = (order, reads, last)
-
-    def __bool__(self) -> bool:
-        return bool(self._tables)
-
-    def read_after(self, db: str, table: str, file: str, pos: int) -> bool | None:
-        """Whether the table's snapshot read it after ``file:pos`` (every chunk's low watermark is
-        later: a DDL there is in the snapshot already); False when only some chunks were; None when
-        the snapshot did not read the table or finished before ``file:pos``."""
-        entry = self._tables.get((db, table))
-        if entry is None or position_key(file, pos) >= entry[2]:
-            return None
-        return all(position_key(file, pos) < position_key(r.low.file, r.low.pos) for r in entry[1])
-
-    def covers(self, db: str, table: str, file: str, pos: int) -> bool:
-        """Whether ``keep`` may leave out changes of ``db.table`` from ``file:pos`` on: only before the
-        last high watermark of the table's snapshot chunks."""
-        entry = self._tables.get((db, table))
-        return entry is not None and position_key(file, pos) < entry[2]
-
-    def keep(self, changes: Sequence[RowChange]) -> list[RowChange]:
-        """The changes the mirror still needs (key moves split into a delete and an insert)."""
-        out: list[RowChange] = []
-        for change in changes:
-            entry = self._tables.get((change.db, change.table))
-            if entry is None or position_key(change.file, change.pos) >= entry[2]:
-                out.append(change)
-                continue
-            order, reads, _ = entry
-            for part in split_key_move(change, order):
-                if all(after_high(read, part, order) for read in reads):
-                    out.append(part)
-        return out
 
 
 def stream_start(state: SnapshotState) -> str:

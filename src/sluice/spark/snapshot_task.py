@@ -1,0 +1,102 @@
+"""One snapshot chunk, read and reconciled on an executor (a Spark task of ``SnapshotRunner``).
+
+The task reads the chunk between a low and a high binlog watermark with a connection of its own,
+reads the table's binlog changes between the two and reconciles them with the rows, so the chunk
+holds the table's rows as of its high watermark. A table that was renamed, dropped or altered
+since it was planned (the chunk's ``SELECT`` fails with one of ``_TABLE_CHANGED``) returns no rows
+(``None``): the runner plans it again.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow as pa
+
+from sluice.binlog.position import Checkpoint, position_key
+from sluice.cdc.capture import CaptureConfig, ChangeCapture
+from sluice.cdc.follow import FollowConfig, follow
+from sluice.cdc.records import RowChange
+from sluice.cdc.schema import Catalog, SchemaTracker, TableSchema
+from sluice.cdc.snapshot.chunks import Chunk
+from sluice.cdc.snapshot.reader import TablePlan, prepare_session, read_chunk, read_chunk_raw
+from sluice.cdc.snapshot.reconcile import key_order, reconcile, reconcile_keys
+from sluice.dsn import parse_dsn
+from sluice.errors import ServerError
+from sluice.io.connection import Connection
+from sluice.spark.layout import mirror_columns_for_schema
+from sluice.spark.snapshot_arrow import chunk_table, column_builders, key_values, table_to_ipc
+from sluice.spark.snapshot_rows import split_rows
+from sluice.spark.types import to_arrow_table
+
+__all__ = ["read_and_reconcile"]
+
+
+def _window_changes(config: Any, catalog_json: dict[str, Any], schema: TableSchema, flavor: str,
+                    low: Checkpoint, high: Checkpoint) -> list[RowChange]:
+    """The table's row changes committed in ``[low, high)``, read from the binlog."""
+    changes: list[RowChange] = []
+    if position_key(low.file, low.pos) >= position_key(high.file, high.pos):
+        return changes
+    tracker = SchemaTracker(Catalog.from_json(catalog_json), None, flavor=flavor)
+    only = (schema.db, schema.name)
+    capture = ChangeCapture(
+        CaptureConfig(table_filter=lambda d, t: (d, t) == only), Checkpoint(low.file, low.pos), tracker
+    )
+    end = position_key(high.file, high.pos)
+    for committed in follow(FollowConfig(config, until_end=True, heartbeat_period=0, retries=8), capture):
+        if position_key(committed.start.file, committed.start.pos) >= end:
+            break
+        changes.extend(r for r in committed.records if type(r) is RowChange)
+    return changes
+
+
+def read_and_reconcile(payload: tuple[str, dict[str, Any], dict[str, Any], list[str], dict[str, Any], str, bool]
+                        ) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], int, bytes | list[dict[str, Any]]]:
+    """A Spark task: read one chunk between watermarks and reconcile it with the binlog between them.
+
+    Returns the chunk, its watermarks, its row count and its rows: with ``append`` the mirror's
+    Arrow table as IPC bytes, else decoded row dicts (for a MERGE).
+    """
+    try:
+        return _read_chunk_task(payload)
+    except ServerError as exc:
+        if exc.errno in _TABLE_CHANGED:  # renamed, dropped or altered since it was planned: plan it again
+            return payload[4], None, None, 0, None
+        raise
+
+
+# ER_NO_SUCH_TABLE, ER_BAD_FIELD_ERROR, ER_WRONG_VALUE_COUNT (the chunk's SELECT no longer fits the table)
+_TABLE_CHANGED = frozenset({1146, 1054, 1136})
+
+
+def _read_chunk_task(payload: tuple[str, dict[str, Any], dict[str, Any], list[str], dict[str, Any], str, bool]
+                     ) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], int, bytes | list[dict[str, Any]]]:
+    dsn, catalog_json, schema_json, key, chunk_json, flavor, append = payload
+    schema = TableSchema.from_json(schema_json)
+    chunk = Chunk.from_json(chunk_json)
+    config = parse_dsn(dsn)
+    plan = TablePlan(schema, tuple(key), (chunk,), 0)
+    order = key_order(schema, tuple(key))
+    if not append:
+        with Connection.open(config) as conn:
+            prepare_session(conn)
+            read = read_chunk(conn, plan, chunk)
+        changes = _window_changes(config, catalog_json, schema, flavor, read.low, read.high)
+        rows = reconcile(read, changes, order)
+        return chunk_json, read.low.to_json(), read.high.to_json(), len(rows), rows
+    columns = mirror_columns_for_schema(schema, flavor or None)
+    builders = column_builders(schema, columns, flavor or None)
+    with Connection.open(config) as conn:
+        prepare_session(conn)
+        low, high, result = read_chunk_raw(conn, plan, chunk)
+    values = split_rows(result.payloads, len(schema.columns))
+    del result
+    changes = _window_changes(config, catalog_json, schema, flavor, low, high)
+    keep, images = reconcile_keys(chunk, low, high, key_values(schema, key, flavor or None, values), changes, order)
+    table = chunk_table(columns, builders, values)
+    if keep is not None:
+        table = table.take(pa.array(keep, pa.int64()))
+    if images:
+        table = pa.concat_tables([table, to_arrow_table(columns, images)])
+    return chunk_json, low.to_json(), high.to_json(), table.num_rows, table_to_ipc(table)
