@@ -170,7 +170,9 @@ class Pipeline:
             state = runner.run(only_new=self.checkpoint_path.exists(), only=only)
         if state.complete:
             self._filter = SnapshotFilter(state)
-            return None if self.checkpoint_path.exists() else stream_start(state)
+            # Always the snapshot's start: Spark takes it only while its checkpoint holds no offset yet,
+            # which is also the case after a crash before the first batch committed.
+            return stream_start(state)
         return None
 
     def start(self) -> Any:
