@@ -44,7 +44,7 @@ import pyarrow as pa
 from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 from deltalake.exceptions import DeltaError, SchemaMismatchError
 
-from sluice.binlog.position import Checkpoint
+from sluice.binlog.position import Checkpoint, position_key
 from sluice.cdc.records import RowChange
 from sluice.cdc.schema import Catalog, SchemaHistory, TableSchema, bootstrap_catalog
 from sluice.cdc.schema_start import ddl_between, read_schema
@@ -123,6 +123,7 @@ class SnapshotRunner:
         self.chunk_rows = chunk_rows
         self.progress = progress or (lambda text: log.info("%s", text))
         self.history = history  # the stream's schema history: the schema at ``start`` goes there
+        self._failed: dict[str, str] = {}  # chunk errors of this pass that DDL may explain
 
     def run(self, *, only_new: bool = False, only: frozenset[str] | None = None) -> SnapshotState:
         """Snapshot every captured table not snapshotted yet (all of them on the first run; with
@@ -166,12 +167,10 @@ class SnapshotRunner:
                     # Gone (renamed or dropped) before it could be read again: its mirror stays away and
                     # the stream leaves it alone until it meets that RENAME / DROP.
                     state.tables[name] = {"lost": True, "key": [], "chunks": [], "done": {}, "writing": None}
-            planned = []
             for schema in catalog.tables():
                 name = f"{schema.db}.{schema.name}"
                 if name in state.tables or (only is not None and name not in only):
                     continue
-                planned.append(name)
                 if state.complete:
                     self.progress(f"snapshot: {name} is newly captured: snapshotting it before the stream goes on")
                     state.complete = False
@@ -186,18 +185,25 @@ class SnapshotRunner:
                 state.tables[name] = {
                     "schema": schema.to_json(), "key": list(plan.key), "estimate": plan.rows_estimate,
                     "chunks": [c.to_json() for c in plan.chunks], "done": {}, "writing": None,
-                    "append": self._mirror_empty(schema.db, schema.name),
+                    "append": self._mirror_empty(schema.db, schema.name), "planned_at": planned_at.to_json(),
                 }
                 state.save(self.state_path)
         if state.complete:
             return set()
         self._settle_interrupted(state)
+        self._failed = {}
+        reading = {name for name, _ in self._pending(state)}
         stale = self._chunks(catalog, state)
-        if planned:
+        if reading:  # DDL on a table between its planning and its last chunk makes its read stale
+            since = min((_cp(state.tables[n]["planned_at"]) for n in reading if state.tables[n].get("planned_at")),
+                        key=lambda c: position_key(c.file, c.pos), default=planned_at)
             with Connection.open(config) as conn:
-                touched = {f"{db}.{t}" for ddl in ddl_between(conn, planned_at, binlog_position(conn))
+                touched = {f"{db}.{t}" for ddl in ddl_between(conn, since, binlog_position(conn))
                            for db, t in ddl.tables}
-            stale |= touched & set(planned)
+            stale |= touched & reading
+            unexplained = {n: why for n, why in self._failed.items() if n not in touched}
+            if unexplained:
+                raise SchemaError("; ".join(unexplained.values()))
         for name in stale:
             self.progress(f"snapshot: {name} changed (DDL) while it was read: reading it again")
             del state.tables[name]
@@ -233,8 +239,10 @@ class SnapshotRunner:
             chunk = Chunk.from_json(chunk_json)
             name = f"{chunk.db}.{chunk.table}"
             table = state.tables[name]
-            if rows is None or name in stale:
+            if rows is None or isinstance(rows, str) or name in stale:
                 stale.add(name)
+                if isinstance(rows, str):
+                    self._failed[name] = rows  # stale if DDL explains it, else this error stands
                 continue
             seq = self._seq(state, name, chunk)
             table["writing"] = {"chunk": chunk.id, "seq": seq, "low": low, "high": high, "rows": count}

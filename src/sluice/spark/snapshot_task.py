@@ -4,7 +4,8 @@ The task reads the chunk between a low and a high binlog watermark with a connec
 reads the table's binlog changes between the two and reconciles them with the rows, so the chunk
 holds the table's rows as of its high watermark. A table that was renamed, dropped or altered
 since it was planned (the chunk's ``SELECT`` fails with one of ``_TABLE_CHANGED``) returns no rows
-(``None``): the runner plans it again.
+(``None``): the runner plans it again. Values that do not fit the planned columns return the error's
+text instead: the runner re-plans when the binlog shows DDL on the table, else raises it.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from sluice.cdc.snapshot.chunks import Chunk
 from sluice.cdc.snapshot.reader import TablePlan, prepare_session, read_chunk, read_chunk_raw
 from sluice.cdc.snapshot.reconcile import key_order, reconcile, reconcile_keys
 from sluice.dsn import parse_dsn
-from sluice.errors import ServerError
+from sluice.errors import SchemaError, ServerError
 from sluice.io.connection import Connection
 from sluice.spark.layout import mirror_columns_for_schema
 from sluice.spark.snapshot_arrow import chunk_table, column_builders, key_values, table_to_ipc
@@ -64,6 +65,8 @@ def read_and_reconcile(payload: tuple[str, dict[str, Any], dict[str, Any], list[
         if exc.errno in _TABLE_CHANGED:  # renamed, dropped or altered since it was planned: plan it again
             return payload[4], None, None, 0, None
         raise
+    except SchemaError as exc:  # values that do not fit the planned columns: the runner asks the binlog why
+        return payload[4], None, None, 0, str(exc)
 
 
 # ER_NO_SUCH_TABLE, ER_BAD_FIELD_ERROR, ER_WRONG_VALUE_COUNT (the chunk's SELECT no longer fits the table)
