@@ -1,0 +1,271 @@
+"""ALTER TABLE replayed on one table definition, with the lineage of every resulting column.
+
+Clauses are read one by one and applied in the server's order (``mysql_prepare_alter_table``,
+sql/sql_table.cc): DROP, CHANGE, MODIFY and RENAME COLUMN name the old columns; added and
+re-positioned columns then go in clause order, AFTER naming the new layout. ALTER TABLE ...
+CONVERT TO / RENAME AS / ADD (a, b) are re-shaped into statements sqlglot parses.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from sqlglot import exp
+from sqlglot.tokens import TokenType
+
+from sluice.cdc.schema.ddl_columns import (
+    _column,
+    _converted,
+    _pair,
+    _primary_key_of,
+    _table_options,
+    _unique_names,
+    _with_pk,
+)
+from sluice.cdc.schema.ddl_text import (
+    _Ctx,
+    _groups,
+    _name,
+    _NotUnderstood,
+    _parse,
+    _read_name,
+    _top_level_cut,
+)
+from sluice.cdc.schema.lineage import ColumnOrigin, TableChange, column_fill
+from sluice.cdc.schema.model import Catalog, ColumnDef, TableSchema
+from sluice.cdc.schema.typemap import (
+    normalize_charset,
+    normalize_collation,
+)
+
+_NOOP_HEADS = frozenset({"DISABLE", "ENABLE", "DISCARD", "IMPORT", "FORCE", "ORDER", "LOCK", "ALGORITHM",
+                         "WITH", "WITHOUT", "ANALYZE", "OPTIMIZE", "REBUILD", "REPAIR", "COALESCE",
+                         "REORGANIZE", "EXCHANGE", "SECONDARY_LOAD", "SECONDARY_UNLOAD", "UPGRADE"})
+
+
+def _alter_table(ctx: _Ctx, k: int) -> Catalog:
+    ctx.kind = "alter_table"
+    i = k + 1
+    if ctx.word(i) == "IF" and ctx.word(i + 1) == "EXISTS":
+        i += 2
+    db, name, i = _read_name(ctx, i)
+    ctx.touch(db, name)
+    if ctx.word(i) == "NOWAIT":
+        i += 1
+    elif ctx.word(i) == "WAIT":
+        i += 2
+    end = _top_level_cut(ctx, i, ("PARTITION BY", "REMOVE PARTITIONING"))
+    ops: list[tuple[Any, ...]] = []
+    for a, b in _groups(ctx.toks, i, end):
+        if ctx.word(a + 1) == "PARTITION":
+            break  # partition maintenance: the rest of the statement is about partitions too
+        ops += _alter_clause(ctx, a, b)
+    table = ctx.catalog.get(db, name)
+    if all(op[0] == "noop" for op in ops):
+        return ctx.catalog
+    if table is None:
+        raise _NotUnderstood(f"ALTER TABLE of {db}.{name}, a table the schema history does not know")
+    new, origins = _apply_alter(ctx, table, ops)
+    ctx.changes.append(TableChange((db, name), (new.db, new.name), origins))
+    catalog = ctx.catalog
+    if (new.db, new.name) != (db, name):
+        ctx.touch(new.db, new.name)
+        catalog = catalog.without_table(db, name)
+    return catalog.with_table(new)
+
+
+def _alter_clause(ctx: _Ctx, a: int, b: int) -> list[tuple[Any, ...]]:
+    w0, w1 = ctx.word(a), ctx.word(a + 1)
+    if w0 in _NOOP_HEADS:
+        return [("noop",)]
+    if w0 == "ADD":
+        p = a + 2 if w1 == "COLUMN" else a + 1
+        if p < b and ctx.toks[p].token_type == TokenType.L_PAREN and ctx.toks[b - 1].token_type == TokenType.R_PAREN:
+            stmt = _parse(f"CREATE TABLE `_` ({ctx.span(p + 1, b - 1)})")
+            out: list[tuple[Any, ...]] = []
+            for node in stmt.this.expressions:
+                keys = _primary_key_of(node)
+                out.append(("add", node, None, False) if isinstance(node, exp.ColumnDef)
+                           else ("noop",) if keys is None else ("add_pk", keys))
+            return out
+    if w0 == "CONVERT" and w1 == "TO":
+        stmt = _parse(f"ALTER TABLE `_` DEFAULT {ctx.span(a + 2, b)}")
+        cs, coll = _table_options(list(stmt.args.get("options") or []))
+        if cs is None:
+            raise _NotUnderstood(f"cannot read {ctx.span(a, b)!r}")
+        return [("convert", cs, coll)]
+    if w0 == "RENAME" and w1 not in ("COLUMN", "INDEX", "KEY"):
+        p = a + 2 if w1 in ("TO", "AS") else a + 1
+        db, name, p = _read_name(ctx, p)
+        if p != b:
+            raise _NotUnderstood(f"cannot read {ctx.span(a, b)!r}")
+        return [("rename", db, name)]
+    stmt = _parse(f"ALTER TABLE `_` {ctx.span(a, b)}")
+    if not isinstance(stmt, exp.Alter):
+        raise _NotUnderstood(f"cannot read the ALTER TABLE clause {ctx.span(a, b)!r}")
+    ops = []
+    for x in stmt.args.get("actions") or []:
+        ops += _action(ctx, x)
+    for o in stmt.args.get("options") or []:
+        if isinstance(o, exp.CharacterSetProperty):
+            ops.append(("charset", normalize_charset(o.this.name)))
+        elif isinstance(o, exp.CollateProperty):
+            ops.append(("collate", normalize_collation(o.this.name)))
+        else:
+            ops.append(("noop",))
+    return ops
+
+
+def _position(node: exp.ColumnDef) -> tuple[str, str | None] | None:
+    pos = node.args.get("position")
+    if not isinstance(pos, exp.ColumnPosition):
+        return None
+    where = str(pos.args.get("position") or "").upper()
+    if where == "FIRST":
+        return ("FIRST", None)
+    return ("AFTER", pos.this.name if pos.this is not None else "")
+
+
+def _action(ctx: _Ctx, x: Any) -> list[tuple[Any, ...]]:
+    if isinstance(x, exp.ColumnDef):
+        return [("add", x, _position(x), bool(x.args.get("exists")))]
+    if isinstance(x, exp.Drop):
+        kind = str(x.args.get("kind") or "").upper()
+        if kind == "COLUMN":
+            return [("drop", t.name, bool(x.args.get("exists"))) for t in x.args.get("tables") or []]
+        if kind in ("INDEX", "KEY", "FOREIGN KEY", "CONSTRAINT", "CHECK"):
+            return [("noop",)]
+    elif isinstance(x, exp.ModifyColumn):
+        cd, old = x.this, x.args.get("rename_from")
+        return [("change", old.name if old is not None else cd.name, cd, _position(cd))]
+    elif isinstance(x, exp.RenameColumn):
+        return [("rename_col", x.this.name, x.args["to"].name)]
+    elif isinstance(x, exp.AlterRename):
+        return [("rename", *_name(ctx, x.this))]
+    elif isinstance(x, exp.AddConstraint):
+        out: list[tuple[Any, ...]] = []
+        for e in x.expressions:
+            keys = _primary_key_of(e)
+            out.append(("noop",) if keys is None else ("add_pk", keys))
+        return out
+    elif isinstance(x, exp.DropPrimaryKey):
+        return [("drop_pk",)]
+    elif isinstance(x, exp.AlterColumn):
+        if x.args.get("dtype") is not None:
+            raise _NotUnderstood(f"ALTER COLUMN {x.this.name} ... TYPE is not MySQL syntax")
+        visible = x.args.get("visible")
+        return [("visible", x.this.name, str(visible).upper() == "VISIBLE")] if visible else [("noop",)]
+    elif isinstance(x, (exp.RenameIndex, exp.AlterIndex, exp.ForceProperty)):
+        return [("noop",)]
+    sql = x.sql(dialect="mysql") if isinstance(x, exp.Expr) else repr(x)
+    raise _NotUnderstood(f"the ALTER TABLE clause {sql[:80]!r} is not one sluice models")
+
+
+def _apply_alter(ctx: _Ctx, table: TableSchema,
+                 ops: list[tuple[Any, ...]]) -> tuple[TableSchema, tuple[ColumnOrigin, ...]]:
+    catalog = ctx.catalog
+    cs, coll, convert = table.charset, table.collation, False
+    new_cs = new_coll = None
+    for op in ops:
+        if op[0] in ("charset", "convert"):
+            new_cs = op[1] if op[1] != "default" else catalog.database_charset(table.db)
+            new_coll = op[2] if op[0] == "convert" else None
+            convert = convert or op[0] == "convert"
+        elif op[0] == "collate":
+            new_coll = op[1]
+    if new_cs is not None or new_coll is not None:
+        cs, coll = _pair(catalog, new_cs, new_coll, (cs, coll))
+    old = {c.name.lower(): c for c in table.columns}
+    drops: set[str] = set()
+    changed: dict[str, dict[str, Any]] = {}  # old name (lower) -> entry
+    entries: list[dict[str, Any]] = []  # changed and added columns, in clause order
+    pk_ops: list[list[str] | None] = []
+    db, name = table.db, table.name
+
+    def need(column: str) -> str:
+        low = column.lower()
+        if low not in old or low in drops:
+            raise _NotUnderstood(f"{db}.{name} has no column `{column}`")
+        return low
+
+    def current(low: str) -> ColumnDef:
+        return changed[low]["col"] if low in changed else old[low]
+
+    for op in ops:
+        tag = op[0]
+        if tag == "add":
+            col, inline_pk = _column(op[1], cs, coll, catalog)
+            if op[3] and (col.name.lower() in old or any(e["col"].name.lower() == col.name.lower() for e in entries)):
+                continue  # ADD COLUMN IF NOT EXISTS of a column that exists
+            entries.append({"col": col, "pos": op[2], "fill": column_fill(op[1], col)})
+            if inline_pk:
+                pk_ops.append([col.name])
+        elif tag == "drop":
+            low = op[1].lower()
+            if low not in old or low in drops:
+                if op[2]:
+                    continue  # DROP COLUMN IF EXISTS
+                need(op[1])
+            drops.add(low)
+        elif tag == "change":
+            low = need(op[1])
+            col, inline_pk = _column(op[2], cs, coll, catalog)
+            if low in changed:
+                entries.remove(changed[low])
+            changed[low] = {"col": col, "pos": op[3], "source": old[low].name}
+            entries.append(changed[low])
+            if inline_pk:
+                pk_ops.append([col.name])
+        elif tag in ("rename_col", "visible"):
+            low = need(op[1])
+            col = replace(current(low), name=op[2]) if tag == "rename_col" else replace(current(low), visible=op[2])
+            if low in changed:
+                changed[low]["col"] = col
+            else:
+                changed[low] = {"col": col, "pos": None, "source": old[low].name}
+                entries.append(changed[low])
+        elif tag == "drop_pk":
+            pk_ops.append(None)
+        elif tag == "add_pk":
+            pk_ops.append(list(op[1]))
+        elif tag == "rename":
+            db, name = op[1], op[2]
+    columns: list[ColumnDef] = []
+    origin: dict[int, ColumnOrigin] = {}  # id(new column) -> where it comes from
+    for low, c in old.items():
+        if low in drops:
+            continue
+        entry = changed.get(low)
+        if entry is None:
+            columns.append(_converted(c, cs, coll) if convert and cs is not None else c)
+            origin[id(columns[-1])] = ColumnOrigin(columns[-1].name, c.name)
+        elif entry["pos"] is None:
+            columns.append(entry["col"])
+            entry["done"] = True
+    for entry in entries:
+        col = entry["col"]
+        origin[id(col)] = ColumnOrigin(col.name, entry.get("source"), entry.get("fill"))
+    for entry in entries:
+        if entry.get("done"):
+            continue
+        pos = entry["pos"]
+        if pos is None:
+            columns.append(entry["col"])
+        elif pos[0] == "FIRST":
+            columns.insert(0, entry["col"])
+        else:
+            after = next((i for i, c in enumerate(columns) if c.name.lower() == (pos[1] or "").lower()), None)
+            if after is None:
+                raise _NotUnderstood(f"{db}.{name}: AFTER `{pos[1]}` names no column of the new layout")
+            columns.insert(after + 1, entry["col"])
+    _unique_names(db, name, columns)
+    pk = []
+    for key in table.primary_key:
+        low = key.lower()
+        if low not in drops:
+            pk.append(changed[low]["col"].name if low in changed else key)
+    for keys in pk_ops:
+        pk = [] if keys is None else keys
+    new = TableSchema(db, name, tuple(columns), (), cs, coll)
+    return _with_pk(new, pk), tuple(origin[id(c)] for c in columns)
