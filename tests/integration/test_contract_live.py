@@ -37,7 +37,9 @@ def test_no_output_shows_an_account_password(server):
     outputs = [
         _sluice("tail", server.dsn("repl"), "--from", where, "--until-end", "--events"),
         _sluice("tail", server.dsn("repl"), "--from", where, "--until-end", "--ddl"),
-        _sluice("dump", "--events", *[str(server.binlog_dir / f) for f in server.binlog_files()]),
+        # Rows of other tests' tables are not decoded (their schema is not in these files).
+        _sluice("dump", "--events", "--tables", r"no_such\.table",
+                *[str(server.binlog_dir / f) for f in server.binlog_files()]),
     ]
     assert any(user in text for text in outputs), "the account statements are not in the output at all"
     for text in outputs:
