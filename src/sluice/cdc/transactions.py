@@ -32,7 +32,6 @@ An ``XA COMMIT`` of an XA prepared before the start (rows sluice never saw) rais
 from __future__ import annotations
 
 import logging
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -61,10 +60,12 @@ from sluice.binlog.events import (
     XaPrepareEvent,
     XidEvent,
 )
-from sluice.binlog.gtid import Gtid, GtidSyntaxError, MariadbGtid, MariadbGtidPosition, MysqlGtidSet
+from sluice.binlog.gtid import Gtid, MariadbGtid
 from sluice.binlog.header import LOG_EVENT_ARTIFICIAL_F
 from sluice.binlog.position import Checkpoint, position_key
-from sluice.errors import ConfigError, DataLossError, ProtocolError
+from sluice.cdc.executed import ExecutedGtids
+from sluice.cdc.statements import classify, parse_xid, xid_key
+from sluice.errors import DataLossError, ProtocolError
 
 __all__ = ["Transaction", "TransactionAssembler", "xid_key"]
 
@@ -77,11 +78,6 @@ _AWAIT = 0  # opened by a GTID (or a statement prefix): the first statement deci
 _BODY = 1  # inside BEGIN ... XID/COMMIT/ROLLBACK (or XA START ... XA_PREPARE)
 _SINGLE = 2  # MariaDB FL_STANDALONE: ends with its first statement
 
-_XA_RE = re.compile(r"^\s*XA\s+(START|BEGIN|END|PREPARE|COMMIT|ROLLBACK|RECOVER)\b\s*(.*?)\s*;?\s*$", re.I | re.S)
-_XID_PART_RE = re.compile(r"\s*(?:[xX]'([0-9a-fA-F]*)'|0[xX]([0-9a-fA-F]+)|'((?:[^'\\]|''|\\.)*)'|(\d+))\s*")
-_WORDS = {"BEGIN": "begin", "BEGIN WORK": "begin", "COMMIT": "commit", "COMMIT WORK": "commit",
-          "ROLLBACK": "rollback", "ROLLBACK WORK": "rollback"}
-_BACKSLASH = {"0": "\0", "b": "\b", "n": "\n", "r": "\r", "t": "\t", "Z": "\x1a"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,80 +103,6 @@ class Transaction:
         """The GTID of the transaction whose events hold the rows: for XA the prepare's, not the commit's."""
         return self.prepared_gtid if self.kind == "xa_commit" else self.gtid
 
-
-def xid_key(format_id: int, gtrid: bytes, bqual: bytes) -> bytes:
-    """The key of an XA transaction id, in the form the servers log it: ``X'6162',X'',1``."""
-    return f"X'{gtrid.hex()}',X'{bqual.hex()}',{format_id}".encode("ascii")
-
-
-def _unquote(body: str) -> bytes:
-    out: list[str] = []
-    i, n = 0, len(body)
-    while i < n:
-        c = body[i]
-        if c == "'" and i + 1 < n and body[i + 1] == "'":
-            out.append("'")
-            i += 2
-        elif c == "\\" and i + 1 < n:
-            out.append(_BACKSLASH.get(body[i + 1], body[i + 1]))
-            i += 2
-        else:
-            out.append(c)
-            i += 1
-    return "".join(out).encode("utf-8", "surrogateescape")
-
-
-def _parse_xid(text: str) -> bytes | None:
-    """The ``xid_key`` of ``gtrid [, bqual [, formatID]]`` (anything after the xid, such as
-    ``ONE PHASE``, is ignored); None when the text does not start with an xid."""
-    parts: list[bytes | int] = []
-    pos = 0
-    while len(parts) < 3:
-        m = _XID_PART_RE.match(text, pos)
-        if m is None:
-            return None
-        hex1, hex2, quoted, number = m.groups()
-        if number is not None:
-            if len(parts) < 2:
-                return None
-            parts.append(int(number))
-        elif quoted is not None:
-            parts.append(_unquote(quoted))
-        else:
-            parts.append(bytes.fromhex(hex1 if hex1 is not None else hex2))
-        pos = m.end()
-        if pos < len(text) and text[pos] == ",":
-            pos += 1
-            continue
-        break
-    if not parts or isinstance(parts[0], int):
-        return None
-    gtrid = parts[0]
-    bqual = parts[1] if len(parts) > 1 else b""
-    fmt = parts[2] if len(parts) > 2 else 1
-    if not isinstance(gtrid, bytes) or not isinstance(bqual, bytes) or not isinstance(fmt, int):
-        return None
-    return xid_key(fmt, gtrid, bqual)
-
-
-def _classify(event: QueryEvent) -> tuple[str, str]:
-    """``(verb, rest)``: begin, commit, rollback, xa_start, xa_end, xa_commit, xa_rollback, ...
-    or ``("other", sql)``."""
-    q = event.query
-    if q == b"BEGIN":
-        return "begin", ""
-    if q == b"COMMIT":
-        return "commit", ""
-    sql = event.sql
-    head = sql.strip().rstrip(";").strip()
-    word = _WORDS.get(" ".join(head.split()).upper()) if len(head) <= 16 else None
-    if word is not None:
-        return word, ""
-    if head[:2].upper() == "XA":
-        m = _XA_RE.match(head)
-        if m is not None:
-            return "xa_" + m.group(1).lower(), m.group(2)
-    return "other", sql
 
 
 class _Open:
@@ -215,7 +137,6 @@ class _Prepared:
     gtid: str | None = None
 
 
-_UNSET: Any = object()
 
 
 class TransactionAssembler:
@@ -225,30 +146,12 @@ class TransactionAssembler:
     def __init__(self, start: Checkpoint) -> None:
         self._file = start.file
         self._pos = start.pos
-        self._mysql: MysqlGtidSet | None = None
-        self._maria: MariadbGtidPosition | None = None
-        self._empty = False  # the start named an empty GTID set: flavor decided by the first GTID
-        self._previous_empty = False  # an empty PREVIOUS_GTIDS was read: a set starts with the first GTID
+        self._gtids = ExecutedGtids(start.gtid_set, where=str(start))
         self._tx: _Open | None = None
         self._prepared: dict[bytes, _Prepared] = {}
-        self._text: Any = _UNSET
         self._boundary: Checkpoint | None = None
         self._horizon = position_key(start.file, start.pos)  # the furthest boundary passed
         self.skipped = 0  # committed transactions read again (before the start or a reconnect): not emitted
-        text = start.gtid_set
-        if text is not None:
-            try:
-                if not text.strip():
-                    self._empty = True
-                elif ":" in text:
-                    self._mysql = MysqlGtidSet.parse(text)
-                else:
-                    self._maria = MariadbGtidPosition.parse(text)
-            except GtidSyntaxError as exc:
-                raise ConfigError(
-                    f"the start checkpoint {start} has a GTID set that does not parse ({exc}); expected a MySQL "
-                    "set like 'uuid:1-5' or a MariaDB position like '0-1-100'"
-                ) from None
 
     # -- public state --------------------------------------------------------------------------
     @property
@@ -310,13 +213,12 @@ class TransactionAssembler:
         elif t is HeartbeatEvent:
             return None  # not in the binlog; where it points may be inside a skipped transaction
         elif t is PreviousGtidsEvent:
-            self._previous_gtids(event.gtid_set)
+            if self._gtids.previous(event.gtid_set):
+                self._changed()
             self._move_past(file, next_pos, event)
             return None
         elif t is MariadbGtidListEvent:
-            if self._maria is None and self._mysql is None:
-                self._maria = MariadbGtidPosition(event.gtids)
-                self._empty = False
+            if self._gtids.gtid_list(event.gtids):
                 self._changed()
             self._move_past(file, next_pos, event)
             return None
@@ -394,7 +296,7 @@ class TransactionAssembler:
         return result
 
     def _query(self, tx: _Open, file: str, pos: int, end: int, event: QueryEvent, record: bool) -> Transaction | None:
-        verb, rest = _classify(event)
+        verb, rest = classify(event)
         state = tx.state
         if verb == "commit":
             if record:
@@ -404,7 +306,7 @@ class TransactionAssembler:
             self._rolled_back(tx, file, end)
             return None
         if verb == "xa_commit" or verb == "xa_rollback":
-            key = _parse_xid(rest) or tx.xa
+            key = parse_xid(rest) or tx.xa
             if key is None:
                 raise ProtocolError(f"cannot read the XA transaction id of {event.sql!r} at {file}:{pos}")
             if record:
@@ -417,7 +319,7 @@ class TransactionAssembler:
             return None
         if verb == "xa_start" or verb == "xa_begin":
             tx.state = _BODY
-            tx.xa = _parse_xid(rest) or tx.xa
+            tx.xa = parse_xid(rest) or tx.xa
             return None
         if verb != "other":
             return None
@@ -511,77 +413,21 @@ class TransactionAssembler:
         self._move(file, next_pos)
 
     def _changed(self) -> None:
-        self._text = _UNSET
         self._boundary = None
 
     def _executed(self, gtid: Gtid | MariadbGtid | None) -> bool:
         """Record ``gtid`` as executed; False when it was executed before (a transaction to skip)."""
-        if gtid is None:
-            return True
-        if type(gtid) is Gtid:
-            s = self._mysql
-            if s is None:
-                if not (self._empty or self._previous_empty):
-                    return True  # no executed set known: GTIDs are tracked from the next PREVIOUS_GTIDS on
-                s = self._mysql = MysqlGtidSet()
-                self._empty = False
-            elif gtid in s:
-                return False
-            s.add(gtid)
-        else:
-            assert isinstance(gtid, MariadbGtid)
-            p = self._maria
-            if p is None:
-                if not self._empty:
-                    return True
-                p = self._maria = MariadbGtidPosition()
-                self._empty = False
-            else:
-                last = p.get(gtid.domain)
-                if last is not None and last.server_id == gtid.server_id and gtid.seq <= last.seq:
-                    return False
-            p.advance(gtid)
-        self._changed()
-        return True
-
-    def _previous_gtids(self, previous: MysqlGtidSet) -> None:
-        if self._mysql is not None:
-            merged = self._mysql.union(previous)
-            if merged != self._mysql:
-                self._mysql = merged
-                self._changed()
-        elif previous or self._empty:
-            self._mysql = previous.copy()
-            self._empty = False
+        fresh = self._gtids.add(gtid)
+        if fresh and gtid is not None:
             self._changed()
-        else:
-            self._previous_empty = True
-
-    def _gtid_text(self) -> str | None:
-        text: str | None = self._text
-        if text is _UNSET:
-            if self._mysql is not None:
-                text = str(self._mysql)
-            elif self._maria is not None:
-                text = str(self._maria)
-            else:
-                text = "" if self._empty else None
-            self._text = text
-        return text
+        return fresh
 
     def _export(self, file: str, pos: int) -> Checkpoint:
         """The checkpoint for ``file:pos``, held back to the oldest prepared XA while there is one."""
         if not self._prepared:
-            return Checkpoint(file, pos, self._gtid_text())
+            return Checkpoint(file, pos, self._gtids.text())
         oldest = next(iter(self._prepared.values()))
-        text = self._gtid_text()
-        if self._mysql is not None:
-            pending = MysqlGtidSet()
-            for p in self._prepared.values():
-                if type(p.gtid_obj) is Gtid:
-                    pending.add(p.gtid_obj)
-            text = str(self._mysql.subtract(pending))
-        return Checkpoint(oldest.file, oldest.pos, text)
+        return Checkpoint(oldest.file, oldest.pos, self._gtids.without(p.gtid_obj for p in self._prepared.values()))
 
 
 def _starts_transaction(sql: str) -> bool:
