@@ -29,7 +29,7 @@ from sluice.binlog.events import TableMapEvent
 from sluice.binlog.values.json_binary import JsonDecimal
 from sluice.cdc.records import RowChange
 from sluice.errors import ConfigError, DataLossError, SchemaError
-from sluice.spark import delta_sink
+from sluice.spark import mirror_merge
 from sluice.spark.delta_sink import CHANGELOG_SCHEMA, DeltaLake, TableBatch
 from sluice.spark.types import MirrorColumn, mirror_columns
 
@@ -243,14 +243,14 @@ def test_crash_between_two_tables_then_replay(lake: DeltaLake, monkeypatch: pyte
 
     lake.write_batch(0, [TableBatch("shop", "b", ITEMS, ("id",), [b.insert(id=6, name="old", qty=0)])])
     the_batch = batch()
-    real_execute = delta_sink._TablePlan.execute
+    real_execute = mirror_merge.TablePlan.execute
 
     def crash_on_b(self: Any, batch_id: int, txn: Any) -> Any:
         if self.tb.table == "b":
             raise RuntimeError("process killed")
         return real_execute(self, batch_id, txn)
 
-    monkeypatch.setattr(delta_sink._TablePlan, "execute", crash_on_b)
+    monkeypatch.setattr(mirror_merge.TablePlan, "execute", crash_on_b)
     with pytest.raises(RuntimeError, match="process killed"):
         lake.write_batch(1, the_batch)
     monkeypatch.undo()

@@ -137,8 +137,6 @@ class _Prepared:
     gtid: str | None = None
 
 
-
-
 class TransactionAssembler:
     """Follow one binlog stream from ``start`` (a transaction boundary) and return committed
     transactions as their committing events arrive."""

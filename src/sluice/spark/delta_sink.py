@@ -3,37 +3,32 @@ every change to the change log, exactly once.
 
 A lake is a root folder: ``ROOT/<db>/<table>`` is the typed mirror of a table (one row per primary
 key, columns per ``sluice.spark.types``) and ``ROOT/_sluice/changes`` the append-only change log.
-``DeltaLake.write_batch`` folds a table's changes of one batch into the last state per primary key
-(an update that moves the key deletes the old key; a minimal image patches only the columns it
-carries), evolves the mirror's schema (new columns are added, dropped ones are left alone, a type
-change Delta cannot take raises ``SchemaError``; a ``TableBatch`` may instead bring its MERGE source
-already built column-wise, ``sluice.spark.columnar``), and runs one MERGE per table through delta-rs —
-one Arrow table per table per batch, never a call per row. Every commit carries the Delta app
-transaction ``(app_id, batch_id)``: a table whose recorded version is already ``>= batch_id`` is
-skipped, so a batch replayed after a crash between two commits writes only what is missing. The
-change log is committed last; its recorded version is the highest batch fully committed.
+``DeltaLake.write_batch`` plans every table's MERGE first (``sluice.spark.mirror_merge``: the
+fold to the last state per primary key, the mirror's schema, the MERGE source), so a
+``SchemaError`` leaves the lake untouched, then commits them, one MERGE per table. Every commit
+carries the Delta app transaction ``(app_id, batch_id)``: a table whose recorded version is already
+``>= batch_id`` is skipped, so a batch replayed after a crash between two commits writes only what
+is missing. The change log is committed last; its recorded version is the highest batch fully
+committed.
 """
 
 from __future__ import annotations
 
 import gc
-import json
 import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import date, datetime
-from typing import Any, Final
+from typing import Final
 
 import pyarrow as pa
 from deltalake import ColumnProperties, CommitProperties, DeltaTable, Transaction, WriterProperties, write_deltalake
-from deltalake import Schema as DeltaSchema
-from deltalake.exceptions import DeltaError, SchemaMismatchError
+from deltalake.exceptions import DeltaError
 
 from sluice.cdc.records import RowChange
-from sluice.errors import ConfigError, DataLossError, SchemaError
-from sluice.spark.columnar import DELETE_FLAG
-from sluice.spark.types import MirrorColumn, column_array, json_texts, mirror_schema
+from sluice.errors import ConfigError, SchemaError
+from sluice.spark.mirror_merge import TableBatch, TablePlan, TableResult, commit_error, plan
+from sluice.spark.types import json_texts
 
 __all__ = ["CHANGELOG_SCHEMA", "BatchResult", "DeltaLake", "TableBatch", "TableResult"]
 
@@ -55,55 +50,12 @@ CHANGELOG_SCHEMA: Final = pa.schema([
     pa.field("ddl", pa.string()),  # op "ddl": the statement (sluice.spark.changes.ddl_json)
 ])
 
-_DELETE_FLAG = DELETE_FLAG
 
 # The row images of the change log are nearly all distinct: a dictionary page per column chunk only
 # costs time (two thirds of the append) and Parquet falls back to plain pages anyway.
 _CHANGELOG_WRITER: Final = WriterProperties(column_properties={
     name: ColumnProperties(dictionary_enabled=False) for name in ("before", "after", "json_diffs")
 })
-_PRESENT = "_sluice_has_"  # + column index: the value of that column is in the row image
-
-# Fold states of one primary key within a batch.
-_DELETE, _REPLACE, _PATCH, _MOVE = 0, 1, 2, 3
-
-
-@dataclass(frozen=True, slots=True)
-class TableBatch:
-    """The changes of one table in one micro-batch."""
-
-    db: str
-    table: str
-    columns: tuple[MirrorColumn, ...]  # the table's current layout (after DDL)
-    primary_key: tuple[str, ...]  # empty: not mirrorable (change log only)
-    changes: Sequence[RowChange]  # in binlog order ((file, pos, row) increasing)
-    # The MERGE source already built column-wise (``sluice.spark.columnar.merge_source``) from
-    # ``source_changes`` changes; ``changes`` is then empty and the change log must be given.
-    source: pa.Table | None = None
-    source_changes: int = 0
-
-    @property
-    def change_count(self) -> int:
-        return len(self.changes) if self.source is None else self.source_changes
-
-
-@dataclass(frozen=True, slots=True)
-class TableResult:
-    """What ``write_batch`` did to one table's mirror.
-
-    ``status``: ``written`` (merged), ``skipped`` (this batch was already committed to the table),
-    ``unmirrorable`` (no primary key: change log only) or ``empty`` (no changes).
-    """
-
-    db: str
-    table: str
-    status: str
-    changes: int
-    inserted: int = 0
-    updated: int = 0
-    deleted: int = 0
-
-
 @dataclass(frozen=True, slots=True)
 class BatchResult:
     """Counts of one ``write_batch`` call."""
@@ -190,7 +142,7 @@ class DeltaLake:
                 )
             seen.add((tb.db, tb.table))
         txn = CommitProperties(app_transactions=[Transaction(self.app_id, batch_id)])
-        plans: list[_TablePlan | TableResult] = []
+        plans: list[TablePlan | TableResult] = []
         for tb in tables:
             n = tb.change_count
             if tb.source is not None and changelog is None:
@@ -209,7 +161,7 @@ class DeltaLake:
             if dt is not None and _done(dt, self.app_id, batch_id):
                 plans.append(TableResult(tb.db, tb.table, "skipped", n))
                 continue
-            plans.append(_plan(tb, path, dt))
+            plans.append(plan(tb, path, dt))
         path = self.changelog_path
         log = None
         if not (DeltaTable.is_deltatable(path) and _done(DeltaTable(path), self.app_id, batch_id)):
@@ -232,7 +184,7 @@ class DeltaLake:
             write_deltalake(path, log, mode="append", commit_properties=txn, writer_properties=_CHANGELOG_WRITER,
                             schema_mode="merge")
         except DeltaError as exc:
-            raise _commit_error("the change log", batch_id, exc) from exc
+            raise commit_error("the change log", batch_id, exc) from exc
 
 
 def changelog_table(batch_id: int, changes: Sequence[RowChange]) -> pa.Table:
@@ -277,319 +229,3 @@ def _gc_paused() -> Iterator[None]:
 def _done(dt: DeltaTable, app_id: str, batch_id: int) -> bool:
     version = dt.transaction_version(app_id)
     return version is not None and version >= batch_id
-
-
-def _commit_error(what: str, batch_id: int, exc: Exception) -> DataLossError:
-    return DataLossError(
-        f"the Delta commit of batch {batch_id} to {what} failed ({exc}); nothing of it was committed. "
-        "Fix the cause (storage, permissions, another writer) and restart: the batch is replayed and "
-        "tables that already hold it are skipped"
-    )
-
-
-def _quote(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
-
-
-def _hashable(v: Any) -> Any:
-    return tuple(v) if isinstance(v, list) else v
-
-
-class _Entry:
-    """The state of one primary key after the batch's changes so far."""
-
-    __slots__ = ("base", "base_row", "image", "mode")
-
-    def __init__(self, mode: int, image: dict[str, Any], base: tuple[Any, ...] | None = None) -> None:
-        self.mode = mode
-        self.image = image  # decoded values by column name (not converted)
-        self.base = base  # MOVE: the key whose mirror row the image patches
-        self.base_row: dict[str, Any] | None = None  # MOVE: that row, converted values
-
-
-class _TablePlan:
-    """One table's MERGE, ready to commit: the source rows and the schema changes it needs."""
-
-    def __init__(self, tb: TableBatch, path: str, dt: DeltaTable | None, source: pa.Table,
-                 partial: list[int], add: list[MirrorColumn]) -> None:
-        self.tb = tb
-        self.path = path
-        self.dt = dt
-        self.source = source
-        self.partial = partial  # indexes of columns some upsert row does not carry
-        self.add = add
-
-    def execute(self, batch_id: int, txn: CommitProperties) -> TableResult:
-        tb = self.tb
-        name = f"{tb.db}.{tb.table}"
-        try:
-            dt = self.dt
-            if dt is None:
-                dt = DeltaTable.create(self.path, mirror_schema(tb.columns), mode="ignore")
-            elif self.add:
-                fields = DeltaSchema.from_arrow(mirror_schema(self.add)).fields
-                dt.alter.add_columns(list(fields))
-                dt = DeltaTable(self.path)
-            metrics = self._merge(dt, txn)
-        except SchemaMismatchError as exc:
-            raise SchemaError(
-                f"the Delta mirror of {name} does not take the batch's rows ({exc}); re-snapshot the table: "
-                f"remove {self.path} and capture the table again"
-            ) from exc
-        except DeltaError as exc:
-            raise _commit_error(f"the mirror of {name} ({self.path})", batch_id, exc) from exc
-        return TableResult(
-            tb.db, tb.table, "written", tb.change_count,
-            int(metrics.get("num_target_rows_inserted", 0)),
-            int(metrics.get("num_target_rows_updated", 0)),
-            int(metrics.get("num_target_rows_deleted", 0)),
-        )
-
-    def _merge(self, dt: DeltaTable, txn: CommitProperties) -> dict[str, Any]:
-        tb = self.tb
-        pk = set(tb.primary_key)
-        predicate = " AND ".join(f"target.{_quote(k)} = source.{_quote(k)}" for k in tb.primary_key)
-        partial = set(self.partial)
-        updates: dict[str, str] = {}
-        for i, col in enumerate(tb.columns):
-            if col.name in pk:
-                continue
-            q = _quote(col.name)
-            if i in partial:
-                updates[q] = f"CASE WHEN source.{_PRESENT}{i} THEN source.{q} ELSE target.{q} END"
-            else:
-                updates[q] = f"source.{q}"
-        inserts = {_quote(c.name): f"source.{_quote(c.name)}" for c in tb.columns}
-        merger = dt.merge(self.source, predicate, source_alias="source", target_alias="target",
-                          commit_properties=txn)
-        merger = merger.when_matched_delete(f"source.{_DELETE_FLAG}")
-        if updates:
-            merger = merger.when_matched_update(updates, f"NOT source.{_DELETE_FLAG}")
-        merger = merger.when_not_matched_insert(inserts, f"NOT source.{_DELETE_FLAG}")
-        return merger.execute()
-
-
-# -- planning --------------------------------------------------------------------------------------
-
-def _plan(tb: TableBatch, path: str, dt: DeltaTable | None) -> _TablePlan:
-    name = f"{tb.db}.{tb.table}"
-    by_name = {c.name: c for c in tb.columns}
-    if len(by_name) != len(tb.columns):
-        raise SchemaError(f"{name}: the column layout names a column twice")
-    for c in tb.columns:
-        if c.name.startswith("_sluice_"):
-            raise SchemaError(f"{name}: column {c.name!r} uses the prefix _sluice_ the mirror keeps for itself")
-    for k in tb.primary_key:
-        if k not in by_name:
-            raise SchemaError(
-                f"{name}: primary key column {k!r} is not among the table's columns "
-                f"({', '.join(by_name)}); the schema sluice holds for the table is inconsistent — re-read it"
-            )
-    add = _schema_changes(tb, dt, name)
-    if tb.source is not None:
-        return _TablePlan(tb, path, dt, tb.source, [], add)
-    entries = _fold(tb, name)
-    _resolve_moves(tb, dt, entries)
-    source, partial = _source(tb, entries)
-    return _TablePlan(tb, path, dt, source, partial, add)
-
-
-def _schema_changes(tb: TableBatch, dt: DeltaTable | None, name: str) -> list[MirrorColumn]:
-    """Columns the mirror lacks; ``SchemaError`` for a column whose type changed."""
-    if dt is None:
-        return []
-    existing = {f["name"]: f["type"] for f in json.loads(dt.schema().to_json())["fields"]}
-    wanted = json.loads(DeltaSchema.from_arrow(mirror_schema(tb.columns)).to_json())["fields"]
-    add = []
-    for col, field in zip(tb.columns, wanted, strict=True):
-        have = existing.get(col.name)
-        if have is None:
-            add.append(col)
-        elif have != field["type"]:
-            raise SchemaError(
-                f"column {col.name!r} of {name} is now {col.mysql_type} (Delta type {_type_text(field['type'])}) "
-                f"but its Delta mirror holds {_type_text(have)}, and Delta cannot change a column's type in "
-                f"place. Re-snapshot the table: remove its mirror and capture the table again"
-            )
-    return add
-
-
-def _type_text(t: Any) -> str:
-    return t if isinstance(t, str) else json.dumps(t, separators=(",", ":"))
-
-
-def _fold(tb: TableBatch, name: str) -> dict[tuple[Any, ...], _Entry]:
-    """The last state per primary key after the batch's changes, in first-seen key order."""
-    layout = frozenset(c.name for c in tb.columns)
-    by_name = {c.name: c for c in tb.columns}
-    pk = tuple((k, by_name[k].convert) for k in tb.primary_key)
-    state: dict[tuple[Any, ...], _Entry] = {}
-
-    def slow_key(image: dict[str, Any], fallback: dict[str, Any] | None, change: RowChange) -> tuple[Any, ...]:
-        key = []
-        for k, convert in pk:
-            if k in image:
-                v = image[k]
-            elif fallback is not None and k in fallback:
-                v = fallback[k]
-            else:
-                raise SchemaError(
-                    f"{name}: the row change at {change.file}:{change.pos} row {change.row} carries no value "
-                    f"for primary key column {k!r}; the primary key sluice holds for the table is not the "
-                    "one the server logs — re-read the table's schema"
-                )
-            v = _hashable(convert(v))
-            if v is None:
-                raise SchemaError(
-                    f"{name}: primary key column {k!r} of the row change at {change.file}:{change.pos} row "
-                    f"{change.row} has no mirror value ({image.get(k, fallback and fallback.get(k))!r}, e.g. a "
-                    "zero date); such a row cannot be mirrored — exclude the table from the mirror"
-                )
-            key.append(v)
-        return tuple(key)
-
-    key_of = slow_key
-    if len(pk) == 1:  # the common case, once per change: no loop, no error bookkeeping
-        ((k1, convert1),) = pk
-
-        def key_of(image: dict[str, Any], fallback: dict[str, Any] | None, change: RowChange) -> tuple[Any, ...]:
-            v = image.get(k1)
-            if v is not None:
-                v = convert1(v)
-                if v is not None and v.__class__ is not list:
-                    return (v,)
-            return slow_key(image, fallback, change)
-
-    for change in tb.changes:
-        op = change.op
-        if change.json_diffs:
-            raise DataLossError(
-                f"{name}: the update at {change.file}:{change.pos} row {change.row} is a partial JSON update "
-                f"of {', '.join(change.json_diffs)}, which the mirror cannot apply. Set "
-                "binlog_row_value_options='' on the server and re-snapshot the table"
-            )
-        if op == "insert":
-            after = change.after or {}
-            state[key_of(after, None, change)] = _Entry(_REPLACE, after)
-        elif op == "delete":
-            before = change.before or {}
-            state[key_of(before, None, change)] = _Entry(_DELETE, {})
-        elif op == "update":
-            before = change.before or {}
-            after = change.after or {}
-            old = key_of(before, None, change)
-            new = key_of(after, before, change)
-            prev = state.get(old)
-            if prev is None:
-                mode, image, base = _PATCH, {**before, **after}, old
-            elif prev.mode == _DELETE:  # not a consistent stream; trust the images
-                mode, image, base = _REPLACE, {**before, **after}, None
-            else:
-                mode, image, base = prev.mode, {**prev.image, **before, **after}, prev.base
-                if mode == _PATCH:
-                    base = old
-            if new == old:
-                entry = _Entry(mode, image, base if mode == _MOVE else None)
-            else:
-                state[old] = _Entry(_DELETE, {})
-                state.pop(new, None)
-                if mode == _REPLACE or image.keys() >= layout:
-                    entry = _Entry(_REPLACE, image)
-                else:
-                    entry = _Entry(_MOVE, image, base)
-            state[new] = entry
-        else:
-            raise SchemaError(f"{name}: unknown row change op {op!r} at {change.file}:{change.pos}")
-    return state
-
-
-def _resolve_moves(tb: TableBatch, dt: DeltaTable | None, entries: dict[tuple[Any, ...], _Entry]) -> None:
-    """Fetch the mirror rows that key-changing updates with partial images carry over."""
-    moves = [e for e in entries.values() if e.mode == _MOVE]
-    if not moves:
-        return
-    if dt is None:  # no mirror yet: nothing to carry over
-        for e in moves:
-            e.mode = _PATCH
-        return
-    existing = {f["name"] for f in json.loads(dt.schema().to_json())["fields"]}
-    names = [c.name for c in tb.columns if c.name in existing]
-    pk = tb.primary_key
-    types = {c.name: c.arrow_type for c in tb.columns}
-    bases = {e.base for e in moves if e.base is not None}
-    # delta-rs 1.x scans with a predicate on a DECIMAL column return wrong values for that column
-    # (decimal(20,0) read as if it were int64): narrow by the other key columns only, then match the
-    # whole key here.
-    narrow = [(j, k) for j, k in enumerate(pk) if not pa.types.is_decimal(types[k])]
-    predicate: str | None = None
-    if len(narrow) == 1:
-        j, k = narrow[0]
-        predicate = f"{_quote(k)} IN ({', '.join(sorted({_sql_literal(b[j]) for b in bases}))})"
-    elif narrow:
-        predicate = " OR ".join(sorted({
-            "(" + " AND ".join(f"{_quote(k)} = {_sql_literal(b[j])}" for j, k in narrow) + ")" for b in bases
-        }))
-    rows = pa.table(dt.scan(columns=names, predicate=predicate)).to_pylist()
-    found = {tuple(_hashable(row[k]) for k in pk): row for row in rows}
-    for e in moves:
-        row = found.get(e.base) if e.base is not None else None
-        if row is None:
-            e.mode = _PATCH  # nothing to carry over: insert what the images hold
-        else:
-            e.base_row = row
-
-
-def _sql_literal(v: Any) -> str:
-    """A primary key value (not DECIMAL) as a DataFusion SQL literal."""
-    if isinstance(v, bool):
-        return "TRUE" if v else "FALSE"
-    if isinstance(v, int | float):
-        return repr(v)
-    if isinstance(v, str):
-        return "'" + v.replace("'", "''") + "'"
-    if isinstance(v, bytes):
-        return "X'" + v.hex() + "'"
-    if isinstance(v, datetime):
-        return f"TIMESTAMP '{v.isoformat()}'"
-    if isinstance(v, date):
-        return f"DATE '{v.isoformat()}'"
-    raise SchemaError(f"a primary key value of type {type(v).__name__} cannot be looked up in the mirror")
-
-
-def _source(tb: TableBatch, entries: dict[tuple[Any, ...], _Entry]) -> tuple[pa.Table, list[int]]:
-    """The MERGE source: one row per key with the mirror's columns, a delete flag and presence flags."""
-    keys = list(entries)
-    items = list(entries.values())
-    pk_index = {k: j for j, k in enumerate(tb.primary_key)}
-    images = [e.image for e in items]
-    moved = [(i, e.base_row) for i, e in enumerate(items) if e.mode == _MOVE and e.base_row is not None]
-    layout = {c.name for c in tb.columns}
-    patches = [e.image for e in items if e.mode == _PATCH and not e.image.keys() >= layout]  # partial images
-    arrays: list[pa.Array] = []
-    fields: list[pa.Field] = []
-    partial: list[int] = []
-    presence: list[tuple[int, pa.Array]] = []
-    for i, col in enumerate(tb.columns):
-        name = col.name
-        j = pk_index.get(name)
-        if j is not None:
-            values = [k[j] for k in keys]
-        else:
-            convert = col.convert
-            values = [img.get(name) for img in images]
-            values = [None if v is None else convert(v) for v in values]
-            for row_index, base_row in moved:
-                if name not in items[row_index].image:
-                    values[row_index] = base_row.get(name)
-            if any(name not in img for img in patches):
-                partial.append(i)
-                flags = [e.mode != _PATCH or name in e.image for e in items]
-                presence.append((i, pa.array(flags, pa.bool_())))
-        arrays.append(column_array(col, values))
-        fields.append(pa.field(name, col.arrow_type))
-    arrays.append(pa.array([e.mode == _DELETE for e in items], pa.bool_()))
-    fields.append(pa.field(_DELETE_FLAG, pa.bool_()))
-    for i, flags in presence:
-        arrays.append(flags)
-        fields.append(pa.field(f"{_PRESENT}{i}", pa.bool_()))
-    return pa.Table.from_arrays(arrays, schema=pa.schema(fields)), partial
