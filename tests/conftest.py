@@ -41,6 +41,22 @@ def server(request: pytest.FixtureRequest) -> Sandbox:
     return request.getfixturevalue(request.param)  # type: ignore[no-any-return]
 
 
+@pytest.fixture(params=["default", "FULL"])
+def row_metadata(request: pytest.FixtureRequest, server: Sandbox) -> Iterator[str]:
+    """The ``server``'s binlog_row_metadata for one test: its default (MariaDB NO_LOG, MySQL MINIMAL),
+    then FULL; the setting is restored afterwards."""
+    from sluice.dsn import parse_dsn
+    from sluice.io.connection import Connection
+
+    with Connection.open(parse_dsn(server.dsn("root"))) as conn:
+        old = conn.query("SELECT @@GLOBAL.binlog_row_metadata").rows[0][0]
+        if request.param == "FULL":
+            conn.execute("SET GLOBAL binlog_row_metadata = 'FULL'")
+    yield request.param
+    with Connection.open(parse_dsn(server.dsn("root"))) as conn:
+        conn.execute(f"SET GLOBAL binlog_row_metadata = '{old}'")
+
+
 @pytest.fixture(scope="session")
 def sandbox_factory() -> Iterator[SandboxFactory]:
     """``sandbox_factory("mysql", settings={"binlog_checksum": "NONE"})`` -> a started ``Sandbox``.

@@ -34,17 +34,6 @@ pytestmark = pytest.mark.spark
 KILLS = 6  # per flavor and metadata setting: 12 per flavor
 
 
-@pytest.fixture(params=["default", "FULL"])
-def metadata(request, server):
-    with Connection.open(parse_dsn(server.dsn("root"))) as conn:
-        old = conn.query("SELECT @@GLOBAL.binlog_row_metadata").rows[0][0]
-        if request.param == "FULL":
-            conn.execute("SET GLOBAL binlog_row_metadata = 'FULL'")
-    yield request.param
-    with Connection.open(parse_dsn(server.dsn("root"))) as conn:
-        conn.execute(f"SET GLOBAL binlog_row_metadata = '{old}'")
-
-
 class Writer:
     """DML and DDL on the source, with a tally of the row changes per (table, op)."""
 
@@ -104,7 +93,7 @@ class Writer:
             time.sleep(pause)
 
 
-def test_kill_9_during_ddl_loses_and_repeats_nothing(server, metadata, tmp_path):
+def test_kill_9_during_ddl_loses_and_repeats_nothing(server, row_metadata, tmp_path):
     db = f"kc_{uuid.uuid4().hex[:8]}"
     lake = str(tmp_path / "lake")
     with Connection.open(parse_dsn(server.dsn("root"))) as conn:

@@ -25,18 +25,6 @@ from sluice.spark.verify import verify_lake
 pytestmark = pytest.mark.spark
 
 
-@pytest.fixture(params=["default", "FULL"])
-def metadata(request, server):
-    """The server's binlog_row_metadata for the test: its default, or FULL."""
-    with Connection.open(parse_dsn(server.dsn("root"))) as conn:
-        old = conn.query("SELECT @@GLOBAL.binlog_row_metadata").rows[0][0]
-        if request.param == "FULL":
-            conn.execute("SET GLOBAL binlog_row_metadata = 'FULL'")
-    yield request.param
-    with Connection.open(parse_dsn(server.dsn("root"))) as conn:
-        conn.execute(f"SET GLOBAL binlog_row_metadata = '{old}'")
-
-
 def _mirror(lake: str, db: str, table: str) -> list[dict[str, Any]]:
     rows = deltalake.DeltaTable(f"{lake}/{db}/{table}").to_pyarrow_table().to_pylist()
     return sorted(rows, key=lambda r: r["id"])
@@ -93,7 +81,7 @@ def _ddl_script(conn: Connection, db: str) -> None:
     x(f"UPDATE {db}.items SET color = 'blue' WHERE id = 2")
 
 
-def test_every_ddl_reaches_the_mirror(spark, server, metadata, tmp_path):
+def test_every_ddl_reaches_the_mirror(spark, server, row_metadata, tmp_path):
     db = f"md_{uuid.uuid4().hex[:8]}"
     lake = str(tmp_path / "lake")
     with Connection.open(parse_dsn(server.dsn("root"))) as conn:
