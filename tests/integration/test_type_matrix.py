@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from sluice.binlog import rowplan
 from sluice.binlog.parser import EventParser, ParserConfig
 from sluice.cdc.filters import table_filter
 from sluice.cdc.jsonl import change_line
@@ -446,3 +447,17 @@ def test_sluice_dump_command_on_the_matrix(capture: Capture, capsys) -> None:
 
 def _drop(image: dict[str, Any] | None) -> dict[str, Any] | None:
     return None if image is None else {k: v for k, v in image.items() if k not in _KNOWN}
+
+
+def test_compiled_core_and_python_twin_agree(capture: Capture) -> None:
+    """Every value of the matrix decodes to the same JSON line by the compiled core and its twin."""
+    if not rowplan.compiled():
+        pytest.skip("the compiled core is off here (SLUICE_NO_EXTENSIONS); test_compiled_core_loaded says why")
+    compiled = [change_line(c) for c in _file_changes(capture)]
+    rowplan.use_compiled(False)
+    try:
+        twin = [change_line(c) for c in _file_changes(capture)]
+    finally:
+        rowplan.use_compiled(True)
+    assert len(compiled) == len(twin) > 0
+    assert compiled == twin

@@ -10,6 +10,11 @@ has no type tests and no per-value dict lookups. When the fast loop fails on bad
 decoded again by a checked twin of the same function that tracks row and column and raises
 ``MalformedEventError`` (or its subclass ``CharsetDecodeError``) saying exactly what was wrong.
 
+Where the compiled core was built (``sluice.binlog._rowcore``, Cython), each shape also gets a
+``RowProgram`` that decodes the same values in C from the columns' specs (``colplan``); a body it
+does not take whole goes to the checked twin. The generated Python loops stay the reference and are
+used alone when the extension is absent or ``SLUICE_NO_EXTENSIONS=1`` is set.
+
 Values (``None`` is SQL NULL, :data:`ABSENT` a column not in a minimal row image):
 
 ==========================  ==================================================================
@@ -33,35 +38,45 @@ NULL type                   ``None``
 
 from __future__ import annotations
 
+import os
 import struct
 from typing import Any, Final
 
-from sluice.binlog.columns import BINARY_COLLATION, ColumnInfo
-from sluice.binlog.constants import ColumnType
-from sluice.binlog.values.charsets import (
-    CharsetDecodeError,
-    charset_for_collation,
-    decoder_for_charset,
-    python_codec,
-)
-from sluice.binlog.values.decimal import decimal_decoder, decimal_size
-from sluice.binlog.values.geometry import Geometry, decode_geometry, decode_vector
-from sluice.binlog.values.json_binary import JsonDiff, JsonDiffs, parse_json, parse_json_diffs
-from sluice.binlog.values.temporal import (
-    date_decoder,
-    datetime2_decoder,
-    datetime2_size,
-    datetime_decoder,
-    time2_decoder,
-    time2_size,
-    time_decoder,
-    timestamp2_decoder,
-    timestamp2_size,
-    timestamp_decoder,
-)
-from sluice.errors import MalformedEventError, UnsupportedError
+from sluice.binlog.colplan import Col, column
+from sluice.binlog.columns import ColumnInfo
+from sluice.binlog.values.charsets import CharsetDecodeError
+from sluice.binlog.values.geometry import Geometry
+from sluice.binlog.values.json_binary import JsonDiff, JsonDiffs, parse_json_diffs
+from sluice.errors import MalformedEventError
 
-__all__ = ["ABSENT", "Geometry", "JsonDiff", "JsonDiffs", "RowPlan", "plan_for"]
+_compiled_core: Any
+try:
+    import sluice.binlog._rowcore as _compiled_core
+except ImportError:  # built without the extension: the Python loops below do all the work
+    _compiled_core = None
+
+__all__ = ["ABSENT", "Geometry", "JsonDiff", "JsonDiffs", "RowPlan", "compiled", "plan_for", "use_compiled"]
+
+#: The compiled core in use: None when the extension is absent or ``SLUICE_NO_EXTENSIONS`` is set.
+_core: Any = None if os.environ.get("SLUICE_NO_EXTENSIONS", "") not in ("", "0") else _compiled_core
+
+
+#: Bodies the compiled core handed to the Python twin (malformed ones, or a bug: tests watch it).
+handed_over = 0
+
+
+def compiled() -> bool:
+    """Whether rows are decoded by the compiled core (else by the generated Python loops)."""
+    return _core is not None
+
+
+def use_compiled(enabled: bool) -> bool:
+    """Decode with the compiled core (when it was built) or the Python twin; returns the previous
+    setting. The two give the same values; tests run both."""
+    global _core
+    previous = _core is not None
+    _core = _compiled_core if enabled else None
+    return previous
 
 
 class _Absent:
@@ -142,34 +157,6 @@ class _Short(Exception):
     """Raised by generated code when a value or row runs past the end of the body."""
 
 
-class _Col:
-    """How one column is decoded; pure plan-time data used by the code generator."""
-
-    __slots__ = ("bind", "charset", "desc", "fmt", "helper", "index", "is_json", "kind", "post",
-                 "prefix", "size", "slice_expr")
-
-    def __init__(self, index: int, desc: str) -> None:
-        self.index = index
-        self.desc = desc
-        self.kind = "fixed"  # fixed | var | helper | null
-        self.fmt = ""  # struct format chars of a fixed column
-        self.post: str | None = None  # expression over {0}, {1} temps; None = the temp itself
-        self.size = 0
-        self.prefix = 0  # length-prefix width of a var column
-        self.slice_expr = "{s}"  # expression turning the slice {s} into the value
-        self.helper: Any = None  # (buf, pos) -> value for helper columns
-        self.bind: dict[str, Any] = {}
-        self.is_json = False
-        self.charset: str | None = None
-
-
-def _type_name(t: int) -> str:
-    try:
-        return ColumnType(t).name
-    except ValueError:
-        return f"type {t}"
-
-
 class RowPlan:
     """Decoders for the rows events of one table, as described by one TABLE_MAP."""
 
@@ -191,18 +178,18 @@ class RowPlan:
         self.table_name = f"{schema}.{table}" if schema or table else "table"
         self.columns = columns
         self.types = types
-        self.cols: list[_Col] = []
+        self.cols: list[Col] = []
         json_index = 0
         self.json_bit: dict[int, int] = {}  # column index -> bit in the partial_bits bitmap
         for i in range(self.column_count):
             info = columns[i] if columns else _NO_INFO
-            col = _column(i, types[i], metas[i], info, self.table_name)
+            col = column(i, types[i], metas[i], info, self.table_name)
             if col.is_json:
                 self.json_bit[i] = json_index
                 json_index += 1
             self.cols.append(col)
         self.json_count = json_index
-        self._shapes: dict[tuple[str, int, int | None, bool], tuple[Any, Any]] = {}
+        self._shapes: dict[tuple[str, int, int | None, bool], tuple[Any, Any, Any]] = {}
 
     def decode_rows(
         self,
@@ -248,13 +235,22 @@ class RowPlan:
                 self._shapes.clear()
             fns = self._compile(present, present_after, partial)
             self._shapes[key] = fns
-        fast, checked = fns
+        fast, checked, program = fns
         if fast is None:  # images without any column: the body must be empty
             if start != end:
                 raise MalformedEventError(
                     f"rows of {self.table_name}: {end - start} bytes of rows but no column is in the image"
                 )
             return []
+        if program is not None and _core is not None:
+            try:
+                return program.decode(buf, start, end)
+            except Exception:
+                # The compiled loop takes no body it cannot decode whole; the Python twin says
+                # precisely what is wrong, or decodes what the compiled loop leaves to it.
+                global handed_over
+                handed_over += 1
+                return checked(buf, start, end)
         try:
             return fast(buf, start, end)
         except Exception as exc:
@@ -263,10 +259,17 @@ class RowPlan:
 
     # -- code generation ------------------------------------------------------------------
 
-    def _compile(self, present: int, present_after: int | None, partial: bool) -> tuple[Any, Any]:
+    def _compile(self, present: int, present_after: int | None, partial: bool) -> tuple[Any, Any, Any]:
         images = [present] if present_after is None else [present, present_after]
         if all(p == 0 for p in images):
-            return None, None
+            return None, None, None
+        program = None
+        if _compiled_core is not None and not partial:  # partial JSON updates stay in Python
+            program = _compiled_core.RowProgram(
+                self.column_count,
+                [[(c.index, c.spec) for c in self.cols if image >> c.index & 1] for image in images],
+                ABSENT,
+            )
         bind: dict[str, Any] = {
             "_ABSENT": ABSENT,
             "_Short": _Short,
@@ -282,7 +285,7 @@ class RowPlan:
         namespace: dict[str, Any] = dict(bind)
         exec(compile(src, f"<sluice rowplan {self.table_name}>", "exec"), namespace)
         self.last_source = src
-        return namespace["_fast"], namespace["_checked"]
+        return namespace["_fast"], namespace["_checked"], program
 
     def _source(self, name: str, images: list[int], partial: bool, checked: bool,
                 bind: dict[str, Any]) -> list[str]:
@@ -356,7 +359,7 @@ class RowPlan:
         if checked:
             return lines + slow
         fast: list[str] = []
-        run: list[_Col] = []
+        run: list[Col] = []
         for c in cols:
             if c.kind == "fixed":
                 run.append(c)
@@ -373,7 +376,7 @@ class RowPlan:
         lines += _indent(slow or ["pass"], 1)
         return lines
 
-    def _run_code(self, run: list[_Col], prefix: str, bind: dict[str, Any]) -> list[str]:
+    def _run_code(self, run: list[Col], prefix: str, bind: dict[str, Any]) -> list[str]:
         if not run:
             return []
         if len(run) == 1:
@@ -394,7 +397,7 @@ class RowPlan:
         size = sum(c.size for c in run)
         return [f"{', '.join(targets)}, = {sname}(buf, pos)", f"pos += {size}", *posts]
 
-    def _column_code(self, c: _Col, var: str, checked: bool, partial_after: bool,
+    def _column_code(self, c: Col, var: str, checked: bool, partial_after: bool,
                      bind: dict[str, Any]) -> list[str]:
         if c.kind == "null":
             return [f"{var} = None"]
@@ -480,219 +483,3 @@ def _lenenc(buf: bytes, pos: int) -> tuple[int, int]:
 
 def _json_diffs(data: bytes) -> JsonDiffs:
     return parse_json_diffs(data)
-
-
-# -- per column plan ---------------------------------------------------------------------------
-
-_INT_FMT = {
-    ColumnType.TINY: ("b", "B", 1),
-    ColumnType.SHORT: ("h", "H", 2),
-    ColumnType.LONG: ("i", "I", 4),
-    ColumnType.LONGLONG: ("q", "Q", 8),
-}
-
-_BLOB_PREFIX = {
-    ColumnType.TINY_BLOB: 1,
-    ColumnType.BLOB: 2,
-    ColumnType.MEDIUM_BLOB: 3,
-    ColumnType.LONG_BLOB: 4,
-}
-
-
-def _column(i: int, t: int, meta: int, info: ColumnInfo, table: str) -> _Col:
-    desc = f"#{i}" + (f" {info.name!r}" if info.name else "") + f" ({_type_name(t)})"
-    c = _Col(i, desc)
-    unsigned = bool(info.unsigned)
-
-    def unsupported(what: str) -> UnsupportedError:
-        return UnsupportedError(f"{table} column {desc}: {what}")
-
-    if t in _INT_FMT:
-        signed_fmt, unsigned_fmt, size = _INT_FMT[ColumnType(t)]
-        c.fmt = unsigned_fmt if unsigned else signed_fmt
-        c.size = size
-    elif t == ColumnType.INT24:
-        c.fmt = "HB" if unsigned else "Hb"
-        c.post = "{0} | {1} << 16"
-        c.size = 3
-    elif t == ColumnType.FLOAT:
-        c.fmt, c.size = "f", 4
-    elif t == ColumnType.DOUBLE:
-        c.fmt, c.size = "d", 8
-    elif t == ColumnType.YEAR:
-        c.fmt, c.size, c.post = "B", 1, "({0} + 1900 if {0} else 0)"
-    elif t == ColumnType.NULL:
-        c.kind = "null"
-    elif t == ColumnType.NEWDECIMAL:
-        precision, scale = meta >> 8, meta & 0xFF
-        try:
-            _helper(c, decimal_decoder(precision, scale), decimal_size(precision, scale))
-        except ValueError as exc:
-            raise MalformedEventError(f"{table} column {desc}: {exc}") from None
-    elif t in (ColumnType.DATE, ColumnType.NEWDATE):
-        _helper(c, date_decoder(), 3)
-    elif t == ColumnType.TIME:
-        _helper(c, time_decoder(), 3)
-    elif t == ColumnType.DATETIME:
-        _helper(c, datetime_decoder(), 8)
-    elif t == ColumnType.TIMESTAMP:
-        _helper(c, timestamp_decoder(), 4)
-    elif t in (ColumnType.DATETIME2, ColumnType.TIMESTAMP2, ColumnType.TIME2):
-        fsp = meta
-        if not 0 <= fsp <= 6:
-            raise MalformedEventError(f"{table} column {desc}: fractional precision {fsp} is not 0..6")
-        if t == ColumnType.DATETIME2:
-            _helper(c, datetime2_decoder(fsp), datetime2_size(fsp))
-        elif t == ColumnType.TIMESTAMP2:
-            _helper(c, timestamp2_decoder(fsp), timestamp2_size(fsp))
-        else:
-            _helper(c, time2_decoder(fsp), time2_size(fsp))
-    elif t == ColumnType.BIT:
-        nbytes = (meta & 0xFF) + (1 if meta >> 8 else 0)
-        if not 1 <= nbytes <= 8:
-            raise MalformedEventError(f"{table} column {desc}: BIT metadata 0x{meta:04x} is not 1..64 bits")
-        if nbytes == 1:
-            c.fmt, c.size = "B", 1
-        else:
-            _helper(c, _bit_decoder(nbytes), nbytes)
-    elif t in (ColumnType.VARCHAR, ColumnType.VAR_STRING):
-        c.kind = "var"
-        c.prefix = 1 if meta < 256 else 2
-        _text(c, info, default_text=True, unsupported=unsupported)
-    elif t in (ColumnType.STRING, ColumnType.ENUM, ColumnType.SET):
-        byte0, byte1 = meta >> 8, meta & 0xFF
-        if byte0 and (byte0 & 0x30) != 0x30:
-            # CHAR longer than 255 bytes: the two high bits of the length hide in byte0
-            # (Field_string::do_save_field_metadata, sql/field.cc).
-            length = byte1 | (((byte0 & 0x30) ^ 0x30) << 4)
-            real = byte0 | 0x30
-        else:
-            length = byte1
-            real = byte0 or t
-        if real == ColumnType.STRING:
-            c.kind = "var"
-            c.prefix = 1 if length < 256 else 2
-            _text(c, info, default_text=True, unsupported=unsupported)
-            if info.collation == BINARY_COLLATION:
-                # BINARY(n) is logged without its trailing zero bytes (Field_string::pack trims the
-                # pad character, 0x00 for the binary charset); SELECT returns all n bytes.
-                c.slice_expr = f"{{s}}.ljust({length}, b'\\x00')"
-        elif real == ColumnType.ENUM:
-            _enum(c, length, info, table)
-        elif real == ColumnType.SET:
-            _set(c, length, info, table)
-        else:
-            raise unsupported(f"STRING column with real type {real} (metadata 0x{meta:04x})")
-    elif t in _BLOB_PREFIX or t in (ColumnType.JSON, ColumnType.GEOMETRY, ColumnType.VECTOR):
-        c.kind = "var"
-        prefix = meta or _BLOB_PREFIX.get(ColumnType(t), 4)
-        if not 1 <= prefix <= 4:
-            raise MalformedEventError(f"{table} column {desc}: length prefix of {prefix} bytes")
-        c.prefix = prefix
-        if t == ColumnType.JSON:
-            c.is_json = True
-            c.bind = {f"_h{i}": parse_json}
-            c.slice_expr = f"_h{i}({{s}})"
-        elif t == ColumnType.GEOMETRY:
-            c.bind = {f"_h{i}": decode_geometry}
-            c.slice_expr = f"_h{i}({{s}})"
-        elif t == ColumnType.VECTOR:
-            c.bind = {f"_h{i}": decode_vector}
-            c.slice_expr = f"_h{i}({{s}})"
-        else:
-            _text(c, info, default_text=False, unsupported=unsupported)
-    elif t == ColumnType.DECIMAL:
-        raise unsupported("the pre-5.0 DECIMAL type has no length in the binlog; ALTER the column to "
-                          "a current DECIMAL")
-    else:
-        raise unsupported(f"column type {t} cannot appear in a row image sluice can decode")
-    if c.kind == "fixed" and not c.size:
-        c.size = struct.calcsize("<" + c.fmt)
-    return c
-
-
-def _helper(c: _Col, fn: Any, size: int) -> None:
-    c.kind = "helper"
-    c.size = size
-    c.bind = {f"_h{c.index}": fn}
-
-
-def _text(c: _Col, info: ColumnInfo, *, default_text: bool, unsupported: Any) -> None:
-    """Slice expression of a character column: bytes, or text in the column's charset."""
-    collation = info.collation
-    if collation is None:
-        if not default_text:
-            return  # BLOB family without a known collation: bytes
-        c.charset = "utf8mb4"
-        c.slice_expr = "{s}.decode('utf-8')"
-        return
-    if collation == BINARY_COLLATION:
-        return
-    try:
-        charset = charset_for_collation(collation)
-        decode = decoder_for_charset(charset)
-    except UnsupportedError as exc:
-        raise unsupported(str(exc)) from None
-    c.charset = charset
-    codec = python_codec(charset)
-    if codec is not None:
-        c.slice_expr = f"{{s}}.decode({codec!r})"
-    else:
-        c.bind = {f"_h{c.index}": decode}
-        c.slice_expr = f"_h{c.index}({{s}})"
-
-
-def _enum(c: _Col, pack: int, info: ColumnInfo, table: str) -> None:
-    if pack not in (1, 2):
-        raise MalformedEventError(f"{table} column {c.desc}: ENUM of {pack} bytes (expected 1 or 2)")
-    c.fmt, c.size = ("B", 1) if pack == 1 else ("H", 2)
-    if info.enum_values is not None:
-        c.bind = {f"_h{c.index}": ("", *info.enum_values)}
-        c.post = f"_h{c.index}[{{0}}]"
-
-
-def _set(c: _Col, pack: int, info: ColumnInfo, table: str) -> None:
-    if not 1 <= pack <= 8:
-        raise MalformedEventError(f"{table} column {c.desc}: SET of {pack} bytes (expected 1..8)")
-    members = info.set_values
-    if members is None:
-        if pack in (1, 2, 4, 8):
-            c.fmt, c.size = {1: "B", 2: "H", 4: "I", 8: "Q"}[pack], pack
-        else:
-            _helper(c, _uint_le_decoder(pack), pack)
-        return
-    _helper(c, _set_decoder(pack, tuple(members)), pack)
-
-
-def _bit_decoder(nbytes: int) -> Any:
-    def decode(buf: bytes, pos: int) -> int:
-        return int.from_bytes(buf[pos : pos + nbytes], "big")
-
-    return decode
-
-
-def _uint_le_decoder(nbytes: int) -> Any:
-    def decode(buf: bytes, pos: int) -> int:
-        return int.from_bytes(buf[pos : pos + nbytes], "little")
-
-    return decode
-
-
-def _set_decoder(nbytes: int, members: tuple[str, ...]) -> Any:
-    limit = 1 << len(members)
-    bits = tuple(enumerate(members))
-    seen: dict[int, tuple[str, ...]] = {}  # mask -> members: a column holds few distinct sets
-
-    def decode(buf: bytes, pos: int) -> tuple[str, ...]:
-        mask = int.from_bytes(buf[pos : pos + nbytes], "little")
-        value = seen.get(mask)
-        if value is not None:
-            return value
-        if mask >= limit:
-            raise ValueError(f"SET bitmask 0x{mask:x} names members beyond the {len(members)} defined")
-        value = tuple(m for k, m in bits if mask >> k & 1)
-        if len(seen) < 4096:
-            seen[mask] = value
-        return value
-
-    return decode

@@ -4,6 +4,7 @@ partial JSON, and malformed bodies that must raise only MalformedEventError."""
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -12,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from sluice.binlog import rowplan
 from sluice.binlog.columns import ColumnInfo
 from sluice.binlog.constants import ColumnType as T
 from sluice.binlog.rowplan import ABSENT, Geometry, JsonDiff, JsonDiffs, plan_for
@@ -42,6 +44,18 @@ except ImportError:  # collected without package __init__ files
     )
 
 pytestmark = pytest.mark.unit
+
+
+@pytest.fixture(autouse=True, params=["compiled", "python"])
+def row_core(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Every test runs on the compiled core and on its Python twin."""
+    if request.param == "compiled" and rowplan._compiled_core is None:
+        pytest.skip("the compiled core is not built (test_compiled_core_loaded says so)")
+    previous = rowplan.use_compiled(request.param == "compiled")
+    try:
+        yield
+    finally:
+        rowplan.use_compiled(previous)
 
 
 @dataclass

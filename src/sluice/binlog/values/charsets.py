@@ -24,6 +24,7 @@ __all__ = [
     "BINARY_CHARSET",
     "COLLATION_CHARSETS",
     "CharsetDecodeError",
+    "charmap_table",
     "charset_for_collation",
     "decoder_for_charset",
     "python_codec",
@@ -263,6 +264,11 @@ def _decoding_table(charset: str) -> str:
     for b, cp in _TABLE_FIXES[charset].items():
         chars[b] = "\ufffe" if cp is None else chr(cp)
     return "".join(chars)
+
+
+def charmap_table(charset: str) -> str | None:
+    """The 256-character decoding table of a single-byte character set that has one, else None."""
+    return _decoding_table(charset) if charset in _TABLE_FIXES else None
 
 
 def decoder_for_charset(charset: str) -> Callable[[bytes], str]:

@@ -1,0 +1,585 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""The compiled twin of the row plan's generated loops: row images to value tuples, in C.
+
+A :class:`RowProgram` is built once per row-image shape (event kind, present-column bitmaps) from
+the column specs the Python row plan decides (``sluice.binlog.rowplan``); it decodes a rows-event
+body into exactly the tuples the plan's generated Python code returns. It never reads outside
+``buf[start:end]``: every length is checked before it is used. On anything it does not take on
+itself — bytes that run short, a value a server cannot write, text that is not valid in its
+character set — it raises ``Reject`` and the caller decodes the body with the Python twin, which
+raises the precise, typed error (or, for rare values it hands over, returns the same values). Values
+a column hands to a Python function (JSON, geometry, SET members, unusual temporal values) are the
+Python functions' own results, so the two paths cannot disagree on them.
+
+A column spec is ``(op, n, arg, obj)``:
+
+=============  ==================================================================================
+``int``        ``n`` bytes little-endian (1, 2, 3, 4, 8); ``arg`` 1 = signed
+``float``      ``n`` = 4 (FLOAT, as its float32 value) or 8 (DOUBLE)
+``year``       1 byte, 1900 + v, 0 for 0
+``null``       no bytes, ``None``
+``enum``       ``n`` = 1 or 2 bytes; ``obj`` the member tuple ('' first) or None for the number
+``uint_be``    ``n`` bytes big-endian unsigned (BIT)
+``uint_le``    ``n`` bytes little-endian unsigned (SET without members)
+``call``       ``n`` bytes, value ``obj(buf, pos)``
+``decimal``    ``n`` bytes, ``arg`` = precision << 8 | scale; ``obj(buf, pos)`` for values it rejects
+``date``       3 bytes; ``datetime2`` / ``timestamp2`` / ``time2``: ``n`` bytes, ``arg`` = fsp;
+               ``obj(buf, pos)`` takes every value this module leaves to Python
+``var``        ``n``-byte length prefix, then the bytes; ``arg`` the conversion: 0 bytes, 1 UTF-8,
+               2 codec ``obj`` (a str), 3 ``obj(bytes)``, 4 bytes right-padded with zeros to
+               ``obj`` bytes, 5 charmap table ``obj`` (a str)
+=============  ==================================================================================
+"""
+
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.float cimport PyFloat_FromDouble
+from cpython.long cimport PyLong_FromLongLong, PyLong_FromUnsignedLongLong
+from cpython.mem cimport PyMem_Free, PyMem_Malloc
+from cpython.ref cimport Py_INCREF
+from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
+from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
+from libc.string cimport memcpy, memset
+
+from decimal import Decimal as _Decimal
+
+
+cdef extern from "Python.h":
+    object PyUnicode_DecodeUTF8(const char *s, Py_ssize_t size, const char *errors)
+    object PyUnicode_Decode(const char *s, Py_ssize_t size, const char *encoding, const char *errors)
+    object PyUnicode_DecodeCharmap(const char *s, Py_ssize_t size, object mapping, const char *errors)
+    object PyUnicode_DecodeLatin1(const char *s, Py_ssize_t size, const char *errors)
+
+
+class Reject(Exception):
+    """The compiled loop does not take this body; decode it with the Python twin."""
+
+
+cdef enum:
+    OP_NULL = 0
+    OP_INT = 1
+    OP_FLOAT = 2
+    OP_YEAR = 3
+    OP_ENUM = 4
+    OP_UINT_BE = 5
+    OP_UINT_LE = 6
+    OP_CALL = 7
+    OP_DECIMAL = 8
+    OP_DATE = 9
+    OP_DATETIME2 = 10
+    OP_TIMESTAMP2 = 11
+    OP_TIME2 = 12
+    OP_VAR = 13
+
+cdef enum:
+    CONV_BYTES = 0
+    CONV_UTF8 = 1
+    CONV_CODEC = 2
+    CONV_FUNC = 3
+    CONV_BINPAD = 4
+    CONV_CHARMAP = 5
+
+_OPS = {
+    "null": OP_NULL, "int": OP_INT, "float": OP_FLOAT, "year": OP_YEAR, "enum": OP_ENUM,
+    "uint_be": OP_UINT_BE, "uint_le": OP_UINT_LE, "call": OP_CALL, "decimal": OP_DECIMAL,
+    "date": OP_DATE, "datetime2": OP_DATETIME2, "timestamp2": OP_TIMESTAMP2, "time2": OP_TIME2,
+    "var": OP_VAR,
+}
+
+# Decimal digits per group byte count (strings/decimal.cc dig2bytes, inverted for full groups).
+cdef int DIG2BYTES[10]
+DIG2BYTES[:] = [0, 1, 1, 2, 2, 3, 3, 4, 4, 4]
+cdef uint32_t POW10[10]
+POW10[:] = [1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000, 1000000000]
+
+
+cdef struct Col:
+    int op
+    int index      # column number in the table
+    int n          # byte width, or the length-prefix width of a var column
+    int arg
+    int conv
+    int pad
+    const char *codec
+
+
+cdef class RowProgram:
+    """Decodes the rows of one body shape; see the module docstring for the column specs."""
+
+    cdef Col *cols
+    cdef int ncols          # table columns
+    cdef int nimages        # 1 (write/delete) or 2 (update)
+    cdef int counts[2]      # present columns per image
+    cdef int firsts[2]      # index of each image's first Col
+    cdef list objs          # per Col: its Python object (or None)
+    cdef object absent
+    cdef bytes codecs_keep
+
+    def __cinit__(self):
+        self.cols = NULL
+
+    def __dealloc__(self):
+        if self.cols != NULL:
+            PyMem_Free(self.cols)
+
+    def __init__(self, int column_count, list images, object absent):
+        """``images``: one or two lists of ``(index, spec)`` for the present columns, in order."""
+        cdef int total = 0, k = 0, i
+        cdef Col *c
+        if not 1 <= len(images) <= 2:
+            raise ValueError("a row program has one or two images")
+        for image in images:
+            total += len(image)
+        self.ncols = column_count
+        self.nimages = len(images)
+        self.absent = absent
+        self.objs = []
+        self.cols = <Col *>PyMem_Malloc(max(total, 1) * sizeof(Col))
+        if self.cols == NULL:
+            raise MemoryError()
+        memset(self.cols, 0, max(total, 1) * sizeof(Col))
+        codecs = []
+        for i, image in enumerate(images):
+            self.firsts[i] = k
+            self.counts[i] = len(image)
+            for index, spec in image:
+                op, n, arg, obj = spec
+                c = &self.cols[k]
+                c.op = _OPS[op]
+                c.index = index
+                c.n = n
+                c.arg = arg
+                if not 0 <= index < column_count:
+                    raise ValueError(f"column {index} is outside a table of {column_count}")
+                if c.op == OP_VAR:
+                    if not 1 <= n <= 4:
+                        raise ValueError(f"length prefix of {n} bytes")
+                    c.conv = arg
+                    if arg == CONV_CODEC:
+                        codecs.append(obj.encode("ascii"))
+                    elif arg == CONV_BINPAD:
+                        c.pad = obj
+                elif c.op in (OP_INT, OP_UINT_BE, OP_UINT_LE) and not 1 <= n <= 8:
+                    raise ValueError(f"integer of {n} bytes")
+                self.objs.append(obj)
+                k += 1
+        # Codec names live as bytes objects in one list so that their char pointers stay valid.
+        self.codecs_keep = b"\0".join(codecs) + b"\0"
+        cdef const char *p = PyBytes_AS_STRING(self.codecs_keep)
+        cdef int j = 0
+        for i in range(total):
+            if self.cols[i].op == OP_VAR and self.cols[i].conv == CONV_CODEC:
+                self.cols[i].codec = p
+                while p[0] != 0:
+                    p += 1
+                p += 1
+                j += 1
+
+    def decode(self, bytes buf, Py_ssize_t start, Py_ssize_t end):
+        """The rows of ``buf[start:end]``: value tuples, or (before, after) pairs for updates."""
+        cdef const uint8_t *b = <const uint8_t *>PyBytes_AS_STRING(buf)
+        cdef Py_ssize_t pos = start
+        cdef list rows = []
+        cdef object before, after
+        if start < 0 or end > PyBytes_GET_SIZE(buf) or start > end:
+            raise Reject("body outside the buffer")
+        while pos < end:
+            before = self._image(buf, b, &pos, end, 0)
+            if self.nimages == 2:
+                after = self._image(buf, b, &pos, end, 1)
+                rows.append((before, after))
+            else:
+                rows.append(before)
+        return rows
+
+    cdef object _image(self, bytes buf, const uint8_t *b, Py_ssize_t *ppos, Py_ssize_t end, int image):
+        cdef int count = self.counts[image]
+        cdef int first = self.firsts[image]
+        cdef int nbytes = (count + 7) >> 3
+        cdef Py_ssize_t pos = ppos[0]
+        cdef const uint8_t *nulls = b + pos
+        cdef int i, j
+        cdef Col *c
+        cdef object row = PyTuple_New(self.ncols)
+        cdef object v
+        if pos + nbytes > end:
+            raise Reject("null bitmap")
+        pos += nbytes
+        for i in range(self.ncols):
+            Py_INCREF(self.absent)
+            PyTuple_SET_ITEM(row, i, self.absent)
+        for j in range(count):
+            c = &self.cols[first + j]
+            if nulls[j >> 3] >> (j & 7) & 1:
+                v = None
+            else:
+                v = self._value(buf, b, &pos, end, c, first + j)
+            # The slot holds a borrowed ABSENT placed above; replacing it drops that reference.
+            _set_item(row, c.index, v)
+        ppos[0] = pos
+        return row
+
+    cdef object _value(self, bytes buf, const uint8_t *b, Py_ssize_t *ppos, Py_ssize_t end, Col *c, int k):
+        cdef Py_ssize_t pos = ppos[0]
+        cdef Py_ssize_t length, q
+        cdef int op = c.op
+        cdef int n = c.n
+        cdef uint64_t u
+        cdef object v
+        if op == OP_VAR:
+            if pos + n > end:
+                raise Reject("length prefix")
+            length = _le(b + pos, n)
+            q = pos + n + length
+            if q > end:
+                raise Reject("value")
+            v = _convert(self, b + pos + n, length, c, k)
+            ppos[0] = q
+            return v
+        if op == OP_NULL:
+            return None
+        if pos + n > end:
+            raise Reject("value")
+        ppos[0] = pos + n
+        if op == OP_INT:
+            u = _le(b + pos, n)
+            if c.arg and n < 8 and u >> (8 * n - 1):
+                return PyLong_FromLongLong(<int64_t>u - (<int64_t>1 << (8 * n)))
+            if c.arg:
+                return PyLong_FromLongLong(<int64_t>u)
+            return PyLong_FromUnsignedLongLong(u)
+        if op == OP_FLOAT:
+            return _float(b + pos, n)
+        if op == OP_YEAR:
+            return b[pos] + 1900 if b[pos] else 0
+        if op == OP_ENUM:
+            u = _le(b + pos, n)
+            members = self.objs[k]
+            if members is None:
+                return PyLong_FromUnsignedLongLong(u)
+            if u >= <uint64_t>len(members):
+                raise Reject("enum")
+            return members[u]
+        if op == OP_UINT_BE:
+            return PyLong_FromUnsignedLongLong(_be(b + pos, n))
+        if op == OP_UINT_LE:
+            return PyLong_FromUnsignedLongLong(_le(b + pos, n))
+        if op == OP_DECIMAL:
+            v = _decimal(b + pos, c.arg >> 8, c.arg & 0xFF, n)
+        elif op == OP_DATE:
+            v = _date(b + pos)
+        elif op == OP_DATETIME2:
+            v = _datetime2(b + pos, c.arg)
+        elif op == OP_TIMESTAMP2:
+            v = _timestamp2(b + pos, c.arg)
+        elif op == OP_TIME2:
+            v = _time2(b + pos, c.arg)
+        else:
+            v = None  # OP_CALL
+        if v is None:
+            v = self.objs[k](buf, pos)
+        return v
+
+
+cdef inline void _set_item(object row, int i, object v):
+    Py_INCREF(v)
+    _replace(row, i, v)
+
+
+cdef extern from *:
+    """
+    static inline void sluice_tuple_replace(PyObject *t, Py_ssize_t i, PyObject *v) {
+        PyObject *old = PyTuple_GET_ITEM(t, i);
+        PyTuple_SET_ITEM(t, i, v);
+        Py_XDECREF(old);
+    }
+    """
+    void _replace "sluice_tuple_replace" (object t, Py_ssize_t i, object v)
+
+
+cdef inline uint64_t _le(const uint8_t *p, int n) nogil:
+    cdef uint64_t u = 0
+    cdef int i
+    for i in range(n - 1, -1, -1):
+        u = u << 8 | p[i]
+    return u
+
+
+cdef inline uint64_t _be(const uint8_t *p, int n) nogil:
+    cdef uint64_t u = 0
+    cdef int i
+    for i in range(n):
+        u = u << 8 | p[i]
+    return u
+
+
+cdef object _float(const uint8_t *p, int n):
+    cdef float f
+    cdef double d
+    cdef uint8_t tmp[8]
+    cdef int i
+    # The binlog is little-endian; so is every platform sluice builds on, checked at import.
+    if n == 4:
+        memcpy(&f, p, 4)
+        return PyFloat_FromDouble(<double>f)
+    memcpy(&d, p, 8)
+    return PyFloat_FromDouble(d)
+
+
+cdef object _convert(RowProgram prog, const uint8_t *p, Py_ssize_t length, Col *c, int k):
+    cdef int conv = c.conv
+    cdef object raw
+    if conv == CONV_UTF8:
+        try:
+            return PyUnicode_DecodeUTF8(<const char *>p, length, NULL)
+        except UnicodeDecodeError:
+            raise Reject("text")
+    if conv == CONV_BYTES:
+        return PyBytes_FromStringAndSize(<const char *>p, length)
+    if conv == CONV_BINPAD:
+        if length >= c.pad:
+            return PyBytes_FromStringAndSize(<const char *>p, length)
+        raw = PyBytes_FromStringAndSize(NULL, c.pad)
+        memcpy(PyBytes_AS_STRING(raw), p, length)
+        memset(PyBytes_AS_STRING(raw) + length, 0, c.pad - length)
+        return raw
+    if conv == CONV_CODEC:
+        try:
+            return PyUnicode_Decode(<const char *>p, length, c.codec, NULL)
+        except UnicodeDecodeError:
+            raise Reject("text")
+    if conv == CONV_CHARMAP:
+        try:
+            return PyUnicode_DecodeCharmap(<const char *>p, length, prog.objs[k], NULL)
+        except UnicodeDecodeError:
+            raise Reject("text")
+    return prog.objs[k](PyBytes_FromStringAndSize(<const char *>p, length))
+
+
+# -- DECIMAL and temporal values: text built in a small buffer ---------------------------------
+
+cdef inline int _put(char *out, uint64_t v, int width) nogil:
+    """Decimal digits of ``v``, zero-padded to at least ``width``; returns the count written."""
+    cdef char tmp[24]
+    cdef int n = 0, i
+    while True:
+        tmp[n] = <char>(48 + v % 10)
+        n += 1
+        v //= 10
+        if v == 0:
+            break
+    while n < width:
+        tmp[n] = 48
+        n += 1
+    for i in range(n):
+        out[i] = tmp[n - 1 - i]
+    return n
+
+
+cdef object _text(const char *s, int n):
+    return PyUnicode_DecodeLatin1(s, n, NULL)
+
+
+cdef object _decimal(const uint8_t *p, int precision, int scale, int size):
+    """DECIMAL(precision, scale) as ``Decimal``; None when a digit group is out of range."""
+    cdef uint8_t d[32]
+    cdef char digits[96]
+    cdef char out[112]
+    cdef int intg = precision - scale
+    cdef int pos = 0, nd = 0, i, k, lead, nbytes, ndig, reps
+    cdef bint negative
+    cdef uint32_t g
+    if size > 32:
+        return None
+    memcpy(d, p, size)
+    negative = not (d[0] & 0x80)
+    d[0] ^= 0x80
+    if negative:
+        for i in range(size):
+            d[i] ^= 0xFF
+    # groups: leading partial integer group, full integer groups, full fraction groups, partial fraction
+    lead = intg % 9
+    for k in range(4):
+        if k == 0:
+            ndig = lead
+            reps = 1 if lead else 0
+        elif k == 1:
+            ndig = 9
+            reps = intg // 9
+        elif k == 2:
+            ndig = 9
+            reps = scale // 9
+        else:
+            ndig = scale % 9
+            reps = 1 if ndig else 0
+        nbytes = DIG2BYTES[ndig]
+        for i in range(reps):
+            g = <uint32_t>_be(d + pos, nbytes)
+            pos += nbytes
+            if g >= POW10[ndig]:
+                return None
+            nd += _put(digits + nd, g, ndig)
+    # strip leading zeros of the magnitude (keep one digit)
+    i = 0
+    while i < nd - 1 and digits[i] == 48:
+        i += 1
+    k = 0
+    if negative and not (nd - i == 1 and digits[i] == 48):
+        out[0] = 45
+        k = 1
+    memcpy(out + k, digits + i, nd - i)
+    k += nd - i
+    if scale:
+        out[k] = 69  # 'E'
+        out[k + 1] = 45
+        k += 2
+        k += _put(out + k, scale, 1)
+    return _Decimal(_text(out, k))
+
+
+cdef int _frac(const uint8_t *p, int fsp, char *out):
+    """'.' and fsp digits of a stored fraction; -1 when out of range (left to Python)."""
+    cdef int nbytes = (fsp + 1) // 2
+    cdef uint64_t f
+    cdef char tmp[8]
+    if fsp == 0:
+        return 0
+    f = _be(p, nbytes)
+    if f >= POW10[2 * nbytes]:
+        return -1
+    _put(tmp, f, 2 * nbytes)
+    out[0] = 46
+    memcpy(out + 1, tmp, fsp)
+    return 1 + fsp
+
+
+cdef object _date(const uint8_t *p):
+    cdef uint32_t v = p[0] | p[1] << 8 | p[2] << 16
+    cdef char out[16]
+    cdef int k
+    if v >> 9 > 9999:
+        return None
+    k = _put(out, v >> 9, 4)
+    out[k] = 45
+    k += 1 + _put(out + k + 1, v >> 5 & 15, 2)
+    out[k] = 45
+    k += 1 + _put(out + k + 1, v & 31, 2)
+    return _text(out, k)
+
+
+cdef int _hms(char *out, uint64_t h, uint64_t m, uint64_t s):
+    cdef int k = _put(out, h, 2)
+    out[k] = 58
+    k += 1 + _put(out + k + 1, m, 2)
+    out[k] = 58
+    k += 1 + _put(out + k + 1, s, 2)
+    return k
+
+
+cdef object _datetime2(const uint8_t *p, int fsp):
+    cdef int64_t v = <int64_t>_be(p, 5) - 0x8000000000
+    cdef int64_t ymd, ym, hms
+    cdef char out[40]
+    cdef int k, f
+    if v < 0:
+        return None
+    ymd = v >> 17
+    ym = ymd >> 5
+    hms = v & 0x1FFFF
+    if ym // 13 > 9999:
+        return None
+    k = _put(out, ym // 13, 4)
+    out[k] = 45
+    k += 1 + _put(out + k + 1, ym % 13, 2)
+    out[k] = 45
+    k += 1 + _put(out + k + 1, ymd & 31, 2)
+    out[k] = 32
+    k += 1 + _hms(out + k + 1, hms >> 12, hms >> 6 & 63, hms & 63)
+    f = _frac(p + 5, fsp, out + k)
+    if f < 0:
+        return None
+    return _text(out, k + f)
+
+
+cdef void _civil(int64_t days, int64_t *y, int64_t *m, int64_t *d) nogil:
+    """Proleptic Gregorian date of a day count since 1970-01-01 (days >= 0)."""
+    cdef int64_t z = days + 719468
+    cdef int64_t era = z // 146097
+    cdef int64_t doe = z - era * 146097
+    cdef int64_t yoe = (doe - doe // 1460 + doe // 36524 - doe // 146096) // 365
+    cdef int64_t doy = doe - (365 * yoe + yoe // 4 - yoe // 100)
+    cdef int64_t mp = (5 * doy + 2) // 153
+    d[0] = doy - (153 * mp + 2) // 5 + 1
+    m[0] = mp + 3 if mp < 10 else mp - 9
+    y[0] = yoe + era * 400 + (1 if m[0] <= 2 else 0)
+
+
+cdef object _timestamp2(const uint8_t *p, int fsp):
+    cdef uint64_t sec = _be(p, 4)
+    cdef int64_t y, m, d, rem
+    cdef char out[48]
+    cdef char frac[8]
+    cdef int k, f
+    f = _frac(p + 4, fsp, frac)
+    if f < 0:
+        return None
+    if sec == 0:
+        return None  # the zero timestamp's text is Python's
+    _civil(sec // 86400, &y, &m, &d)
+    rem = sec % 86400
+    k = _put(out, y, 4)
+    out[k] = 45
+    k += 1 + _put(out + k + 1, m, 2)
+    out[k] = 45
+    k += 1 + _put(out + k + 1, d, 2)
+    out[k] = 84  # 'T'
+    k += 1 + _hms(out + k + 1, rem // 3600, rem // 60 % 60, rem % 60)
+    memcpy(out + k, frac, f)
+    k += f
+    out[k] = 90  # 'Z'
+    return _text(out, k + 1)
+
+
+cdef object _time2(const uint8_t *p, int fsp):
+    cdef int nfrac = (fsp + 1) // 2
+    cdef int64_t intpart, f, packed, hms, usec
+    cdef char out[40]
+    cdef char tmp[8]
+    cdef int k = 0
+    if nfrac == 0:
+        intpart = <int64_t>_be(p, 3) - 0x800000
+        if intpart < 0:
+            return None
+        return _text(out, _hms(out, intpart >> 12 & 0x3FF, intpart >> 6 & 63, intpart & 63))
+    if nfrac == 3:
+        packed = <int64_t>_be(p, 6) - 0x800000000000
+        if packed < 0 or (packed & 0xFFFFFF) > 999999:
+            return None
+    else:
+        intpart = <int64_t>_be(p, 3) - 0x800000
+        f = _be(p + 3, nfrac)
+        if intpart < 0 and f:
+            intpart += 1
+            f -= 0x100 if nfrac == 1 else 0x10000
+        if nfrac == 1 and not -100 < f < 100:
+            return None
+        if nfrac == 2 and not -10000 < f < 10000:
+            return None
+        packed = intpart * 0x1000000 + f * (10000 if nfrac == 1 else 100)
+    if packed < 0:
+        out[0] = 45
+        k = 1
+        packed = -packed
+    hms = packed >> 24
+    usec = packed & 0xFFFFFF
+    if usec > 999999:
+        return None
+    k += _hms(out + k, hms >> 12 & 0x3FF, hms >> 6 & 63, hms & 63)
+    _put(tmp, usec, 6)
+    out[k] = 46
+    memcpy(out + k + 1, tmp, fsp)
+    return _text(out, k + 1 + fsp)
+
+
+import sys as _sys
+if _sys.byteorder != "little":  # pragma: no cover - FLOAT/DOUBLE are copied as host doubles
+    raise ImportError("the compiled row core needs a little-endian machine")
