@@ -76,3 +76,17 @@ def test_source_option_skip_incidents():
     assert not SourceOptions.parse({"skipincidents": "False"}).skip_incidents
     with pytest.raises(ConfigError, match="skipIncidents is true or false"):
         SourceOptions.parse({"skipIncidents": "maybe"})
+
+
+def test_metrics_port_from_the_command_line_or_the_file(tmp_path):
+    config = load_config(_args("--source", "mysql://u@h/", "--lake", "x", "--metrics-port", "9108"))
+    assert (config.metrics_port, config.metrics_host) == (9108, "0.0.0.0")
+    assert load_config(_args("--source", "mysql://u@h/", "--lake", "x")).metrics_port is None
+    cfg = tmp_path / "pipeline.toml"
+    cfg.write_text('source = "mysql://u@h/"\nlake = "x"\nmetrics_port = 0\nmetrics_host = "127.0.0.1"\n')
+    config = load_config(_args("--config", str(cfg)))
+    assert (config.metrics_port, config.metrics_host) == (0, "127.0.0.1")
+    for bad in ('"9108"', "70000", "-1", "true"):
+        cfg.write_text(f'source = "mysql://u@h/"\nlake = "x"\nmetrics_port = {bad}\n')
+        with pytest.raises(ConfigError, match="--metrics-port takes a port number"):
+            load_config(_args("--config", str(cfg)))

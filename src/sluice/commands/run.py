@@ -20,6 +20,7 @@ examples:
   sluice run --source mariadb://repl@db/ --lake s3a-mounted/lake --tables 'shop\\..*' --trigger 5s
   sluice run --source mysql://repl@db/ --lake ./lake --trigger once      everything so far, then stop
   sluice run --config pipeline.toml
+  sluice run --source mysql://repl@db/ --lake ./lake --metrics-port 9108   Prometheus metrics on :9108/metrics
 
 The same settings in a TOML file (command-line options win):
   source = "mysql://repl@db:3306/?password_env=DB_PASSWORD"
@@ -35,9 +36,11 @@ parallel on Spark, each reconciled with the binlog between its watermarks; resum
 chunk) and then streams from the position taken before the first chunk, so nothing is missed or
 applied twice (--snapshot never streams from --from or the earliest binlog instead); afterwards
 it resumes where it stopped (LAKE/_sluice/checkpoint). A table
-without a primary key goes to the change log only and is reported as not mirrorable. Columns
-added by DDL appear in the mirror; dropped columns stay but are no longer written. Ctrl-C stops
-at the next batch boundary. Read a mirror with e.g.
+without a primary key goes to the change log only and is reported as not mirrorable. The mirror
+follows every DDL in the batch that carries it (added columns get the value the server gave
+existing rows; dropped columns and tables leave the mirror, their data archived under
+LAKE/_sluice/archive; what it cannot follow exactly is read again). Ctrl-C stops at the next
+batch boundary. Read a mirror with e.g.
   python -c "import deltalake; print(deltalake.DeltaTable('lake/shop/orders').to_pandas())"
 """
 
@@ -76,6 +79,12 @@ def register(sub: Any) -> None:
         help="go on past INCIDENT events (the server failed to log some changes there) with a warning "
         "instead of stopping",
     )
+    parser.add_argument(
+        "--metrics-port", type=int, metavar="N",
+        help="serve Prometheus metrics on http://HOST:N/metrics: lag (seconds, bytes), changes per table and op, "
+        "batches and their duration, snapshot progress, errors, the last committed position",
+    )
+    parser.add_argument("--metrics-host", metavar="ADDR", help="address the metrics listen on (default 0.0.0.0)")
     parser.add_argument("--config", metavar="FILE", help="read these settings from a TOML file")
     parser.set_defaults(handler=run)
 
@@ -93,12 +102,12 @@ def load_config(args: argparse.Namespace) -> Any:
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"{args.config} is not valid TOML: {exc}") from None
     known = {"source", "lake", "tables", "exclude_tables", "trigger", "master", "from", "max_rows_per_batch", "spark",
-             "snapshot", "chunk_rows", "skip_incidents"}
+             "snapshot", "chunk_rows", "skip_incidents", "metrics_port", "metrics_host"}
     unknown = set(settings) - known
     if unknown:
         raise ConfigError(f"{args.config}: unknown settings {sorted(unknown)}; known: {sorted(known)}")
     for key in ("source", "lake", "tables", "exclude_tables", "trigger", "master", "max_rows_per_batch", "snapshot",
-                "chunk_rows", "skip_incidents"):
+                "chunk_rows", "skip_incidents", "metrics_port", "metrics_host"):
         value = getattr(args, key, None)
         if value is not None:
             settings[key] = value
@@ -123,7 +132,17 @@ def load_config(args: argparse.Namespace) -> Any:
         chunk_rows=int(settings.get("chunk_rows", 50_000)),
         conf=tuple((str(k), str(v)) for k, v in spark_conf.items()),
         skip_incidents=bool(settings.get("skip_incidents", False)),
+        metrics_port=_port(settings.get("metrics_port")),
+        metrics_host=str(settings.get("metrics_host") or "0.0.0.0"),
     )
+
+
+def _port(value: Any) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 65535:
+        raise ConfigError(f"--metrics-port takes a port number 0..65535 (0: any free port); found {value!r}")
+    return value
 
 
 def run(args: argparse.Namespace) -> int:
@@ -135,9 +154,20 @@ def run(args: argparse.Namespace) -> int:
         print(f"sluice run: {text}", file=sys.stderr, flush=True)
 
     pipeline = Pipeline(config, progress=say)
+    metrics = None
+    if config.metrics_port is not None:
+        from sluice.spark.metrics import PipelineMetrics
+
+        metrics = pipeline.metrics = PipelineMetrics(pipeline.app_id)
+        port = metrics.serve(config.metrics_port, config.metrics_host)
+        say(f"metrics on http://{config.metrics_host}:{port}/metrics")
     if config.snapshot == "never" and config.starting_position == "earliest" and not pipeline.checkpoint_path.exists():
         say("first run without a snapshot: streaming from the earliest binlog still on the server")
     say(f"lake {config.lake}, pipeline {pipeline.app_id}; Ctrl-C stops at the next batch boundary")
-    stats = pipeline.run()
+    try:
+        stats = pipeline.run()
+    finally:
+        if metrics is not None:
+            metrics.close()
     say(f"stopped: {stats.line()}; {stats.inserted} inserted, {stats.updated} updated, {stats.deleted} deleted")
     return 0

@@ -63,6 +63,8 @@ class PipelineConfig:
     max_bytes_per_batch: int | None = 256 << 20
     conf: tuple[tuple[str, str], ...] = ()
     skip_incidents: bool = False  # go on past INCIDENT events (the server failed to log changes there)
+    metrics_port: int | None = None  # sluice run serves Prometheus metrics there (0: any free port)
+    metrics_host: str = "0.0.0.0"
 
     def __post_init__(self) -> None:
         if self.trigger not in _ONCE:
@@ -106,8 +108,10 @@ class PipelineStats:
 class Pipeline:
     """One streaming query from a server into a lake; ``run()`` blocks until it stops."""
 
-    def __init__(self, config: PipelineConfig, *, progress: Callable[[str], None] | None = None) -> None:
+    def __init__(self, config: PipelineConfig, *, progress: Callable[[str], None] | None = None,
+                 metrics: Any = None) -> None:
         self.config = config
+        self.metrics = metrics  # a PipelineMetrics (sluice run --metrics-port), or None
         self.stats = PipelineStats()
         self.progress = progress or (lambda text: log.info("%s", text))
         self._stop = threading.Event()
@@ -162,6 +166,7 @@ class Pipeline:
             runner = SnapshotRunner(
                 spark, cfg.source, cfg.lake, cfg.state_dir, self.app_id, table_filter(cfg.tables, cfg.exclude_tables),
                 chunk_rows=cfg.chunk_rows, progress=self.progress, history=SchemaHistory.open(self.history_path),
+                on_chunk=self.metrics and self.metrics.snapshot_progress,
             )
             # Once the stream runs, only tables added to the capture (or dropped from the snapshot by
             # `sluice snapshot` or by a DDL to re-read) are read; the stream then goes on from its
@@ -258,11 +263,24 @@ class Pipeline:
 
     # -- one micro-batch ---------------------------------------------------------------------------
     def _batch(self, df: Any, batch_id: int) -> None:
+        started = time.monotonic()
         try:
-            self._write(df.toArrow(), batch_id)
+            table = df.toArrow()
+            self._write(table, batch_id)
         except BaseException as exc:
             self.error = exc
+            if self.metrics is not None:
+                self.metrics.error(exc)
             raise
+        if self.metrics is not None and table.num_rows:
+            counts = table.group_by(["db", "table", "op"]).aggregate([("op", "count")]).to_pylist()
+            self.metrics.batch(
+                time.monotonic() - started,
+                [(f"{c['db']}.{c['table']}", c["op"], c["op_count"]) for c in counts if c["op"] != "ddl"],
+                sum(c["op_count"] for c in counts if c["op"] == "ddl"),
+                table.column("file")[-1].as_py(), table.column("pos")[-1].as_py(),
+                self.stats.last_commit_lag, self.stats.lag_bytes,
+            )
 
     def _write(self, table: Any, batch_id: int) -> None:
         import pyarrow.compute as pc
@@ -346,7 +364,7 @@ class Pipeline:
         cfg = self.config
         runner = SnapshotRunner(self._spark, cfg.source, cfg.lake, cfg.state_dir, self.app_id,
                                 table_filter(cfg.tables, cfg.exclude_tables), chunk_rows=cfg.chunk_rows,
-                                progress=self.progress)
+                                progress=self.progress, on_chunk=self.metrics and self.metrics.snapshot_progress)
         self._filter = SnapshotFilter(runner.run(only_new=True, only=frozenset(names)))
 
     def _lag_bytes(self, file: str, pos: int) -> int | None:

@@ -114,7 +114,8 @@ class SnapshotRunner:
 
     def __init__(self, spark: Any, source: str, lake_root: str, state_dir: Path, app_id: str,
                  include: Callable[[str, str], bool] | None, *, chunk_rows: int = 50_000,
-                 progress: Callable[[str], None] | None = None, history: SchemaHistory | None = None) -> None:
+                 progress: Callable[[str], None] | None = None, history: SchemaHistory | None = None,
+                 on_chunk: Callable[[int, int, int], None] | None = None) -> None:
         self.spark = spark
         self.source = source
         self.state_path = state_dir / "snapshot.json"
@@ -123,6 +124,7 @@ class SnapshotRunner:
         self.chunk_rows = chunk_rows
         self.progress = progress or (lambda text: log.info("%s", text))
         self.history = history  # the stream's schema history: the schema at ``start`` goes there
+        self.on_chunk = on_chunk  # (chunks done, chunks planned, rows written) after every chunk
         self._failed: dict[str, str] = {}  # chunk errors of this pass that DDL may explain
 
     def run(self, *, only_new: bool = False, only: frozenset[str] | None = None) -> SnapshotState:
@@ -261,6 +263,8 @@ class SnapshotRunner:
             left = (total - done) * (rows_done / max(done - (total - len(pending)), 1))
             eta = f", ETA {left / rate:.0f}s" if rate > 0 and done < total else ""
             self.progress(f"snapshot: {done}/{total} chunks, {rows_done:,} rows ({rate:,.0f} rows/s){eta}")
+            if self.on_chunk is not None:
+                self.on_chunk(done, total, rows_done)
         return stale
 
     def _in_order(self, payloads: list[Any]) -> Iterator[Any]:

@@ -1,0 +1,102 @@
+"""Prometheus metrics of a running pipeline (``sluice run --metrics-port N``).
+
+One registry per pipeline (never the process-wide default, so two pipelines in one process or a
+test's second run do not collide), served over HTTP by ``prometheus_client``. The pipeline calls
+:meth:`PipelineMetrics.batch` after every committed micro-batch, the snapshot calls
+:meth:`snapshot_progress` after every chunk, and errors are counted by their sluice error class.
+Every name starts with ``sluice_``; what each one means is in its help text (``curl :N/metrics``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+
+from sluice.errors import ConfigError
+
+__all__ = ["PipelineMetrics"]
+
+_BATCH_SECONDS = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
+
+
+class PipelineMetrics:
+    """The metrics of one pipeline; ``serve`` exposes them on a port."""
+
+    def __init__(self, pipeline: str) -> None:
+        self.registry = r = CollectorRegistry()
+        label = {"pipeline": pipeline}
+        self.batches = Counter("sluice_batches", "Micro-batches committed to the lake", ["pipeline"],
+                               registry=r).labels(**label)
+        self.batch_seconds = Histogram(
+            "sluice_batch_duration_seconds", "Time from a micro-batch's start to its commit in the lake",
+            ["pipeline"], buckets=_BATCH_SECONDS, registry=r,
+        ).labels(**label)
+        self.changes = Counter("sluice_changes", "Row changes committed, per captured table and operation",
+                               ["pipeline", "table", "op"], registry=r)
+        self.ddl = Counter("sluice_ddl", "DDL statements applied to the mirror", ["pipeline"], registry=r).labels(
+            **label)
+        self.lag_seconds = Gauge(
+            "sluice_lag_seconds", "Seconds from the newest transaction commit of the last batch to its visibility "
+            "in the lake", ["pipeline"], registry=r,
+        ).labels(**label)
+        self.lag_bytes = Gauge(
+            "sluice_lag_bytes", "Bytes of binlog the server has written past the last committed position (same "
+            "file; checked at most every 5 s)", ["pipeline"], registry=r,
+        ).labels(**label)
+        self.position = Gauge(
+            "sluice_committed_position", "Binlog offset of the last committed change, labelled with its file",
+            ["pipeline", "file"], registry=r,
+        )
+        self.snapshot_chunks = Gauge("sluice_snapshot_chunks", "Snapshot chunks in the plan", ["pipeline"],
+                                     registry=r).labels(**label)
+        self.snapshot_chunks_done = Gauge("sluice_snapshot_chunks_done", "Snapshot chunks written to the lake",
+                                          ["pipeline"], registry=r).labels(**label)
+        self.snapshot_rows = Gauge("sluice_snapshot_rows", "Rows the snapshot has written to the lake",
+                                   ["pipeline"], registry=r).labels(**label)
+        self.errors = Counter("sluice_errors", "Errors that stopped the pipeline, by sluice error class",
+                              ["pipeline", "error"], registry=r)
+        self._label = pipeline
+        self._file: str | None = None
+        self._server: Any = None
+
+    def serve(self, port: int, host: str = "0.0.0.0") -> int:
+        """Serve ``/metrics`` on ``host:port`` (0 picks a free port); returns the port."""
+        try:
+            self._server, _thread = start_http_server(port, addr=host, registry=self.registry)
+        except OSError as exc:
+            raise ConfigError(f"--metrics-port {port}: cannot listen on {host}:{port} ({exc.strerror})") from None
+        return int(self._server.server_port)
+
+    def close(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+    def batch(self, seconds: float, counts: list[tuple[str, str, int]], ddl: int, file: str | None, pos: int | None,
+              lag_seconds: float | None, lag_bytes: int | None) -> None:
+        """One committed micro-batch: its duration, ``(table, op, n)`` counts, DDL and last position."""
+        self.batches.inc()
+        self.batch_seconds.observe(seconds)
+        for table, op, n in counts:
+            self.changes.labels(self._label, table, op).inc(n)
+        if ddl:
+            self.ddl.inc(ddl)
+        if lag_seconds is not None:
+            self.lag_seconds.set(lag_seconds)
+        if lag_bytes is not None:
+            self.lag_bytes.set(lag_bytes)
+        if file is not None and pos is not None:
+            if file != self._file and self._file is not None:
+                self.position.remove(self._label, self._file)
+            self._file = file
+            self.position.labels(self._label, file).set(pos)
+
+    def snapshot_progress(self, done: int, total: int, rows: int) -> None:
+        self.snapshot_chunks.set(total)
+        self.snapshot_chunks_done.set(done)
+        self.snapshot_rows.set(rows)
+
+    def error(self, exc: BaseException) -> None:
+        self.errors.labels(self._label, type(exc).__name__).inc()
