@@ -26,6 +26,7 @@ import zstandard
 
 from sluice.binlog.checksum import CHECKSUM_LEN, crc32_matches, verify_crc32
 from sluice.binlog.constants import ChecksumAlgorithm, EventType
+from sluice.binlog.decoders.context import TableEntry
 from sluice.binlog.decoders.control import check_supported, server_version_of
 from sluice.binlog.decoders.registry import DECODERS
 from sluice.binlog.decoders.table_map import decode_table_map_fields
@@ -234,7 +235,7 @@ class EventParser:
         self._end_transaction()
         return fde
 
-    # -- services for decoders ---------------------------------------------------------------
+    # -- services for decoders (decoders.context.DecodeContext) --------------------------------
     def post_header_len(self, type_code: int, default: int) -> int:
         i = type_code - 1
         phl = self._phl
@@ -281,7 +282,10 @@ class EventParser:
         self._last_entry = entry
         return entry
 
-    def plan_of(self, entry: _TableEntry) -> Any:
+    def skip_rows(self) -> None:
+        self.skipped_rows_events += 1
+
+    def plan_of(self, entry: TableEntry) -> Any:
         pf = self._plan_for
         if pf is None:
             pf = self._plan_for = importlib.import_module("sluice.binlog.rowplan").plan_for

@@ -26,7 +26,7 @@ from sluice.binlog.header import HEADER_LEN, EventHeader
 from sluice.errors import UnsupportedError
 
 if TYPE_CHECKING:
-    from sluice.binlog.parser import EventParser
+    from sluice.binlog.decoders.context import DecodeContext
 
 Body = bytes | memoryview
 _VERSION_RE = re.compile(r"(\d+)\.(\d+)\.(\d+)")
@@ -58,7 +58,7 @@ def check_supported(text: str, is_mariadb: bool, version: tuple[int, int, int]) 
         )
 
 
-def decode_format_description(header: EventHeader, body: Body, p: EventParser) -> FormatDescriptionEvent:
+def decode_format_description(header: EventHeader, body: Body, p: DecodeContext) -> FormatDescriptionEvent:
     """``body`` excludes the trailing 4 checksum bytes but includes the algorithm byte."""
     text, is_mariadb, version = server_version_of(body)
     check_supported(text, is_mariadb, version)
@@ -84,17 +84,17 @@ def decode_format_description(header: EventHeader, body: Body, p: EventParser) -
     )
 
 
-def decode_rotate(header: EventHeader, body: Body, p: EventParser) -> RotateEvent:
+def decode_rotate(header: EventHeader, body: Body, p: DecodeContext) -> RotateEvent:
     (position,) = U64.unpack_from(body, 0)
     return RotateEvent(header, position, bytes(body[8:]).decode("utf-8"))
 
 
-def decode_stop(header: EventHeader, body: Body, p: EventParser) -> StopEvent:
+def decode_stop(header: EventHeader, body: Body, p: DecodeContext) -> StopEvent:
     # MariaDB may pad STOP_EVENT; its content carries no information.
     return StopEvent(header)
 
 
-def decode_heartbeat(header: EventHeader, body: Body, p: EventParser) -> HeartbeatEvent:
+def decode_heartbeat(header: EventHeader, body: Body, p: DecodeContext) -> HeartbeatEvent:
     return HeartbeatEvent(header, bytes(body).decode("utf-8"), header.log_pos)
 
 
@@ -103,7 +103,7 @@ def decode_heartbeat(header: EventHeader, body: Body, p: EventParser) -> Heartbe
 _HB_END_MARK, _HB_FILENAME, _HB_POSITION = 0, 1, 2
 
 
-def decode_heartbeat_v2(header: EventHeader, body: Body, p: EventParser) -> HeartbeatEvent:
+def decode_heartbeat_v2(header: EventHeader, body: Body, p: DecodeContext) -> HeartbeatEvent:
     pos, end = 0, len(body)
     name, position = "", 0
     while pos < end:
@@ -123,7 +123,7 @@ def decode_heartbeat_v2(header: EventHeader, body: Body, p: EventParser) -> Hear
     return HeartbeatEvent(header, name, position)
 
 
-def decode_incident(header: EventHeader, body: Body, p: EventParser) -> IncidentEvent:
+def decode_incident(header: EventHeader, body: Body, p: DecodeContext) -> IncidentEvent:
     (incident,) = U16.unpack_from(body, 0)
     n = body[2]
     msg, pos = take(body, 3, n, "incident message")
@@ -132,7 +132,7 @@ def decode_incident(header: EventHeader, body: Body, p: EventParser) -> Incident
     return IncidentEvent(header, incident, msg.decode("utf-8", "replace"))
 
 
-def decode_binlog_checkpoint(header: EventHeader, body: Body, p: EventParser) -> BinlogCheckpointEvent:
+def decode_binlog_checkpoint(header: EventHeader, body: Body, p: DecodeContext) -> BinlogCheckpointEvent:
     (n,) = U32.unpack_from(body, 0)
     name, pos = take(body, 4, n, "checkpoint file name")
     if pos != len(body):
@@ -140,7 +140,7 @@ def decode_binlog_checkpoint(header: EventHeader, body: Body, p: EventParser) ->
     return BinlogCheckpointEvent(header, name.decode("utf-8"))
 
 
-def decode_start_encryption(header: EventHeader, body: Body, p: EventParser) -> object:
+def decode_start_encryption(header: EventHeader, body: Body, p: DecodeContext) -> object:
     raise UnsupportedError(
         "this binlog file is encrypted (MariaDB encrypt_binlog=ON, START_ENCRYPTION_EVENT): sluice "
         "cannot decrypt binlog files; read the changes through the server instead (sluice tail, "

@@ -31,7 +31,7 @@ from sluice.binlog.gtid import MariadbGtid, MysqlGtidSet
 from sluice.binlog.header import EventHeader
 
 if TYPE_CHECKING:
-    from sluice.binlog.parser import EventParser
+    from sluice.binlog.decoders.context import DecodeContext
 
 Body = bytes | memoryview
 _GTID_HEAD = struct.Struct("<B16sQ")
@@ -43,7 +43,7 @@ _TS_ORIGINAL_BIT = 1 << 55
 _VERSION_ORIGINAL_BIT = 1 << 31
 
 
-def decode_gtid(header: EventHeader, body: Body, p: EventParser) -> ev.GtidEvent:
+def decode_gtid(header: EventHeader, body: Body, p: DecodeContext) -> ev.GtidEvent:
     flags, sid, gno = _GTID_HEAD.unpack_from(body, 0)
     pos, end = 25, len(body)
     extra: dict[str, int] = {}
@@ -97,7 +97,7 @@ _UNSIGNED_FIELDS = {
 _SIGNED_FIELDS = {_F_GNO: "gno", _F_LAST_COMMITTED: "last_committed", _F_SEQUENCE_NUMBER: "sequence_number"}
 
 
-def decode_gtid_tagged(header: EventHeader, body: Body, p: EventParser) -> ev.GtidEvent:
+def decode_gtid_tagged(header: EventHeader, body: Body, p: DecodeContext) -> ev.GtidEvent:
     _version, pos = read_varlen(body, 0)
     size, pos = read_varlen(body, pos)
     last_non_ignorable, pos = read_varlen(body, pos)
@@ -143,11 +143,11 @@ def decode_gtid_tagged(header: EventHeader, body: Body, p: EventParser) -> ev.Gt
     return ev.GtidEvent(header, flags, uuid.UUID(bytes=sid), gno, tag, **vals)
 
 
-def decode_previous_gtids(header: EventHeader, body: Body, p: EventParser) -> ev.PreviousGtidsEvent:
+def decode_previous_gtids(header: EventHeader, body: Body, p: DecodeContext) -> ev.PreviousGtidsEvent:
     return ev.PreviousGtidsEvent(header, MysqlGtidSet.decode(body))
 
 
-def decode_mariadb_gtid(header: EventHeader, body: Body, p: EventParser) -> ev.MariadbGtidEvent:
+def decode_mariadb_gtid(header: EventHeader, body: Body, p: DecodeContext) -> ev.MariadbGtidEvent:
     seq_no, domain_id, flags = _MARIA_HEAD.unpack_from(body, 0)
     pos, end = 13, len(body)
     extra: dict[str, Any] = {}
@@ -177,7 +177,7 @@ def decode_mariadb_gtid(header: EventHeader, body: Body, p: EventParser) -> ev.M
     return ev.MariadbGtidEvent(header, seq_no, domain_id, flags, **extra)
 
 
-def decode_mariadb_gtid_list(header: EventHeader, body: Body, p: EventParser) -> ev.MariadbGtidListEvent:
+def decode_mariadb_gtid_list(header: EventHeader, body: Body, p: DecodeContext) -> ev.MariadbGtidListEvent:
     (word,) = U32.unpack_from(body, 0)
     count, flags = word & 0x0FFFFFFF, word >> 28
     # An empty list is written padded with zero bytes (seen from MariaDB 10.11); allow only zeros.

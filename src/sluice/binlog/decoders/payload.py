@@ -19,7 +19,7 @@ from sluice.binlog.header import HEADER_LEN, EventHeader
 from sluice.errors import UnsupportedError
 
 if TYPE_CHECKING:
-    from sluice.binlog.parser import EventParser
+    from sluice.binlog.decoders.context import DecodeContext
 
 Body = bytes | memoryview
 _END_MARK, _PAYLOAD_SIZE, _COMPRESSION_TYPE, _UNCOMPRESSED_SIZE = 0, 1, 2, 3
@@ -27,7 +27,7 @@ ZSTD, NONE = 0, 255
 MAX_UNCOMPRESSED = 1 << 32
 
 
-def decode_transaction_payload(header: EventHeader, body: Body, p: EventParser) -> TransactionPayloadEvent:
+def decode_transaction_payload(header: EventHeader, body: Body, p: DecodeContext) -> TransactionPayloadEvent:
     pos, end = 0, len(body)
     size: int | None = None
     ctype = NONE

@@ -30,7 +30,7 @@ from sluice.binlog.header import EventHeader
 from sluice.binlog.redact import redact_credentials
 
 if TYPE_CHECKING:
-    from sluice.binlog.parser import EventParser
+    from sluice.binlog.decoders.context import DecodeContext
 
 Body = bytes | memoryview
 _QUERY_POST = struct.Struct("<IIBHH")
@@ -172,7 +172,7 @@ def inflate_mariadb(body: Body, pos: int, what: str) -> bytes:
     return out
 
 
-def _decode_query(header: EventHeader, body: Body, p: EventParser, compressed: bool) -> QueryEvent:
+def _decode_query(header: EventHeader, body: Body, p: DecodeContext, compressed: bool) -> QueryEvent:
     thread_id, exec_time, db_len, error_code, status_len = _QUERY_POST.unpack_from(body, 0)
     start = p.post_header_len(header.type_code, 13)
     need(body, start, status_len, "status variables")
@@ -190,21 +190,21 @@ def _decode_query(header: EventHeader, body: Body, p: EventParser, compressed: b
     )
 
 
-def decode_query(header: EventHeader, body: Body, p: EventParser) -> QueryEvent:
+def decode_query(header: EventHeader, body: Body, p: DecodeContext) -> QueryEvent:
     return _decode_query(header, body, p, False)
 
 
-def decode_query_compressed(header: EventHeader, body: Body, p: EventParser) -> QueryEvent:
+def decode_query_compressed(header: EventHeader, body: Body, p: DecodeContext) -> QueryEvent:
     return _decode_query(header, body, p, True)
 
 
-def decode_xid(header: EventHeader, body: Body, p: EventParser) -> XidEvent:
+def decode_xid(header: EventHeader, body: Body, p: DecodeContext) -> XidEvent:
     if len(body) != 8:
         raise ValueError(f"XID body of {len(body)} bytes, expected 8")
     return XidEvent(header, U64.unpack_from(body, 0)[0])
 
 
-def decode_xa_prepare(header: EventHeader, body: Body, p: EventParser) -> XaPrepareEvent:
+def decode_xa_prepare(header: EventHeader, body: Body, p: DecodeContext) -> XaPrepareEvent:
     one_phase, format_id, gl, bl = _XA.unpack_from(body, 0)
     if gl > 64 or bl > 64:
         raise ValueError(f"XA id lengths {gl}+{bl} exceed 64 bytes each")
@@ -215,20 +215,20 @@ def decode_xa_prepare(header: EventHeader, body: Body, p: EventParser) -> XaPrep
     return XaPrepareEvent(header, bool(one_phase), format_id, gtrid, bqual)
 
 
-def decode_intvar(header: EventHeader, body: Body, p: EventParser) -> IntvarEvent:
+def decode_intvar(header: EventHeader, body: Body, p: DecodeContext) -> IntvarEvent:
     if len(body) != 9:
         raise ValueError(f"INTVAR body of {len(body)} bytes, expected 9")
     return IntvarEvent(header, body[0], U64.unpack_from(body, 1)[0])
 
 
-def decode_rand(header: EventHeader, body: Body, p: EventParser) -> RandEvent:
+def decode_rand(header: EventHeader, body: Body, p: DecodeContext) -> RandEvent:
     if len(body) != 16:
         raise ValueError(f"RAND body of {len(body)} bytes, expected 16")
     s1, s2 = _U64X2.unpack_from(body, 0)
     return RandEvent(header, s1, s2)
 
 
-def decode_user_var(header: EventHeader, body: Body, p: EventParser) -> UserVarEvent:
+def decode_user_var(header: EventHeader, body: Body, p: DecodeContext) -> UserVarEvent:
     (n,) = U32.unpack_from(body, 0)
     name, pos = take(body, 4, n, "user variable name")
     is_null = body[pos]
@@ -251,13 +251,13 @@ def decode_user_var(header: EventHeader, body: Body, p: EventParser) -> UserVarE
     return UserVarEvent(header, sname, False, vtype, charset, value, flags)
 
 
-def decode_rows_query(header: EventHeader, body: Body, p: EventParser) -> RowsQueryEvent:
+def decode_rows_query(header: EventHeader, body: Body, p: DecodeContext) -> RowsQueryEvent:
     # The first byte holds the length modulo 256 only; the text runs to the end (log_event.cc).
     need(body, 0, 1, "rows query length byte")
     return RowsQueryEvent(header, redact_credentials(bytes(body[1:])))
 
 
-def decode_annotate_rows(header: EventHeader, body: Body, p: EventParser) -> AnnotateRowsEvent:
+def decode_annotate_rows(header: EventHeader, body: Body, p: DecodeContext) -> AnnotateRowsEvent:
     return AnnotateRowsEvent(header, bytes(body))
 
 

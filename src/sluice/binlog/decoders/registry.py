@@ -1,7 +1,8 @@
 """The event-type registry: type code -> decoder function, one module per event family.
 
-A decoder takes ``(header, body, parser)`` where ``body`` is exactly the event body (checksum
-removed) and returns one event dataclass. Types missing here decode to ``UnknownEvent``.
+A decoder takes ``(header, body, ctx)`` where ``body`` is exactly the event body (checksum
+removed) and ``ctx`` the narrow reading state of ``decoders.context.DecodeContext``, and returns
+one event dataclass. Types missing here decode to ``UnknownEvent``.
 """
 
 from __future__ import annotations

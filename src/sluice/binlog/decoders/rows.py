@@ -23,7 +23,7 @@ from sluice.binlog.events import RowsEvent, RowsKind, SkippedRowsEvent
 from sluice.binlog.header import EventHeader, frozen_builder
 
 if TYPE_CHECKING:
-    from sluice.binlog.parser import EventParser
+    from sluice.binlog.decoders.context import DecodeContext
 
 Body = bytes | memoryview
 
@@ -54,7 +54,7 @@ _TID_FLAGS = struct.Struct("<IHH").unpack_from  # table id (low 4 bytes, high 2)
 _build_rows = frozen_builder(RowsEvent)
 
 
-def decode_rows(header: EventHeader, body: Body, p: EventParser) -> RowsEvent | SkippedRowsEvent:
+def decode_rows(header: EventHeader, body: Body, p: DecodeContext) -> RowsEvent | SkippedRowsEvent:
     tc = header.type_code
     kind, compressed, partial = ROWS_TYPES[tc]
     phl = p.post_header_len(tc, 10 if tc in _V2_TYPES else 8)
@@ -70,7 +70,7 @@ def decode_rows(header: EventHeader, body: Body, p: EventParser) -> RowsEvent | 
     entry = p.table_entry(table_id, header)
     tm = entry.table_map
     if entry.plan is False:
-        p.skipped_rows_events += 1
+        p.skip_rows()
         return SkippedRowsEvent(header, table_id, tm.schema, tm.table)
     ncols = body[pos]
     if ncols < 251:

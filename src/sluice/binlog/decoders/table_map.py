@@ -23,7 +23,7 @@ from sluice.binlog.header import EventHeader
 from sluice.errors import UnsupportedError
 
 if TYPE_CHECKING:
-    from sluice.binlog.parser import EventParser
+    from sluice.binlog.decoders.context import DecodeContext
 
 Body = bytes | memoryview
 
@@ -205,7 +205,7 @@ def _apply_optional(
 _EMPTY_INFO = ColumnInfo()
 
 
-def decode_table_map_fields(body: Body, p: EventParser) -> tuple[Any, ...]:
+def decode_table_map_fields(body: Body, p: DecodeContext) -> tuple[Any, ...]:
     """Everything of a TABLE_MAP except its header, in ``TableMapEvent`` field order."""
     if p.post_header_len(19, 8) == 6:
         (table_id,) = U32.unpack_from(body, 0)
@@ -239,5 +239,5 @@ def decode_table_map_fields(body: Body, p: EventParser) -> tuple[Any, ...]:
     )
 
 
-def decode_table_map(header: EventHeader, body: Body, p: EventParser) -> TableMapEvent:
+def decode_table_map(header: EventHeader, body: Body, p: DecodeContext) -> TableMapEvent:
     return p.on_table_map(header, body)
