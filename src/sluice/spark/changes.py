@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import pyarrow as pa
 
@@ -80,6 +80,10 @@ def record_batch(changes: Sequence[RowChange | DdlRecord], commit_us: Iterable[i
     """An Arrow batch of the change schema; ``commit_us`` gives each change's commit time in µs."""
     if any(c.op == "ddl" for c in changes):
         return _with_ddl(changes, list(commit_us))
+    return _rows_batch(cast("Sequence[RowChange]", changes), list(commit_us))
+
+
+def _rows_batch(changes: Sequence[RowChange], commit_us: list[int]) -> pa.RecordBatch:
     columns = [
         [c.op for c in changes],
         [c.db for c in changes],
@@ -109,13 +113,16 @@ def _with_ddl(records: Sequence[RowChange | DdlRecord], commit_us: list[int]) ->
         while j < len(records) and records[j].op != "ddl":
             j += 1
         if j > i:
-            parts.append(pa.Table.from_batches([record_batch(records[i:j], commit_us[i:j])]))  # type: ignore[arg-type]
+            rows = cast("Sequence[RowChange]", records[i:j])
+            parts.append(pa.Table.from_batches([_rows_batch(rows, commit_us[i:j])]))
         if j < len(records):
             d = records[j]
             assert isinstance(d, DdlRecord)
-            row = {"op": "ddl", "db": d.db, "table": d.tables[0][1] if d.tables else None, "before": None,
-                   "after": None, "json_diffs": None, "pk": [], "file": d.file, "pos": d.pos, "row": 0,
-                   "gtid": d.gtid, "ts": d.ts * 1_000_000, "commit_ts": commit_us[j], "ddl": ddl_json(d)}
+            row: dict[str, Any] = {
+                "op": "ddl", "db": d.db, "table": d.tables[0][1] if d.tables else None, "before": None,
+                "after": None, "json_diffs": None, "pk": [], "file": d.file, "pos": d.pos, "row": 0,
+                "gtid": d.gtid, "ts": d.ts * 1_000_000, "commit_ts": commit_us[j], "ddl": ddl_json(d),
+            }
             parts.append(pa.Table.from_pylist([row], schema=ARROW_SCHEMA))
         i = j + 1
     return pa.concat_tables(parts).combine_chunks().to_batches()[0]

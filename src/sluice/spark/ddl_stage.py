@@ -51,8 +51,8 @@ class DdlStage:
             before = history.catalog_at(file, pos)
             if before is None:
                 log.warning("no schema history before the DDL at %s:%s; its tables are re-read", file, pos)
-                planned = [MirrorStep("reread", *name.split(".", 1), why="no schema known before it")
-                           for name in ddl["tables"] if self.captured(*name.split(".", 1))]
+                planned = [MirrorStep("reread", db, table, why="no schema known before it")
+                           for db, table in (name.split(".", 1) for name in ddl["tables"]) if self.captured(db, table)]
             else:
                 planned = plan_ddl(before, ddl["sql"], ddl.get("default_db"), self.captured, before.flavor)
             for step in planned:

@@ -53,11 +53,13 @@ def _window_changes(config: Any, catalog_json: dict[str, Any], schema: TableSche
 
 
 def read_and_reconcile(payload: tuple[str, dict[str, Any], dict[str, Any], list[str], dict[str, Any], str, bool]
-                        ) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], int, bytes | list[dict[str, Any]]]:
+                        ) -> tuple[dict[str, Any], dict[str, Any] | None, dict[str, Any] | None, int,
+                                   bytes | list[dict[str, Any]] | str | None]:
     """A Spark task: read one chunk between watermarks and reconcile it with the binlog between them.
 
     Returns the chunk, its watermarks, its row count and its rows: with ``append`` the mirror's
-    Arrow table as IPC bytes, else decoded row dicts (for a MERGE).
+    Arrow table as IPC bytes, else decoded row dicts (for a MERGE). A chunk the table no longer fits
+    returns no watermarks and, for values that did not fit its columns, the error's text.
     """
     try:
         return _read_chunk_task(payload)

@@ -68,7 +68,7 @@ def column_fill(node: exp.ColumnDef, col: ColumnDef) -> ColumnFill:
         c = cons.args.get("kind") if isinstance(cons, exp.ColumnConstraint) else cons
         if isinstance(c, exp.DefaultColumnConstraint):
             default = c.this
-        elif not isinstance(c, _NEUTRAL):
+        elif c is not None and not isinstance(c, _NEUTRAL):
             return ColumnFill(exact=False, why=f"column {col.name} is {c.sql(dialect='mysql')[:60]}")
     if default is None:
         if col.nullable:
