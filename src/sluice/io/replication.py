@@ -24,6 +24,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from sluice.binlog.constants import ChecksumAlgorithm, EventType
+from sluice.binlog.decoders.control import rotate_target
 from sluice.binlog.header import HEADER, HEADER_LEN
 from sluice.dsn import ConnectionConfig
 from sluice.errors import ConfigError, ProtocolError, server_error
@@ -33,7 +34,6 @@ from sluice.wire.constants import BINLOG_DUMP_NON_BLOCK, BINLOG_SEND_ANNOTATE_RO
 
 log = logging.getLogger(__name__)
 
-_ROTATE_POS = struct.Struct("<Q")
 LOG_EVENT_ARTIFICIAL_F = 0x20  # sql/log_event.h: made up by the server, not in any binlog file
 MARIA_SLAVE_CAPABILITY_MINE = 4  # MariaDB sql/log_event.h: GTID, annotate rows, binlog checkpoint
 
@@ -170,12 +170,13 @@ class ReplicationStream:
             yield RawEvent(self.file, pos, data)
 
     def _apply_rotate(self, data: memoryview) -> None:
-        """Switch to the file a ROTATE names; its body is position (8 bytes) + file name."""
+        """Switch to the file a ROTATE names (the stream's position follows it before decoding)."""
         end = len(data) - (4 if self.checksum != "NONE" else 0)
-        (position,) = _ROTATE_POS.unpack_from(data, HEADER_LEN)
-        name = bytes(data[HEADER_LEN + 8 : end]).decode("utf-8", "replace")
-        self.file = name
-        self.next_pos = position
+        try:
+            self.file, self.next_pos = rotate_target(data[HEADER_LEN:end])
+        except (ValueError, struct.error) as exc:
+            raise ProtocolError(f"the server sent a ROTATE event sluice cannot read ({exc}) at {self.file}:"
+                                f"{self.next_pos}") from exc
 
     # -- connection set-up -------------------------------------------------------------------------
 

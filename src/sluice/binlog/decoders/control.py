@@ -84,9 +84,15 @@ def decode_format_description(header: EventHeader, body: Body, p: DecodeContext)
     )
 
 
-def decode_rotate(header: EventHeader, body: Body, p: DecodeContext) -> RotateEvent:
+def rotate_target(body: Body) -> tuple[str, int]:
+    """The file and position a ROTATE_EVENT body names: position (u64), then the file name."""
     (position,) = U64.unpack_from(body, 0)
-    return RotateEvent(header, position, bytes(body[8:]).decode("utf-8"))
+    return bytes(body[8:]).decode("utf-8"), position
+
+
+def decode_rotate(header: EventHeader, body: Body, p: DecodeContext) -> RotateEvent:
+    file, position = rotate_target(body)
+    return RotateEvent(header, position, file)
 
 
 def decode_stop(header: EventHeader, body: Body, p: DecodeContext) -> StopEvent:
