@@ -317,3 +317,18 @@ def test_preferred_tls_falls_back_to_plain() -> None:
             assert conn.is_mariadb
             assert conn.server_version == "10.11.0-MariaDB"
     thread.join(5)
+
+
+def test_stream_rows_in_chunks(server: Sandbox) -> None:
+    with Connection.open(_config(server)) as conn:
+        sql = "SELECT seq, CONCAT('r', seq), NULL FROM (" + " UNION ALL ".join(
+            f"SELECT {i} AS seq" for i in range(25)) + ") t ORDER BY seq"
+        chunks = list(conn.stream_rows(sql, 10))
+        assert [len(c) for c in chunks] == [10, 10, 5]
+        assert [row for c in chunks for row in c] == [(str(i), f"r{i}", None) for i in range(25)]
+        assert list(conn.stream_rows("SELECT 1 FROM DUAL WHERE 1 = 0", 10)) == []
+        assert list(conn.stream_rows("DO 1", 10)) == []
+        with pytest.raises(ServerError) as raised:
+            list(conn.stream_rows("SELECT * FROM no_such_db.no_such_table", 10))
+        assert raised.value.errno in (1049, 1146)  # unknown database / table
+        assert conn.query("SELECT 7").rows == [("7",)]  # the connection is in step afterwards

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import socket
 import ssl
+from collections.abc import Iterator
 from types import TracebackType
 
 from sluice import __version__ as _sluice_version
@@ -259,6 +260,19 @@ class Connection:
         if isinstance(result, OkPacket):
             return ResultSet(columns=(), rows=[], status=result.status, warnings=result.warnings)
         return result
+
+    def stream_rows(self, sql: str, chunk: int) -> Iterator[list[tuple[str | None, ...]]]:
+        """The text rows of ``sql`` in lists of up to ``chunk``, read as the server sends them (the
+        result set is never held whole). Run the generator to its end before using the connection
+        again."""
+        self.send_command(com_query(sql))
+        reader = ResultSetReader(self._capabilities)
+        while True:
+            done = reader.feed(self.read_payload())
+            if reader.pending and (done or reader.pending >= chunk):
+                yield reader.take_rows()
+            if done:
+                return
 
     def execute(self, sql: str) -> OkPacket:
         """Run a statement without a result set and return the server's OK (rows are discarded)."""

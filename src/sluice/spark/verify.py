@@ -44,10 +44,6 @@ from sluice.io.connection import Connection
 from sluice.spark import types as _types
 from sluice.spark.layout import mirror_columns_for_schema
 from sluice.spark.types import MirrorColumn, column_array
-from sluice.wire.commands import com_query
-from sluice.wire.constants import EOF_HEADER, ERR_HEADER, OK_HEADER, Capability
-from sluice.wire.responses import parse_err, read_lenenc_int
-from sluice.wire.resultset import parse_text_row
 
 __all__ = ["TableVerdict", "lake_tables", "verify_lake"]
 
@@ -164,7 +160,7 @@ def _verify_table(conn: Connection, db: str, table: str, schema: TableSchema | N
     for batch in dataset.to_batches(columns=[name for name, _ in plan.mirror_fields]):
         mirror.add(batch)
     source = _SourceSide(plan, mirror)
-    stream = _stream_rows(conn, f"SELECT {select_list(plan.schema)} FROM {_quote(db)}.{_quote(table)}")
+    stream = conn.stream_rows(f"SELECT {select_list(plan.schema)} FROM {_quote(db)}.{_quote(table)}", CHUNK_ROWS)
     try:
         for chunk in stream:
             source.add(chunk)
@@ -405,39 +401,3 @@ class _SourceSide:
         ok = not (self.missing or extra or self.different or plan.failing or self.cast_notes)
         return TableVerdict(db, table, self.rows, mirror.rows, self.missing, extra, self.different, ok,
                             "; ".join(notes) or None, tuple(samples))
-
-
-# -- the streamed SELECT --------------------------------------------------------------------------
-
-def _stream_rows(conn: Connection, sql: str, chunk: int | None = None) -> Iterator[list[tuple[str | None, ...]]]:
-    """The text rows of ``sql`` in lists of up to ``chunk`` (default ``CHUNK_ROWS``), read as the
-    server sends them (the result set is never held whole). The generator must be run to its end
-    before the connection is used again."""
-    size = CHUNK_ROWS if chunk is None else chunk
-    conn.send_command(com_query(sql))
-    head = conn.read_payload()
-    if head[:1] == bytes((ERR_HEADER,)):
-        raise parse_err(head).to_error()
-    if head[:1] == bytes((OK_HEADER,)):
-        return
-    ncolumns, _ = read_lenenc_int(head, 0)
-    for _ in range(ncolumns):
-        conn.read_payload()  # column definitions: the columns are the ones selected, in order
-    deprecate_eof = bool(conn.capabilities & Capability.CLIENT_DEPRECATE_EOF)
-    if not deprecate_eof:
-        conn.read_payload()  # EOF after the definitions
-    end_limit = 0xFFFFFF if deprecate_eof else 9
-    rows: list[tuple[str | None, ...]] = []
-    while True:
-        payload = conn.read_payload()
-        first = payload[0]
-        if first == EOF_HEADER and len(payload) < end_limit:
-            break
-        if first == ERR_HEADER:
-            raise parse_err(payload).to_error()
-        rows.append(parse_text_row(payload, ncolumns))
-        if len(rows) >= size:
-            yield rows
-            rows = []
-    if rows:
-        yield rows

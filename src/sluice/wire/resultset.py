@@ -186,6 +186,17 @@ class ResultSetReader:
     def _row(self, payload: bytes) -> None:
         self._rows.append(parse_text_row(payload, self._ncolumns))
 
+    @property
+    def pending(self) -> int:
+        """Rows fed since the last ``take_rows``."""
+        return len(self._rows)
+
+    def take_rows(self) -> list[tuple[str | None, ...]]:
+        """The rows fed so far, handed over and forgotten: a caller streaming a large result set
+        takes them in chunks, and the final ``result`` then holds only rows not taken."""
+        rows, self._rows = self._rows, []
+        return rows
+
     def _finish(self, status: int, warnings: int) -> None:
         self._state = "done"
         self.result = ResultSet(
