@@ -8,7 +8,8 @@ from Cython.Build import cythonize
 from setuptools import Extension, setup
 
 EXTENSIONS = [
-    Extension("sluice.binlog._rowcore", ["src/sluice/binlog/_rowcore.pyx"], extra_compile_args=["-O2"]),
+    Extension("sluice.binlog._rowcore", ["src/sluice/binlog/_rowcore.pyx"], extra_compile_args=["-O2"],
+              depends=["src/sluice/binlog/_rowvalues.pxi"]),
 ]
 
 setup(ext_modules=cythonize(EXTENSIONS, language_level=3, compiler_directives={"embedsignature": True}))
