@@ -1,14 +1,12 @@
 """Compiled row decoders: one plan per TABLE_MAP, one generated loop per row-image shape.
 
 Everything that depends only on a TABLE_MAP — real type of STRING columns, length-prefix widths,
-signedness, collation, fsp, DECIMAL layout — is decided once in :class:`RowPlan`. For each shape of
-rows event body (event kind, present-column bitmaps, partial JSON) the plan generates the source of
-one Python function that decodes the whole body in a single loop: per column a specialised
-statement, runs of fixed-width numeric columns merged into one precompiled ``struct`` unpack when
-the row's null bitmap has no NULL in it, strings sliced and decoded with the exact codec. The loop
-has no type tests and no per-value dict lookups. When the fast loop fails on bad bytes, the body is
-decoded again by a checked twin of the same function that tracks row and column and raises
-``MalformedEventError`` (or its subclass ``CharsetDecodeError``) saying exactly what was wrong.
+signedness, collation, fsp, DECIMAL layout — is decided once in :class:`RowPlan` (one
+``colplan.Col`` per column). For each shape of rows event body (event kind, present-column bitmaps,
+partial JSON) the plan generates (``rowgen``) one Python function that decodes the whole body in a
+single loop with no type tests, and a checked twin of it that tracks row and column and raises
+``MalformedEventError`` (or its subclass ``CharsetDecodeError``) saying exactly what was wrong when
+the fast loop fails on bad bytes. This module keeps the plans, their caches and the dispatch.
 
 Where the compiled core was built (``sluice.binlog._rowcore``, Cython), each shape also gets a
 ``RowProgram`` that decodes the same values in C from the columns' specs (``colplan``); a body it
@@ -39,14 +37,14 @@ NULL type                   ``None``
 from __future__ import annotations
 
 import os
-import struct
-from typing import Any, Final
+from typing import Any
 
+from sluice.binlog.absent import ABSENT
 from sluice.binlog.colplan import Col, column
 from sluice.binlog.columns import ColumnInfo
-from sluice.binlog.values.charsets import CharsetDecodeError
+from sluice.binlog.rowgen import compile_loops
 from sluice.binlog.values.geometry import Geometry
-from sluice.binlog.values.json_binary import JsonDiff, JsonDiffs, parse_json_diffs
+from sluice.binlog.values.json_binary import JsonDiff, JsonDiffs
 from sluice.errors import MalformedEventError
 
 _compiled_core: Any
@@ -79,29 +77,6 @@ def use_compiled(enabled: bool) -> bool:
     return previous
 
 
-class _Absent:
-    """The type of :data:`ABSENT`."""
-
-    __slots__ = ()
-    _instance: _Absent | None = None
-
-    def __new__(cls) -> _Absent:
-        if cls._instance is None:
-            cls._instance = super().__new__(cls)
-        return cls._instance
-
-    def __repr__(self) -> str:
-        return "ABSENT"
-
-    def __bool__(self) -> bool:
-        return False
-
-    def __reduce__(self) -> str:
-        return "ABSENT"
-
-
-#: A column that is not part of a (minimal) row image. SQL NULL is ``None``.
-ABSENT: Final = _Absent()
 
 _PLAN_CACHE: dict[Any, RowPlan] = {}  # key: TABLE_MAP bytes, or (bytes, column facts)
 _PLAN_BY_ID: dict[tuple[bytes, int], tuple[Any, RowPlan]] = {}
@@ -151,10 +126,6 @@ def _new_plan(table_map: Any, columns: tuple[ColumnInfo, ...]) -> RowPlan:
     if len(_PLAN_CACHE) >= _PLAN_CACHE_MAX:
         _PLAN_CACHE.clear()
     return RowPlan(table_map, columns)
-
-
-class _Short(Exception):
-    """Raised by generated code when a value or row runs past the end of the body."""
 
 
 class RowPlan:
@@ -270,216 +241,5 @@ class RowPlan:
                 [[(c.index, c.spec) for c in self.cols if image >> c.index & 1] for image in images],
                 ABSENT,
             )
-        bind: dict[str, Any] = {
-            "_ABSENT": ABSENT,
-            "_Short": _Short,
-            "_U32": struct.Struct("<I").unpack_from,
-            "_lenenc": _lenenc,
-            "_jdiffs": _json_diffs,
-            "_fail": self._fail,
-        }
-        fast = self._source("_fast", images, partial, False, bind)
-        checked = self._source("_checked", images, partial, True, bind)
-        args = "".join(f", {n}={n}" for n in sorted(bind))
-        src = "\n".join(fast + checked).replace("(__ARGS__)", f"(buf, pos, end{args})") + "\n"
-        namespace: dict[str, Any] = dict(bind)
-        exec(compile(src, f"<sluice rowplan {self.table_name}>", "exec"), namespace)
-        self.last_source = src
-        return namespace["_fast"], namespace["_checked"], program
-
-    def _source(self, name: str, images: list[int], partial: bool, checked: bool,
-                bind: dict[str, Any]) -> list[str]:
-        lines = [f"def {name}(__ARGS__):", "    rows = []", "    append = rows.append"]
-        body: list[str] = []
-        tuples = []
-        for n, present in enumerate(images):
-            after = n == 1
-            if after and partial:
-                body += self._shared_image(checked)
-            prefix = "ab"[n]
-            body += self._image(present, prefix, checked, after and partial, bind)
-            tuples.append(
-                "(" + "".join(
-                    (f"{prefix}{i}, " if present >> i & 1 else "_ABSENT, ")
-                    for i in range(self.column_count)
-                ) + ")"
-            )
-        body.append("if pos > end: raise _Short('the last value runs past the end of the body')")
-        row = tuples[0] if len(tuples) == 1 else f"({tuples[0]}, {tuples[1]})"
-        body.append(f"append({row})")
-        if checked:
-            lines += ["    row = 0", "    c = -1", "    try:", "        while pos < end:"]
-            lines += _indent(body, 3)
-            lines += ["            row += 1", "    except Exception as e:",
-                      "        raise _fail(e, row, c, pos) from e"]
-        else:
-            lines.append("    while pos < end:")
-            lines += _indent(body, 2)
-        lines.append("    return rows")
-        return lines
-
-    def _shared_image(self, checked: bool) -> list[str]:
-        nb = (self.json_count + 7) // 8
-        lines = ["c = -2"] if checked else []
-        lines += [
-            "vo = buf[pos]",
-            "if vo < 251: pos += 1",
-            "else: vo, pos = _lenenc(buf, pos)",
-            "if vo & 1:",
-            f"    pb = int.from_bytes(buf[pos:pos + {nb}], 'little')",
-            f"    pos += {nb}",
-            "else: pb = 0",
-        ]
-        return lines
-
-    def _image(self, present: int, prefix: str, checked: bool, partial_after: bool,
-               bind: dict[str, Any]) -> list[str]:
-        cols = [c for c in self.cols if present >> c.index & 1]
-        for c in cols:
-            bind.update(c.bind)
-        nbytes = (len(cols) + 7) // 8
-        lines = []
-        if checked:
-            lines.append("c = -1")
-        if nbytes == 1:
-            lines.append("nb = buf[pos]")
-        else:
-            lines.append(f"nb = int.from_bytes(buf[pos:pos + {nbytes}], 'little')")
-        lines.append(f"pos += {nbytes}")
-        if checked:
-            lines.append("if pos > end: raise _Short('the null bitmap runs past the end of the body')")
-        slow: list[str] = []
-        for j, c in enumerate(cols):
-            var = f"{prefix}{c.index}"
-            if checked:
-                slow.append(f"c = {c.index}")
-            slow.append(f"if nb & {1 << j}: {var} = None")
-            slow.append("else:")
-            slow += _indent(self._column_code(c, var, checked, partial_after, bind), 1)
-        if checked:
-            return lines + slow
-        fast: list[str] = []
-        run: list[Col] = []
-        for c in cols:
-            if c.kind == "fixed":
-                run.append(c)
-                continue
-            fast += self._run_code(run, prefix, bind)
-            run = []
-            fast += self._column_code(c, f"{prefix}{c.index}", False, partial_after, bind)
-        fast += self._run_code(run, prefix, bind)
-        mask = (1 << len(cols)) - 1
-        cond = "not nb" if len(cols) % 8 == 0 else f"not nb & {mask}"
-        lines.append(f"if {cond}:")
-        lines += _indent(fast or ["pass"], 1)
-        lines.append("else:")
-        lines += _indent(slow or ["pass"], 1)
-        return lines
-
-    def _run_code(self, run: list[Col], prefix: str, bind: dict[str, Any]) -> list[str]:
-        if not run:
-            return []
-        if len(run) == 1:
-            return self._column_code(run[0], f"{prefix}{run[0].index}", False, False, bind)
-        fmt = "<" + "".join(c.fmt for c in run)
-        sname = "_R" + fmt[1:]
-        bind[sname] = struct.Struct(fmt).unpack_from
-        targets: list[str] = []
-        posts: list[str] = []
-        for c in run:
-            var = f"{prefix}{c.index}"
-            if c.post is None:
-                targets.append(var)
-            else:
-                temps = [f"t{c.index}_{k}" for k in range(len(c.fmt))]
-                targets += temps
-                posts.append(f"{var} = " + c.post.format(*temps))
-        size = sum(c.size for c in run)
-        return [f"{', '.join(targets)}, = {sname}(buf, pos)", f"pos += {size}", *posts]
-
-    def _column_code(self, c: Col, var: str, checked: bool, partial_after: bool,
-                     bind: dict[str, Any]) -> list[str]:
-        if c.kind == "null":
-            return [f"{var} = None"]
-        if c.kind == "helper":
-            lines = [f"{var} = _h{c.index}(buf, pos)", f"pos += {c.size}"]
-        elif c.kind == "fixed":
-            if c.fmt == "B" and c.post is None:
-                lines = [f"{var} = buf[pos]", "pos += 1"]
-            else:
-                sname = "_R" + c.fmt
-                bind[sname] = struct.Struct("<" + c.fmt).unpack_from
-                if c.post is None:
-                    lines = [f"{var}, = {sname}(buf, pos)"]
-                else:
-                    temps = [f"t{c.index}_{k}" for k in range(len(c.fmt))]
-                    lines = [f"{', '.join(temps)}, = {sname}(buf, pos)",
-                             f"{var} = " + c.post.format(*temps)]
-                lines.append(f"pos += {c.size}")
-        else:
-            w = c.prefix
-            length = {
-                1: "buf[pos]",
-                2: "(buf[pos] | buf[pos + 1] << 8)",
-                3: "(buf[pos] | buf[pos + 1] << 8 | buf[pos + 2] << 16)",
-                4: "_U32(buf, pos)[0]",
-            }[w]
-            lines = [f"q = pos + {w} + {length}"]
-            if checked:
-                lines.append(
-                    f"if q > end: raise _Short(f'a value of {{q - pos - {w}}} bytes runs past the end "
-                    f"of the body ({{end - pos - {w}}} bytes left)')"
-                )
-            s = f"buf[pos + {w}:q]"
-            value = c.slice_expr.format(s=s)
-            if partial_after and c.is_json:
-                bit = 1 << self.json_bit[c.index]
-                lines += [f"if pb & {bit}: {var} = _jdiffs({s})", f"else: {var} = {value}"]
-            else:
-                lines.append(f"{var} = {value}")
-            lines.append("pos = q")
-        if checked and c.kind != "var":
-            lines.append("if pos > end: raise _Short('the value runs past the end of the body')")
-        return lines
-
-    def _fail(self, exc: Exception, row: int, col: int, pos: int) -> MalformedEventError:
-        where = f"rows of {self.table_name}, row {row}"
-        if col >= 0:
-            c = self.cols[col]
-            where += f", column {c.desc}"
-            if isinstance(exc, UnicodeDecodeError):
-                return CharsetDecodeError(
-                    f"{where}: the value is not valid {c.charset or 'UTF-8'} text ({exc.reason} at byte "
-                    f"{exc.start} of {len(exc.object)})",
-                    column=c.desc,
-                    charset=c.charset or "utf8mb4",
-                )
-        elif col == -2:
-            where += ", shared image (value_options)"
-        else:
-            where += ", null bitmap"
-        if isinstance(exc, _Short | IndexError | struct.error):
-            return MalformedEventError(f"{where}: truncated: {exc}")
-        return MalformedEventError(f"{where}: bad value: {exc}")
-
-
-def _indent(lines: list[str], n: int) -> list[str]:
-    pad = "    " * n
-    return [pad + line for line in lines]
-
-
-def _lenenc(buf: bytes, pos: int) -> tuple[int, int]:
-    first = buf[pos]
-    if first < 251:
-        return first, pos + 1
-    width = {252: 2, 253: 3, 254: 8}.get(first)
-    if width is None:
-        raise ValueError(f"bad length-encoded integer prefix 0x{first:02x}")
-    raw = buf[pos + 1 : pos + 1 + width]
-    if len(raw) != width:
-        raise _Short("length-encoded integer cut short")
-    return int.from_bytes(raw, "little"), pos + 1 + width
-
-
-def _json_diffs(data: bytes) -> JsonDiffs:
-    return parse_json_diffs(data)
+        fast, checked = compile_loops(self, present, present_after, partial)
+        return fast, checked, program
