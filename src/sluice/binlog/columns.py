@@ -10,9 +10,11 @@ ENUM index / SET bitmask as integers).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
-__all__ = ["BINARY_COLLATION", "ColumnInfo"]
+__all__ = ["BINARY_COLLATION", "ColumnInfo", "TableShape"]
 
 #: Collation id of the ``binary`` pseudo charset: such columns decode to ``bytes``.
 BINARY_COLLATION = 63
@@ -30,3 +32,23 @@ class ColumnInfo:
     geometry_type: int | None = None
     vector_dimension: int | None = None
     visible: bool = True
+
+
+class TableShape(Protocol):
+    """What a row plan reads of a TABLE_MAP (``TableMapEvent`` has it all): the column types and
+    their metadata, the per-column facts, the map's bytes (the plan cache's key) and its names."""
+
+    @property
+    def schema(self) -> str: ...
+    @property
+    def table(self) -> str: ...
+    @property
+    def column_count(self) -> int: ...
+    @property
+    def column_types(self) -> Sequence[int]: ...
+    @property
+    def column_meta(self) -> Sequence[int]: ...
+    @property
+    def columns(self) -> Sequence[ColumnInfo]: ...
+    @property
+    def raw(self) -> bytes: ...

@@ -41,7 +41,7 @@ from typing import Any
 
 from sluice.binlog.absent import ABSENT
 from sluice.binlog.colplan import Col, column
-from sluice.binlog.columns import ColumnInfo
+from sluice.binlog.columns import ColumnInfo, TableShape
 from sluice.binlog.rowgen import compile_loops
 from sluice.binlog.values.geometry import Geometry
 from sluice.binlog.values.json_binary import JsonDiff, JsonDiffs
@@ -86,7 +86,7 @@ _SHAPE_CACHE_MAX = 256
 _NO_INFO = ColumnInfo()
 
 
-def plan_for(table_map: Any, columns: tuple[ColumnInfo, ...] | None = None) -> RowPlan:
+def plan_for(table_map: TableShape, columns: tuple[ColumnInfo, ...] | None = None) -> RowPlan:
     """The row plan of a TABLE_MAP, built once per (TABLE_MAP bytes, column facts).
 
     ``table_map`` needs ``column_count``, ``column_types``, ``column_meta``, ``columns`` and
@@ -122,7 +122,7 @@ def plan_for(table_map: Any, columns: tuple[ColumnInfo, ...] | None = None) -> R
     return plan
 
 
-def _new_plan(table_map: Any, columns: tuple[ColumnInfo, ...]) -> RowPlan:
+def _new_plan(table_map: TableShape, columns: tuple[ColumnInfo, ...]) -> RowPlan:
     if len(_PLAN_CACHE) >= _PLAN_CACHE_MAX:
         _PLAN_CACHE.clear()
     return RowPlan(table_map, columns)
@@ -131,7 +131,7 @@ def _new_plan(table_map: Any, columns: tuple[ColumnInfo, ...]) -> RowPlan:
 class RowPlan:
     """Decoders for the rows events of one table, as described by one TABLE_MAP."""
 
-    def __init__(self, table_map: Any, columns: tuple[ColumnInfo, ...]) -> None:
+    def __init__(self, table_map: TableShape, columns: tuple[ColumnInfo, ...]) -> None:
         self.column_count: int = table_map.column_count
         types = tuple(table_map.column_types)
         metas = tuple(table_map.column_meta)

@@ -25,6 +25,7 @@ from typing import Any
 
 from sluice.binlog.columns import ColumnInfo
 from sluice.binlog.constants import ColumnType
+from sluice.binlog.events import TableMapEvent
 from sluice.binlog.values.charsets import COLLATION_CHARSETS
 from sluice.cdc.schema.ddl import DdlOutcome, apply_ddl, is_ddl
 from sluice.cdc.schema.history import SchemaHistory
@@ -67,7 +68,7 @@ class Correction:
     reason: str
 
 
-def _type_names(table_map: Any) -> str:
+def _type_names(table_map: TableMapEvent) -> str:
     out = []
     for t in table_map.column_types:
         try:
@@ -127,7 +128,7 @@ class SchemaTracker:
 
     # ------------------------------------------------------------------ TABLE_MAP
 
-    def resolve(self, table_map: Any, file: str, pos: int) -> ResolvedTable:
+    def resolve(self, table_map: TableMapEvent, file: str, pos: int) -> ResolvedTable:
         """The column facts for a TABLE_MAP at ``file:pos`` (rules in the module docstring)."""
         n = table_map.column_count
         cols = tuple(table_map.columns)
@@ -158,7 +159,7 @@ class SchemaTracker:
             infos = tuple(_merge(t, m) for t, m in zip(infos, cols, strict=True))
         return ResolvedTable(infos, tracked.names, tracked.primary_key)
 
-    def _disagreement(self, tracked: TableSchema, table_map: Any, names: tuple[str, ...],
+    def _disagreement(self, tracked: TableSchema, table_map: TableMapEvent, names: tuple[str, ...],
                       pk: tuple[str, ...]) -> str | None:
         if tracked.names != names:
             return f"column names: tracked ({', '.join(tracked.names)}), binlog ({', '.join(names)})"
@@ -169,7 +170,7 @@ class SchemaTracker:
             return f"primary key: tracked ({', '.join(tracked.primary_key)}), binlog ({', '.join(pk)})"
         return None
 
-    def _correct(self, tracked: TableSchema, table_map: Any, names: tuple[str, ...], pk: tuple[str, ...],
+    def _correct(self, tracked: TableSchema, table_map: TableMapEvent, names: tuple[str, ...], pk: tuple[str, ...],
                  file: str, pos: int, reason: str) -> None:
         n = table_map.column_count
         same_count = len(tracked.columns) == n

@@ -20,6 +20,7 @@ from sluice.binlog.constants import ColumnType as T
 from sluice.binlog.values.charsets import COLLATION_CHARSETS
 
 if TYPE_CHECKING:
+    from sluice.binlog.events import TableMapEvent
     from sluice.cdc.schema.model import ColumnDef, TableSchema
 
 __all__ = [
@@ -290,7 +291,7 @@ def check_column(col: ColumnDef, code: int, meta: int, flavor: str | None = None
     return None
 
 
-def check_table_map(schema: TableSchema, table_map: Any, *, flavor: str | None = None) -> str | None:
+def check_table_map(schema: TableSchema, table_map: TableMapEvent, *, flavor: str | None = None) -> str | None:
     """None when ``schema`` can describe the rows of ``table_map``; otherwise one line saying the
     first disagreement (column count, a column's type code, DECIMAL precision/scale, CHAR/VARCHAR
     length in bytes, ENUM/SET pack length, BIT width, fractional seconds, BLOB prefix width)."""
