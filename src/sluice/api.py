@@ -69,14 +69,10 @@ def read_changes(
         name = os.path.basename(os.fspath(path))
         if capture is None:
             capture = ChangeCapture(config, Checkpoint(name, 4))
-        capture.begin_file(name, os.fspath(path))
-        for offset, data in iter_raw_events(os.fspath(path)):
-            committed = capture.feed(name, offset, offset + len(data), data)
-            if committed is not None:
-                for record in committed.records:
-                    if type(record) is RowChange:
-                        yield record
-        capture.cut_off()
+        for committed in capture.feed_file(name, os.fspath(path), iter_raw_events(os.fspath(path))):
+            for record in committed.records:
+                if type(record) is RowChange:
+                    yield record
 
 
 def stream_events(

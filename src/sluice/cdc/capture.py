@@ -14,7 +14,7 @@ follow are decoded with the table's new layout; a DDL statement is its own trans
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -171,6 +171,17 @@ class ChangeCapture:
         if self.config.count_only:
             return CommittedTransaction(tx, [], self._count(tx.events))
         return CommittedTransaction(tx, list(self._records(tx)))
+
+    def feed_file(self, file: str, label: str, events: Iterable[tuple[int, bytes]]) -> Iterator[CommittedTransaction]:
+        """Decode the raw ``(offset, bytes)`` events of one binlog file offline (``begin_file``,
+        every event, ``cut_off``) and yield the transactions it commits."""
+        self.begin_file(file, label)
+        feed = self.feed
+        for offset, data in events:
+            done = feed(file, offset, offset + len(data), data)
+            if done is not None:
+                yield done
+        self.cut_off()
 
     def begin_file(self, file: str, label: str | None = None) -> None:
         """Offline decoding moves on to another file: transactions and GTIDs start over there (the

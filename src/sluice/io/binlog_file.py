@@ -22,7 +22,7 @@ from sluice.binlog.header import HEADER_LEN
 from sluice.binlog.parser import EventParser
 from sluice.errors import ConfigError, MalformedEventError, TruncatedError
 
-__all__ = ["BINLOG_MAGIC", "BinlogFile", "iter_events", "iter_raw_events"]
+__all__ = ["BINLOG_MAGIC", "BinlogFile", "iter_events", "iter_raw_events", "iter_raw_segment"]
 
 BINLOG_MAGIC = b"\xfebin"
 BLOCK_SIZE = 1 << 18
@@ -116,6 +116,29 @@ def iter_raw_events(source: Source) -> Iterator[tuple[int, bytes]]:
     try:
         _check_magic(stream, name)
         yield from _raw_events(stream, name, 4)
+    finally:
+        if owned:
+            stream.close()
+
+
+def iter_raw_segment(source: Source, start: int = 4, end: int | None = None) -> Iterator[tuple[int, bytes]]:
+    """``(offset, event bytes)`` of the file's FORMAT_DESCRIPTION_EVENT, then of its events in
+    ``[start, end)``: a segment a reader can decode on its own, as a replica starting at ``start``
+    reads the FDE first. ``start`` must be an event boundary; ``end`` None reads to the end."""
+    stream, name, owned = _open(source)
+    try:
+        _check_magic(stream, name)
+        events = _raw_events(stream, name, 4)
+        if start > 4:
+            first = next(events, None)
+            if first is not None:
+                yield first
+            stream.seek(start)
+            events = _raw_events(stream, name, start)
+        for offset, data in events:
+            if end is not None and offset >= end:
+                return
+            yield offset, data
     finally:
         if owned:
             stream.close()

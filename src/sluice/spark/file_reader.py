@@ -10,7 +10,6 @@ FORMAT_DESCRIPTION event followed by the segment's bytes. Options are the source
 
 from __future__ import annotations
 
-import io
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
@@ -20,10 +19,10 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 
 from sluice.binlog.position import Checkpoint, binlog_file_key
-from sluice.cdc.capture import CaptureConfig, ChangeCapture, CommittedTransaction
+from sluice.cdc.capture import CaptureConfig, ChangeCapture
 from sluice.cdc.schema import Catalog, SchemaTracker
 from sluice.errors import ConfigError
-from sluice.io.binlog_file import iter_raw_events
+from sluice.io.binlog_file import iter_raw_events, iter_raw_segment
 from sluice.spark.source import SourceOptions, arrow_batches
 
 __all__ = ["BinlogFileReader", "FilePartition"]
@@ -60,16 +59,13 @@ class BinlogFileReader(DataSourceReader):
                 capture = ChangeCapture(skip_rows, Checkpoint(name, 4))
             tracker = capture.tracker
             parts.append(FilePartition(path, tracker.catalog.to_json(), tracker.flavor))
-            capture.begin_file(name, path)
             segment = 4
-            for offset, data in iter_raw_events(path):
-                done = capture.feed(name, offset, offset + len(data), data)
-                if done is not None and done.end.pos - segment >= size:
+            for done in capture.feed_file(name, path, iter_raw_events(path)):
+                if done.end.pos - segment >= size:
                     # A transaction boundary past the segment size: the next task starts here.
                     segment = done.end.pos
                     parts[-1] = replace(parts[-1], end=segment)  # type: ignore[type-var]
                     parts.append(FilePartition(path, tracker.catalog.to_json(), tracker.flavor, start=segment))
-            capture.cut_off()
         return parts
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
@@ -78,57 +74,8 @@ class BinlogFileReader(DataSourceReader):
         name = os.path.basename(path)
         tracker = SchemaTracker(Catalog.from_json(partition.catalog), None, flavor=partition.flavor)
         capture = ChangeCapture(self.options.capture_config(), Checkpoint(name, 4), tracker)
-        capture.begin_file(name, path)
-
-        def committed() -> Iterator[CommittedTransaction]:
-            for offset, data in _segment(path, partition.start, partition.end):
-                done = capture.feed(name, offset, offset + len(data), data)
-                if done is not None:
-                    yield done
-
-        yield from arrow_batches(committed())
-
-
-class _Spliced(io.RawIOBase):
-    """A binlog file seen as its magic and FORMAT_DESCRIPTION event followed directly by the bytes
-    from ``start`` on: a segment a reader can decode on its own."""
-
-    def __init__(self, f: Any, head: bytes, start: int) -> None:
-        self._f, self._head = f, head
-        f.seek(start)
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, b: Any) -> int:
-        if self._head:
-            n = min(len(b), len(self._head))
-            b[:n] = self._head[:n]
-            self._head = self._head[n:]
-            return n
-        data = self._f.read(len(b))
-        b[: len(data)] = data
-        return len(data)
-
-
-def _segment(path: str, start: int, end: int | None) -> Iterator[tuple[int, bytes]]:
-    """``(offset, event)`` of the FORMAT_DESCRIPTION event and of the events in ``[start, end)``."""
-    if start <= 4:
-        for offset, data in iter_raw_events(path):
-            if end is not None and offset >= end:
-                return
-            yield offset, data
-        return
-    with open(path, "rb") as f:
-        head = f.read(4 + 19)
-        fde_size = int.from_bytes(head[4 + 9 : 4 + 13], "little")
-        head += f.read(fde_size - 19)
-        shift = start - (4 + fde_size)
-        for offset, data in iter_raw_events(io.BufferedReader(_Spliced(f, head, start))):
-            at = offset if offset == 4 else offset + shift
-            if end is not None and at >= end:
-                return
-            yield at, data
+        # A segment of a file is its FORMAT_DESCRIPTION_EVENT and the events from the task's start.
+        yield from arrow_batches(capture.feed_file(name, path, iter_raw_segment(path, partition.start, partition.end)))
 
 
 def _expand(paths: Sequence[str]) -> list[str]:

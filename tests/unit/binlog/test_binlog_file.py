@@ -117,3 +117,18 @@ def test_binlog_file_from_offset(tmp_path: Path) -> None:
     assert out[0][0] == start
     assert isinstance(out[0][1], ev.TableMapEvent) and isinstance(out[1][1], ev.RowsEvent)
     assert len(list(BinlogFile(path, parser()))) == 6
+
+
+def test_a_raw_segment_is_the_format_description_then_the_events_from_start_to_end() -> None:
+    from pathlib import Path
+
+    from sluice.io.binlog_file import iter_raw_events, iter_raw_segment
+
+    path = Path(__file__).resolve().parents[2] / "data" / "mysql-multitable.binlog"
+    events = list(iter_raw_events(path))
+    assert len(events) > 6
+    assert list(iter_raw_segment(path)) == events
+    start, end = events[3][0], events[-2][0]
+    segment = list(iter_raw_segment(path, start, end))
+    assert segment == [events[0], *events[3:-2]]
+    assert list(iter_raw_segment(path, start)) == [events[0], *events[3:]]
