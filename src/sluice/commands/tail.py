@@ -13,13 +13,13 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import os
 import sys
-from typing import IO, Any
+from typing import Any
 
 from sluice.dsn import parse_dsn
-from sluice.errors import ConfigError, DataLossError
+from sluice.errors import ConfigError
 from sluice.eventjson import event_summary
+from sluice.io.output_file import CheckpointedOutput
 from sluice.io.replication import ReplicationStream, StreamConfig
 
 HELP = """\
@@ -143,7 +143,8 @@ def run(args: argparse.Namespace) -> int:
     request = StartRequest(file=file, pos=pos, gtid=args.gtid, from_now=args.from_now)
     begin = prepare_capture(connection, request, checkpoint_dir=args.checkpoint, include=keep)
     print(f"sluice tail: {begin.how}", file=sys.stderr)
-    out, written = _open_output(args.output, begin.extra if begin.resumed else {})
+    saved = begin.extra.get("output_bytes") if begin.resumed else None
+    output = CheckpointedOutput(args.output, None if saved is None else int(saved)) if args.output else None
     capture = ChangeCapture(
         CaptureConfig(table_filter=keep, ops=ops, ddl=args.ddl, verify_checksum=not args.no_verify_checksum,
                       skip_incidents=args.skip_incidents),
@@ -161,42 +162,22 @@ def run(args: argparse.Namespace) -> int:
         for committed in follow(config, capture):
             if committed.records:
                 text = "\n".join(record_line(r) for r in committed.records) + "\n"
-                out.write(text)
-                out.flush()
-                if args.output:
-                    written += len(text.encode("utf-8"))
+                if output is not None:
+                    output.write(text)
+                else:
+                    sys.stdout.write(text)
+                    sys.stdout.flush()
             if checkpoint is not None:
-                checkpoint.save(committed.end, {"output_bytes": written} if args.output else None)
+                checkpoint.save(committed.end, None if output is None else {"output_bytes": output.written})
         if checkpoint is not None:
             # Events after the last transaction (heartbeats, rotations) moved the boundary on.
-            checkpoint.save(capture.boundary, {"output_bytes": written} if args.output else None)
+            checkpoint.save(capture.boundary, None if output is None else {"output_bytes": output.written})
     finally:
-        if out is not sys.stdout:
-            out.close()
+        if output is not None:
+            output.close()
     for file_, pos_, sql, message in capture.tracker.unparsed:
         print(f"sluice tail: warning: DDL at {file_}:{pos_} not understood ({message}): {sql[:200]}", file=sys.stderr)
     return 0
-
-
-def _open_output(path: str | None, extra: dict[str, Any]) -> tuple[IO[str], int]:
-    """The output stream; with a checkpoint's byte count, cut the file back to it first."""
-    if path is None:
-        return sys.stdout, 0
-    size = os.path.getsize(path) if os.path.exists(path) else 0
-    saved = extra.get("output_bytes")
-    if saved is not None:
-        saved = int(saved)
-        if size < saved:
-            raise DataLossError(
-                f"{path} has {size} bytes but the checkpoint says {saved} were written to it: the file was "
-                "truncated or replaced. Restore it, or start over with a new --checkpoint directory"
-            )
-        if size > saved:
-            log.warning("cutting %s back from %d to %d bytes (the last checkpointed transaction)", path, size, saved)
-            with open(path, "r+b") as f:
-                f.truncate(saved)
-        size = saved
-    return open(path, "a", encoding="utf-8", newline="\n"), size
 
 
 def _run_events(args: argparse.Namespace) -> int:
