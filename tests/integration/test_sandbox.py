@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from sluice.errors import ServerError, TransportError
-from sluice.sandbox.server import PASSWORDS, Sandbox, SandboxError, _pid_alive
+from sluice.sandbox.process import pid_alive
+from sluice.sandbox.server import PASSWORDS, Sandbox, SandboxError
 
 FLAVORS = [
     pytest.param("mariadb", marks=pytest.mark.mariadb, id="mariadb"),
@@ -196,9 +197,9 @@ def test_settings_and_restart_keep_data(flavor: str, sandbox_factory: Callable[.
 def test_stop_kills_the_server_and_removes_its_directory(sandbox_factory: Callable[..., Sandbox]) -> None:
     server = sandbox_factory("mariadb")
     pid, workdir = server.pid, server.workdir
-    assert pid is not None and _pid_alive(pid)
+    assert pid is not None and pid_alive(pid)
     server.stop()
-    assert not _pid_alive(pid)
+    assert not pid_alive(pid)
     assert not workdir.exists()
     server.stop()  # idempotent
     with pytest.raises(SandboxError, match="not running"):
@@ -255,7 +256,7 @@ def test_cli_up_status_down(flavor: str, tmp_path: Path) -> None:
         down = _cli("down", state_dir=state_dir)
     assert down.returncode == 0, down.stderr
     assert "stopped" in down.stderr
-    assert not _pid_alive(state["pid"])
+    assert not pid_alive(state["pid"])
     assert not Path(state["workdir"]).exists()
     assert not list(state_dir.glob("sandbox-*.json"))
     assert "no sandboxes" in _cli("status", state_dir=state_dir).stdout
@@ -273,10 +274,10 @@ def test_a_killed_owner_takes_its_server_along_and_its_directory_is_swept() -> N
     pid_text, workdir = out.stdout.split()
     pid = int(pid_text)
     for _ in range(100):
-        if not _pid_alive(pid):
+        if not pid_alive(pid):
             break
         time.sleep(0.05)
-    assert not _pid_alive(pid)
+    assert not pid_alive(pid)
     assert Path(workdir).exists()
     with Sandbox.start("mariadb"):  # the next start removes what the killed process left
         assert not Path(workdir).exists()

@@ -19,7 +19,8 @@ from typing import Any
 
 from sluice.errors import ConfigError, SluiceError
 from sluice.sandbox.install import cache_dir
-from sluice.sandbox.server import FLAVORS, PASSWORDS, Sandbox, _pid_alive, stop_process_group
+from sluice.sandbox.process import pid_alive, stop_process_group
+from sluice.sandbox.server import FLAVORS, PASSWORDS, Sandbox
 
 
 def state_dir() -> Path:
@@ -99,7 +100,7 @@ def _states() -> list[tuple[Path, dict[str, Any]]]:
 
 def _running(state: dict[str, Any]) -> bool:
     pid = int(state.get("pid", 0))
-    if pid <= 0 or not _pid_alive(pid):
+    if pid <= 0 or not pid_alive(pid):
         return False
     try:  # the pid may have been reused by another program since
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")

@@ -22,13 +22,11 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import ctypes
 import getpass
 import logging
 import os
 import re
 import shutil
-import signal
 import socket
 import subprocess
 import tempfile
@@ -39,27 +37,31 @@ from pathlib import Path
 from types import TracebackType
 from typing import Literal
 
-from sluice.errors import ConfigError, SluiceError, TransportError, server_error
+from sluice.errors import ConfigError, TransportError, server_error
 from sluice.sandbox.certs import make_tls_files
 from sluice.sandbox.install import MariadbInstall, MysqlInstall, require_mariadb, require_mysql
+from sluice.sandbox.process import (
+    HOST,
+    OWNER_FILE,
+    STOP_TIMEOUT,
+    SandboxError,
+    die_with_parent,
+    free_port,
+    log_tail,
+    stop_process_group,
+    sweep_stale_workdirs,
+)
 
 log = logging.getLogger(__name__)
 
 Flavor = Literal["mariadb", "mysql"]
 FLAVORS: tuple[Flavor, ...] = ("mariadb", "mysql")
-HOST = "127.0.0.1"
 PASSWORDS: Mapping[str, str] = {"root": "sluice-root", "repl": "sluice-repl", "ed": "sluice-ed"}
 REPL_GRANTS = "REPLICATION SLAVE, REPLICATION CLIENT, SELECT"
 START_TIMEOUT = 120.0
-STOP_TIMEOUT = 60.0
-OWNER_FILE = "owner.pid"  # in temporary workdirs: the pid of the process that created it
 CLIENT_ERRNO_MIN = 2000  # errmsg.h: client errors are 2000..2999, server errors below
 _MAX_SOCKET_PATH = 100  # sun_path is 108 bytes on Linux
 _ERROR_LINE = re.compile(r"ERROR (\d+) \(([0-9A-Za-z]{5})\)(?: at line \d+)?: (.*)", re.S)
-
-
-class SandboxError(SluiceError):
-    """A sandbox server could not be initialised, started or stopped; carries the log's tail."""
 
 
 _live: set[Sandbox] = set()
@@ -81,79 +83,6 @@ def _stop_all() -> None:
 
 
 atexit.register(_stop_all)
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 nobody listens on right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((HOST, 0))
-        return int(s.getsockname()[1])
-
-
-def _die_with_parent() -> None:
-    """Runs in the child before exec: the server gets SIGKILL when its parent goes away."""
-    with contextlib.suppress(Exception):
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-
-
-def _tail(path: Path, lines: int = 40) -> str:
-    try:
-        text = path.read_text(errors="replace")
-    except OSError:
-        return ""
-    return "\n".join(text.splitlines()[-lines:])
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    with contextlib.suppress(OSError):  # a zombie is not alive
-        if Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1].startswith("Z"):
-            return False
-    return True
-
-
-def stop_process_group(pid: int, *, timeout: float = STOP_TIMEOUT) -> None:
-    """SIGTERM the process group led by ``pid``, then SIGKILL it if it has not gone in time.
-
-    With ``timeout=0`` the group is killed at once.
-    """
-    steps = ((signal.SIGTERM, timeout), (signal.SIGKILL, 10.0)) if timeout > 0 else ((signal.SIGKILL, 10.0),)
-    for sig, wait in steps:
-        try:
-            os.killpg(pid, sig)
-        except ProcessLookupError:
-            return
-        deadline = time.monotonic() + wait
-        while time.monotonic() < deadline:
-            with contextlib.suppress(ChildProcessError):
-                os.waitpid(pid, os.WNOHANG)
-            if not _pid_alive(pid):
-                return
-            time.sleep(0.05)
-    raise SandboxError(f"server process {pid} did not stop after SIGTERM and SIGKILL")
-
-
-def _sweep_stale_workdirs() -> None:
-    """Remove temporary sandbox directories left by processes that were killed.
-
-    A directory is stale when the process that created it and the server that ran in it are
-    both gone (a detached server outlives its creator and is kept).
-    """
-    for path in Path(tempfile.gettempdir()).glob("sluice-*-*"):
-        try:
-            owner = int((path / OWNER_FILE).read_text().strip() or 0)
-            server = path / "server.pid"
-            server_pid = int(server.read_text().strip() or 0) if server.exists() else 0
-        except (OSError, ValueError):
-            continue
-        if owner > 0 and not _pid_alive(owner) and (server_pid <= 0 or not _pid_alive(server_pid)):
-            log.info("removing the stale sandbox directory %s", path)
-            shutil.rmtree(path, ignore_errors=True)
 
 
 class Sandbox:
@@ -214,7 +143,7 @@ class Sandbox:
         """
         owns = workdir is None
         if owns:
-            _sweep_stale_workdirs()
+            sweep_stale_workdirs()
         path = Path(tempfile.mkdtemp(prefix=f"sluice-{flavor}-")) if workdir is None else Path(workdir)
         path.mkdir(parents=True, exist_ok=True)
         if owns:
@@ -246,7 +175,7 @@ class Sandbox:
                 self._launch(timeout=timeout, password=None if fresh else PASSWORDS["root"])
                 break
             except SandboxError:
-                in_use = "already in use" in _tail(self.error_log, 60).lower()
+                in_use = "already in use" in log_tail(self.error_log, 60).lower()
                 if fixed_port or not in_use or attempt == 2:
                     raise
                 self.port = free_port()
@@ -352,7 +281,7 @@ class Sandbox:
                                     timeout=START_TIMEOUT, check=False)
         if result.returncode != 0:
             raise SandboxError(f"initialising the {self.flavor} data directory {datadir} failed "
-                               f"(exit {result.returncode}); {init_log} ends with:\n{_tail(init_log)}")
+                               f"(exit {result.returncode}); {init_log} ends with:\n{log_tail(init_log)}")
 
     def server_argv(self) -> list[str]:
         """The server's full command line (defaults first, then ``settings``)."""
@@ -417,7 +346,7 @@ class Sandbox:
             self._process = subprocess.Popen(
                 self.server_argv(), stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                 cwd=self.workdir, start_new_session=True,
-                preexec_fn=None if self._detached else _die_with_parent,
+                preexec_fn=None if self._detached else die_with_parent,
             )
         finally:
             out.close()
@@ -451,7 +380,7 @@ class Sandbox:
 
     def _failure(self, what: str) -> str:
         return (f"the {self.flavor} sandbox server on port {self.port} {what}; its error log "
-                f"{self.error_log} ends with:\n{_tail(self.error_log) or _tail(self.workdir / 'server.out')}")
+                f"{self.error_log} ends with:\n{log_tail(self.error_log) or log_tail(self.workdir / 'server.out')}")
 
     def _shutdown(self, *, kill: bool = False) -> None:
         process, self._process = self._process, None

@@ -1,0 +1,107 @@
+"""The processes of sandbox servers: ports, process groups, liveness and stale work directories.
+
+A sandbox's server runs in its own process group and gets SIGKILL when the process that started it
+dies (``die_with_parent``, run between fork and exec); ``stop_process_group`` ends the group,
+politely first. A temporary work directory records its creator's pid (``OWNER_FILE``), so that
+directories left by killed processes are swept at the next start.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import logging
+import os
+import shutil
+import signal
+import socket
+import tempfile
+import time
+from pathlib import Path
+
+from sluice.errors import SluiceError
+
+__all__ = ["HOST", "OWNER_FILE", "STOP_TIMEOUT", "SandboxError", "free_port", "pid_alive", "stop_process_group"]
+
+log = logging.getLogger(__name__)
+
+HOST = "127.0.0.1"
+STOP_TIMEOUT = 60.0
+OWNER_FILE = "owner.pid"  # in temporary workdirs: the pid of the process that created it
+
+
+class SandboxError(SluiceError):
+    """A sandbox server could not be initialised, started or stopped; carries the log's tail."""
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 nobody listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((HOST, 0))
+        return int(s.getsockname()[1])
+
+
+def die_with_parent() -> None:
+    """Runs in the child before exec: the server gets SIGKILL when its parent goes away."""
+    with contextlib.suppress(Exception):
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+def log_tail(path: Path, lines: int = 40) -> str:
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return ""
+    return "\n".join(text.splitlines()[-lines:])
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    with contextlib.suppress(OSError):  # a zombie is not alive
+        if Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1].startswith("Z"):
+            return False
+    return True
+
+
+def stop_process_group(pid: int, *, timeout: float = STOP_TIMEOUT) -> None:
+    """SIGTERM the process group led by ``pid``, then SIGKILL it if it has not gone in time.
+
+    With ``timeout=0`` the group is killed at once.
+    """
+    steps = ((signal.SIGTERM, timeout), (signal.SIGKILL, 10.0)) if timeout > 0 else ((signal.SIGKILL, 10.0),)
+    for sig, wait in steps:
+        try:
+            os.killpg(pid, sig)
+        except ProcessLookupError:
+            return
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, os.WNOHANG)
+            if not pid_alive(pid):
+                return
+            time.sleep(0.05)
+    raise SandboxError(f"server process {pid} did not stop after SIGTERM and SIGKILL")
+
+
+def sweep_stale_workdirs() -> None:
+    """Remove temporary sandbox directories left by processes that were killed.
+
+    A directory is stale when the process that created it and the server that ran in it are
+    both gone (a detached server outlives its creator and is kept).
+    """
+    for path in Path(tempfile.gettempdir()).glob("sluice-*-*"):
+        try:
+            owner = int((path / OWNER_FILE).read_text().strip() or 0)
+            server = path / "server.pid"
+            server_pid = int(server.read_text().strip() or 0) if server.exists() else 0
+        except (OSError, ValueError):
+            continue
+        if owner > 0 and not pid_alive(owner) and (server_pid <= 0 or not pid_alive(server_pid)):
+            log.info("removing the stale sandbox directory %s", path)
+            shutil.rmtree(path, ignore_errors=True)
