@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -26,27 +25,16 @@ from sluice.binlog.constants import ColumnType as T
 from sluice.binlog.rowplan import RowPlan, plan_for
 from sluice.cli import main as sluice_main
 from sluice.errors import SluiceError
-
-try:
-    from tests.unit.binlog.encoders import (
-        char_meta,
-        encode_date,
-        encode_datetime2,
-        encode_decimal,
-        encode_json,
-        encode_time2,
-        encode_timestamp2,
-    )
-except ImportError:  # collected without package __init__ files
-    from encoders import (  # type: ignore[no-redef]
-        char_meta,
-        encode_date,
-        encode_datetime2,
-        encode_decimal,
-        encode_json,
-        encode_time2,
-        encode_timestamp2,
-    )
+from tests.unit.binlog.encoders import (
+    char_meta,
+    encode_date,
+    encode_datetime2,
+    encode_decimal,
+    encode_json,
+    encode_time2,
+    encode_timestamp2,
+)
+from tests.unit.binlog.test_rowplan import Map
 
 pytestmark = pytest.mark.unit
 
@@ -87,25 +75,6 @@ def test_golden_files_on_the_python_twin(path: Path, capsys, python_twin: None) 
 
 
 # -- random tables and row images ---------------------------------------------------------------
-
-
-@dataclass
-class Map:
-    """Stand-in for TableMapEvent: the attributes row plans use."""
-
-    column_types: tuple[int, ...]
-    column_meta: tuple[int, ...]
-    columns: tuple[ColumnInfo, ...]
-    raw: bytes = field(default=b"")
-    schema: str = "db"
-    table: str = "t"
-
-    @property
-    def column_count(self) -> int:
-        return len(self.column_types)
-
-    def __post_init__(self) -> None:
-        self.raw = repr((self.column_types, self.column_meta, self.columns)).encode()
 
 
 _U = ColumnInfo(unsigned=True)
