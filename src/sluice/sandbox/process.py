@@ -1,4 +1,5 @@
-"""The processes of sandbox servers: ports, process groups, liveness and stale work directories.
+"""The processes of sandbox servers: ports, process groups, liveness, stale work directories, and
+what a failed client run means.
 
 A sandbox's server runs in its own process group and gets SIGKILL when the process that started it
 dies (``die_with_parent``, run between fork and exec); ``stop_process_group`` ends the group,
@@ -12,6 +13,7 @@ import contextlib
 import ctypes
 import logging
 import os
+import re
 import shutil
 import signal
 import socket
@@ -19,15 +21,20 @@ import tempfile
 import time
 from pathlib import Path
 
-from sluice.errors import SluiceError
+from sluice.errors import SluiceError, TransportError, server_error
 
-__all__ = ["HOST", "OWNER_FILE", "STOP_TIMEOUT", "SandboxError", "free_port", "pid_alive", "stop_process_group"]
+__all__ = [
+    "HOST", "OWNER_FILE", "STOP_TIMEOUT", "SandboxError", "client_error", "free_port", "pid_alive",
+    "stop_process_group",
+]
 
 log = logging.getLogger(__name__)
 
 HOST = "127.0.0.1"
 STOP_TIMEOUT = 60.0
 OWNER_FILE = "owner.pid"  # in temporary workdirs: the pid of the process that created it
+CLIENT_ERRNO_MIN = 2000  # errmsg.h: client errors are 2000..2999, server errors below
+_ERROR_LINE = re.compile(r"ERROR (\d+) \(([0-9A-Za-z]{5})\)(?: at line \d+)?: (.*)", re.S)
 
 
 class SandboxError(SluiceError):
@@ -105,3 +112,15 @@ def sweep_stale_workdirs() -> None:
         if owner > 0 and not pid_alive(owner) and (server_pid <= 0 or not pid_alive(server_pid)):
             log.info("removing the stale sandbox directory %s", path)
             shutil.rmtree(path, ignore_errors=True)
+
+
+def client_error(who: str, returncode: int, message: str) -> SluiceError:
+    """What a failed ``mysql`` / ``mariadb`` client run means: the ``ServerError`` of its
+    ``ERROR errno (sqlstate)`` line, a ``TransportError`` for the client's own CR_* codes (it could
+    not reach the server), else a ``SandboxError``."""
+    match = _ERROR_LINE.search(message)
+    if match and int(match[1]) >= CLIENT_ERRNO_MIN:
+        return TransportError(f"{who} could not talk to the sandbox: {message}")
+    if match:
+        return server_error(int(match[1]), match[2], match[3].strip())
+    return SandboxError(f"{who} failed (exit {returncode}): {message}")

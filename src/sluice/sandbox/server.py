@@ -3,16 +3,7 @@
 ``Sandbox.start("mariadb" | "mysql")`` initialises a data directory in a temporary directory,
 writes a CA and a server certificate for TLS, starts the server on a free port of 127.0.0.1 with
 the binary log on (ROW, server id 1, GTIDs on for MySQL; MariaDB always has GTIDs) and creates
-the users the tests and the demo log in as:
-
-========  ===============  =====================================================
-user      password         privileges
-========  ===============  =====================================================
-``root``  ``sluice-root``  everything, over TCP and over the unix socket
-``repl``  ``sluice-repl``  ``REPLICATION SLAVE, REPLICATION CLIENT, SELECT ON *.*``
-``ed``    ``sluice-ed``    the same, MariaDB only, authenticated by ``ed25519``
-========  ===============  =====================================================
-
+the users the tests and the demo log in as (``sandbox.accounts``: root, repl, and ed on MariaDB).
 The user-creation statements are not written to the binlog. A sandbox's server runs in its own
 process group, which ``stop()`` kills; the server also dies with the process that started it
 (unless started ``detached``) and every sandbox still running is stopped at interpreter exit.
@@ -25,7 +16,6 @@ import contextlib
 import getpass
 import logging
 import os
-import re
 import shutil
 import socket
 import subprocess
@@ -37,7 +27,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Literal
 
-from sluice.errors import ConfigError, TransportError, server_error
+from sluice.errors import ConfigError
+from sluice.sandbox.accounts import PASSWORDS, create_users
 from sluice.sandbox.certs import make_tls_files
 from sluice.sandbox.install import MariadbInstall, MysqlInstall, require_mariadb, require_mysql
 from sluice.sandbox.process import (
@@ -45,6 +36,7 @@ from sluice.sandbox.process import (
     OWNER_FILE,
     STOP_TIMEOUT,
     SandboxError,
+    client_error,
     die_with_parent,
     free_port,
     log_tail,
@@ -56,12 +48,8 @@ log = logging.getLogger(__name__)
 
 Flavor = Literal["mariadb", "mysql"]
 FLAVORS: tuple[Flavor, ...] = ("mariadb", "mysql")
-PASSWORDS: Mapping[str, str] = {"root": "sluice-root", "repl": "sluice-repl", "ed": "sluice-ed"}
-REPL_GRANTS = "REPLICATION SLAVE, REPLICATION CLIENT, SELECT"
 START_TIMEOUT = 120.0
-CLIENT_ERRNO_MIN = 2000  # errmsg.h: client errors are 2000..2999, server errors below
 _MAX_SOCKET_PATH = 100  # sun_path is 108 bytes on Linux
-_ERROR_LINE = re.compile(r"ERROR (\d+) \(([0-9A-Za-z]{5})\)(?: at line \d+)?: (.*)", re.S)
 
 
 _live: set[Sandbox] = set()
@@ -180,8 +168,8 @@ class Sandbox:
                     raise
                 self.port = free_port()
         if fresh:
-            self._create_users()
-        self._write_client_config(PASSWORDS["root"])
+            create_users(self)
+        self.write_client_config(PASSWORDS["root"])
         self.version = self.sql("SELECT VERSION()").strip()
         log.info("%s %s sandbox on port %d (%s)", self.flavor, self.version, self.port, self.workdir)
 
@@ -329,7 +317,8 @@ class Sandbox:
             return self._mysql().command("mysqlbinlog", *extra)
         return [str(self._mariadb().binary("mariadb-binlog")), *extra]
 
-    def _write_client_config(self, password: str | None) -> None:
+    def write_client_config(self, password: str | None) -> None:
+        """The client option file ``client_argv`` reads (socket, user, password)."""
         lines = ["[client]", "user=root", f"socket={self.socket}"]
         if password is not None:
             lines.append(f"password={password}")
@@ -339,7 +328,7 @@ class Sandbox:
     # ---------------------------------------------------------------- process handling
 
     def _launch(self, *, timeout: float, password: str | None) -> None:
-        self._write_client_config(password)
+        self.write_client_config(password)
         self.socket.unlink(missing_ok=True)
         out = (self.workdir / "server.out").open("ab")
         try:
@@ -408,45 +397,9 @@ class Sandbox:
         result = subprocess.run(self.client_argv(*extra), input=statement.encode(),
                                 capture_output=True, timeout=timeout, check=False)
         if result.returncode != 0:
-            message = result.stderr.decode(errors="replace").strip()
-            match = _ERROR_LINE.search(message)
-            if match and int(match[1]) >= CLIENT_ERRNO_MIN:  # CR_* codes: the client itself failed
-                raise TransportError(f"the {self.flavor} client could not talk to the sandbox on "
-                                     f"{self.socket}: {message}")
-            if match:
-                raise server_error(int(match[1]), match[2], match[3].strip())
-            raise SandboxError(f"the {self.flavor} client failed (exit {result.returncode}): {message}")
+            raise client_error(f"the {self.flavor} client (socket {self.socket})", result.returncode,
+                               result.stderr.decode(errors="replace").strip())
         return result.stdout.decode(errors="replace").rstrip("\n")
-
-    def _create_users(self) -> None:
-        statements = ["SET sql_log_bin = 0"]
-        for host in self.sql("SELECT host FROM mysql.user WHERE user = 'root'").splitlines():
-            statements.append(f"ALTER USER 'root'@'{host}' IDENTIFIED BY '{PASSWORDS['root']}'")
-        for host in self.sql("SELECT host FROM mysql.user WHERE user = ''").splitlines():
-            statements.append(f"DROP USER ''@'{host}'")
-        statements += [
-            f"CREATE USER IF NOT EXISTS 'root'@'%' IDENTIFIED BY '{PASSWORDS['root']}'",
-            "GRANT ALL PRIVILEGES ON *.* TO 'root'@'%' WITH GRANT OPTION",
-            f"CREATE USER 'repl'@'%' IDENTIFIED BY '{PASSWORDS['repl']}'",
-            f"GRANT {REPL_GRANTS} ON *.* TO 'repl'@'%'",
-        ]
-        self.sql(";\n".join(statements))
-        self._write_client_config(PASSWORDS["root"])
-        if self.flavor == "mariadb":
-            self._create_ed25519_user()
-
-    def _create_ed25519_user(self) -> None:
-        plugin_dir = Path(self.sql("SELECT @@plugin_dir"))
-        if not (plugin_dir / "auth_ed25519.so").exists():
-            log.warning("no auth_ed25519.so in %s: the sandbox has no ed25519 user 'ed'", plugin_dir)
-            return
-        self.sql(
-            "SET sql_log_bin = 0;\n"
-            "INSTALL SONAME 'auth_ed25519';\n"
-            f"CREATE USER 'ed'@'%' IDENTIFIED VIA ed25519 USING PASSWORD('{PASSWORDS['ed']}');\n"
-            f"GRANT {REPL_GRANTS} ON *.* TO 'ed'@'%'"
-        )
-        self.has_ed25519_user = True
 
     # ---------------------------------------------------------------- addresses and files
 

@@ -1,0 +1,60 @@
+"""The accounts of a sandbox server: who the tests and the demo log in as, and with what rights.
+
+========  ===============  =====================================================
+user      password         privileges
+========  ===============  =====================================================
+``root``  ``sluice-root``  everything, over TCP and over the unix socket
+``repl``  ``sluice-repl``  ``REPLICATION SLAVE, REPLICATION CLIENT, SELECT ON *.*``
+``ed``    ``sluice-ed``    the same, MariaDB only, authenticated by ``ed25519``
+========  ===============  =====================================================
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from sluice.sandbox.server import Sandbox
+
+__all__ = ["PASSWORDS", "REPL_GRANTS", "create_users"]
+
+log = logging.getLogger(__name__)
+
+PASSWORDS: Mapping[str, str] = {"root": "sluice-root", "repl": "sluice-repl", "ed": "sluice-ed"}
+REPL_GRANTS = "REPLICATION SLAVE, REPLICATION CLIENT, SELECT"
+
+
+def create_users(box: Sandbox) -> None:
+    """Give root its password, drop anonymous users, create ``repl`` (and ``ed`` on MariaDB);
+    none of it is written to the binlog."""
+    statements = ["SET sql_log_bin = 0"]
+    for host in box.sql("SELECT host FROM mysql.user WHERE user = 'root'").splitlines():
+        statements.append(f"ALTER USER 'root'@'{host}' IDENTIFIED BY '{PASSWORDS['root']}'")
+    for host in box.sql("SELECT host FROM mysql.user WHERE user = ''").splitlines():
+        statements.append(f"DROP USER ''@'{host}'")
+    statements += [
+        f"CREATE USER IF NOT EXISTS 'root'@'%' IDENTIFIED BY '{PASSWORDS['root']}'",
+        "GRANT ALL PRIVILEGES ON *.* TO 'root'@'%' WITH GRANT OPTION",
+        f"CREATE USER 'repl'@'%' IDENTIFIED BY '{PASSWORDS['repl']}'",
+        f"GRANT {REPL_GRANTS} ON *.* TO 'repl'@'%'",
+    ]
+    box.sql(";\n".join(statements))
+    box.write_client_config(PASSWORDS["root"])
+    if box.flavor == "mariadb":
+        _create_ed25519_user(box)
+
+def _create_ed25519_user(box: Sandbox) -> None:
+    plugin_dir = Path(box.sql("SELECT @@plugin_dir"))
+    if not (plugin_dir / "auth_ed25519.so").exists():
+        log.warning("no auth_ed25519.so in %s: the sandbox has no ed25519 user 'ed'", plugin_dir)
+        return
+    box.sql(
+        "SET sql_log_bin = 0;\n"
+        "INSTALL SONAME 'auth_ed25519';\n"
+        f"CREATE USER 'ed'@'%' IDENTIFIED VIA ed25519 USING PASSWORD('{PASSWORDS['ed']}');\n"
+        f"GRANT {REPL_GRANTS} ON *.* TO 'ed'@'%'"
+    )
+    box.has_ed25519_user = True
