@@ -1,5 +1,8 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
-"""The compiled twin of the row plan's generated loops: row images to value tuples, in C.
+"""The compiled core: row images to value tuples, and runs of TABLE_MAP and rows events, in C.
+
+The event runs (``EventRun``, ``whole_events``, ``crc32``) are in ``_eventrun.pxi``; their Python
+twin is the event parser itself, which takes every event the run leaves to it.
 
 A :class:`RowProgram` is built once per row-image shape (event kind, present-column bitmaps) from
 the column specs the Python row plan decides (``sluice.binlog.rowplan``); it decodes a rows-event
@@ -169,6 +172,9 @@ cdef class RowProgram:
 
     def decode(self, bytes buf, Py_ssize_t start, Py_ssize_t end):
         """The rows of ``buf[start:end]``: value tuples, or (before, after) pairs for updates."""
+        return self._decode(buf, start, end)
+
+    cdef list _decode(self, bytes buf, Py_ssize_t start, Py_ssize_t end):
         cdef const uint8_t *b = <const uint8_t *>PyBytes_AS_STRING(buf)
         cdef Py_ssize_t pos = start
         cdef list rows = []
@@ -349,6 +355,7 @@ cdef object _convert(RowProgram prog, const uint8_t *p, Py_ssize_t length, Col *
 
 
 include "_rowvalues.pxi"
+include "_eventrun.pxi"
 
 
 import sys as _sys

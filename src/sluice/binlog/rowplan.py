@@ -53,7 +53,7 @@ try:
 except ImportError:  # built without the extension: the Python loops below do all the work
     _compiled_core = None
 
-__all__ = ["ABSENT", "Geometry", "JsonDiff", "JsonDiffs", "RowPlan", "compiled", "plan_for", "use_compiled"]
+__all__ = ["ABSENT", "Geometry", "JsonDiff", "JsonDiffs", "RowPlan", "compiled", "core", "plan_for", "use_compiled"]
 
 #: The compiled core in use: None when the extension is absent or ``SLUICE_NO_EXTENSIONS`` is set.
 _core: Any = None if os.environ.get("SLUICE_NO_EXTENSIONS", "") not in ("", "0") else _compiled_core
@@ -66,6 +66,11 @@ handed_over = 0
 def compiled() -> bool:
     """Whether rows are decoded by the compiled core (else by the generated Python loops)."""
     return _core is not None
+
+
+def core() -> Any:
+    """The compiled core module in use (``sluice.binlog._rowcore``), or None for the Python twins."""
+    return _core
 
 
 def use_compiled(enabled: bool) -> bool:

@@ -14,10 +14,12 @@ follow are decoded with the table's new layout; a DDL statement is its own trans
 from __future__ import annotations
 
 import logging
+import struct
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from sluice.binlog import rowplan
 from sluice.binlog.constants import ChecksumAlgorithm
 from sluice.binlog.events import (
     FormatDescriptionEvent,
@@ -29,13 +31,14 @@ from sluice.binlog.events import (
     TableMapEvent,
     TransactionPayloadEvent,
 )
+from sluice.binlog.header import build_header, frozen_builder
 from sluice.binlog.parser import EventParser, ParserConfig
 from sluice.binlog.position import Checkpoint
 from sluice.binlog.rowplan import plan_for
 from sluice.cdc.records import RowChange, RowChangeBuilder
 from sluice.cdc.schema import DdlOutcome, ResolvedTable, SchemaTracker, is_ddl
 from sluice.cdc.transactions import Transaction, TransactionAssembler
-from sluice.errors import DataLossError
+from sluice.errors import DataLossError, MalformedEventError
 
 __all__ = ["CaptureConfig", "ChangeCapture", "CommittedTransaction", "DdlRecord"]
 
@@ -43,6 +46,11 @@ log = logging.getLogger(__name__)
 
 #: ``Incident`` codes of the server (sql/rpl_constants.h): 0 is none, 1 the only one logged.
 INCIDENT_NAMES = {1: "LOST_EVENTS"}
+
+# Event types the compiled core takes in runs: TABLE_MAP, WRITE/UPDATE/DELETE v1 and v2, ANNOTATE_ROWS.
+_RUN_TYPES = frozenset({19, 23, 24, 25, 30, 31, 32, 160})
+_SIZE = struct.Struct("<I").unpack_from
+_build_rows = frozen_builder(RowsEvent)
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +103,22 @@ class DdlRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class CountedRows:
+    """Rows of a run of rows events the compiled core decoded and counted without keeping them
+    (``count_only``), per rows-event kind."""
+
+    write: int
+    update: int
+    delete: int
+
+    def total(self, kinds: frozenset[str] | None) -> int:
+        if kinds is None:
+            return self.write + self.update + self.delete
+        return sum(n for kind, n in (("write", self.write), ("update", self.update), ("delete", self.delete))
+                   if kind in kinds)
+
+
+@dataclass(frozen=True, slots=True)
 class CommittedTransaction:
     """A committed transaction and its change records (row changes and, if asked, DDL)."""
 
@@ -138,6 +162,10 @@ class ChangeCapture:
         self._pos = start.pos
         self.label: str | None = None  # how errors name the input (a file's full path), if not by `file`
         self.incidents_skipped = 0
+        self._fed = 0
+        # Runs of TABLE_MAP and rows events go to the compiled core when it is in use (decided here).
+        core = rowplan.core()
+        self._run = core.EventRun(self.parser, build_header, _build_rows) if core is not None else None
 
     @property
     def boundary(self) -> Checkpoint:
@@ -152,8 +180,64 @@ class ChangeCapture:
             self.parser.checksum_alg = int(checksum)
         self._ddl.clear()
 
+    @property
+    def events_read(self) -> int:
+        """Events fed so far, in all."""
+        return self._fed + (self._run.taken if self._run is not None else 0)
+
     def feed(self, file: str, pos: int, next_pos: int, data: bytes | memoryview) -> CommittedTransaction | None:
         """Decode one event at ``(file, pos)``; returns the transaction it commits, if any."""
+        if self._run is not None and type(data) is bytes and len(data) >= 19 and data[4] in _RUN_TYPES:
+            events = self.assembler.open_events()
+            if events is not None and self._take_run(data, 0, len(data), file, pos, events):
+                return None
+        return self._feed(file, pos, next_pos, data)
+
+    def feed_block(self, file: str, offset: int, block: bytes) -> list[CommittedTransaction]:
+        """Decode a block of whole events that starts at ``(file, offset)``; returns the
+        transactions committed in it, in order. Runs of TABLE_MAP and rows events inside a
+        transaction go to the compiled core in one call (see ``EventRun``)."""
+        out: list[CommittedTransaction] = []
+        run = self._run
+        feed = self._feed
+        pos, n = 0, len(block)
+        while pos < n:
+            if run is not None and block[pos + 4] in _RUN_TYPES:
+                events = self.assembler.open_events()
+                if events is not None:
+                    stop = self._take_run(block, pos, n, file, offset, events)
+                    if stop != pos:
+                        pos = stop
+                        continue
+            (size,) = _SIZE(block, pos + 9)
+            if size < 19:
+                raise MalformedEventError(
+                    f"event header declares {size} bytes, less than the header itself",
+                    file=self.label or file, offset=offset + pos,
+                )
+            end = pos + size
+            done = feed(file, offset + pos, offset + end, block[pos:end])
+            if done is not None:
+                out.append(done)
+            pos = end
+        return out
+
+    def _take_run(self, buf: bytes, start: int, end: int, file: str, base: int, events: list[Any]) -> int:
+        """Let the compiled core take the events of ``buf[start:end]`` it can; returns where it stopped."""
+        run = self._run
+        assert run is not None
+        count = self.config.count_only
+        stop: int = run.run(buf, start, end, file, base, None if count else events, self.tracker.version)
+        if stop != start:
+            self.assembler.took_rows()
+            if count:
+                counted = run.take_counts()
+                if any(counted):
+                    events.append((file, base + start, CountedRows(*counted)))
+        return stop
+
+    def _feed(self, file: str, pos: int, next_pos: int, data: bytes | memoryview) -> CommittedTransaction | None:
+        self._fed += 1
         self._file, self._pos = file, pos
         event: Any = self.parser.parse(data, file=self.label or file, offset=pos)
         kind = type(event)
@@ -172,15 +256,13 @@ class ChangeCapture:
             return CommittedTransaction(tx, [], self._count(tx.events))
         return CommittedTransaction(tx, list(self._records(tx)))
 
-    def feed_file(self, file: str, label: str, events: Iterable[tuple[int, bytes]]) -> Iterator[CommittedTransaction]:
-        """Decode the raw ``(offset, bytes)`` events of one binlog file offline (``begin_file``,
-        every event, ``cut_off``) and yield the transactions it commits."""
+    def feed_file(self, file: str, label: str, blocks: Iterable[tuple[int, bytes]]) -> Iterator[CommittedTransaction]:
+        """Decode the ``(offset, block)`` blocks of whole events of one binlog file offline
+        (``begin_file``, every block, ``cut_off``) and yield the transactions it commits."""
         self.begin_file(file, label)
-        feed = self.feed
-        for offset, data in events:
-            done = feed(file, offset, offset + len(data), data)
-            if done is not None:
-                yield done
+        feed_block = self.feed_block
+        for offset, block in blocks:
+            yield from feed_block(file, offset, block)
         self.cut_off()
 
     def begin_file(self, file: str, label: str | None = None) -> None:
@@ -270,6 +352,8 @@ class ChangeCapture:
             if kind is RowsEvent:
                 if kinds is None or event.kind in kinds:
                     n += len(event.rows)
+            elif kind is CountedRows:
+                n += event.total(kinds)
             elif kind is TransactionPayloadEvent:
                 n += self._count(event.events)
         return n

@@ -168,6 +168,18 @@ class TransactionAssembler:
         """``xid_key`` of every XA transaction prepared and not yet committed or rolled back."""
         return tuple(self._prepared)
 
+    def open_events(self) -> list[Located] | None:
+        """The events list of the open transaction (None outside one), for a reader that adds
+        its TABLE_MAP and rows events itself; it calls ``took_rows`` when it added any."""
+        tx = self._tx
+        return None if tx is None else tx.events
+
+    def took_rows(self) -> None:
+        """Rows events were added to the open transaction through ``open_events``."""
+        tx = self._tx
+        if tx is not None and tx.state == _AWAIT:
+            tx.state = _BODY
+
     def cut_off(self) -> None:
         """The input ended or the connection broke: drop the open transaction, if any."""
         tx = self._tx

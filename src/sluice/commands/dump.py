@@ -70,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
     from sluice.cdc.capture import CaptureConfig, ChangeCapture
     from sluice.cdc.filters import parse_ops, table_filter
     from sluice.cdc.jsonl import record_line
-    from sluice.io.binlog_file import iter_raw_events
+    from sluice.io.binlog_file import iter_raw_blocks
 
     keep = table_filter(args.tables, args.exclude_tables)
     jsonl = args.format == "jsonl"
@@ -82,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
     )
     out = sys.stdout
     started = time.perf_counter()
-    n_events = n_changes = n_transactions = 0
+    n_changes = n_transactions = 0
     capture: ChangeCapture | None = None
     buffer: list[str] = []
     for path in args.files:
@@ -90,13 +90,8 @@ def run(args: argparse.Namespace) -> int:
         name = "stdin" if path == "-" else path.rsplit("/", 1)[-1]
         if capture is None:
             capture = ChangeCapture(config, Checkpoint(name, 4))
-        capture.begin_file(name, "<stdin>" if path == "-" else path)
-        feed = capture.feed
-        for offset, data in iter_raw_events(source):
-            n_events += 1
-            committed = feed(name, offset, offset + len(data), data)
-            if committed is None:
-                continue
+        for committed in capture.feed_file(name, "<stdin>" if path == "-" else path, iter_raw_blocks(source)):
+            # feed_file cuts off at the end a transaction still open: it never spans two files
             n_transactions += 1
             records = committed.records
             n_changes += committed.row_count
@@ -106,7 +101,6 @@ def run(args: argparse.Namespace) -> int:
                     buffer.append("")
                     out.write("\n".join(buffer))
                     buffer.clear()
-        capture.cut_off()  # a transaction never spans two files: one still open was cut off
     if buffer:
         buffer.append("")
         out.write("\n".join(buffer))
@@ -117,6 +111,7 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "none":
         seconds = time.perf_counter() - started
         rate = n_changes / seconds if seconds > 0 else 0.0
+        n_events = capture.events_read if capture is not None else 0
         print(
             f"{n_events} events, {n_transactions} transactions, {n_changes} row changes in {seconds:.2f}s "
             f"({rate:,.0f} rows/s)"

@@ -3,10 +3,11 @@
 ``iter_events(source, parser)`` checks the 4-byte magic ``\\xfebin`` and yields
 ``(offset, event)`` for every event, reading fixed-size blocks so memory stays bounded by the
 largest single event, never by the file size. ``source`` is a path, ``"-"`` for standard input,
-or any binary stream with ``read``. ``BinlogFile`` is the same as an iterable object that can
-also start at a later event offset (the file's FORMAT_DESCRIPTION_EVENT is read first, as a
-replica would). A file that is not a binlog, ends inside an event or fails its checksum raises
-the typed error naming the file and the offset.
+or any binary stream with ``read``. ``iter_raw_blocks`` yields the undecoded events in blocks
+of whole events, for a reader that takes many at once (``ChangeCapture.feed_block``).
+``BinlogFile`` is the same as an iterable object that can also start at a later event offset (the
+file's FORMAT_DESCRIPTION_EVENT is read first, as a replica would). A file that is not a binlog,
+ends inside an event or fails its checksum raises the typed error naming the file and the offset.
 """
 
 from __future__ import annotations
@@ -18,14 +19,15 @@ from collections.abc import Iterator
 from typing import BinaryIO
 
 from sluice.binlog.events import Event
+from sluice.binlog.framing import whole_events
 from sluice.binlog.header import HEADER_LEN
 from sluice.binlog.parser import EventParser
 from sluice.errors import ConfigError, MalformedEventError, TruncatedError
 
-__all__ = ["BINLOG_MAGIC", "BinlogFile", "iter_events", "iter_raw_events", "iter_raw_segment"]
+__all__ = ["BINLOG_MAGIC", "BinlogFile", "iter_events", "iter_raw_blocks"]
 
 BINLOG_MAGIC = b"\xfebin"
-BLOCK_SIZE = 1 << 18
+BLOCK_SIZE = 1 << 20
 _SIZE_OFFSET = 9  # event size inside the common header
 _U32 = struct.Struct("<I").unpack_from
 
@@ -68,30 +70,28 @@ def _truncated(name: str, offset: int, detail: str) -> TruncatedError:
     )
 
 
-def _raw_events(stream: BinaryIO, name: str, offset: int) -> Iterator[tuple[int, bytes]]:
+def _raw_blocks(stream: BinaryIO, name: str, offset: int, stop: int | None = None) -> Iterator[tuple[int, bytes]]:
+    """``(offset, block)``: the stream's bytes from ``offset`` on in blocks of whole events, up to the
+    first event that starts at or after ``stop`` (an event boundary; None: the end)."""
     buf = b""
-    pos = 0  # start of the next event inside buf
     eof = False
     read = stream.read
-    size_at = _U32
     while True:
-        n = len(buf)
-        # Every whole event in the buffer, sliced straight out of it (one copy per event).
-        while n - pos >= HEADER_LEN:
-            (size,) = size_at(buf, pos + _SIZE_OFFSET)
-            if size < HEADER_LEN:
-                raise MalformedEventError(
-                    f"event header declares {size} bytes, less than the header itself",
-                    file=name, offset=offset,
-                )
-            end = pos + size
-            if end > n:
-                break
-            yield offset, buf[pos:end]
-            pos = end
-            offset += size
-        avail = n - pos
-        need = size - avail if avail >= HEADER_LEN else HEADER_LEN - avail  # size: the event cut off above
+        limit = len(buf) if stop is None else stop - offset
+        end, bad = whole_events(buf, 0, limit)
+        if end:
+            yield offset, buf if end == len(buf) else buf[:end]
+            offset += end
+            buf = buf[end:]
+        if bad >= 0:
+            raise MalformedEventError(
+                f"event header declares {_U32(buf, _SIZE_OFFSET)[0]} bytes, less than the header itself",
+                file=name, offset=offset,
+            )
+        if stop is not None and offset >= stop:
+            return
+        avail = len(buf)
+        need = _U32(buf, _SIZE_OFFSET)[0] - avail if avail >= HEADER_LEN else HEADER_LEN - avail
         if eof:
             if avail == 0:
                 return
@@ -100,8 +100,17 @@ def _raw_events(stream: BinaryIO, name: str, offset: int) -> Iterator[tuple[int,
         if not chunk:
             eof = True
         else:
-            buf = buf[pos:] + chunk if pos < n else chunk
-            pos = 0
+            buf = buf + chunk if buf else chunk
+
+
+def _raw_events(stream: BinaryIO, name: str, offset: int) -> Iterator[tuple[int, bytes]]:
+    size_at = _U32
+    for at, block in _raw_blocks(stream, name, offset):
+        pos, n = 0, len(block)
+        while pos < n:
+            (size,) = size_at(block, pos + _SIZE_OFFSET)
+            yield at + pos, block[pos : pos + size]
+            pos += size
 
 
 def _events(stream: BinaryIO, name: str, parser: EventParser, offset: int) -> Iterator[tuple[int, Event]]:
@@ -110,35 +119,20 @@ def _events(stream: BinaryIO, name: str, parser: EventParser, offset: int) -> It
         yield at, parse(data, file=name, offset=at)
 
 
-def iter_raw_events(source: Source) -> Iterator[tuple[int, bytes]]:
-    """Yield ``(offset, event bytes)`` for every event of a binlog file, stream or ``"-"``, undecoded."""
+def iter_raw_blocks(source: Source, start: int = 4, end: int | None = None) -> Iterator[tuple[int, bytes]]:
+    """``(offset, block)``: a binlog file's events in blocks of whole events, undecoded. From
+    ``start`` on (an event boundary after 4), the first block is the file's FORMAT_DESCRIPTION_EVENT
+    alone, as a replica starting there reads it first; ``end`` None reads to the end, else the
+    events that start before ``end``."""
     stream, name, owned = _open(source)
     try:
         _check_magic(stream, name)
-        yield from _raw_events(stream, name, 4)
-    finally:
-        if owned:
-            stream.close()
-
-
-def iter_raw_segment(source: Source, start: int = 4, end: int | None = None) -> Iterator[tuple[int, bytes]]:
-    """``(offset, event bytes)`` of the file's FORMAT_DESCRIPTION_EVENT, then of its events in
-    ``[start, end)``: a segment a reader can decode on its own, as a replica starting at ``start``
-    reads the FDE first. ``start`` must be an event boundary; ``end`` None reads to the end."""
-    stream, name, owned = _open(source)
-    try:
-        _check_magic(stream, name)
-        events = _raw_events(stream, name, 4)
         if start > 4:
-            first = next(events, None)
+            first = next(_raw_events(stream, name, 4), None)
             if first is not None:
                 yield first
             stream.seek(start)
-            events = _raw_events(stream, name, start)
-        for offset, data in events:
-            if end is not None and offset >= end:
-                return
-            yield offset, data
+        yield from _raw_blocks(stream, name, max(start, 4), end)
     finally:
         if owned:
             stream.close()

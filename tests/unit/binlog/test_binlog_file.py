@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import struct
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -119,16 +120,65 @@ def test_binlog_file_from_offset(tmp_path: Path) -> None:
     assert len(list(BinlogFile(path, parser()))) == 6
 
 
-def test_a_raw_segment_is_the_format_description_then_the_events_from_start_to_end() -> None:
-    from pathlib import Path
+def _split(blocks: Any) -> list[tuple[int, bytes]]:
+    """The ``(offset, bytes)`` events of ``(offset, block)`` blocks of whole events."""
+    out = []
+    for offset, block in blocks:
+        pos = 0
+        while pos < len(block):
+            size = int.from_bytes(block[pos + 9 : pos + 13], "little")
+            out.append((offset + pos, block[pos : pos + size]))
+            pos += size
+        assert pos == len(block), "a block ends inside an event"
+    return out
 
-    from sluice.io.binlog_file import iter_raw_events, iter_raw_segment
+
+@pytest.mark.parametrize("compiled", [True, False], ids=["compiled", "twin"])
+def test_raw_blocks_are_whole_events_from_start_to_end(compiled: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    from sluice.binlog import rowplan
+    from sluice.io import binlog_file
+
+    previous = rowplan.use_compiled(compiled)
+    if compiled and rowplan.core() is None:
+        rowplan.use_compiled(previous)
+        pytest.skip("the compiled core was not built")
+    try:
+        path = Path(__file__).resolve().parents[2] / "data" / "mysql-multitable.binlog"
+        events = list(binlog_file.iter_events(path))
+        raw = _split(binlog_file.iter_raw_blocks(path))
+        assert [offset for offset, _ in raw] == [offset for offset, _ in events]
+        assert len(raw) > 6
+        monkeypatch.setattr(binlog_file, "BLOCK_SIZE", 40)  # blocks of one or two events
+        small = list(binlog_file.iter_raw_blocks(path))
+        assert len(small) > 3 and _split(small) == raw
+        start, end = raw[3][0], raw[-2][0]
+        assert _split(binlog_file.iter_raw_blocks(path, start, end)) == [raw[0], *raw[3:-2]]
+        assert _split(binlog_file.iter_raw_blocks(path, start)) == [raw[0], *raw[3:]]
+    finally:
+        rowplan.use_compiled(previous)
+
+
+@pytest.mark.parametrize("compiled", [True, False], ids=["compiled", "twin"])
+def test_whole_events_agrees_with_its_twin_on_every_cut(compiled: bool) -> None:
+    from sluice.binlog import framing, rowplan
 
     path = Path(__file__).resolve().parents[2] / "data" / "mysql-multitable.binlog"
-    events = list(iter_raw_events(path))
-    assert len(events) > 6
-    assert list(iter_raw_segment(path)) == events
-    start, end = events[3][0], events[-2][0]
-    segment = list(iter_raw_segment(path, start, end))
-    assert segment == [events[0], *events[3:-2]]
-    assert list(iter_raw_segment(path, start)) == [events[0], *events[3:]]
+    data = path.read_bytes()[4:]
+    previous = rowplan.use_compiled(compiled)
+    if compiled and rowplan.core() is None:
+        rowplan.use_compiled(previous)
+        pytest.skip("the compiled core was not built")
+    try:
+        for cut in range(0, len(data), 7):
+            buf = data[:cut]
+            expect = 0
+            while len(buf) - expect >= 19:
+                size = int.from_bytes(buf[expect + 9 : expect + 13], "little")
+                if expect + size > len(buf):
+                    break
+                expect += size
+            assert framing.whole_events(buf, 0, len(buf)) == (expect, -1)
+        bad = data[:9] + (7).to_bytes(4, "little") + data[13:40]
+        assert framing.whole_events(bad, 0, len(bad)) == (0, 0)
+    finally:
+        rowplan.use_compiled(previous)

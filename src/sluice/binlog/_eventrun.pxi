@@ -1,0 +1,290 @@
+# Included by _rowcore.pyx: runs of events taken in C (framing, CRC32, TABLE_MAP reuse, rows).
+#
+# Inside a transaction a binlog is mostly TABLE_MAP and rows events, one pair per statement. The
+# Python parser makes a header, an event object and a table entry for each; here a run of them is
+# framed, checked and decoded without a Python object per event. ``EventRun.run`` takes events for
+# as long as it can do everything the parser would do with them, and stops at the first one it
+# cannot (any other type, a TABLE_MAP it has not seen, a shape without a program, a CRC mismatch,
+# bytes that run short): the parser then takes that event, with its precise errors, and the run
+# goes on after it. It never raises on bad input and never reads outside ``buf[pos:end]``.
+
+from cpython.dict cimport PyDict_GetItem
+from cpython.ref cimport PyObject
+from libc.string cimport memcmp
+
+cdef uint32_t _CRC[8][256]
+
+
+cdef void _crc_init() noexcept:
+    cdef uint32_t c, i, k, t
+    for i in range(256):
+        c = i
+        for k in range(8):
+            if c & 1:
+                c = (c >> 1) ^ <uint32_t>0xEDB88320U
+            else:
+                c = c >> 1
+        _CRC[0][i] = c
+    for i in range(256):
+        for t in range(1, 8):
+            _CRC[t][i] = (_CRC[t - 1][i] >> 8) ^ _CRC[0][_CRC[t - 1][i] & 0xFF]
+
+
+_crc_init()
+
+
+cdef inline uint32_t _u32(const uint8_t *p) noexcept nogil:
+    return p[0] | (<uint32_t>p[1] << 8) | (<uint32_t>p[2] << 16) | (<uint32_t>p[3] << 24)
+
+
+cdef uint32_t _crc32(const uint8_t *p, Py_ssize_t n) noexcept nogil:
+    """CRC-32 (ISO-HDLC, as zlib and the binlog use it), eight bytes per step."""
+    cdef uint32_t crc = ~(<uint32_t>0), one, two
+    while n >= 8:
+        one = _u32(p) ^ crc
+        two = _u32(p + 4)
+        crc = (_CRC[7][one & 0xFF] ^ _CRC[6][(one >> 8) & 0xFF] ^ _CRC[5][(one >> 16) & 0xFF]
+               ^ _CRC[4][one >> 24] ^ _CRC[3][two & 0xFF] ^ _CRC[2][(two >> 8) & 0xFF]
+               ^ _CRC[1][(two >> 16) & 0xFF] ^ _CRC[0][two >> 24])
+        p += 8
+        n -= 8
+    while n > 0:
+        crc = (crc >> 8) ^ _CRC[0][(crc ^ p[0]) & 0xFF]
+        p += 1
+        n -= 1
+    return ~crc
+
+
+def crc32(bytes data):
+    """CRC-32 of ``data``, equal to ``zlib.crc32(data)``."""
+    return _crc32(<const uint8_t *>PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data))
+
+
+def whole_events(bytes buf, Py_ssize_t pos, Py_ssize_t limit):
+    """``(end, bad)``: walking event headers from ``pos`` over the events that start before
+    ``limit``, the end of the last one that lies whole in ``buf``, and the offset of an event whose
+    header declares fewer than 19 bytes (-1 when none was met; the walk stops there)."""
+    cdef const uint8_t *b = <const uint8_t *>PyBytes_AS_STRING(buf)
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(buf)
+    cdef uint32_t size
+    if pos < 0:
+        raise ValueError("negative start")
+    while pos < limit and n - pos >= 19:
+        size = _u32(b + pos + 9)
+        if size < 19:
+            return pos, pos
+        if size > n - pos:
+            break
+        pos += size
+    return pos, -1
+
+
+cdef enum:
+    T_TABLE_MAP = 19
+    T_WRITE_V1 = 23
+    T_DELETE_V1 = 25
+    T_WRITE_V2 = 30
+    T_DELETE_V2 = 32
+    T_ANNOTATE_ROWS = 160
+
+_KINDS = ("write", "update", "delete")
+
+
+cdef inline int _phl(bytes phl, int type_code, int default):
+    cdef int i = type_code - 1
+    if i < PyBytes_GET_SIZE(phl) and (<const uint8_t *>PyBytes_AS_STRING(phl))[i]:
+        return (<const uint8_t *>PyBytes_AS_STRING(phl))[i]
+    return default
+
+
+cdef class EventRun:
+    """Takes runs of TABLE_MAP, rows and ANNOTATE_ROWS events for one ``EventParser``.
+
+    ``run`` reads the parser's stream state (checksum algorithm, post-header lengths, the table
+    maps of the open transaction) and updates it as the parser would. A TABLE_MAP is taken when its
+    bytes equal those of the entry last seen with its table id (the entry, with its compiled plan,
+    is put back into the transaction's maps); ``version`` is the schema version the entries' plans
+    were made under, and a new one forgets them all. A rows event is taken when its table's plan
+    and body shape already have a compiled program.
+    """
+
+    cdef object parser
+    cdef dict known             # table id -> the parser's table entry last used with that id
+    cdef object version
+    cdef object build_header
+    cdef object build_rows
+    cdef Py_ssize_t counts[3]   # rows counted per kind (write, update, delete) when not kept
+    cdef public Py_ssize_t taken  # events taken, in all
+
+    def __init__(self, parser, build_header, build_rows):
+        """``build_header`` / ``build_rows`` build ``EventHeader`` / ``RowsEvent`` from their fields."""
+        self.parser = parser
+        self.known = {}
+        self.version = None
+        self.build_header = build_header
+        self.build_rows = build_rows
+
+    def take_counts(self):
+        """Rows counted since the last call, per kind: ``(write, update, delete)``."""
+        out = (self.counts[0], self.counts[1], self.counts[2])
+        self.counts[0] = self.counts[1] = self.counts[2] = 0
+        return out
+
+    def forget(self):
+        """Drop the remembered TABLE_MAPs (the stream restarts, or plans changed)."""
+        self.known.clear()
+
+    def run(self, bytes buf, Py_ssize_t pos, Py_ssize_t end, str file, Py_ssize_t base, list sink, version):
+        """Take the events of ``buf[pos:end]`` from ``pos`` on; return the offset of the first event
+        not taken (``end`` when all were). ``sink`` None counts the rows of each kind; a list gets
+        ``(file, base + offset, RowsEvent)`` for every rows event."""
+        cdef object p = self.parser
+        cdef const uint8_t *b = <const uint8_t *>PyBytes_AS_STRING(buf)
+        cdef Py_ssize_t n = PyBytes_GET_SIZE(buf)
+        cdef Py_ssize_t size, be, bs, q, tail
+        cdef int tc, k, ncols, colcount, nb, i
+        cdef bint crc, verify, tm_ok, v1_ok, v2_ok, took_map = False
+        cdef uint64_t present, after, mask
+        cdef long long tid
+        cdef Py_ssize_t skipped_rows = 0, skipped_maps = 0
+        cdef PyObject *hit
+        cdef object entry, plan, tm, raw, fns, program, rows, maps, key, after_obj, present_obj, header
+        cdef bytes phl
+        if pos < 0:
+            return pos
+        if end < n:
+            n = end
+        alg = p.checksum_alg
+        if alg is None or (alg != 0 and alg != 1):
+            return pos
+        crc = alg == 1
+        tail = 4 if crc else 0
+        verify = bool(p._verify)
+        phl = p._phl
+        tm_ok = _phl(phl, T_TABLE_MAP, 8) == 8
+        v1_ok = _phl(phl, T_WRITE_V1, 8) == 8 and _phl(phl, T_WRITE_V1 + 1, 8) == 8 and _phl(phl, T_DELETE_V1, 8) == 8
+        v2_ok = _phl(phl, T_WRITE_V2, 10) == 10 and _phl(phl, T_WRITE_V2 + 1, 10) == 10 and _phl(phl, T_DELETE_V2, 10) == 10
+        maps = p._maps
+        if version != self.version:
+            self.known.clear()
+            self.version = version
+        try:
+            while n - pos >= 19:
+                tc = b[pos + 4]
+                size = _u32(b + pos + 9)
+                if size < 19 + tail or size > n - pos:
+                    break
+                be = pos + size - tail
+                bs = pos + 19
+                if tc == T_TABLE_MAP:
+                    if not tm_ok or be - bs < 8:
+                        break
+                    if crc and verify and _crc32(b + pos, size - 4) != _u32(b + be):
+                        break
+                    tid = _u32(b + bs) | (<long long>b[bs + 4] << 32) | (<long long>b[bs + 5] << 40)
+                    hit = PyDict_GetItem(self.known, tid)
+                    if hit is NULL:
+                        break
+                    entry = <object>hit
+                    raw = entry.table_map.raw
+                    if (type(raw) is not bytes or PyBytes_GET_SIZE(raw) != be - bs
+                            or memcmp(PyBytes_AS_STRING(raw), b + bs, be - bs) != 0):
+                        break
+                    maps[tid] = entry
+                    took_map = True
+                    if entry.plan is False:
+                        skipped_maps += 1
+                elif tc == T_ANNOTATE_ROWS:
+                    # The statement text of the rows that follow (MariaDB): nothing reads it.
+                    if crc and verify and _crc32(b + pos, size - 4) != _u32(b + be):
+                        break
+                elif T_WRITE_V1 <= tc <= T_DELETE_V1 or T_WRITE_V2 <= tc <= T_DELETE_V2:
+                    if tc >= T_WRITE_V2:
+                        k = tc - T_WRITE_V2
+                        if not v2_ok or be - bs < 10 or b[bs + 8] != 2 or b[bs + 9] != 0:
+                            break  # extra data (partition ids, NDB info): the parser reads it
+                        q = bs + 10
+                    else:
+                        k = tc - T_WRITE_V1
+                        if not v1_ok or be - bs < 8:
+                            break
+                        q = bs + 8
+                    if crc and verify and _crc32(b + pos, size - 4) != _u32(b + be):
+                        break
+                    tid = _u32(b + bs) | (<long long>b[bs + 4] << 32) | (<long long>b[bs + 5] << 40)
+                    hit = PyDict_GetItem(maps, tid)
+                    if hit is NULL:
+                        break
+                    entry = <object>hit
+                    if PyDict_GetItem(self.known, tid) != hit:
+                        # The parser took this table's TABLE_MAP: its next one with the same
+                        # bytes is taken here, with the plan and shapes the parser makes now.
+                        self.known[tid] = entry
+                    plan = entry.plan
+                    if plan is False:
+                        skipped_rows += 1
+                        pos += size
+                        self.taken += 1
+                        continue
+                    if plan is None or q >= be:
+                        break
+                    tm = entry.table_map
+                    colcount = tm.column_count
+                    ncols = b[q]
+                    q += 1
+                    if ncols >= 251 or ncols > colcount or colcount > 64:
+                        break
+                    nb = (ncols + 7) >> 3
+                    if q + nb * (2 if k == 1 else 1) > be:
+                        break
+                    mask = ~(<uint64_t>0) if colcount == 64 else ((<uint64_t>1 << colcount) - 1)
+                    present = 0
+                    for i in range(nb):
+                        present |= <uint64_t>b[q + i] << (8 * i)
+                    q += nb
+                    present_obj = PyLong_FromUnsignedLongLong(present)
+                    after_obj = None
+                    if k == 1:
+                        after = 0
+                        for i in range(nb):
+                            after |= <uint64_t>b[q + i] << (8 * i)
+                        q += nb
+                        after_obj = PyLong_FromUnsignedLongLong(after)
+                        key = (_KINDS[k], PyLong_FromUnsignedLongLong(present & mask),
+                               PyLong_FromUnsignedLongLong(after & mask), False)
+                    else:
+                        key = (_KINDS[k], PyLong_FromUnsignedLongLong(present & mask), None, False)
+                    fns = plan._shapes.get(key)
+                    if fns is None:
+                        break
+                    program = fns[2]
+                    if type(program) is not RowProgram:
+                        break
+                    try:
+                        rows = (<RowProgram>program)._decode(buf, q, be)
+                    except Exception:
+                        break  # the parser decodes it again, and the checked twin says what is wrong
+                    if sink is None:
+                        self.counts[k] += len(rows)
+                    else:
+                        header = self.build_header(
+                            _u32(b + pos), tc, _u32(b + pos + 5), size, _u32(b + pos + 13),
+                            b[pos + 17] | (b[pos + 18] << 8),
+                        )
+                        sink.append((file, base + pos, self.build_rows(
+                            header, _KINDS[k], tid, b[bs + 6] | (b[bs + 7] << 8), tm, present_obj, after_obj,
+                            rows, None, None, None,
+                        )))
+                else:
+                    break
+                pos += size
+                self.taken += 1
+        finally:
+            if took_map:
+                p._last_tid = -1
+                p._last_entry = None
+            if skipped_rows:
+                p.skipped_rows_events += skipped_rows
+            if skipped_maps:
+                p.skipped_table_maps += skipped_maps
+        return pos

@@ -1,0 +1,163 @@
+"""The compiled event run (``_rowcore.EventRun``) and the event parser, its twin, capture alike.
+
+A run takes TABLE_MAP and rows events only once it has seen their table map and body shape, so
+each golden file is read twice by one capture (as two files): the second pass goes through the
+run. Committed transactions, their checkpoints, records and row counts must be the same as the
+Python parser's, in blocks of any size and event by event; a rows event cut at every byte (with a
+valid CRC) or failing its checksum must give the same typed error with the same message.
+"""
+
+from __future__ import annotations
+
+import io
+import zlib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sluice.binlog import rowplan
+from sluice.binlog.position import Checkpoint
+from sluice.cdc.capture import CaptureConfig, ChangeCapture
+from sluice.cdc.jsonl import record_line
+from sluice.errors import SluiceError
+from sluice.io import binlog_file
+from sluice.io.binlog_file import BINLOG_MAGIC, iter_raw_blocks
+
+pytestmark = [
+    pytest.mark.unit,
+    pytest.mark.skipif(rowplan._compiled_core is None, reason="the compiled core is not built"),
+]
+
+GOLDEN = sorted((Path(__file__).resolve().parents[2] / "data").glob("*.binlog"))
+ROWS_TYPES = {23, 24, 25, 30, 31, 32}
+
+
+def _events(data: bytes) -> list[bytes]:
+    out, pos = [], 4
+    while pos < len(data):
+        size = int.from_bytes(data[pos + 9 : pos + 13], "little")
+        out.append(data[pos : pos + size])
+        pos += size
+    return out
+
+
+def _file(events: list[bytes]) -> bytes:
+    return BINLOG_MAGIC + b"".join(events)
+
+
+def _recut(event: bytes, keep: int) -> bytes:
+    """The event with its body cut to ``keep`` bytes, its size and CRC32 made valid again."""
+    body = event[19:-4][:keep]
+    head = bytearray(event[:19])
+    head[9:13] = (19 + len(body) + 4).to_bytes(4, "little")
+    data = bytes(head) + body
+    return data + zlib.crc32(data).to_bytes(4, "little")
+
+
+def _capture(files: list[bytes], *, compiled: bool, count_only: bool = False, by_event: bool = False,
+             keep: Any = None) -> Any:
+    """What one capture makes of ``files`` in order: per transaction its checkpoints, row count and
+    JSON lines, or the error's type and message."""
+    previous = rowplan.use_compiled(compiled)
+    try:
+        capture = ChangeCapture(CaptureConfig(count_only=count_only, ddl=True, table_filter=keep), Checkpoint("f0", 4))
+        out: list[Any] = []
+        for i, data in enumerate(files):
+            name = f"f{i}"
+            if by_event:
+                capture.begin_file(name, name)
+                done = []
+                for offset, event in zip(_offsets(data), _events(data), strict=True):
+                    tx = capture.feed(name, offset, offset + len(event), event)
+                    if tx is not None:
+                        done.append(tx)
+                capture.cut_off()
+            else:
+                done = list(capture.feed_file(name, name, iter_raw_blocks(io.BytesIO(data))))
+            for tx in done:
+                out.append((str(tx.start), str(tx.end), tx.row_count, [record_line(r) for r in tx.records]))
+        taken = capture._run.taken if capture._run is not None else 0
+        out.append((capture.parser.skipped_rows_events, capture.parser.skipped_table_maps))
+        return out, capture.events_read, taken
+    except SluiceError as exc:
+        return type(exc).__name__, str(exc)
+    finally:
+        rowplan.use_compiled(previous)
+
+
+def _offsets(data: bytes) -> list[int]:
+    out, pos = [], 4
+    while pos < len(data):
+        out.append(pos)
+        pos += int.from_bytes(data[pos + 9 : pos + 13], "little")
+    return out
+
+
+@pytest.mark.parametrize("path", GOLDEN, ids=[p.stem for p in GOLDEN])
+@pytest.mark.parametrize("count_only", [False, True], ids=["records", "count"])
+def test_golden_files_capture_alike(path: Path, count_only: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    data = path.read_bytes()
+    twin, twin_events, _ = _capture([data, data], compiled=False, count_only=count_only)
+    compiled, events, taken = _capture([data, data], compiled=True, count_only=count_only)
+    assert compiled == twin and events == twin_events
+    if any(e[4] in ROWS_TYPES for e in _events(data)):
+        assert taken > 0, "the second pass did not go through the compiled run"
+    by_event, _, taken_one = _capture([data, data], compiled=True, count_only=count_only, by_event=True)
+    assert by_event == twin
+    assert taken_one == taken
+    monkeypatch.setattr(binlog_file, "BLOCK_SIZE", 97)  # runs cut by block ends everywhere
+    assert _capture([data, data], compiled=True, count_only=count_only)[0] == twin
+
+
+def _result(outcome: Any) -> Any:
+    """The transactions and events read, or the error; not how many events the run took."""
+    return outcome[:2] if len(outcome) == 3 else outcome
+
+
+def _rows_events(data: bytes) -> list[int]:
+    return [i for i, e in enumerate(_events(data)) if e[4] in ROWS_TYPES]
+
+
+@pytest.mark.parametrize("path", GOLDEN, ids=[p.stem for p in GOLDEN])
+def test_rows_events_cut_at_every_byte_fail_alike(path: Path) -> None:
+    data = path.read_bytes()
+    events = _events(data)
+    for index in _rows_events(data)[:2]:
+        body = len(events[index]) - 23
+        for keep in [*range(min(body, 48)), *range(48, body, 5)]:
+            cut = list(events)
+            cut[index] = _recut(events[index], keep)
+            files = [data, _file(cut)]
+            assert _result(_capture(files, compiled=True)) == _result(_capture(files, compiled=False)), (index, keep)
+
+
+@pytest.mark.parametrize("path", GOLDEN, ids=[p.stem for p in GOLDEN])
+def test_a_checksum_mismatch_in_a_run_fails_alike(path: Path) -> None:
+    data = path.read_bytes()
+    events = _events(data)
+    for index in _rows_events(data)[:3]:
+        bad = bytearray(events[index])
+        bad[-6] ^= 0x40
+        broken = list(events)
+        broken[index] = bytes(bad)
+        files = [data, _file(broken)]
+        twin = _capture(files, compiled=False)
+        assert twin[0] == "ChecksumMismatchError"
+        assert _result(_capture(files, compiled=True)) == twin
+
+
+@pytest.mark.parametrize("path", [p for p in GOLDEN if "multitable" in p.stem], ids=lambda p: p.stem)
+def test_rows_of_tables_not_captured_are_skipped_alike(path: Path) -> None:
+    data = path.read_bytes()
+    files = [data, data, data]
+    names = {line.split('"table":"')[1].split('"')[0] for line in path.with_suffix(".jsonl").read_text().splitlines()}
+    assert len(names) > 1
+    for left_out in names:
+        def keep(db: str, table: str, left_out: str = left_out) -> bool:
+            return table != left_out
+
+        twin = _capture(files, compiled=False, keep=keep)
+        compiled = _capture(files, compiled=True, keep=keep)
+        assert _result(compiled) == _result(twin)
+        assert twin[0][-1][0] > 0 and compiled[2] > 0
