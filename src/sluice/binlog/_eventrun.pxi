@@ -115,6 +115,13 @@ cdef class EventRun:
     cdef object build_rows
     cdef Py_ssize_t counts[3]   # rows counted per kind (write, update, delete) when not kept
     cdef public Py_ssize_t taken  # events taken, in all
+    # JSON lines (``write_lines``): the rows are written as lines instead of kept in events
+    cdef object line_spec
+    cdef object lines_of
+    cdef object absent
+    cdef object fallback
+    cdef bint kept[3]
+    cdef dict specs             # table id -> (entry, file, heads, keys, mid)
 
     def __init__(self, parser, build_header, build_rows):
         """``build_header`` / ``build_rows`` build ``EventHeader`` / ``RowsEvent`` from their fields."""
@@ -123,6 +130,19 @@ cdef class EventRun:
         self.version = None
         self.build_header = build_header
         self.build_rows = build_rows
+
+    def write_lines(self, line_spec, kinds, absent, fallback, lines_of):
+        """Write the rows of the kinds in ``kinds`` (write/update/delete) as JSON lines
+        (``rows_jsonl``) instead of putting rows events into the sink: each run that wrote any
+        puts ``(file, offset, lines_of(data, rows))`` there. ``line_spec(table_map, file)`` gives
+        a table's ``(heads per kind, keys, mid)``, or None to leave its rows to the parser."""
+        self.line_spec = line_spec
+        self.lines_of = lines_of
+        self.absent = absent
+        self.fallback = fallback
+        for k in range(3):
+            self.kept[k] = kinds is None or _KINDS[k] in kinds
+        self.specs = {}
 
     def take_counts(self):
         """Rows counted since the last call, per kind: ``(write, update, delete)``."""
@@ -134,10 +154,12 @@ cdef class EventRun:
         """Drop the remembered TABLE_MAPs (the stream restarts, or plans changed)."""
         self.known.clear()
 
-    def run(self, bytes buf, Py_ssize_t pos, Py_ssize_t end, str file, Py_ssize_t base, list sink, version):
+    def run(self, bytes buf, Py_ssize_t pos, Py_ssize_t end, str file, Py_ssize_t base, list sink, version,
+            bytes gtid_ts=None):
         """Take the events of ``buf[pos:end]`` from ``pos`` on; return the offset of the first event
         not taken (``end`` when all were). ``sink`` None counts the rows of each kind; a list gets
-        ``(file, base + offset, RowsEvent)`` for every rows event."""
+        ``(file, base + offset, RowsEvent)`` for every rows event, or the lines of the run (see
+        ``write_lines``; ``gtid_ts`` is their ``,"gtid":…,"ts":``)."""
         cdef object p = self.parser
         cdef const uint8_t *b = <const uint8_t *>PyBytes_AS_STRING(buf)
         cdef Py_ssize_t n = PyBytes_GET_SIZE(buf)
@@ -148,8 +170,13 @@ cdef class EventRun:
         cdef long long tid
         cdef Py_ssize_t skipped_rows = 0, skipped_maps = 0
         cdef PyObject *hit
-        cdef object entry, plan, tm, raw, fns, program, rows, maps, key, after_obj, present_obj, header
+        cdef object entry, plan, tm, raw, fns, program, rows, maps, key, after_obj, present_obj, header, spec
         cdef bytes phl
+        cdef bint lines = sink is not None and self.line_spec is not None and gtid_ts is not None
+        cdef _Buf out
+        cdef Py_ssize_t written = 0, mark, start = pos
+        out.data = NULL
+        out.size = out.cap = 0
         if pos < 0:
             return pos
         if end < n:
@@ -167,6 +194,8 @@ cdef class EventRun:
         maps = p._maps
         if version != self.version:
             self.known.clear()
+            if self.specs is not None:
+                self.specs.clear()
             self.version = version
         try:
             while n - pos >= 19:
@@ -266,6 +295,22 @@ cdef class EventRun:
                         break  # the parser decodes it again, and the checked twin says what is wrong
                     if sink is None:
                         self.counts[k] += len(rows)
+                    elif lines:
+                        if self.kept[k]:
+                            spec = self.specs.get(tid)
+                            if spec is None or spec[0] is not entry or spec[1] != file:
+                                spec = self.line_spec(tm, file)
+                                if spec is None:
+                                    break
+                                spec = self.specs[tid] = (entry, file, *spec)
+                            mark = out.size
+                            try:
+                                _write_lines(&out, k, spec[2][k], spec[3], rows, spec[4], base + pos, gtid_ts,
+                                             _u32(b + pos), self.absent, self.fallback)
+                            except Exception:
+                                out.size = mark
+                                break  # the parser's path raises what is wrong, at the commit
+                            written += len(rows)
                     else:
                         header = self.build_header(
                             _u32(b + pos), tc, _u32(b + pos + 5), size, _u32(b + pos + 13),
@@ -280,6 +325,12 @@ cdef class EventRun:
                 pos += size
                 self.taken += 1
         finally:
+            try:
+                if out.size:
+                    sink.append((file, base + start, self.lines_of(
+                        PyBytes_FromStringAndSize(out.data, out.size), written)))
+            finally:
+                PyMem_Free(out.data)
             if took_map:
                 p._last_tid = -1
                 p._last_entry = None

@@ -2,7 +2,8 @@
 """The compiled core: row images to value tuples, and runs of TABLE_MAP and rows events, in C.
 
 The event runs (``EventRun``, ``whole_events``, ``crc32``) are in ``_eventrun.pxi``; their Python
-twin is the event parser itself, which takes every event the run leaves to it.
+twin is the event parser itself, which takes every event the run leaves to it. ``rows_jsonl``
+(``_jsonlines.pxi``) writes the JSON lines of decoded rows; its twin is ``sluice.cdc.jsonl``.
 
 A :class:`RowProgram` is built once per row-image shape (event kind, present-column bitmaps) from
 the column specs the Python row plan decides (``sluice.binlog.rowplan``); it decodes a rows-event
@@ -355,6 +356,7 @@ cdef object _convert(RowProgram prog, const uint8_t *p, Py_ssize_t length, Col *
 
 
 include "_rowvalues.pxi"
+include "_jsonlines.pxi"
 include "_eventrun.pxi"
 
 

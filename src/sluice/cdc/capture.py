@@ -16,10 +16,11 @@ from __future__ import annotations
 import logging
 import struct
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from sluice.binlog import rowplan
+from sluice.binlog.absent import ABSENT
 from sluice.binlog.constants import ChecksumAlgorithm
 from sluice.binlog.events import (
     FormatDescriptionEvent,
@@ -35,10 +36,12 @@ from sluice.binlog.header import build_header, frozen_builder
 from sluice.binlog.parser import EventParser, ParserConfig
 from sluice.binlog.position import Checkpoint
 from sluice.binlog.rowplan import plan_for
+from sluice.cdc.committed import CommittedTransaction, CountedRows, DdlRecord, WrittenLines
+from sluice.cdc.jsonl import gtid_ts, line_parts, record_line, rows_event_lines, value_bytes
 from sluice.cdc.records import RowChange, RowChangeBuilder
 from sluice.cdc.schema import DdlOutcome, ResolvedTable, SchemaTracker, is_ddl
 from sluice.cdc.transactions import Transaction, TransactionAssembler
-from sluice.errors import DataLossError, MalformedEventError
+from sluice.errors import DataLossError, MalformedEventError, SluiceError
 
 __all__ = ["CaptureConfig", "ChangeCapture", "CommittedTransaction", "DdlRecord"]
 
@@ -51,6 +54,8 @@ INCIDENT_NAMES = {1: "LOST_EVENTS"}
 _RUN_TYPES = frozenset({19, 23, 24, 25, 30, 31, 32, 160})
 _SIZE = struct.Struct("<I").unpack_from
 _build_rows = frozen_builder(RowsEvent)
+LineSpec = tuple[tuple[bytes, ...], tuple[bytes, ...], bytes]  # heads per kind, "name": keys, mid
+_PARTIAL_UPDATE = 39  # PARTIAL_UPDATE_ROWS_EVENT: its JSON diffs take the records' path
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,79 +69,10 @@ class CaptureConfig:
     verify_checksum: bool = True
     initial_checksum: ChecksumAlgorithm | None = None
     count_only: bool = False  # build no records, only count the row changes (planning ahead)
+    lines: bool = False  # build the records' JSON lines (``CommittedTransaction.lines``), not the records
     # An INCIDENT event says the server failed to log some changes there. By default capture stops
     # with DataLossError (as a replica does); True logs a warning, counts it and goes on.
     skip_incidents: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class DdlRecord:
-    """A schema change, in the shape of the JSON-lines contract (``op`` is ``ddl``)."""
-
-    db: str
-    sql: str
-    kind: str
-    tables: tuple[tuple[str, str], ...]
-    understood: bool
-    file: str
-    pos: int
-    gtid: str | None
-    ts: int
-    op: str = "ddl"
-    default_db: str = ""  # the session's database when the statement ran (the QUERY event's schema)
-
-    def as_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "op": "ddl",
-            "db": self.db,
-            "sql": self.sql,
-            "kind": self.kind,
-            "tables": [f"{db}.{table}" for db, table in self.tables],
-            "file": self.file,
-            "pos": self.pos,
-            "gtid": self.gtid,
-            "ts": self.ts,
-        }
-        if not self.understood:
-            out["understood"] = False
-        return out
-
-
-@dataclass(frozen=True, slots=True)
-class CountedRows:
-    """Rows of a run of rows events the compiled core decoded and counted without keeping them
-    (``count_only``), per rows-event kind."""
-
-    write: int
-    update: int
-    delete: int
-
-    def total(self, kinds: frozenset[str] | None) -> int:
-        if kinds is None:
-            return self.write + self.update + self.delete
-        return sum(n for kind, n in (("write", self.write), ("update", self.update), ("delete", self.delete))
-                   if kind in kinds)
-
-
-@dataclass(frozen=True, slots=True)
-class CommittedTransaction:
-    """A committed transaction and its change records (row changes and, if asked, DDL)."""
-
-    transaction: Transaction
-    records: list[RowChange | DdlRecord] = field(default_factory=list)
-    counted: int | None = None  # with ``count_only``: the number of row changes, records stay empty
-
-    @property
-    def row_count(self) -> int:
-        return self.counted if self.counted is not None else sum(1 for r in self.records if r.op != "ddl")
-
-    @property
-    def start(self) -> Checkpoint:
-        return self.transaction.start
-
-    @property
-    def end(self) -> Checkpoint:
-        return self.transaction.end
 
 
 class ChangeCapture:
@@ -166,6 +102,9 @@ class ChangeCapture:
         # Runs of TABLE_MAP and rows events go to the compiled core when it is in use (decided here).
         core = rowplan.core()
         self._run = core.EventRun(self.parser, build_header, _build_rows) if core is not None else None
+        self._write_rows = core.rows_jsonl if core is not None else None
+        if self._run is not None and config.lines:
+            self._run.write_lines(self._line_spec, self.builder.kinds, ABSENT, value_bytes, WrittenLines)
 
     @property
     def boundary(self) -> Checkpoint:
@@ -227,7 +166,8 @@ class ChangeCapture:
         run = self._run
         assert run is not None
         count = self.config.count_only
-        stop: int = run.run(buf, start, end, file, base, None if count else events, self.tracker.version)
+        gtid = gtid_ts(self.assembler.open_gtid) if self.config.lines else None
+        stop: int = run.run(buf, start, end, file, base, None if count else events, self.tracker.version, gtid)
         if stop != start:
             self.assembler.took_rows()
             if count:
@@ -254,6 +194,9 @@ class ChangeCapture:
             return None
         if self.config.count_only:
             return CommittedTransaction(tx, [], self._count(tx.events))
+        if self.config.lines:
+            lines, count = self._lines(tx)
+            return CommittedTransaction(tx, [], count, lines)
         return CommittedTransaction(tx, list(self._records(tx)))
 
     def feed_file(self, file: str, label: str, blocks: Iterable[tuple[int, bytes]]) -> Iterator[CommittedTransaction]:
@@ -320,28 +263,66 @@ class ChangeCapture:
 
     # -- records -------------------------------------------------------------------------------
     def _records(self, tx: Transaction) -> Iterator[RowChange | DdlRecord]:
-        builder = self.builder
-        builder.gtid = tx.rows_gtid
-        want_ddl = self.config.ddl
+        self.builder.gtid = tx.rows_gtid
         for file, pos, event in tx.events:
-            kind = type(event)
-            if kind is RowsEvent or kind is TransactionPayloadEvent:
-                yield from builder.feed(event, file, pos)
-            elif kind is QueryEvent:
-                outcome = self._ddl.pop((file, pos), None)
-                if outcome is not None and want_ddl and self._captured(outcome):
-                    yield DdlRecord(
-                        db=outcome.db or event.schema,
-                        sql=event.sql,
-                        kind=outcome.kind,
-                        tables=outcome.tables,
-                        understood=outcome.understood,
-                        file=file,
-                        pos=pos,
-                        gtid=tx.rows_gtid,
-                        ts=event.header.timestamp,
-                        default_db=event.schema,
-                    )
+            yield from self._event_records(tx, file, pos, event)
+
+    def _lines(self, tx: Transaction) -> tuple[list[bytes], int]:
+        """The JSON lines of a transaction's records and their number of row changes. Rows events
+        are written by the compiled core when it is in use; the rest as ``record_line``s."""
+        builder = self.builder
+        gtid = builder.gtid = tx.rows_gtid
+        kinds = builder.kinds
+        write_rows = self._write_rows
+        out: list[bytes] = []
+        count = 0
+        for file, pos, event in tx.events:
+            if type(event) is WrittenLines:
+                out.append(event.data)
+                count += event.rows
+                continue
+            if write_rows is not None and type(event) is RowsEvent and event.header.type_code != _PARTIAL_UPDATE:
+                if kinds is None or event.kind in kinds:
+                    names, pk = builder.columns_of(event.table, file, pos)
+                    out.append(rows_event_lines(write_rows, event, names, pk, file, pos, gtid))
+                    count += len(event.rows)
+                continue
+            for record in self._event_records(tx, file, pos, event):
+                out.append(f"{record_line(record)}\n".encode())
+                if record.op != "ddl":
+                    count += 1
+        return out, count
+
+    def _line_spec(self, table_map: TableMapEvent, file: str) -> LineSpec | None:
+        """What the compiled core needs to write a table's JSON lines (``EventRun.write_lines``);
+        None when the table's columns are not known (the parser's path says so)."""
+        try:
+            names, pk = self.builder.columns_of(table_map, file, self._pos)
+        except SluiceError:
+            return None
+        parts = [line_parts(kind, table_map.schema, table_map.table, names, pk, file)
+                 for kind in ("write", "update", "delete")]
+        return tuple(head for head, _, _ in parts), parts[0][1], parts[0][2]
+
+    def _event_records(self, tx: Transaction, file: str, pos: int, event: Any) -> Iterator[RowChange | DdlRecord]:
+        kind = type(event)
+        if kind is RowsEvent or kind is TransactionPayloadEvent:
+            yield from self.builder.feed(event, file, pos)
+        elif kind is QueryEvent:
+            outcome = self._ddl.pop((file, pos), None)
+            if outcome is not None and self.config.ddl and self._captured(outcome):
+                yield DdlRecord(
+                    db=outcome.db or event.schema,
+                    sql=event.sql,
+                    kind=outcome.kind,
+                    tables=outcome.tables,
+                    understood=outcome.understood,
+                    file=file,
+                    pos=pos,
+                    gtid=tx.rows_gtid,
+                    ts=event.header.timestamp,
+                    default_db=event.schema,
+                )
 
     def _count(self, events: Any) -> int:
         kinds = self.builder.kinds

@@ -17,9 +17,10 @@ from decimal import Decimal
 from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
 from typing import Any
 
+from sluice.binlog.absent import ABSENT
 from sluice.binlog.values.geometry import Geometry
 from sluice.binlog.values.json_binary import JsonDecimal, JsonDiff
-from sluice.cdc.records import RowChange
+from sluice.cdc.records import OP_OF_KIND, RowChange
 
 # A DECIMAL inside a JSON document must print as a bare number with its exact digits, which the
 # json module cannot emit: it is written as a marked string, and the marks are removed afterwards.
@@ -75,14 +76,7 @@ _files: dict[str, str] = {}
 _CACHE_MAX = 4096
 
 
-def change_line(change: RowChange) -> str:
-    """The JSON line (without newline) of one row change: ``encode(change.as_dict())``, unmarked."""
-    op, db, table, pk, file, gtid = change.op, change.db, change.table, change.pk, change.file, change.gtid
-    pos, row, ts = change.pos, change.row, change.ts
-    if (type(op) is not str or type(db) is not str or type(table) is not str or type(file) is not str
-            or type(pk) is not tuple or type(pos) is not int or type(row) is not int or type(ts) is not int
-            or (gtid is not None and type(gtid) is not str)):
-        return unmark(encode(change.as_dict()))
+def _head(op: str, db: str, table: str) -> str:
     head = _heads.get((op, db, table))
     if head is None:
         if len(_heads) >= _CACHE_MAX:
@@ -90,6 +84,11 @@ def change_line(change: RowChange) -> str:
         head = _heads[(op, db, table)] = (
             f'{{"op":{encode(op)},"db":{encode(db)},"table":{encode(table)},"before":'
         )
+    return head
+
+
+def _pk_file(pk: tuple[str, ...], file: str) -> str:
+    """``,"pk":[...],"file":"..."`` of a change."""
     pk_text = _pks.get(pk)
     if pk_text is None:
         if len(_pks) >= _CACHE_MAX:
@@ -100,10 +99,21 @@ def change_line(change: RowChange) -> str:
         if len(_files) >= _CACHE_MAX:
             _files.clear()
         file_text = _files[file] = encode(file)
+    return f',"pk":{pk_text},"file":{file_text}'
+
+
+def change_line(change: RowChange) -> str:
+    """The JSON line (without newline) of one row change: ``encode(change.as_dict())``, unmarked."""
+    op, db, table, pk, file, gtid = change.op, change.db, change.table, change.pk, change.file, change.gtid
+    pos, row, ts = change.pos, change.row, change.ts
+    if (type(op) is not str or type(db) is not str or type(table) is not str or type(file) is not str
+            or type(pk) is not tuple or type(pos) is not int or type(row) is not int or type(ts) is not int
+            or (gtid is not None and type(gtid) is not str)):
+        return unmark(encode(change.as_dict()))
     before, after = change.before, change.after
     text = (
-        f'{head}{"null" if before is None else encode(before)},"after":{"null" if after is None else encode(after)}'
-        f',"pk":{pk_text},"file":{file_text},"pos":{pos},"row":{row}'
+        f'{_head(op, db, table)}{"null" if before is None else encode(before)},'
+        f'"after":{"null" if after is None else encode(after)}{_pk_file(pk, file)},"pos":{pos},"row":{row}'
         f',"gtid":{"null" if gtid is None else encode_basestring(gtid)},"ts":{ts}'
     )
     diffs = change.json_diffs
@@ -118,3 +128,45 @@ def record_line(record: Any) -> str:
     if type(record) is RowChange:
         return change_line(record)
     return encode(record.as_dict())
+
+
+_KIND_CODES = {"write": 0, "update": 1, "delete": 2}
+_keys: dict[tuple[str, ...], tuple[bytes, ...]] = {}
+
+
+def line_parts(kind: str, db: str, table: str, names: tuple[str, ...], pk: tuple[str, ...], file: str,
+               ) -> tuple[bytes, tuple[bytes, ...], bytes]:
+    """The pieces of a row change's JSON line the compiled writer (``rows_jsonl``) puts around the
+    images: the head up to ``"before":``, each column's ``"name":``, and ``,"pk":…,"file":…,"pos":``."""
+    keys = _keys.get(names)
+    if keys is None:
+        if len(_keys) >= _CACHE_MAX:
+            _keys.clear()
+        keys = _keys[names] = tuple(f"{encode(name)}:".encode() for name in names)
+    return _head(OP_OF_KIND[kind], db, table).encode(), keys, f'{_pk_file(pk, file)},"pos":'.encode()
+
+
+def gtid_ts(gtid: str | None) -> bytes:
+    """``,"gtid":…,"ts":`` of a row change's JSON line."""
+    return f',"gtid":{"null" if gtid is None else encode_basestring(gtid)},"ts":'.encode()
+
+
+def value_bytes(value: Any) -> bytes:
+    """The JSON text of one value as ``change_line`` writes it, UTF-8."""
+    return unmark(encode(value)).encode("utf-8")
+
+
+def rows_event_lines(
+    write_rows: Any, event: Any, names: tuple[str, ...], pk: tuple[str, ...], file: str, pos: int,
+    gtid: str | None,
+) -> bytes:
+    """The JSON lines (UTF-8, each ending in a newline) of every row of a decoded rows event, byte
+    for byte the ``change_line`` of each of its ``RowChange`` records, written by the compiled
+    core's ``rows_jsonl`` (passed as ``write_rows``). Not for partial JSON updates (their diffs
+    go to ``json_diffs``): those take the records' path."""
+    kind = event.kind
+    table = event.table
+    head, keys, mid = line_parts(kind, table.schema, table.table, names, pk, file)
+    data: bytes = write_rows(_KIND_CODES[kind], head, keys, event.rows, mid, pos, gtid_ts(gtid),
+                             event.header.timestamp, ABSENT, value_bytes)
+    return data

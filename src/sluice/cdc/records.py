@@ -27,7 +27,8 @@ NameSource = Callable[[Any], tuple[str, ...] | None]
 # Resolves a TABLE_MAP at (file, pos) to (column names, primary key) — the schema tracker's job.
 Resolver = Callable[[Any, str, int], tuple[tuple[str, ...], tuple[str, ...]]]
 
-_OPS = {"write": "insert", "update": "update", "delete": "delete"}
+#: The change record's ``op`` of each rows-event kind.
+OP_OF_KIND = {"write": "insert", "update": "update", "delete": "delete"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,7 +95,7 @@ class RowChangeBuilder:
     ) -> None:
         self._names = names
         self._resolve = resolve
-        self._kinds = None if ops is None else frozenset(k for k, op in _OPS.items() if op in ops)
+        self._kinds = None if ops is None else frozenset(k for k, op in OP_OF_KIND.items() if op in ops)
         self.kinds = self._kinds  # rows-event kinds kept (write/update/delete); None = all
         self.gtid: str | None = None
         self._names_cache: dict[bytes, tuple[tuple[str, ...], tuple[str, ...]]] = {}
@@ -116,14 +117,8 @@ class RowChangeBuilder:
         if self._kinds is not None and kind not in self._kinds:
             return
         table = event.table
-        names, pk = self._columns(table, file, pos) if self._resolve is None else self._resolve(table, file, pos)
-        if len(names) != table.column_count:
-            raise SchemaError(
-                f"{table.schema}.{table.table} has {table.column_count} columns in its TABLE_MAP at {file}:{pos} "
-                f"but {len(names)} column names are known ({', '.join(names)}); the schema history does not "
-                "match the binlog: start from a binlog position whose schema is known"
-            )
-        op = _OPS[kind]
+        names, pk = self.columns_of(table, file, pos)
+        op = OP_OF_KIND[kind]
         db, name, gtid, ts = table.schema, table.table, self.gtid, event.header.timestamp
         make = _build_change
         if kind != "update":
@@ -155,6 +150,17 @@ class RowChangeBuilder:
                 after_image = _image(names, after)
             diffs = _split_diffs(after_image)
             yield make(op, db, name, before_image, after_image, pk, file, pos, i, gtid, ts, diffs)
+
+    def columns_of(self, table: Any, file: str, pos: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """The column names and primary key of the table of a TABLE_MAP, for rows at ``file:pos``."""
+        names, pk = self._columns(table, file, pos) if self._resolve is None else self._resolve(table, file, pos)
+        if len(names) != table.column_count:
+            raise SchemaError(
+                f"{table.schema}.{table.table} has {table.column_count} columns in its TABLE_MAP at {file}:{pos} "
+                f"but {len(names)} column names are known ({', '.join(names)}); the schema history does not "
+                "match the binlog: start from a binlog position whose schema is known"
+            )
+        return names, pk
 
     def changes(self, events: Iterable[tuple[str, int, Any]]) -> Iterator[RowChange]:
         for file, pos, event in events:

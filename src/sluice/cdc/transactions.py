@@ -174,6 +174,12 @@ class TransactionAssembler:
         tx = self._tx
         return None if tx is None else tx.events
 
+    @property
+    def open_gtid(self) -> str | None:
+        """The GTID of the open transaction (None outside one or with GTIDs off)."""
+        tx = self._tx
+        return None if tx is None else tx.gtid
+
     def took_rows(self) -> None:
         """Rows events were added to the open transaction through ``open_events``."""
         tx = self._tx

@@ -69,7 +69,6 @@ def run(args: argparse.Namespace) -> int:
     from sluice.binlog.position import Checkpoint
     from sluice.cdc.capture import CaptureConfig, ChangeCapture
     from sluice.cdc.filters import parse_ops, table_filter
-    from sluice.cdc.jsonl import record_line
     from sluice.io.binlog_file import iter_raw_blocks
 
     keep = table_filter(args.tables, args.exclude_tables)
@@ -78,13 +77,15 @@ def run(args: argparse.Namespace) -> int:
     # counts, so it builds no change records.
     config = CaptureConfig(
         table_filter=keep, ops=parse_ops(args.ops), ddl=args.ddl, verify_checksum=not args.no_verify_checksum,
-        skip_incidents=args.skip_incidents, count_only=not jsonl,
+        skip_incidents=args.skip_incidents, count_only=not jsonl, lines=jsonl,
     )
-    out = sys.stdout
+    sys.stdout.flush()
+    out = sys.stdout.buffer
     started = time.perf_counter()
     n_changes = n_transactions = 0
     capture: ChangeCapture | None = None
-    buffer: list[str] = []
+    buffer: list[bytes] = []
+    pending = 0  # bytes in buffer
     for path in args.files:
         source = sys.stdin.buffer if path == "-" else path
         name = "stdin" if path == "-" else path.rsplit("/", 1)[-1]
@@ -93,17 +94,16 @@ def run(args: argparse.Namespace) -> int:
         for committed in capture.feed_file(name, "<stdin>" if path == "-" else path, iter_raw_blocks(source)):
             # feed_file cuts off at the end a transaction still open: it never spans two files
             n_transactions += 1
-            records = committed.records
             n_changes += committed.row_count
-            if jsonl and records:
-                buffer.extend(record_line(r) for r in records)
-                if len(buffer) >= 512:
-                    buffer.append("")
-                    out.write("\n".join(buffer))
+            if committed.lines:
+                buffer.extend(committed.lines)
+                pending += sum(map(len, committed.lines))
+                if pending >= 1 << 20:
+                    out.write(b"".join(buffer))
                     buffer.clear()
+                    pending = 0
     if buffer:
-        buffer.append("")
-        out.write("\n".join(buffer))
+        out.write(b"".join(buffer))
     out.flush()
     if capture is not None:
         for file, pos, sql, message in capture.tracker.unparsed:

@@ -56,12 +56,13 @@ def _recut(event: bytes, keep: int) -> bytes:
 
 
 def _capture(files: list[bytes], *, compiled: bool, count_only: bool = False, by_event: bool = False,
-             keep: Any = None) -> Any:
+             keep: Any = None, lines: bool = False, ops: frozenset[str] | None = None) -> Any:
     """What one capture makes of ``files`` in order: per transaction its checkpoints, row count and
     JSON lines, or the error's type and message."""
     previous = rowplan.use_compiled(compiled)
     try:
-        capture = ChangeCapture(CaptureConfig(count_only=count_only, ddl=True, table_filter=keep), Checkpoint("f0", 4))
+        config = CaptureConfig(count_only=count_only, ddl=True, table_filter=keep, lines=lines, ops=ops)
+        capture = ChangeCapture(config, Checkpoint("f0", 4))
         out: list[Any] = []
         for i, data in enumerate(files):
             name = f"f{i}"
@@ -76,7 +77,8 @@ def _capture(files: list[bytes], *, compiled: bool, count_only: bool = False, by
             else:
                 done = list(capture.feed_file(name, name, iter_raw_blocks(io.BytesIO(data))))
             for tx in done:
-                out.append((str(tx.start), str(tx.end), tx.row_count, [record_line(r) for r in tx.records]))
+                text = b"".join(tx.lines or ()).decode() + "".join(f"{record_line(r)}\n" for r in tx.records)
+                out.append((str(tx.start), str(tx.end), tx.row_count, text))
         taken = capture._run.taken if capture._run is not None else 0
         out.append((capture.parser.skipped_rows_events, capture.parser.skipped_table_maps))
         return out, capture.events_read, taken
@@ -95,19 +97,21 @@ def _offsets(data: bytes) -> list[int]:
 
 
 @pytest.mark.parametrize("path", GOLDEN, ids=[p.stem for p in GOLDEN])
-@pytest.mark.parametrize("count_only", [False, True], ids=["records", "count"])
-def test_golden_files_capture_alike(path: Path, count_only: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("mode", ["records", "count", "lines"])
+def test_golden_files_capture_alike(path: Path, mode: str, monkeypatch: pytest.MonkeyPatch) -> None:
     data = path.read_bytes()
-    twin, twin_events, _ = _capture([data, data], compiled=False, count_only=count_only)
-    compiled, events, taken = _capture([data, data], compiled=True, count_only=count_only)
+    how = {"count_only": mode == "count", "lines": mode == "lines"}
+    twin, twin_events, _ = _capture([data, data], compiled=False, count_only=mode == "count")
+    assert _capture([data, data], compiled=False, **how)[:2] == (twin, twin_events)
+    compiled, events, taken = _capture([data, data], compiled=True, **how)
     assert compiled == twin and events == twin_events
     if any(e[4] in ROWS_TYPES for e in _events(data)):
         assert taken > 0, "the second pass did not go through the compiled run"
-    by_event, _, taken_one = _capture([data, data], compiled=True, count_only=count_only, by_event=True)
+    by_event, _, taken_one = _capture([data, data], compiled=True, by_event=True, **how)
     assert by_event == twin
     assert taken_one == taken
     monkeypatch.setattr(binlog_file, "BLOCK_SIZE", 97)  # runs cut by block ends everywhere
-    assert _capture([data, data], compiled=True, count_only=count_only)[0] == twin
+    assert _capture([data, data], compiled=True, **how)[0] == twin
 
 
 def _result(outcome: Any) -> Any:
@@ -129,7 +133,9 @@ def test_rows_events_cut_at_every_byte_fail_alike(path: Path) -> None:
             cut = list(events)
             cut[index] = _recut(events[index], keep)
             files = [data, _file(cut)]
-            assert _result(_capture(files, compiled=True)) == _result(_capture(files, compiled=False)), (index, keep)
+            twin = _result(_capture(files, compiled=False))
+            assert _result(_capture(files, compiled=True)) == twin, (index, keep)
+            assert _result(_capture(files, compiled=True, lines=True)) == twin, (index, keep)
 
 
 @pytest.mark.parametrize("path", GOLDEN, ids=[p.stem for p in GOLDEN])
@@ -145,6 +151,7 @@ def test_a_checksum_mismatch_in_a_run_fails_alike(path: Path) -> None:
         twin = _capture(files, compiled=False)
         assert twin[0] == "ChecksumMismatchError"
         assert _result(_capture(files, compiled=True)) == twin
+        assert _result(_capture(files, compiled=True, lines=True)) == twin
 
 
 @pytest.mark.parametrize("path", [p for p in GOLDEN if "multitable" in p.stem], ids=lambda p: p.stem)
@@ -160,4 +167,27 @@ def test_rows_of_tables_not_captured_are_skipped_alike(path: Path) -> None:
         twin = _capture(files, compiled=False, keep=keep)
         compiled = _capture(files, compiled=True, keep=keep)
         assert _result(compiled) == _result(twin)
+        assert _result(_capture(files, compiled=True, keep=keep, lines=True)) == _result(twin)
         assert twin[0][-1][0] > 0 and compiled[2] > 0
+
+
+@pytest.mark.parametrize("path", GOLDEN, ids=[p.stem for p in GOLDEN])
+def test_only_the_operations_asked_for_alike(path: Path) -> None:
+    data = path.read_bytes()
+    for ops in ({"insert"}, {"update", "delete"}):
+        twin = _capture([data, data], compiled=False, ops=frozenset(ops))
+        for how in ({}, {"lines": True}, {"count_only": True}):
+            assert _result(_capture([data, data], compiled=True, ops=frozenset(ops), **how))[0] == (
+                twin[0] if not how.get("count_only") else _capture([data, data], compiled=False, ops=frozenset(ops),
+                                                                    count_only=True)[0]
+            ), (ops, how)
+
+
+def test_crc32_is_zlibs() -> None:
+    import random
+
+    crc32 = rowplan._compiled_core.crc32
+    rng = random.Random(7)
+    for n in [*range(40), 1000, 4099]:
+        data = rng.randbytes(n)
+        assert crc32(data) == zlib.crc32(data), n

@@ -1,0 +1,188 @@
+# Included by _rowcore.pyx: the JSON lines of a rows event's rows, written in C.
+#
+# The twin is ``sluice.cdc.jsonl.change_line`` over the ``RowChange`` records of the event: this
+# writes the same bytes without a record, a dict or a ``json`` call per row. Values of the simple
+# types (None, int, float, str) are written here; every other value (DECIMAL, bytes, SET members,
+# JSON documents, geometry, text that is not valid Unicode) goes through ``fallback``, the Python
+# encoder of one value.
+
+from cpython.mem cimport PyMem_Realloc
+from libc.math cimport isinf, isnan
+from libc.stdio cimport snprintf
+from libc.string cimport strlen
+
+
+cdef extern from "Python.h":
+    const char *PyUnicode_AsUTF8AndSize(object s, Py_ssize_t *size) except NULL
+    char *PyOS_double_to_string(double val, char format_code, int precision, int flags, int *ptype) except NULL
+    int Py_DTSF_ADD_DOT_0
+    long long PyLong_AsLongLongAndOverflow(object v, int *overflow) except? -1
+
+
+cdef struct _Buf:
+    char *data
+    Py_ssize_t size
+    Py_ssize_t cap
+
+
+cdef int _out_grow(_Buf *o, Py_ssize_t extra) except -1:
+    cdef Py_ssize_t cap = o.cap * 2 if o.cap else 4096
+    cdef char *data
+    while cap < o.size + extra:
+        cap *= 2
+    data = <char *>PyMem_Realloc(o.data, cap)
+    if data == NULL:
+        raise MemoryError()
+    o.data = data
+    o.cap = cap
+    return 0
+
+
+cdef inline int _out(_Buf *o, const char *p, Py_ssize_t n) except -1:
+    if o.size + n > o.cap:
+        _out_grow(o, n)
+    memcpy(o.data + o.size, p, n)
+    o.size += n
+    return 0
+
+
+cdef inline int _out_bytes(_Buf *o, bytes b) except -1:
+    return _out(o, PyBytes_AS_STRING(b), PyBytes_GET_SIZE(b))
+
+
+cdef int _out_str(_Buf *o, str s) except -1:
+    """``s`` as a JSON string, escaped as ``json`` does with ``ensure_ascii=False``."""
+    cdef Py_ssize_t n, i, run = 0
+    cdef const char *p = PyUnicode_AsUTF8AndSize(s, &n)
+    cdef unsigned char c
+    cdef char esc[8]
+    if o.size + n + 2 > o.cap:
+        _out_grow(o, n + 2)
+    o.data[o.size] = b'"'
+    o.size += 1
+    for i in range(n):
+        c = <unsigned char>p[i]
+        if c >= 0x20 and c != b'"' and c != b'\\':
+            continue
+        _out(o, p + run, i - run)
+        run = i + 1
+        if c == b'"':
+            _out(o, b'\\"', 2)
+        elif c == b'\\':
+            _out(o, b'\\\\', 2)
+        elif c == b'\n':
+            _out(o, b'\\n', 2)
+        elif c == b'\r':
+            _out(o, b'\\r', 2)
+        elif c == b'\t':
+            _out(o, b'\\t', 2)
+        elif c == 8:
+            _out(o, b'\\b', 2)
+        elif c == 12:
+            _out(o, b'\\f', 2)
+        else:
+            snprintf(esc, 8, b'\\u%04x', c)
+            _out(o, esc, 6)
+    _out(o, p + run, n - run)
+    _out(o, b'"', 1)
+    return 0
+
+
+cdef int _out_value(_Buf *o, object v, object fallback) except -1:
+    cdef int overflow = 0
+    cdef long long i
+    cdef double d
+    cdef char num[32]
+    cdef char *text
+    cdef Py_ssize_t n
+    t = type(v)
+    if v is None:
+        return _out(o, b"null", 4)
+    if t is int:
+        i = PyLong_AsLongLongAndOverflow(v, &overflow)
+        if not overflow:
+            n = snprintf(num, 32, b"%lld", i)
+            return _out(o, num, n)
+    elif t is str:
+        try:
+            return _out_str(o, v)
+        except UnicodeEncodeError:
+            pass  # lone surrogates: the Python encoder writes them as json does
+    elif t is float:
+        d = v
+        if isnan(d):
+            return _out(o, b"NaN", 3)
+        if isinf(d):
+            return _out(o, b"Infinity", 8) if d > 0 else _out(o, b"-Infinity", 9)
+        text = PyOS_double_to_string(d, b'r', 0, Py_DTSF_ADD_DOT_0, NULL)
+        try:
+            _out(o, text, strlen(text))
+        finally:
+            PyMem_Free(text)
+        return 0
+    return _out_bytes(o, <bytes?>fallback(v))
+
+
+cdef int _out_image(_Buf *o, tuple values, tuple keys, object absent, object fallback) except -1:
+    cdef Py_ssize_t j, n = len(keys)
+    cdef bint first = True
+    if len(values) != n:
+        raise ValueError(f"a row of {len(values)} values for {n} column names")
+    _out(o, b"{", 1)
+    for j in range(n):
+        v = values[j]
+        if v is absent:
+            continue
+        if not first:
+            _out(o, b",", 1)
+        first = False
+        _out_bytes(o, <bytes>keys[j])
+        _out_value(o, v, fallback)
+    return _out(o, b"}", 1)
+
+
+cdef int _write_lines(_Buf *o, int kind, bytes head, tuple keys, list rows, bytes mid, Py_ssize_t pos,
+                      bytes gtid_ts, long long ts, object absent, object fallback) except -1:
+    cdef Py_ssize_t i, n
+    cdef char num[64]
+    for i in range(len(rows)):
+        row = rows[i]
+        _out_bytes(o, head)
+        if kind == 0:
+            _out(o, b'null,"after":', 13)
+            _out_image(o, <tuple?>row, keys, absent, fallback)
+        elif kind == 2:
+            _out_image(o, <tuple?>row, keys, absent, fallback)
+            _out(o, b',"after":null', 13)
+        else:
+            _out_image(o, <tuple?>(<tuple?>row)[0], keys, absent, fallback)
+            _out(o, b',"after":', 9)
+            _out_image(o, <tuple?>(<tuple?>row)[1], keys, absent, fallback)
+        _out_bytes(o, mid)
+        n = snprintf(num, 64, b'%zd,"row":%zd', pos, i)
+        _out(o, num, n)
+        _out_bytes(o, gtid_ts)
+        n = snprintf(num, 64, b"%lld}\n", ts)
+        _out(o, num, n)
+    return 0
+
+
+def rows_jsonl(int kind, bytes head, tuple keys, list rows, bytes mid, Py_ssize_t pos, bytes gtid_ts,
+               long long ts, object absent, object fallback):
+    """The JSON lines (each ending in a newline) of ``rows``, one rows event's decoded rows.
+
+    ``kind`` 0 write, 1 update (``(before, after)`` pairs), 2 delete. Each line is ``head``, the
+    before image (``null`` for writes), ``,"after":``, the after image (``null`` for deletes),
+    ``mid`` (up to ``"pos":``), ``pos``, ``,"row":`` and the row number, ``gtid_ts`` (up to
+    ``"ts":``), ``ts`` and ``}``. ``keys[j]`` is column j's ``"name":`` as JSON; values equal to
+    ``absent`` are left out of an image; ``fallback(value)`` is the JSON text (UTF-8 bytes) of a
+    value of any other type than None, int, float and str.
+    """
+    cdef _Buf o
+    o.data = NULL
+    o.size = o.cap = 0
+    try:
+        _write_lines(&o, kind, head, keys, rows, mid, pos, gtid_ts, ts, absent, fallback)
+        return PyBytes_FromStringAndSize(o.data, o.size)
+    finally:
+        PyMem_Free(o.data)

@@ -1,0 +1,97 @@
+"""What the change capture hands out: committed transactions and the records inside them.
+
+``CommittedTransaction`` carries a ``Transaction`` with its change records (``RowChange`` and, if
+asked, ``DdlRecord``), or only their count (``count_only``), or their JSON lines (``lines``).
+``CountedRows`` and ``WrittenLines`` stand in a transaction's events for runs of rows events the
+compiled core counted or wrote as lines.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from sluice.binlog.position import Checkpoint
+from sluice.cdc.records import RowChange
+from sluice.cdc.transactions import Transaction
+
+__all__ = ["CommittedTransaction", "CountedRows", "DdlRecord", "WrittenLines"]
+
+
+@dataclass(frozen=True, slots=True)
+class DdlRecord:
+    """A schema change, in the shape of the JSON-lines contract (``op`` is ``ddl``)."""
+
+    db: str
+    sql: str
+    kind: str
+    tables: tuple[tuple[str, str], ...]
+    understood: bool
+    file: str
+    pos: int
+    gtid: str | None
+    ts: int
+    op: str = "ddl"
+    default_db: str = ""  # the session's database when the statement ran (the QUERY event's schema)
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "op": "ddl",
+            "db": self.db,
+            "sql": self.sql,
+            "kind": self.kind,
+            "tables": [f"{db}.{table}" for db, table in self.tables],
+            "file": self.file,
+            "pos": self.pos,
+            "gtid": self.gtid,
+            "ts": self.ts,
+        }
+        if not self.understood:
+            out["understood"] = False
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class CountedRows:
+    """Rows of a run of rows events the compiled core decoded and counted without keeping them
+    (``count_only``), per rows-event kind."""
+
+    write: int
+    update: int
+    delete: int
+
+    def total(self, kinds: frozenset[str] | None) -> int:
+        if kinds is None:
+            return self.write + self.update + self.delete
+        return sum(n for kind, n in (("write", self.write), ("update", self.update), ("delete", self.delete))
+                   if kind in kinds)
+
+
+@dataclass(frozen=True, slots=True)
+class WrittenLines:
+    """The JSON lines the compiled core wrote for a run of rows events (``CaptureConfig.lines``)."""
+
+    data: bytes
+    rows: int
+
+
+@dataclass(frozen=True, slots=True)
+class CommittedTransaction:
+    """A committed transaction and its change records (row changes and, if asked, DDL)."""
+
+    transaction: Transaction
+    records: list[RowChange | DdlRecord] = field(default_factory=list)
+    counted: int | None = None  # with ``count_only`` or ``lines``: the number of row changes, records stay empty
+    lines: list[bytes] | None = None  # with ``lines``: the JSON lines of the records, UTF-8, newline-ended
+
+    @property
+    def row_count(self) -> int:
+        return self.counted if self.counted is not None else sum(1 for r in self.records if r.op != "ddl")
+
+    @property
+    def start(self) -> Checkpoint:
+        return self.transaction.start
+
+    @property
+    def end(self) -> Checkpoint:
+        return self.transaction.end
