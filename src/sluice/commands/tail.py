@@ -131,7 +131,6 @@ def run(args: argparse.Namespace) -> int:
     from sluice.cdc.capture import CaptureConfig, ChangeCapture
     from sluice.cdc.filters import parse_ops, table_filter
     from sluice.cdc.follow import FollowConfig, follow
-    from sluice.cdc.jsonl import record_line
     from sluice.cdc.session import StartRequest, prepare_capture
 
     connection = parse_dsn(args.dsn)
@@ -147,7 +146,7 @@ def run(args: argparse.Namespace) -> int:
     output = CheckpointedOutput(args.output, None if saved is None else int(saved)) if args.output else None
     capture = ChangeCapture(
         CaptureConfig(table_filter=keep, ops=ops, ddl=args.ddl, verify_checksum=not args.no_verify_checksum,
-                      skip_incidents=args.skip_incidents),
+                      skip_incidents=args.skip_incidents, lines=True),
         begin.start,
         begin.tracker,
     )
@@ -160,13 +159,13 @@ def run(args: argparse.Namespace) -> int:
     checkpoint = begin.checkpoint
     try:
         for committed in follow(config, capture):
-            if committed.records:
-                text = "\n".join(record_line(r) for r in committed.records) + "\n"
+            if committed.lines:
+                text = b"".join(committed.lines)
                 if output is not None:
                     output.write(text)
                 else:
-                    sys.stdout.write(text)
-                    sys.stdout.flush()
+                    sys.stdout.buffer.write(text)
+                    sys.stdout.buffer.flush()
             if checkpoint is not None:
                 checkpoint.save(committed.end, None if output is None else {"output_bytes": output.written})
         if checkpoint is not None:

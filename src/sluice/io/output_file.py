@@ -37,13 +37,14 @@ class CheckpointedOutput:
                     f.truncate(saved)
             size = saved
         self.written = size
-        self._file = open(path, "a", encoding="utf-8", newline="\n")  # noqa: SIM115 - closed by close()
+        self._file = open(path, "ab")  # noqa: SIM115 - closed by close()
 
-    def write(self, text: str) -> None:
-        """Append ``text`` and flush it; ``written`` then counts its bytes."""
-        self._file.write(text)
+    def write(self, text: str | bytes) -> None:
+        """Append ``text`` (str as UTF-8) and flush it; ``written`` then counts its bytes."""
+        data = text.encode("utf-8") if isinstance(text, str) else text
+        self._file.write(data)
         self._file.flush()
-        self.written += len(text.encode("utf-8"))
+        self.written += len(data)
 
     def close(self) -> None:
         self._file.close()
