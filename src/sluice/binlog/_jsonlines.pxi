@@ -2,9 +2,9 @@
 #
 # The twin is ``sluice.cdc.jsonl.change_line`` over the ``RowChange`` records of the event: this
 # writes the same bytes without a record, a dict or a ``json`` call per row. Values of the simple
-# types (None, int, float, str) are written here; every other value (DECIMAL, bytes, SET members,
-# JSON documents, geometry, text that is not valid Unicode) goes through ``fallback``, the Python
-# encoder of one value.
+# types (None, bool, int, float, str, bytes, DECIMAL, SET members, JSON objects and arrays) are
+# written here; every other value (geometry, a DECIMAL inside a JSON document, text that is not
+# valid Unicode) goes through ``fallback``, the Python encoder of one value.
 
 from cpython.mem cimport PyMem_Realloc
 from libc.math cimport isinf, isnan
@@ -108,6 +108,21 @@ cdef int _out_value(_Buf *o, object v, object fallback) except -1:
             return _out_str(o, v)
         except UnicodeEncodeError:
             pass  # lone surrogates: the Python encoder writes them as json does
+    elif t is bool:
+        return _out(o, b"true", 4) if v else _out(o, b"false", 5)
+    elif t is bytes:  # BLOB and binary strings: base64, as binascii.b2a_base64 writes it
+        return _out_base64(o, <const uint8_t *>PyBytes_AS_STRING(v), PyBytes_GET_SIZE(v))
+    elif t is _Decimal:  # a DECIMAL column: its exact digits as a string
+        digits = format(v, "f")
+        _out(o, b'"', 1)
+        _out_bytes(o, (<str>digits).encode("ascii"))
+        return _out(o, b'"', 1)
+    elif t is dict:  # a JSON document's object: keys are str, in stored order
+        if _out_container(o, v, fallback) == 0:
+            return 0
+    elif t is list or t is tuple:  # a JSON array, or the members of a SET
+        if _out_container(o, v, fallback) == 0:
+            return 0
     elif t is float:
         d = v
         if isnan(d):
@@ -121,6 +136,75 @@ cdef int _out_value(_Buf *o, object v, object fallback) except -1:
             PyMem_Free(text)
         return 0
     return _out_bytes(o, <bytes?>fallback(v))
+
+
+cdef const char *_B64 = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+
+
+cdef int _out_base64(_Buf *o, const uint8_t *p, Py_ssize_t n) except -1:
+    cdef Py_ssize_t i = 0, need = 4 * ((n + 2) // 3) + 2
+    cdef uint32_t v
+    cdef char *w
+    if o.size + need > o.cap:
+        _out_grow(o, need)
+    w = o.data + o.size
+    w[0] = b'"'
+    w += 1
+    while i + 3 <= n:
+        v = (<uint32_t>p[i] << 16) | (<uint32_t>p[i + 1] << 8) | p[i + 2]
+        w[0] = _B64[v >> 18]
+        w[1] = _B64[(v >> 12) & 63]
+        w[2] = _B64[(v >> 6) & 63]
+        w[3] = _B64[v & 63]
+        w += 4
+        i += 3
+    if n - i == 1:
+        v = <uint32_t>p[i] << 16
+        w[0] = _B64[v >> 18]
+        w[1] = _B64[(v >> 12) & 63]
+        w[2] = b'='
+        w[3] = b'='
+        w += 4
+    elif n - i == 2:
+        v = (<uint32_t>p[i] << 16) | (<uint32_t>p[i + 1] << 8)
+        w[0] = _B64[v >> 18]
+        w[1] = _B64[(v >> 12) & 63]
+        w[2] = _B64[(v >> 6) & 63]
+        w[3] = b'='
+        w += 4
+    w[0] = b'"'
+    o.size += need
+    return 0
+
+
+cdef int _out_container(_Buf *o, object v, object fallback) except -1:
+    """A dict with str keys or a list, as json writes it; 1 (nothing written) for anything else."""
+    cdef Py_ssize_t mark = o.size
+    cdef bint first = True
+    if type(v) is dict:
+        _out(o, b"{", 1)
+        for key, item in (<dict>v).items():
+            if type(key) is not str:
+                o.size = mark
+                return 1
+            if not first:
+                _out(o, b",", 1)
+            first = False
+            try:
+                _out_str(o, key)
+            except UnicodeEncodeError:
+                o.size = mark
+                return 1
+            _out(o, b":", 1)
+            _out_value(o, item, fallback)
+        return _out(o, b"}", 1)
+    _out(o, b"[", 1)
+    for item in v:
+        if not first:
+            _out(o, b",", 1)
+        first = False
+        _out_value(o, item, fallback)
+    return _out(o, b"]", 1)
 
 
 cdef int _out_image(_Buf *o, tuple values, tuple keys, object absent, object fallback) except -1:
@@ -176,7 +260,7 @@ def rows_jsonl(int kind, bytes head, tuple keys, list rows, bytes mid, Py_ssize_
     ``mid`` (up to ``"pos":``), ``pos``, ``,"row":`` and the row number, ``gtid_ts`` (up to
     ``"ts":``), ``ts`` and ``}``. ``keys[j]`` is column j's ``"name":`` as JSON; values equal to
     ``absent`` are left out of an image; ``fallback(value)`` is the JSON text (UTF-8 bytes) of a
-    value of any other type than None, int, float and str.
+    value this writer does not write itself.
     """
     cdef _Buf o
     o.data = NULL

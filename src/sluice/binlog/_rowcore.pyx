@@ -31,7 +31,8 @@ A column spec is ``(op, n, arg, obj)``:
                ``obj(buf, pos)`` takes every value this module leaves to Python
 ``var``        ``n``-byte length prefix, then the bytes; ``arg`` the conversion: 0 bytes, 1 UTF-8,
                2 codec ``obj`` (a str), 3 ``obj(bytes)``, 4 bytes right-padded with zeros to
-               ``obj`` bytes, 5 charmap table ``obj`` (a str)
+               ``obj`` bytes, 5 charmap table ``obj`` (a str), 6 MySQL binary JSON
+               (``_jsonbinary.pxi``)
 =============  ==================================================================================
 """
 
@@ -40,8 +41,9 @@ from cpython.float cimport PyFloat_FromDouble
 from cpython.long cimport PyLong_FromLongLong, PyLong_FromUnsignedLongLong
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from cpython.ref cimport Py_INCREF
+from cpython.list cimport PyList_New
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
-from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
+from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.string cimport memcpy, memset
 
 from decimal import Decimal as _Decimal
@@ -81,6 +83,7 @@ cdef enum:
     CONV_FUNC = 3
     CONV_BINPAD = 4
     CONV_CHARMAP = 5
+    CONV_JSON = 6
 
 _OPS = {
     "null": OP_NULL, "int": OP_INT, "float": OP_FLOAT, "year": OP_YEAR, "enum": OP_ENUM,
@@ -352,10 +355,13 @@ cdef object _convert(RowProgram prog, const uint8_t *p, Py_ssize_t length, Col *
             return PyUnicode_DecodeCharmap(<const char *>p, length, prog.objs[k], NULL)
         except UnicodeDecodeError:
             raise Reject("text")
+    if conv == CONV_JSON:
+        return _json_doc(p, length)
     return prog.objs[k](PyBytes_FromStringAndSize(<const char *>p, length))
 
 
 include "_rowvalues.pxi"
+include "_jsonbinary.pxi"
 include "_jsonlines.pxi"
 include "_eventrun.pxi"
 

@@ -39,7 +39,7 @@ from sluice.errors import MalformedEventError, UnsupportedError
 __all__ = ["Col", "column", "type_name"]
 
 # Conversions of a var column's bytes in the compiled core (``_rowcore``'s CONV_* numbers).
-CONV_BYTES, CONV_UTF8, CONV_CODEC, CONV_FUNC, CONV_BINPAD, CONV_CHARMAP = range(6)
+CONV_BYTES, CONV_UTF8, CONV_CODEC, CONV_FUNC, CONV_BINPAD, CONV_CHARMAP, CONV_JSON = range(7)
 
 class Col:
     """How one column is decoded; pure plan-time data used by the code generator."""
@@ -191,6 +191,7 @@ def column(i: int, t: int, meta: int, info: ColumnInfo, table: str) -> Col:
         if t == ColumnType.JSON:
             c.is_json = True
             _function(c, parse_json)
+            c.spec = ("var", c.prefix, CONV_JSON, parse_json)  # binary JSON decoded by the core itself
         elif t == ColumnType.GEOMETRY:
             _function(c, decode_geometry)
         elif t == ColumnType.VECTOR:

@@ -24,6 +24,8 @@ from sluice.errors import SluiceError
 from tests.unit.binlog.test_compiled_core import tables_and_bodies
 from tests.unit.binlog.test_rowplan import Map
 
+T_JSON = 245
+
 pytestmark = [
     pytest.mark.unit,
     pytest.mark.skipif(rowplan._compiled_core is None, reason="the compiled core is not built"),
@@ -51,4 +53,31 @@ def test_compiled_lines_equal_the_change_lines(case: tuple[Map, str, int, int | 
     expected = "".join(f"{change_line(change)}\n" for change in builder.feed(event, "binlog.000001", pos))
     got = rows_event_lines(rowplan._compiled_core.rows_jsonl, event, columns, (columns[0],), "binlog.000001",
                            pos, gtid)
+    assert got == expected.encode()
+
+
+VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers(-(1 << 70), 1 << 70) | st.floats() | st.text(max_size=20)
+    | st.binary(max_size=20) | st.decimals(allow_nan=False, allow_infinity=False),
+    lambda inner: st.lists(inner, max_size=4) | st.tuples(inner, inner)
+    | st.dictionaries(st.text(max_size=5), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=800, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(VALUES, min_size=1, max_size=4), st.sampled_from(["write", "delete", "update"]))
+def test_every_kind_of_value_is_written_as_change_line_writes_it(values: list[Any], kind: str) -> None:
+    from sluice.binlog.values.json_binary import JsonDecimal
+
+    values = [JsonDecimal(v) if isinstance(v, float) and v == v and abs(v) < 1e9 and v % 1 else v for v in values]
+    m = Map(tuple([T_JSON] * len(values)), tuple([4] * len(values)))
+    row = tuple(values)
+    rows = [(row, row)] if kind == "update" else [row]
+    columns = tuple(f"c{i}" for i in range(len(values)))
+    event: Any = RowsEvent(build_header(1, 30, 1, 40, 0, 0), kind, 1, 0, m, 0, None, rows)  # type: ignore[arg-type]
+    builder = RowChangeBuilder(resolve=lambda _table, _file, _pos: (columns, ()))
+    builder.gtid = "g:1"
+    expected = "".join(f"{change_line(change)}\n" for change in builder.feed(event, "f", 4))
+    got = rows_event_lines(rowplan._compiled_core.rows_jsonl, event, columns, (), "f", 4, "g:1")
     assert got == expected.encode()
