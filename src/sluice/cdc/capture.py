@@ -17,7 +17,7 @@ import logging
 import struct
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sluice.binlog import rowplan
 from sluice.binlog.absent import ABSENT
@@ -39,9 +39,12 @@ from sluice.binlog.rowplan import plan_for
 from sluice.cdc.committed import CommittedTransaction, CountedRows, DdlRecord, WrittenLines
 from sluice.cdc.jsonl import gtid_ts, line_parts, record_line, rows_event_lines, value_bytes
 from sluice.cdc.records import RowChange, RowChangeBuilder
-from sluice.cdc.schema import DdlOutcome, ResolvedTable, SchemaTracker, is_ddl
+from sluice.cdc.schema import ResolvedTable, SchemaTracker, is_ddl
 from sluice.cdc.transactions import Transaction, TransactionAssembler
 from sluice.errors import DataLossError, MalformedEventError, SluiceError
+
+if TYPE_CHECKING:
+    from sluice.cdc.schema.ddl import DdlOutcome
 
 __all__ = ["CaptureConfig", "ChangeCapture", "CommittedTransaction", "DdlRecord"]
 

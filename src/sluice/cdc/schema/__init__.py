@@ -7,12 +7,30 @@ server's ``information_schema`` (``bootstrap``), DDL from QUERY events replayed 
 (``typemap``, ``tracker``). ``SchemaTracker`` is the object the pipeline uses.
 """
 
-from sluice.cdc.schema.bootstrap import bootstrap_catalog
-from sluice.cdc.schema.ddl import DdlOutcome, apply_ddl, is_ddl
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+from sluice.cdc.schema.ddl_detect import is_ddl
 from sluice.cdc.schema.history import SchemaHistory
 from sluice.cdc.schema.model import Catalog, ColumnDef, TableSchema
 from sluice.cdc.schema.tracker import Correction, ResolvedTable, SchemaTracker
 from sluice.cdc.schema.typemap import check_table_map, collation_id, expected_binlog_type
+
+if TYPE_CHECKING:
+    from sluice.cdc.schema.bootstrap import bootstrap_catalog
+    from sluice.cdc.schema.ddl import DdlOutcome, apply_ddl
+
+# The DDL parser (sqlglot) loads on first use: reading binlogs without DDL never needs it.
+_LAZY = {"DdlOutcome": "ddl", "apply_ddl": "ddl", "bootstrap_catalog": "bootstrap"}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
 
 __all__ = [
     "Catalog",

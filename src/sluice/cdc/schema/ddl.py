@@ -35,6 +35,7 @@ from sluice.cdc.schema.ddl_columns import (
     _with_pk,
     enum_members,
 )
+from sluice.cdc.schema.ddl_detect import is_ddl
 from sluice.cdc.schema.ddl_text import (
     _DIALECT,
     _Ctx,
@@ -45,7 +46,6 @@ from sluice.cdc.schema.ddl_text import (
     _quiet,
     _top_level_cut,
     _unwrap,
-    is_ddl,
 )
 from sluice.cdc.schema.lineage import TableChange
 from sluice.cdc.schema.model import Catalog, ColumnDef, TableSchema

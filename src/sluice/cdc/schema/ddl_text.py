@@ -1,8 +1,7 @@
-"""The text side of DDL replay: which statements are DDL, the sqlglot dialect sluice parses them
-with, and the token-level helpers the statement handlers share.
+"""The text side of DDL replay: the sqlglot dialect sluice parses DDL with, and the token-level
+helpers the statement handlers share (``ddl_detect.is_ddl`` tells which statements are DDL).
 
-``is_ddl`` answers from the leading keyword alone (after comments) whether a statement may change
-the schema; it runs on every QUERY event. The dialect extends sqlglot's MySQL by what the servers
+The dialect extends sqlglot's MySQL by what the servers
 accept and sqlglot lacks (geometry subtypes, INT8 and other aliases, FLOAT UNSIGNED, VISIBLE /
 PERSISTENT / COLUMN_FORMAT / STORAGE / SRID attributes, ASC/DESC key parts). ``_unwrap`` runs
 executable comments (``/*!50100 ..*/``, MariaDB ``/*M!100100 ..*/``) as the server would. ``_Ctx``
@@ -25,21 +24,6 @@ from sqlglot.tokens import Token, TokenType
 
 from sluice.cdc.schema.lineage import TableChange
 from sluice.cdc.schema.model import Catalog
-
-# ---------------------------------------------------------------------------------------- is_ddl
-
-_DDL_WORD = re.compile(r"(?:CREATE|ALTER|DROP|RENAME|TRUNCATE)(?![\w$])", re.IGNORECASE)
-_LEAD = re.compile(r"(?:\s+|/\*M?!\d*|/\*(?!M?!).*?\*/|#[^\n]*|--(?=\s)[^\n]*)*", re.DOTALL)
-_LEAD_CHARS = frozenset(" \t\r\n\f\v/#-")
-
-
-def is_ddl(sql: str) -> bool:
-    """True when the statement starts (after comments) with CREATE, ALTER, DROP, RENAME or TRUNCATE."""
-    if not sql:
-        return False
-    start = _LEAD.match(sql).end() if sql[0] in _LEAD_CHARS else 0  # type: ignore[union-attr]
-    return _DDL_WORD.match(sql, start) is not None
-
 
 # ---------------------------------------------------------------------------------------- dialect
 

@@ -21,17 +21,20 @@ later only if the binlog then disagrees with it.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sluice.binlog.columns import ColumnInfo
 from sluice.binlog.constants import ColumnType
 from sluice.binlog.events import TableMapEvent
 from sluice.binlog.values.charsets import COLLATION_CHARSETS
-from sluice.cdc.schema.ddl import DdlOutcome, apply_ddl, is_ddl
+from sluice.cdc.schema.ddl_detect import is_ddl
 from sluice.cdc.schema.history import SchemaHistory
 from sluice.cdc.schema.model import Catalog, ColumnDef, TableSchema
 from sluice.cdc.schema.typemap import check_column, check_table_map, collation_name, column_from_map
 from sluice.errors import SchemaError
+
+if TYPE_CHECKING:
+    from sluice.cdc.schema.ddl import DdlOutcome
 
 __all__ = ["Correction", "ResolvedTable", "SchemaTracker"]
 
@@ -117,6 +120,8 @@ class SchemaTracker:
         """Replay a QUERY event's statement if it is DDL; None for anything else."""
         if not is_ddl(sql):
             return None
+        from sluice.cdc.schema.ddl import apply_ddl  # sqlglot, imported at the first DDL
+
         new, outcome = apply_ddl(self.catalog, sql, default_db)
         if not outcome.understood:
             self.unparsed.append((file, pos, sql, outcome.message or "not understood"))
