@@ -89,6 +89,7 @@ _PLAN_CACHE_MAX = 4096
 _SHAPE_CACHE_MAX = 256
 
 _NO_INFO = ColumnInfo()
+_LATER: Any = object()  # a shape's Python loops, not generated yet
 
 
 def plan_for(table_map: TableShape, columns: tuple[ColumnInfo, ...] | None = None) -> RowPlan:
@@ -184,6 +185,7 @@ class RowPlan:
         (bit i = column i present). ``partial`` marks a PARTIAL_UPDATE_ROWS_EVENT. Consumes exactly
         ``end - start`` bytes or raises ``MalformedEventError``.
         """
+        global handed_over
         if type(buf) is not bytes:
             buf = bytes(buf[start:end])
             end -= start
@@ -212,6 +214,16 @@ class RowPlan:
             fns = self._compile(present, present_after, partial)
             self._shapes[key] = fns
         fast, checked, program = fns
+        if fast is _LATER:
+            if program is not None and _core is not None:
+                try:
+                    return program.decode(buf, start, end)
+                except Exception:
+                    handed_over += 1
+            fast, checked = compile_loops(self, present, present_after, partial)
+            self._shapes[key] = (fast, checked, program)
+            if program is not None and _core is not None:
+                return checked(buf, start, end)
         if fast is None:  # images without any column: the body must be empty
             if start != end:
                 raise MalformedEventError(
@@ -224,7 +236,6 @@ class RowPlan:
             except Exception:
                 # The compiled loop takes no body it cannot decode whole; the Python twin says
                 # precisely what is wrong, or decodes what the compiled loop leaves to it.
-                global handed_over
                 handed_over += 1
                 return checked(buf, start, end)
         try:
@@ -246,5 +257,9 @@ class RowPlan:
                 [[(c.index, c.spec) for c in self.cols if image >> c.index & 1] for image in images],
                 ABSENT,
             )
+        if program is not None:
+            # The Python loops of a shape the core decodes are generated when first needed (a body
+            # the core hands over, or the twin chosen): compiling them costs more than most runs.
+            return _LATER, _LATER, program
         fast, checked = compile_loops(self, present, present_after, partial)
         return fast, checked, program
