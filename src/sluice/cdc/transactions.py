@@ -32,7 +32,6 @@ An ``XA COMMIT`` of an XA prepared before the start (rows sluice never saw) rais
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 from typing import Any
 
 from sluice.binlog.events import (
@@ -65,76 +64,12 @@ from sluice.binlog.header import LOG_EVENT_ARTIFICIAL_F
 from sluice.binlog.position import Checkpoint, position_key
 from sluice.cdc.executed import ExecutedGtids
 from sluice.cdc.statements import classify, parse_xid, xid_key
+from sluice.cdc.txstate import AWAIT, BODY, SINGLE, Located, OpenTransaction, PreparedXa, Transaction
 from sluice.errors import DataLossError, ProtocolError
 
 __all__ = ["Transaction", "TransactionAssembler", "xid_key"]
 
 log = logging.getLogger(__name__)
-
-Located = tuple[str, int, Any]
-
-# State of an open transaction.
-_AWAIT = 0  # opened by a GTID (or a statement prefix): the first statement decides how it ends
-_BODY = 1  # inside BEGIN ... XID/COMMIT/ROLLBACK (or XA START ... XA_PREPARE)
-_SINGLE = 2  # MariaDB FL_STANDALONE: ends with its first statement
-
-
-
-@dataclass(frozen=True, slots=True)
-class Transaction:
-    """One committed transaction, in binlog order, with the checkpoints around it.
-
-    ``kind`` is "ddl" for a schema statement (a single statement after its GTID, MariaDB
-    ``FL_DDL``, MySQL ``CREATE ... START TRANSACTION`` of CREATE TABLE ... SELECT), "xa_commit" /
-    "xa_one_phase" for XA, else "dml". ``events`` starts with the GTID event when there is one.
-    """
-
-    start: Checkpoint  # boundary just before its first event: resume here to receive it again
-    end: Checkpoint  # boundary just after its last event, GTID set including it
-    gtid: str | None  # "uuid:n" / "uuid:tag:n" / "domain-server-seq"; None with GTIDs off
-    kind: str  # "dml" | "ddl" | "xa_commit" | "xa_one_phase"
-    events: tuple[Located, ...]  # (file, pos, event); for "xa_commit" the events of the prepared part
-    ts: int  # header timestamp of the committing event, seconds
-    commit_us: int | None  # MySQL immediate_commit_timestamp (microseconds) when present
-    prepared_gtid: str | None = None  # "xa_commit": the GTID of the XA PREPARE that logged the rows
-
-    @property
-    def rows_gtid(self) -> str | None:
-        """The GTID of the transaction whose events hold the rows: for XA the prepare's, not the commit's."""
-        return self.prepared_gtid if self.kind == "xa_commit" else self.gtid
-
-
-
-class _Open:
-    """The transaction being read."""
-
-    __slots__ = ("commit_us", "events", "file", "gtid", "gtid_obj", "kind", "pos", "start", "state", "xa")
-
-    def __init__(
-        self, file: str, pos: int, start: Checkpoint, state: int, gtid: str | None,
-        gtid_obj: Gtid | MariadbGtid | None, commit_us: int | None = None, xa: bytes | None = None,
-    ) -> None:
-        self.file = file
-        self.pos = pos
-        self.start = start
-        self.state = state
-        self.gtid = gtid
-        self.gtid_obj = gtid_obj
-        self.commit_us = commit_us
-        self.xa = xa  # MariaDB FL_PREPARED_XA / FL_COMPLETED_XA xid, MySQL XA START xid
-        self.kind = "dml"
-        self.events: list[Located] = []
-
-
-@dataclass(frozen=True, slots=True)
-class _Prepared:
-    """The prepared part of an XA transaction, waiting for XA COMMIT or XA ROLLBACK."""
-
-    file: str
-    pos: int
-    gtid_obj: Gtid | MariadbGtid | None
-    events: tuple[Located, ...]
-    gtid: str | None = None
 
 
 class TransactionAssembler:
@@ -145,8 +80,8 @@ class TransactionAssembler:
         self._file = start.file
         self._pos = start.pos
         self._gtids = ExecutedGtids(start.gtid_set, where=str(start))
-        self._tx: _Open | None = None
-        self._prepared: dict[bytes, _Prepared] = {}
+        self._tx: OpenTransaction | None = None
+        self._prepared: dict[bytes, PreparedXa] = {}
         self._boundary: Checkpoint | None = None
         self._horizon = position_key(start.file, start.pos)  # the furthest boundary passed
         self.skipped = 0  # committed transactions read again (before the start or a reconnect): not emitted
@@ -183,8 +118,8 @@ class TransactionAssembler:
     def took_rows(self) -> None:
         """Rows events were added to the open transaction through ``open_events``."""
         tx = self._tx
-        if tx is not None and tx.state == _AWAIT:
-            tx.state = _BODY
+        if tx is not None and tx.state == AWAIT:
+            tx.state = BODY
 
     def cut_off(self) -> None:
         """The input ended or the connection broke: drop the open transaction, if any."""
@@ -202,8 +137,8 @@ class TransactionAssembler:
         t = type(event)
         if t is RowsEvent or t is TableMapEvent or t is SkippedRowsEvent:
             tx.events.append((file, pos, event))
-            if tx.state == _AWAIT:
-                tx.state = _BODY
+            if tx.state == AWAIT:
+                tx.state = BODY
             return None
         if t is TransactionPayloadEvent:
             tx.events.append((file, pos, event))
@@ -214,13 +149,13 @@ class TransactionAssembler:
         t = type(event)
         if t is GtidEvent:
             mysql_gtid = Gtid(event.sid, event.gno, event.tag) if event.gno else None
-            self._open(file, pos, _AWAIT, event.gtid, mysql_gtid, event.immediate_commit_timestamp)
+            self._open(file, pos, AWAIT, event.gtid, mysql_gtid, event.immediate_commit_timestamp)
         elif t is MariadbGtidEvent:
             xa = None
             if event.flags & (FL_PREPARED_XA | FL_COMPLETED_XA) and event.xa_gtrid is not None:
                 xa = xid_key(event.xa_format_id or 0, event.xa_gtrid, event.xa_bqual or b"")
             maria_gtid = MariadbGtid(event.domain_id, event.header.server_id, event.seq_no)
-            opened = self._open(file, pos, _SINGLE if event.standalone else _BODY, event.gtid, maria_gtid, None, xa)
+            opened = self._open(file, pos, SINGLE if event.standalone else BODY, event.gtid, maria_gtid, None, xa)
             if event.flags & FL_DDL:
                 opened.kind = "ddl"  # also when not standalone: CREATE ... SELECT is DDL, rows, XID
         elif t is RotateEvent:
@@ -240,7 +175,7 @@ class TransactionAssembler:
             return None
         elif t is QueryEvent or t is TransactionPayloadEvent or t in _PREFIX:
             # No GTID event (GTIDs off on old servers, or an implicit start): the event opens it.
-            self._open(file, pos, _AWAIT, None, None)
+            self._open(file, pos, AWAIT, None, None)
         elif t in _TRANSACTION_ONLY:
             raise ProtocolError(
                 f"expected a GTID or BEGIN before the {t.__name__} at {file}:{pos}, found none since the last "
@@ -259,7 +194,9 @@ class TransactionAssembler:
             return None
         return self.feed(file, pos, next_pos, event)
 
-    def _inside(self, tx: _Open, file: str, pos: int, end: int, event: Any, record: bool) -> Transaction | None:
+    def _inside(
+        self, tx: OpenTransaction, file: str, pos: int, end: int, event: Any, record: bool
+    ) -> Transaction | None:
         """One event inside the open transaction; ``end`` is where the transaction would end with
         it (the payload's end for events inside a TRANSACTION_PAYLOAD); ``record`` adds it to the
         transaction's events (inner payload events are there through their payload)."""
@@ -291,12 +228,12 @@ class TransactionAssembler:
             return None
         if record:
             tx.events.append((file, pos, event))
-        if tx.state == _AWAIT and t in _TRANSACTION_ONLY:
-            tx.state = _BODY
+        if tx.state == AWAIT and t in _TRANSACTION_ONLY:
+            tx.state = BODY
         return None
 
     def _payload(
-        self, tx: _Open, file: str, pos: int, next_pos: int, event: TransactionPayloadEvent
+        self, tx: OpenTransaction, file: str, pos: int, next_pos: int, event: TransactionPayloadEvent
     ) -> Transaction | None:
         result: Transaction | None = None
         for inner in event.events:
@@ -311,7 +248,9 @@ class TransactionAssembler:
             result = self._inside(tx, file, pos, next_pos, inner, False)
         return result
 
-    def _query(self, tx: _Open, file: str, pos: int, end: int, event: QueryEvent, record: bool) -> Transaction | None:
+    def _query(
+        self, tx: OpenTransaction, file: str, pos: int, end: int, event: QueryEvent, record: bool
+    ) -> Transaction | None:
         verb, rest = classify(event)
         state = tx.state
         if verb == "commit":
@@ -331,10 +270,10 @@ class TransactionAssembler:
         if record:
             tx.events.append((file, pos, event))
         if verb == "begin":
-            tx.state = _BODY
+            tx.state = BODY
             return None
         if verb == "xa_start" or verb == "xa_begin":
-            tx.state = _BODY
+            tx.state = BODY
             tx.xa = parse_xid(rest) or tx.xa
             return None
         if verb != "other":
@@ -342,9 +281,9 @@ class TransactionAssembler:
         if _starts_transaction(rest):
             # MySQL 8.0.21+ CREATE TABLE ... SELECT: "CREATE ... START TRANSACTION", rows, XID
             tx.kind = "ddl"
-            tx.state = _BODY
+            tx.state = BODY
             return None
-        if state == _BODY:
+        if state == BODY:
             return None
         # The first statement of a transaction without BEGIN: DDL and other single statements.
         return self._commit(tx, file, end, event.header.timestamp, "ddl")
@@ -353,13 +292,13 @@ class TransactionAssembler:
     def _open(
         self, file: str, pos: int, state: int, gtid: str | None, gtid_obj: Gtid | MariadbGtid | None,
         commit_us: int | None = None, xa: bytes | None = None,
-    ) -> _Open:
+    ) -> OpenTransaction:
         if file != self._file or pos != self._pos:
             self._move(file, pos)
-        tx = self._tx = _Open(file, pos, self.boundary, state, gtid, gtid_obj, commit_us, xa)
+        tx = self._tx = OpenTransaction(file, pos, self.boundary, state, gtid, gtid_obj, commit_us, xa)
         return tx
 
-    def _commit(self, tx: _Open, file: str, end: int, ts: int, kind: str) -> Transaction | None:
+    def _commit(self, tx: OpenTransaction, file: str, end: int, ts: int, kind: str) -> Transaction | None:
         self._tx = None
         fresh = not self._passed(file, end)
         fresh = self._executed(tx.gtid_obj) and fresh
@@ -370,21 +309,21 @@ class TransactionAssembler:
             return None
         return Transaction(tx.start, self.boundary, tx.gtid, kind, tuple(tx.events), ts, tx.commit_us)
 
-    def _rolled_back(self, tx: _Open, file: str, end: int) -> None:
+    def _rolled_back(self, tx: OpenTransaction, file: str, end: int) -> None:
         """ROLLBACK: the binlog consumed the GTID, the changes did not happen."""
         self._tx = None
         self._executed(tx.gtid_obj)
         self._move(file, end)
 
-    def _prepare(self, tx: _Open, key: bytes, file: str, end: int) -> None:
+    def _prepare(self, tx: OpenTransaction, key: bytes, file: str, end: int) -> None:
         self._tx = None
         self._executed(tx.gtid_obj)
         if key not in self._prepared:  # else read again after a reconnect: keep its place in line
-            self._prepared[key] = _Prepared(tx.file, tx.pos, tx.gtid_obj, tuple(tx.events), tx.gtid)
+            self._prepared[key] = PreparedXa(tx.file, tx.pos, tx.gtid_obj, tuple(tx.events), tx.gtid)
         self._move(file, end)
 
     def _resolve(
-        self, tx: _Open, key: bytes, commit: bool, file: str, pos: int, end: int, event: QueryEvent
+        self, tx: OpenTransaction, key: bytes, commit: bool, file: str, pos: int, end: int, event: QueryEvent
     ) -> Transaction | None:
         self._tx = None
         fresh = not self._passed(file, end)
