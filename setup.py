@@ -11,7 +11,8 @@ EXTENSIONS = [
     Extension("sluice.binlog._rowcore", ["src/sluice/binlog/_rowcore.pyx"], extra_compile_args=["-O2"],
               depends=["src/sluice/binlog/_rowvalues.pxi", "src/sluice/binlog/_eventrun.pxi",
                                                           "src/sluice/binlog/_jsonlines.pxi",
-                                                          "src/sluice/binlog/_jsonbinary.pxi"]),
+                                                          "src/sluice/binlog/_jsonbinary.pxi",
+                                                          "src/sluice/binlog/_changerows.pxi"]),
 ]
 
 setup(ext_modules=cythonize(EXTENSIONS, language_level=3, compiler_directives={"embedsignature": True}))

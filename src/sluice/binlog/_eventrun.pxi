@@ -121,7 +121,8 @@ cdef class EventRun:
     cdef object absent
     cdef object fallback
     cdef bint kept[3]
-    cdef dict specs             # table id -> (entry, file, heads, keys, mid)
+    cdef dict specs             # table id -> (entry, file, heads, keys, mid) / (entry, file, metas, keys)
+    cdef bint columns           # ``write_columns``: the rows go into ChangeRows instead
 
     def __init__(self, parser, build_header, build_rows):
         """``build_header`` / ``build_rows`` build ``EventHeader`` / ``RowsEvent`` from their fields."""
@@ -143,6 +144,14 @@ cdef class EventRun:
         for k in range(3):
             self.kept[k] = kinds is None or _KINDS[k] in kinds
         self.specs = {}
+
+    def write_columns(self, line_spec, kinds, absent, fallback):
+        """Put the rows of the kinds in ``kinds`` into change-log columns instead of rows events:
+        each run that took any puts ``(file, offset, ChangeRows)`` into the sink.
+        ``line_spec(table_map, file)`` gives a table's ``(metas per kind, keys)`` (see
+        ``ChangeRows``), or None to leave its rows to the parser."""
+        self.write_lines(line_spec, kinds, absent, fallback, None)
+        self.columns = True
 
     def take_counts(self):
         """Rows counted since the last call, per kind: ``(write, update, delete)``."""
@@ -173,6 +182,8 @@ cdef class EventRun:
         cdef object entry, plan, tm, raw, fns, program, rows, maps, key, after_obj, present_obj, header, spec
         cdef bytes phl
         cdef bint lines = sink is not None and self.line_spec is not None and gtid_ts is not None
+        cdef bint columns = sink is not None and self.line_spec is not None and self.columns
+        cdef ChangeRows chunk = None
         cdef _Buf out
         cdef Py_ssize_t written = 0, mark, start = pos
         out.data = NULL
@@ -295,6 +306,21 @@ cdef class EventRun:
                         break  # the parser decodes it again, and the checked twin says what is wrong
                     if sink is None:
                         self.counts[k] += len(rows)
+                    elif columns:
+                        if self.kept[k]:
+                            spec = self.specs.get(tid)
+                            if spec is None or spec[0] is not entry or spec[1] != file:
+                                spec = self.line_spec(tm, file)
+                                if spec is None:
+                                    break
+                                spec = self.specs[tid] = (entry, file, *spec)
+                            if chunk is None:
+                                chunk = ChangeRows()
+                            try:
+                                chunk._add_rows_whole(k, spec[3], rows, chunk.meta_id(spec[2][k]), base + pos,
+                                                      <int64_t>_u32(b + pos) * 1000000, self.absent, self.fallback)
+                            except Exception:
+                                break  # the parser's path raises what is wrong, at the commit
                     elif lines:
                         if self.kept[k]:
                             spec = self.specs.get(tid)
@@ -329,6 +355,8 @@ cdef class EventRun:
                 if out.size:
                     sink.append((file, base + start, self.lines_of(
                         PyBytes_FromStringAndSize(out.data, out.size), written)))
+                if chunk is not None and chunk.length:
+                    sink.append((file, base + start, chunk))
             finally:
                 PyMem_Free(out.data)
             if took_map:

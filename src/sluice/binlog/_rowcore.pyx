@@ -4,6 +4,8 @@
 The event runs (``EventRun``, ``whole_events``, ``crc32``) are in ``_eventrun.pxi``; their Python
 twin is the event parser itself, which takes every event the run leaves to it. ``rows_jsonl``
 (``_jsonlines.pxi``) writes the JSON lines of decoded rows; its twin is ``sluice.cdc.jsonl``.
+``ChangeRows`` (``_changerows.pxi``) holds row changes as the change log's Arrow column buffers; its
+twin is ``sluice.spark.changes.record_batch``.
 
 A :class:`RowProgram` is built once per row-image shape (event kind, present-column bitmaps) from
 the column specs the Python row plan decides (``sluice.binlog.rowplan``); it decodes a rows-event
@@ -363,6 +365,7 @@ cdef object _convert(RowProgram prog, const uint8_t *p, Py_ssize_t length, Col *
 include "_rowvalues.pxi"
 include "_jsonbinary.pxi"
 include "_jsonlines.pxi"
+include "_changerows.pxi"
 include "_eventrun.pxi"
 
 

@@ -36,8 +36,9 @@ from sluice.binlog.header import build_header, frozen_builder
 from sluice.binlog.parser import EventParser, ParserConfig
 from sluice.binlog.position import Checkpoint
 from sluice.binlog.rowplan import plan_for
+from sluice.cdc.change_rows import Meta, kind_metas, record_row
 from sluice.cdc.committed import CommittedTransaction, CountedRows, DdlRecord, WrittenLines
-from sluice.cdc.jsonl import gtid_ts, line_parts, record_line, rows_event_lines, value_bytes
+from sluice.cdc.jsonl import KIND_CODES, gtid_ts, line_parts, record_line, rows_event_lines, value_bytes
 from sluice.cdc.records import RowChange, RowChangeBuilder
 from sluice.cdc.schema import ResolvedTable, SchemaTracker, is_ddl
 from sluice.cdc.transactions import Transaction, TransactionAssembler
@@ -73,6 +74,9 @@ class CaptureConfig:
     initial_checksum: ChecksumAlgorithm | None = None
     count_only: bool = False  # build no records, only count the row changes (planning ahead)
     lines: bool = False  # build the records' JSON lines (``CommittedTransaction.lines``), not the records
+    # build the records as change-log rows (``CommittedTransaction.columns``, the compiled core's
+    # ``ChangeRows``) where the core is in use; without it the records are built as usual
+    columns: bool = False
     # An INCIDENT event says the server failed to log some changes there. By default capture stops
     # with DataLossError (as a replica does); True logs a warning, counts it and goes on.
     skip_incidents: bool = False
@@ -105,9 +109,12 @@ class ChangeCapture:
         # Runs of TABLE_MAP and rows events go to the compiled core when it is in use (decided here).
         core = rowplan.core()
         self._run = core.EventRun(self.parser, build_header, _build_rows) if core is not None else None
+        self._core = core
         self._write_rows = core.rows_jsonl if core is not None else None
         if self._run is not None and config.lines:
             self._run.write_lines(self._line_spec, self.builder.kinds, ABSENT, value_bytes, WrittenLines)
+        elif self._run is not None and config.columns:
+            self._run.write_columns(self._column_spec, self.builder.kinds, ABSENT, value_bytes)
 
     @property
     def boundary(self) -> Checkpoint:
@@ -200,6 +207,9 @@ class ChangeCapture:
         if self.config.lines:
             lines, count = self._lines(tx)
             return CommittedTransaction(tx, [], count, lines)
+        if self._core is not None and self.config.columns:
+            rows, count = self._columns(tx)
+            return CommittedTransaction(tx, [], count, columns=rows)
         return CommittedTransaction(tx, list(self._records(tx)))
 
     def feed_file(self, file: str, label: str, blocks: Iterable[tuple[int, bytes]]) -> Iterator[CommittedTransaction]:
@@ -306,6 +316,48 @@ class ChangeCapture:
         parts = [line_parts(kind, table_map.schema, table_map.table, names, pk, file)
                  for kind in ("write", "update", "delete")]
         return tuple(head for head, _, _ in parts), parts[0][1], parts[0][2]
+
+    def _column_spec(self, table_map: TableMapEvent, file: str) -> tuple[tuple[Meta, ...], tuple[bytes, ...]] | None:
+        """What the compiled core needs to put a table's rows into change-log columns
+        (``EventRun.write_columns``); None when the table's columns are not known."""
+        try:
+            names, pk = self.builder.columns_of(table_map, file, self._pos)
+        except SluiceError:
+            return None
+        return kind_metas(table_map.schema, table_map.table, pk, file), line_parts(
+            "write", table_map.schema, table_map.table, names, pk, file)[1]
+
+    def _columns(self, tx: Transaction) -> tuple[Any, int]:
+        """A transaction's records as change-log rows (the core's ``ChangeRows``) and their number
+        of row changes; rows events go in through the core, other records one by one."""
+        core = self._core
+        rows = core.ChangeRows()
+        builder = self.builder
+        builder.gtid = tx.rows_gtid
+        kinds = builder.kinds
+        count = 0
+        for file, pos, event in tx.events:
+            kind = type(event)
+            if kind is core.ChangeRows:
+                rows.extend(event)
+                count += event.length
+                continue
+            if kind is RowsEvent and event.header.type_code != _PARTIAL_UPDATE:
+                if kinds is None or event.kind in kinds:
+                    table = event.table
+                    names, pk = builder.columns_of(table, file, pos)
+                    k = KIND_CODES[event.kind]
+                    meta = kind_metas(table.schema, table.table, pk, file)[k]
+                    keys = line_parts("write", table.schema, table.table, names, pk, file)[1]
+                    count += rows.add_rows(k, keys, event.rows, rows.meta_id(meta), pos,
+                                           event.header.timestamp * 1_000_000, ABSENT, value_bytes)
+                continue
+            for record in self._event_records(tx, file, pos, event):
+                meta, before, after, diffs, at, row, ts = record_row(record)
+                rows.add(rows.meta_id(meta), before, after, diffs, at, row, ts)
+                if record.op != "ddl":
+                    count += 1
+        return rows, count
 
     def _event_records(self, tx: Transaction, file: str, pos: int, event: Any) -> Iterator[RowChange | DdlRecord]:
         kind = type(event)

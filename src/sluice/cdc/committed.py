@@ -83,6 +83,7 @@ class CommittedTransaction:
     records: list[RowChange | DdlRecord] = field(default_factory=list)
     counted: int | None = None  # with ``count_only`` or ``lines``: the number of row changes, records stay empty
     lines: list[bytes] | None = None  # with ``lines``: the JSON lines of the records, UTF-8, newline-ended
+    columns: Any = None  # with ``columns``: the records as the compiled core's ``ChangeRows`` (cdc.change_rows)
 
     @property
     def row_count(self) -> int:

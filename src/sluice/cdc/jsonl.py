@@ -130,7 +130,8 @@ def record_line(record: Any) -> str:
     return encode(record.as_dict())
 
 
-_KIND_CODES = {"write": 0, "update": 1, "delete": 2}
+#: The compiled core's number of each rows-event kind.
+KIND_CODES = {"write": 0, "update": 1, "delete": 2}
 _keys: dict[tuple[str, ...], tuple[bytes, ...]] = {}
 
 
@@ -167,6 +168,6 @@ def rows_event_lines(
     kind = event.kind
     table = event.table
     head, keys, mid = line_parts(kind, table.schema, table.table, names, pk, file)
-    data: bytes = write_rows(_KIND_CODES[kind], head, keys, event.rows, mid, pos, gtid_ts(gtid),
+    data: bytes = write_rows(KIND_CODES[kind], head, keys, event.rows, mid, pos, gtid_ts(gtid),
                              event.header.timestamp, ABSENT, value_bytes)
     return data

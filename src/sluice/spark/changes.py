@@ -24,17 +24,16 @@ Row images are JSON strings rather than VARIANT: every MySQL value keeps its exa
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
 from typing import Any, cast
 
 import pyarrow as pa
 
 from sluice.cdc.capture import DdlRecord
-from sluice.cdc.jsonl import encode, unmark
+from sluice.cdc.change_rows import ddl_json, json_text
 from sluice.cdc.records import RowChange
 
-__all__ = ["ARROW_SCHEMA", "CHANGE_SCHEMA", "record_batch"]
+__all__ = ["ARROW_SCHEMA", "CHANGE_SCHEMA", "columns_batch", "record_batch"]
 
 CHANGE_SCHEMA = (
     "op STRING, db STRING, `table` STRING, before STRING, after STRING, json_diffs STRING, pk ARRAY<STRING>, "
@@ -62,20 +61,6 @@ ARROW_SCHEMA = pa.schema(
 )
 
 
-def _json(image: dict[str, Any] | None) -> str | None:
-    if image is None:
-        return None
-    return unmark(encode(image))
-
-
-def ddl_json(record: DdlRecord) -> str:
-    """The ``ddl`` column of a DDL record."""
-    return json.dumps({
-        "sql": record.sql, "kind": record.kind, "tables": [f"{db}.{t}" for db, t in record.tables],
-        "understood": record.understood, "default_db": record.default_db,
-    }, ensure_ascii=False)
-
-
 def record_batch(changes: Sequence[RowChange | DdlRecord], commit_us: Iterable[int]) -> pa.RecordBatch:
     """An Arrow batch of the change schema; ``commit_us`` gives each change's commit time in µs."""
     if any(c.op == "ddl" for c in changes):
@@ -88,9 +73,9 @@ def _rows_batch(changes: Sequence[RowChange], commit_us: list[int]) -> pa.Record
         [c.op for c in changes],
         [c.db for c in changes],
         [c.table for c in changes],
-        [_json(c.before) for c in changes],
-        [_json(c.after) for c in changes],
-        [_json(c.json_diffs) for c in changes],
+        [json_text(c.before) for c in changes],
+        [json_text(c.after) for c in changes],
+        [json_text(c.json_diffs) for c in changes],
         [list(c.pk) for c in changes],
         [c.file for c in changes],
         [c.pos for c in changes],
@@ -126,3 +111,35 @@ def _with_ddl(records: Sequence[RowChange | DdlRecord], commit_us: list[int]) ->
             parts.append(pa.Table.from_pylist([row], schema=ARROW_SCHEMA))
         i = j + 1
     return pa.concat_tables(parts).combine_chunks().to_batches()[0]
+
+
+def columns_batch(rows: Any) -> pa.RecordBatch:
+    """An Arrow batch of the change schema from the compiled core's ``ChangeRows`` (every row with
+    its GTID and commit time set): the image and number columns use its buffers as they are, the
+    per-event columns are taken from its metas by index."""
+    n = rows.length
+    images, (meta, gtid, pos, row, ts, commit) = rows.buffers()[:3], rows.buffers()[3:]
+    index = pa.Array.from_buffers(pa.int32(), n, [None, pa.py_buffer(meta)])
+    metas = rows.metas
+
+    def take(i: int, field: pa.Field, convert: Any = None) -> pa.Array:
+        values = [m[i] if convert is None else convert(m[i]) for m in metas]
+        return pa.array(values, type=field.type).take(index)
+
+    def number(data: bytes, kind: pa.DataType) -> pa.Array:
+        return pa.Array.from_buffers(kind, n, [None, pa.py_buffer(data)])
+
+    def text(parts: tuple[bytes, bytes, bytes]) -> pa.Array:
+        valid, offsets, data = parts
+        return pa.Array.from_buffers(pa.string(), n, [pa.py_buffer(valid), pa.py_buffer(offsets), pa.py_buffer(data)])
+
+    fields = {f.name: f for f in ARROW_SCHEMA}
+    arrays = [
+        take(0, fields["op"]), take(1, fields["db"]), take(2, fields["table"]),
+        text(images[0]), text(images[1]), text(images[2]),
+        take(3, fields["pk"], list), take(4, fields["file"]),
+        number(pos, pa.int64()), number(row, pa.int32()),
+        pa.array(rows.gtids, type=pa.string()).take(number(gtid, pa.int32())),
+        number(ts, _TS), number(commit, _TS), take(5, fields["ddl"]),
+    ]
+    return pa.RecordBatch.from_arrays(arrays, schema=ARROW_SCHEMA)

@@ -47,7 +47,7 @@ CHANGELOG_SCHEMA: Final = pa.schema([
     pa.field("ts", pa.timestamp("us", tz="UTC")),
     pa.field("batch_id", pa.int64()),
     pa.field("json_diffs", pa.string()),
-    pa.field("ddl", pa.string()),  # op "ddl": the statement (sluice.spark.changes.ddl_json)
+    pa.field("ddl", pa.string()),  # op "ddl": the statement (sluice.cdc.change_rows.ddl_json)
 ])
 
 

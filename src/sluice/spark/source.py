@@ -53,7 +53,7 @@ from sluice.dsn import parse_dsn
 from sluice.errors import ConfigError, DataLossError
 from sluice.io.connection import Connection
 from sluice.io.replication import server_binlog_files, server_binlog_status
-from sluice.spark.changes import CHANGE_SCHEMA, record_batch
+from sluice.spark.changes import CHANGE_SCHEMA, columns_batch, record_batch
 from sluice.spark.scout import RangePartition, Scout, offset_checkpoint, offset_json, position_order
 
 __all__ = ["BinlogDataSource", "SourceOptions", "arrow_batches"]
@@ -124,7 +124,7 @@ class SourceOptions:
 
     def capture_config(self) -> CaptureConfig:
         return CaptureConfig(table_filter=table_filter(self.tables, self.exclude_tables), ops=self.ops,
-                             skip_incidents=self.skip_incidents, ddl=self.include_ddl)
+                             skip_incidents=self.skip_incidents, ddl=self.include_ddl, columns=True)
 
     def follow_config(self, *, until_end: bool = True) -> FollowConfig:
         if not self.dsn:
@@ -293,9 +293,18 @@ def arrow_batches(transactions: Iterable[CommittedTransaction]) -> Iterator[pa.R
     the change schema."""
     changes: list[RowChange | DdlRecord] = []
     commits: list[int] = []
+    columns: Any = None  # the compiled core's ChangeRows, when the capture builds them
     for committed in transactions:
         tx = committed.transaction
         commit_us = tx.commit_us if tx.commit_us is not None else tx.ts * 1_000_000
+        if committed.columns is not None:
+            if columns is None:
+                columns = type(committed.columns)()
+            columns.extend(committed.columns, tx.rows_gtid, commit_us)
+            if columns.length >= ARROW_BATCH_ROWS:
+                yield columns_batch(columns)
+                columns = None
+            continue
         for record in committed.records:
             changes.append(record)
             commits.append(commit_us)
@@ -304,6 +313,8 @@ def arrow_batches(transactions: Iterable[CommittedTransaction]) -> Iterator[pa.R
             changes, commits = [], []
     if changes:
         yield record_batch(changes, commits)
+    if columns is not None and columns.length:
+        yield columns_batch(columns)
 
 
 def _looks_like_gtid(text: str) -> bool:
