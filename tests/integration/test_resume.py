@@ -258,6 +258,38 @@ def test_resume_by_gtid_after_the_binlog_rotated(server, tmp_path):
         conn.execute(f"DROP DATABASE {db}")
 
 
+def test_until_stops_before_the_first_transaction_at_or_after_the_position(server, tmp_path):
+    db = f"until_{uuid.uuid4().hex[:8]}"
+    with _root(server) as conn:
+        conn.execute(f"CREATE DATABASE {db}")
+        conn.execute(f"CREATE TABLE {db}.k (id INT PRIMARY KEY, v INT)")
+        start = server_binlog_status(conn)
+        for i in range(1, 6):
+            conn.execute(f"INSERT INTO {db}.k VALUES ({i}, {i})")
+        stop = server_binlog_status(conn)
+        for i in range(6, 9):
+            conn.execute(f"INSERT INTO {db}.k VALUES ({i}, {i})")
+    state = tmp_path / "state"
+    result = subprocess.run(
+        [sys.executable, "-m", "sluice.cli", "tail", server.dsn("repl"), "--from", f"{start.file}:{start.pos}",
+         "--until", f"{stop.file}:{stop.pos}", "--until-end", "--tables", rf"{db}\..*", "--checkpoint", str(state)],
+        capture_output=True, timeout=120,
+    )
+    assert result.returncode == 0, result.stderr.decode()
+    changes = [json.loads(line) for line in result.stdout.decode().splitlines()]
+    assert [c["after"]["id"] for c in changes] == [1, 2, 3, 4, 5]
+    # The checkpoint is where the printed part ends: a resume prints the rest, once.
+    rest = subprocess.run(
+        [sys.executable, "-m", "sluice.cli", "tail", server.dsn("repl"), "--until-end", "--tables", rf"{db}\..*",
+         "--checkpoint", str(state)],
+        capture_output=True, timeout=120,
+    )
+    assert rest.returncode == 0, rest.stderr.decode()
+    assert [json.loads(line)["after"]["id"] for line in rest.stdout.decode().splitlines()] == [6, 7, 8]
+    with _root(server) as conn:
+        conn.execute(f"DROP DATABASE {db}")
+
+
 def test_purged_start_position_says_how_to_recover(own_server):
     server = own_server
     with _root(server) as conn:

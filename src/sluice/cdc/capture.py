@@ -136,10 +136,12 @@ class ChangeCapture:
 
     def feed(self, file: str, pos: int, next_pos: int, data: bytes | memoryview) -> CommittedTransaction | None:
         """Decode one event at ``(file, pos)``; returns the transaction it commits, if any."""
-        if self._run is not None and type(data) is bytes and len(data) >= 19 and data[4] in _RUN_TYPES:
+        if self._run is not None and len(data) >= 19 and data[4] in _RUN_TYPES:
             events = self.assembler.open_events()
-            if events is not None and self._take_run(data, 0, len(data), file, pos, events):
-                return None
+            if events is not None:
+                buf = data if type(data) is bytes else bytes(data)  # a replication stream's payload view
+                if self._take_run(buf, 0, len(buf), file, pos, events):
+                    return None
         return self._feed(file, pos, next_pos, data)
 
     def feed_block(self, file: str, offset: int, block: bytes) -> list[CommittedTransaction]:

@@ -30,6 +30,7 @@ examples:
   sluice tail mysql://repl:secret@db:3306/ --from-now                   from the current end on
   sluice tail mysql://repl@db/ --checkpoint state/ --output changes.jsonl   resumable, exactly once
   sluice tail mysql://repl@db/ --from binlog.000007:4 --tables 'shop\\..*' --ops insert,update
+  sluice tail mysql://repl@db/ --from binlog.000007 --until binlog.000009 --until-end     a range
   sluice tail mysql://repl@db/ --gtid 3E11FA47-71CA-11E1-9E33-C80AA9429562:1-77 --ddl
   sluice tail mariadb://repl@db/ --gtid 0-1-100 --until-end --events    every event, low level
 
@@ -84,6 +85,11 @@ def register(sub: Any) -> None:
     parser.add_argument(
         "--until-end", action="store_true", help="stop at the current end of the binlog instead of waiting"
     )
+    parser.add_argument(
+        "--until", metavar="FILE:POS",
+        help="stop before the first transaction that starts at or after this position (as mysqlbinlog's "
+        "--stop-position; a bare FILE means FILE:4)",
+    )
     parser.add_argument("--events", action="store_true", help="print every binlog event instead of row changes")
     parser.add_argument(
         "--heartbeat",
@@ -111,7 +117,7 @@ def register(sub: Any) -> None:
     parser.set_defaults(handler=run)
 
 
-def parse_start(text: str) -> tuple[str, int]:
+def parse_start(text: str, option: str = "--from") -> tuple[str, int]:
     """``FILE:POS`` -> (file, pos); a bare FILE starts at offset 4."""
     file, sep, pos_text = text.rpartition(":")
     if not sep:
@@ -119,15 +125,16 @@ def parse_start(text: str) -> tuple[str, int]:
     try:
         pos = int(pos_text)
     except ValueError:
-        raise ConfigError(f"--from expects FILE:POS such as binlog.000003:4, found {text!r}") from None
+        raise ConfigError(f"{option} expects FILE:POS such as binlog.000003:4, found {text!r}") from None
     if pos < 4:
-        raise ConfigError(f"--from position must be 4 or more (the binlog header), found {pos}")
+        raise ConfigError(f"{option} position must be 4 or more (the binlog header), found {pos}")
     return file, pos
 
 
 def run(args: argparse.Namespace) -> int:
     if args.events:
         return _run_events(args)
+    from sluice.binlog.position import position_key
     from sluice.cdc.capture import CaptureConfig, ChangeCapture
     from sluice.cdc.filters import parse_ops, table_filter
     from sluice.cdc.follow import FollowConfig, follow
@@ -157,8 +164,13 @@ def run(args: argparse.Namespace) -> int:
         retries=args.retries,
     )
     checkpoint = begin.checkpoint
+    stop = position_key(*parse_start(args.until, "--until")) if args.until else None
+    stopped = False
     try:
         for committed in follow(config, capture):
+            if stop is not None and position_key(committed.start.file, committed.start.pos) >= stop:
+                stopped = True
+                break
             if committed.lines:
                 text = b"".join(committed.lines)
                 if output is not None:
@@ -168,7 +180,7 @@ def run(args: argparse.Namespace) -> int:
                     sys.stdout.buffer.flush()
             if checkpoint is not None:
                 checkpoint.save(committed.end, None if output is None else {"output_bytes": output.written})
-        if checkpoint is not None:
+        if checkpoint is not None and not stopped:
             # Events after the last transaction (heartbeats, rotations) moved the boundary on.
             checkpoint.save(capture.boundary, None if output is None else {"output_bytes": output.written})
     finally:
@@ -182,8 +194,8 @@ def run(args: argparse.Namespace) -> int:
 def _run_events(args: argparse.Namespace) -> int:
     from sluice.binlog.parser import EventParser, ParserConfig
 
-    if args.checkpoint or args.output or args.from_now:
-        raise ConfigError("--events prints raw events only: drop --checkpoint, --output and --from-now")
+    if args.checkpoint or args.output or args.from_now or args.until:
+        raise ConfigError("--events prints raw events only: drop --checkpoint, --output, --from-now and --until")
     connection = parse_dsn(args.dsn)
     file, pos = parse_start(args.start) if args.start else (None, 4)
     config = StreamConfig(
