@@ -36,13 +36,13 @@ from sluice.binlog.header import build_header, frozen_builder
 from sluice.binlog.parser import EventParser, ParserConfig
 from sluice.binlog.position import Checkpoint
 from sluice.binlog.rowplan import plan_for
-from sluice.cdc.change_rows import Meta, kind_metas, record_row
+from sluice.cdc.capture_out import column_spec, line_spec, transaction_columns, transaction_lines
 from sluice.cdc.committed import CommittedTransaction, CountedRows, DdlRecord, WrittenLines
-from sluice.cdc.jsonl import KIND_CODES, gtid_ts, line_parts, record_line, rows_event_lines, value_bytes
+from sluice.cdc.jsonl import gtid_ts, value_bytes
 from sluice.cdc.records import RowChange, RowChangeBuilder
 from sluice.cdc.schema import ResolvedTable, SchemaTracker, is_ddl
 from sluice.cdc.transactions import Transaction, TransactionAssembler
-from sluice.errors import DataLossError, MalformedEventError, SluiceError
+from sluice.errors import DataLossError, MalformedEventError
 
 if TYPE_CHECKING:
     from sluice.cdc.schema.ddl import DdlOutcome
@@ -58,8 +58,6 @@ INCIDENT_NAMES = {1: "LOST_EVENTS"}
 _RUN_TYPES = frozenset({19, 23, 24, 25, 30, 31, 32, 160})
 _SIZE = struct.Struct("<I").unpack_from
 _build_rows = frozen_builder(RowsEvent)
-LineSpec = tuple[tuple[bytes, ...], tuple[bytes, ...], bytes]  # heads per kind, "name": keys, mid
-_PARTIAL_UPDATE = 39  # PARTIAL_UPDATE_ROWS_EVENT: its JSON diffs take the records' path
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,9 +110,11 @@ class ChangeCapture:
         self._core = core
         self._write_rows = core.rows_jsonl if core is not None else None
         if self._run is not None and config.lines:
-            self._run.write_lines(self._line_spec, self.builder.kinds, ABSENT, value_bytes, WrittenLines)
+            self._run.write_lines(lambda table_map, file: line_spec(self.builder, table_map, file, self._pos),
+                                  self.builder.kinds, ABSENT, value_bytes, WrittenLines)
         elif self._run is not None and config.columns:
-            self._run.write_columns(self._column_spec, self.builder.kinds, ABSENT, value_bytes)
+            self._run.write_columns(lambda table_map, file: column_spec(self.builder, table_map, file, self._pos),
+                                    self.builder.kinds, ABSENT, value_bytes)
 
     @property
     def boundary(self) -> Checkpoint:
@@ -283,83 +283,12 @@ class ChangeCapture:
             yield from self._event_records(tx, file, pos, event)
 
     def _lines(self, tx: Transaction) -> tuple[list[bytes], int]:
-        """The JSON lines of a transaction's records and their number of row changes. Rows events
-        are written by the compiled core when it is in use; the rest as ``record_line``s."""
-        builder = self.builder
-        gtid = builder.gtid = tx.rows_gtid
-        kinds = builder.kinds
-        write_rows = self._write_rows
-        out: list[bytes] = []
-        count = 0
-        for file, pos, event in tx.events:
-            if type(event) is WrittenLines:
-                out.append(event.data)
-                count += event.rows
-                continue
-            if write_rows is not None and type(event) is RowsEvent and event.header.type_code != _PARTIAL_UPDATE:
-                if kinds is None or event.kind in kinds:
-                    names, pk = builder.columns_of(event.table, file, pos)
-                    out.append(rows_event_lines(write_rows, event, names, pk, file, pos, gtid))
-                    count += len(event.rows)
-                continue
-            for record in self._event_records(tx, file, pos, event):
-                out.append(f"{record_line(record)}\n".encode())
-                if record.op != "ddl":
-                    count += 1
-        return out, count
-
-    def _line_spec(self, table_map: TableMapEvent, file: str) -> LineSpec | None:
-        """What the compiled core needs to write a table's JSON lines (``EventRun.write_lines``);
-        None when the table's columns are not known (the parser's path says so)."""
-        try:
-            names, pk = self.builder.columns_of(table_map, file, self._pos)
-        except SluiceError:
-            return None
-        parts = [line_parts(kind, table_map.schema, table_map.table, names, pk, file)
-                 for kind in ("write", "update", "delete")]
-        return tuple(head for head, _, _ in parts), parts[0][1], parts[0][2]
-
-    def _column_spec(self, table_map: TableMapEvent, file: str) -> tuple[tuple[Meta, ...], tuple[bytes, ...]] | None:
-        """What the compiled core needs to put a table's rows into change-log columns
-        (``EventRun.write_columns``); None when the table's columns are not known."""
-        try:
-            names, pk = self.builder.columns_of(table_map, file, self._pos)
-        except SluiceError:
-            return None
-        return kind_metas(table_map.schema, table_map.table, pk, file), line_parts(
-            "write", table_map.schema, table_map.table, names, pk, file)[1]
+        self.builder.gtid = tx.rows_gtid
+        return transaction_lines(tx, self.builder, self._event_records, self._write_rows)
 
     def _columns(self, tx: Transaction) -> tuple[Any, int]:
-        """A transaction's records as change-log rows (the core's ``ChangeRows``) and their number
-        of row changes; rows events go in through the core, other records one by one."""
-        core = self._core
-        rows = core.ChangeRows()
-        builder = self.builder
-        builder.gtid = tx.rows_gtid
-        kinds = builder.kinds
-        count = 0
-        for file, pos, event in tx.events:
-            kind = type(event)
-            if kind is core.ChangeRows:
-                rows.extend(event)
-                count += event.length
-                continue
-            if kind is RowsEvent and event.header.type_code != _PARTIAL_UPDATE:
-                if kinds is None or event.kind in kinds:
-                    table = event.table
-                    names, pk = builder.columns_of(table, file, pos)
-                    k = KIND_CODES[event.kind]
-                    meta = kind_metas(table.schema, table.table, pk, file)[k]
-                    keys = line_parts("write", table.schema, table.table, names, pk, file)[1]
-                    count += rows.add_rows(k, keys, event.rows, rows.meta_id(meta), pos,
-                                           event.header.timestamp * 1_000_000, ABSENT, value_bytes)
-                continue
-            for record in self._event_records(tx, file, pos, event):
-                meta, before, after, diffs, at, row, ts = record_row(record)
-                rows.add(rows.meta_id(meta), before, after, diffs, at, row, ts)
-                if record.op != "ddl":
-                    count += 1
-        return rows, count
+        self.builder.gtid = tx.rows_gtid
+        return transaction_columns(tx, self.builder, self._event_records, self._core)
 
     def _event_records(self, tx: Transaction, file: str, pos: int, event: Any) -> Iterator[RowChange | DdlRecord]:
         kind = type(event)

@@ -1,0 +1,110 @@
+"""What the capture's ``lines`` and ``columns`` modes make of a committed transaction.
+
+``transaction_lines``: the JSON lines of its records (``CaptureConfig.lines``); ``transaction_columns``:
+its records as change-log rows, the compiled core's ``ChangeRows`` (``CaptureConfig.columns``). Rows
+events are written by the compiled core (runs of them already were, by ``EventRun``: their
+``WrittenLines`` / ``ChangeRows`` sit in the transaction's events); every other record (DDL,
+partial JSON, payload events) goes through the record path. ``line_spec`` / ``column_spec`` give
+the core what it needs to write a table's rows itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from sluice.binlog.absent import ABSENT
+from sluice.binlog.events import RowsEvent, TableMapEvent
+from sluice.cdc.change_rows import Meta, kind_metas, record_row
+from sluice.cdc.committed import DdlRecord, WrittenLines
+from sluice.cdc.jsonl import KIND_CODES, line_parts, record_line, rows_event_lines, value_bytes
+from sluice.cdc.records import RowChange, RowChangeBuilder
+from sluice.cdc.txstate import Transaction
+from sluice.errors import SluiceError
+
+__all__ = ["LineSpec", "column_spec", "line_spec", "transaction_columns", "transaction_lines"]
+
+LineSpec = tuple[tuple[bytes, ...], tuple[bytes, ...], bytes]  # heads per kind, "name": keys, mid
+EventRecords = Callable[[Transaction, str, int, Any], Iterator[RowChange | DdlRecord]]
+_PARTIAL_UPDATE = 39  # PARTIAL_UPDATE_ROWS_EVENT: its JSON diffs take the records' path
+
+
+def line_spec(builder: RowChangeBuilder, table_map: TableMapEvent, file: str, pos: int) -> LineSpec | None:
+    """What the compiled core needs to write a table's JSON lines (``EventRun.write_lines``);
+    None when the table's columns are not known (the record path then says so)."""
+    try:
+        names, pk = builder.columns_of(table_map, file, pos)
+    except SluiceError:
+        return None
+    parts = [line_parts(kind, table_map.schema, table_map.table, names, pk, file)
+             for kind in ("write", "update", "delete")]
+    return tuple(head for head, _, _ in parts), parts[0][1], parts[0][2]
+
+
+def column_spec(builder: RowChangeBuilder, table_map: TableMapEvent, file: str,
+                pos: int) -> tuple[tuple[Meta, ...], tuple[bytes, ...]] | None:
+    """What the compiled core needs to put a table's rows into change-log columns
+    (``EventRun.write_columns``); None when the table's columns are not known."""
+    try:
+        names, pk = builder.columns_of(table_map, file, pos)
+    except SluiceError:
+        return None
+    return kind_metas(table_map.schema, table_map.table, pk, file), line_parts(
+        "write", table_map.schema, table_map.table, names, pk, file)[1]
+
+
+def transaction_lines(tx: Transaction, builder: RowChangeBuilder, event_records: EventRecords,
+                      write_rows: Any) -> tuple[list[bytes], int]:
+    """The JSON lines of a transaction's records and their number of row changes (``builder.gtid``
+    set to the transaction's); ``write_rows`` is the core's ``rows_jsonl``, None without the core."""
+    kinds = builder.kinds
+    gtid = builder.gtid
+    out: list[bytes] = []
+    count = 0
+    for file, pos, event in tx.events:
+        if type(event) is WrittenLines:
+            out.append(event.data)
+            count += event.rows
+            continue
+        if write_rows is not None and type(event) is RowsEvent and event.header.type_code != _PARTIAL_UPDATE:
+            if kinds is None or event.kind in kinds:
+                names, pk = builder.columns_of(event.table, file, pos)
+                out.append(rows_event_lines(write_rows, event, names, pk, file, pos, gtid))
+                count += len(event.rows)
+            continue
+        for record in event_records(tx, file, pos, event):
+            out.append(f"{record_line(record)}\n".encode())
+            if record.op != "ddl":
+                count += 1
+    return out, count
+
+
+def transaction_columns(tx: Transaction, builder: RowChangeBuilder, event_records: EventRecords,
+                        core: Any) -> tuple[Any, int]:
+    """A transaction's records as change-log rows (the core's ``ChangeRows``) and their number of
+    row changes; rows events go in through the core, other records one by one."""
+    rows = core.ChangeRows()
+    kinds = builder.kinds
+    count = 0
+    for file, pos, event in tx.events:
+        kind = type(event)
+        if kind is core.ChangeRows:
+            rows.extend(event)
+            count += event.length
+            continue
+        if kind is RowsEvent and event.header.type_code != _PARTIAL_UPDATE:
+            if kinds is None or event.kind in kinds:
+                table = event.table
+                names, pk = builder.columns_of(table, file, pos)
+                k = KIND_CODES[event.kind]
+                meta = kind_metas(table.schema, table.table, pk, file)[k]
+                keys = line_parts("write", table.schema, table.table, names, pk, file)[1]
+                count += rows.add_rows(k, keys, event.rows, rows.meta_id(meta), pos,
+                                       event.header.timestamp * 1_000_000, ABSENT, value_bytes)
+            continue
+        for record in event_records(tx, file, pos, event):
+            meta, before, after, diffs, at, row, ts = record_row(record)
+            rows.add(rows.meta_id(meta), before, after, diffs, at, row, ts)
+            if record.op != "ddl":
+                count += 1
+    return rows, count
