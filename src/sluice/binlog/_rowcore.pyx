@@ -196,6 +196,45 @@ cdef class RowProgram:
                 rows.append(before)
         return rows
 
+    def count(self, bytes buf, Py_ssize_t start, Py_ssize_t end):
+        """The number of rows in ``buf[start:end]``, by the images' lengths alone."""
+        if start < 0 or end > PyBytes_GET_SIZE(buf) or start > end:
+            raise Reject("body outside the buffer")
+        return self._count(<const uint8_t *>PyBytes_AS_STRING(buf), start, end)
+
+    cdef Py_ssize_t _count(self, const uint8_t *b, Py_ssize_t start, Py_ssize_t end) except -1:
+        """The number of rows in ``b[start:end]``, walking the images by their lengths alone (no
+        value decoded); ``Reject`` where a length runs past the end."""
+        cdef Py_ssize_t pos = start, rows = 0, length
+        cdef int image, j, count, nbytes
+        cdef const uint8_t *nulls
+        cdef Col *c
+        while pos < end:
+            for image in range(self.nimages):
+                count = self.counts[image]
+                nbytes = (count + 7) >> 3
+                if pos + nbytes > end:
+                    raise Reject("null bitmap")
+                nulls = b + pos
+                pos += nbytes
+                for j in range(count):
+                    if nulls[j >> 3] >> (j & 7) & 1:
+                        continue
+                    c = &self.cols[self.firsts[image] + j]
+                    if c.op == OP_VAR:
+                        if pos + c.n > end:
+                            raise Reject("length prefix")
+                        length = _le(b + pos, c.n)
+                        if length > end - pos - c.n:
+                            raise Reject("value")
+                        pos += c.n + length
+                    elif c.op != OP_NULL:
+                        if pos + c.n > end:
+                            raise Reject("value")
+                        pos += c.n
+            rows += 1
+        return rows
+
     cdef object _image(self, bytes buf, const uint8_t *b, Py_ssize_t *ppos, Py_ssize_t end, int image):
         cdef int count = self.counts[image]
         cdef int first = self.firsts[image]

@@ -71,6 +71,9 @@ class CaptureConfig:
     verify_checksum: bool = True
     initial_checksum: ChecksumAlgorithm | None = None
     count_only: bool = False  # build no records, only count the row changes (planning ahead)
+    # with count_only, False counts the rows events the compiled core takes by walking their row
+    # images' lengths, without decoding a value (the Python path decodes them all the same)
+    values: bool = True
     lines: bool = False  # build the records' JSON lines (``CommittedTransaction.lines``), not the records
     # build the records as change-log rows (``CommittedTransaction.columns``, the compiled core's
     # ``ChangeRows``) where the core is in use; without it the records are built as usual
@@ -112,6 +115,8 @@ class ChangeCapture:
         if self._run is not None and config.lines:
             self._run.write_lines(lambda table_map, file: line_spec(self.builder, table_map, file, self._pos),
                                   self.builder.kinds, ABSENT, value_bytes, WrittenLines)
+        elif self._run is not None and config.count_only and not config.values:
+            self._run.skip_values = True
         elif self._run is not None and config.columns:
             self._run.write_columns(lambda table_map, file: column_spec(self.builder, table_map, file, self._pos),
                                     self.builder.kinds, ABSENT, value_bytes)

@@ -20,6 +20,7 @@ examples:
   sluice dump /var/lib/mysql/binlog.000042
   sluice dump --tables 'shop\\.(orders|customers)' binlog.0000*
   sluice dump --format none big-binlog.000001        decode everything, print only counts
+  sluice dump --count-only big-binlog.000001         count row changes, decode no value
   cat binlog.000003 | sluice dump -
 
 Only committed transactions are printed; a transaction cut off at the end of a file prints
@@ -49,6 +50,12 @@ def register(sub: Any) -> None:
         help="jsonl (default): one JSON object per row change; none: decode all, print counts",
     )
     parser.add_argument(
+        "--count-only",
+        action="store_true",
+        help="count the row changes without decoding their values (fastest; a value the server could "
+        "not have written goes unnoticed); implies --format none",
+    )
+    parser.add_argument(
         "--ops", metavar="LIST", help="only these operations, comma-separated: insert,update,delete (default all)"
     )
     parser.add_argument("--ddl", action="store_true", help="also print schema changes as {\"op\": \"ddl\", ...}")
@@ -72,12 +79,12 @@ def run(args: argparse.Namespace) -> int:
     from sluice.io.binlog_file import iter_raw_blocks
 
     keep = table_filter(args.tables, args.exclude_tables)
-    jsonl = args.format == "jsonl"
+    jsonl = args.format == "jsonl" and not args.count_only
     # --format none decodes every event and every value of the captured tables but prints only
     # counts, so it builds no change records.
     config = CaptureConfig(
         table_filter=keep, ops=parse_ops(args.ops), ddl=args.ddl, verify_checksum=not args.no_verify_checksum,
-        skip_incidents=args.skip_incidents, count_only=not jsonl, lines=jsonl,
+        skip_incidents=args.skip_incidents, count_only=not jsonl, lines=jsonl, values=not args.count_only,
     )
     sys.stdout.flush()
     out = sys.stdout.buffer
@@ -108,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
     if capture is not None:
         for file, pos, sql, message in capture.tracker.unparsed:
             print(f"sluice dump: warning: DDL at {file}:{pos} not understood ({message}): {sql[:200]}", file=sys.stderr)
-    if args.format == "none":
+    if not jsonl:
         seconds = time.perf_counter() - started
         rate = n_changes / seconds if seconds > 0 else 0.0
         n_events = capture.events_read if capture is not None else 0

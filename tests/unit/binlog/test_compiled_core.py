@@ -254,3 +254,28 @@ def test_golden_rows_events_cut_at_every_byte_fail_alike(monkeypatch: pytest.Mon
                     outcomes.append(f"{type(exc).__name__}: {exc}")
             rowplan.use_compiled(True)
             assert outcomes[0] == outcomes[1], (plan.table_name, cut - start)
+
+
+@needs_core
+@settings(max_examples=800, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(tables_and_bodies(), st.data())
+def test_counting_rows_by_their_lengths_agrees_with_decoding(case: tuple[Map, str, int, int | None, bytes],
+                                                             data: Any) -> None:
+    """``RowProgram.count`` (dump --count-only) finds as many rows as decoding does, or rejects a
+    body whose lengths run past its end, which decoding rejects too."""
+    m, kind, present, present_after, body = case
+    cut = data.draw(st.integers(0, len(body)))
+    plan = plan_for(m)
+    try:
+        rows: Any = plan.decode_rows(kind, body, 0, cut, present, present_after, False)
+    except SluiceError:
+        rows = None
+    mask = (1 << m.column_count) - 1
+    program = plan._shapes[(kind, present & mask, None if present_after is None else present_after & mask, False)][2]
+    try:
+        counted = program.count(body, 0, cut)
+    except rowplan._compiled_core.Reject:
+        assert rows is None
+        return
+    if rows is not None:
+        assert counted == len(rows)

@@ -56,12 +56,13 @@ def _recut(event: bytes, keep: int) -> bytes:
 
 
 def _capture(files: list[bytes], *, compiled: bool, count_only: bool = False, by_event: bool = False,
-             keep: Any = None, lines: bool = False, ops: frozenset[str] | None = None) -> Any:
+             keep: Any = None, lines: bool = False, ops: frozenset[str] | None = None, values: bool = True) -> Any:
     """What one capture makes of ``files`` in order: per transaction its checkpoints, row count and
     JSON lines, or the error's type and message."""
     previous = rowplan.use_compiled(compiled)
     try:
-        config = CaptureConfig(count_only=count_only, ddl=True, table_filter=keep, lines=lines, ops=ops)
+        config = CaptureConfig(count_only=count_only, ddl=True, table_filter=keep, lines=lines, ops=ops,
+                               values=values)
         capture = ChangeCapture(config, Checkpoint("f0", 4))
         out: list[Any] = []
         for i, data in enumerate(files):
@@ -97,11 +98,12 @@ def _offsets(data: bytes) -> list[int]:
 
 
 @pytest.mark.parametrize("path", GOLDEN, ids=[p.stem for p in GOLDEN])
-@pytest.mark.parametrize("mode", ["records", "count", "lines"])
+@pytest.mark.parametrize("mode", ["records", "count", "lines", "lengths"])
 def test_golden_files_capture_alike(path: Path, mode: str, monkeypatch: pytest.MonkeyPatch) -> None:
     data = path.read_bytes()
-    how = {"count_only": mode == "count", "lines": mode == "lines"}
-    twin, twin_events, _ = _capture([data, data], compiled=False, count_only=mode == "count")
+    counting = mode in ("count", "lengths")
+    how = {"count_only": counting, "lines": mode == "lines", "values": mode != "lengths"}
+    twin, twin_events, _ = _capture([data, data], compiled=False, count_only=counting)
     assert _capture([data, data], compiled=False, **how)[:2] == (twin, twin_events)
     compiled, events, taken = _capture([data, data], compiled=True, **how)
     assert compiled == twin and events == twin_events
