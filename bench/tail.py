@@ -21,7 +21,7 @@ import argparse
 import re
 import sys
 
-from decode import FULL, QUICK, SLUICE, log, prepare, timed
+from decode import FULL, QUICK, SLUICE, log, precompile, prepare, timed
 
 from sluice.sandbox.server import PASSWORDS, Sandbox
 
@@ -49,6 +49,7 @@ def main() -> int:
     parser.add_argument("--flavors", default="mysql,mariadb", help="comma-separated: mysql, mariadb")
     args = parser.parse_args()
     scale = QUICK if args.quick else FULL
+    precompile()
     lines = ["| flavor | workload | sluice tail | binlog tool, remote -vv | tail / tool | sluice max RSS MB |",
              "|---|---|---|---|---|---|"]
     for flavor in args.flavors.split(","):

@@ -27,6 +27,7 @@ A column spec is ``(op, n, arg, obj)``:
 ``enum``       ``n`` = 1 or 2 bytes; ``obj`` the member tuple ('' first) or None for the number
 ``uint_be``    ``n`` bytes big-endian unsigned (BIT)
 ``uint_le``    ``n`` bytes little-endian unsigned (SET without members)
+``set``        ``n`` bytes little-endian mask; ``obj`` the members: the tuple of those set
 ``call``       ``n`` bytes, value ``obj(buf, pos)``
 ``decimal``    ``n`` bytes, ``arg`` = precision << 8 | scale; ``obj(buf, pos)`` for values it rejects
 ``date``       3 bytes; ``datetime2`` / ``timestamp2`` / ``time2``: ``n`` bytes, ``arg`` = fsp;
@@ -77,6 +78,7 @@ cdef enum:
     OP_TIMESTAMP2 = 11
     OP_TIME2 = 12
     OP_VAR = 13
+    OP_SET = 14
 
 cdef enum:
     CONV_BYTES = 0
@@ -91,7 +93,7 @@ _OPS = {
     "null": OP_NULL, "int": OP_INT, "float": OP_FLOAT, "year": OP_YEAR, "enum": OP_ENUM,
     "uint_be": OP_UINT_BE, "uint_le": OP_UINT_LE, "call": OP_CALL, "decimal": OP_DECIMAL,
     "date": OP_DATE, "datetime2": OP_DATETIME2, "timestamp2": OP_TIMESTAMP2, "time2": OP_TIME2,
-    "var": OP_VAR,
+    "var": OP_VAR, "set": OP_SET,
 }
 
 cdef struct Col:
@@ -160,8 +162,11 @@ cdef class RowProgram:
                         codecs.append(obj.encode("ascii"))
                     elif arg == CONV_BINPAD:
                         c.pad = obj
-                elif c.op in (OP_INT, OP_UINT_BE, OP_UINT_LE) and not 1 <= n <= 8:
+                elif c.op in (OP_INT, OP_UINT_BE, OP_UINT_LE, OP_SET) and not 1 <= n <= 8:
                     raise ValueError(f"integer of {n} bytes")
+                if c.op == OP_SET:
+                    c.arg = len(obj)
+                    obj = (tuple(obj), {})  # the members, and the member tuples of masks seen
                 self.objs.append(obj)
                 k += 1
         # Codec names live as bytes objects in one list so that their char pointers stay valid.
@@ -307,6 +312,8 @@ cdef class RowProgram:
             return PyLong_FromUnsignedLongLong(_be(b + pos, n))
         if op == OP_UINT_LE:
             return PyLong_FromUnsignedLongLong(_le(b + pos, n))
+        if op == OP_SET:
+            return _set_members(self.objs[k], _le(b + pos, n), c.arg)
         if op == OP_DECIMAL:
             v = _decimal(b + pos, c.arg >> 8, c.arg & 0xFF, n)
         elif op == OP_DATE:
@@ -322,6 +329,23 @@ cdef class RowProgram:
         if v is None:
             v = self.objs[k](buf, pos)
         return v
+
+
+cdef object _set_members(tuple spec, uint64_t mask, int count):
+    """The member tuple of a SET mask (``spec``: the members and a cache of the masks seen)."""
+    cdef dict seen = <dict>spec[1]
+    cdef int i
+    key = PyLong_FromUnsignedLongLong(mask)
+    value = seen.get(key)
+    if value is not None:
+        return value
+    if count < 64 and mask >> count:
+        raise Reject("SET member beyond the defined ones")
+    members = <tuple>spec[0]
+    value = tuple([members[i] for i in range(count) if mask >> i & 1])
+    if len(seen) < 4096:
+        seen[key] = value
+    return value
 
 
 cdef inline void _set_item(object row, int i, object v):

@@ -276,6 +276,7 @@ def _set(c: Col, pack: int, info: ColumnInfo, table: str) -> None:
         c.spec = ("uint_le", pack, 0, None)
         return
     _helper(c, _set_decoder(pack, tuple(members)), pack)
+    c.spec = ("set", pack, 0, tuple(members))
 
 
 def _bit_decoder(nbytes: int) -> Any:
