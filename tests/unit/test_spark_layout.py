@@ -28,13 +28,8 @@ from sluice.binlog.values.json_binary import JsonDecimal, JsonDiff, JsonDiffs
 from sluice.cdc.records import RowChange
 from sluice.cdc.schema import Catalog, TableSchema, apply_ddl, check_table_map
 from sluice.errors import ProtocolError, SchemaError
-from sluice.spark.layout import (
-    decode_image,
-    image_decoder,
-    mirror_columns_for_schema,
-    row_change_from_record,
-    table_map_for_schema,
-)
+from sluice.spark.images import decode_image, image_decoder, row_change_from_record
+from sluice.spark.layout import mirror_columns_for_schema, table_map_for_schema
 from sluice.spark.types import MirrorColumn, json_text, json_texts, mirror_columns, to_arrow_table
 
 pytestmark = pytest.mark.unit

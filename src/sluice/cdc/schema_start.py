@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from sluice.binlog.constants import EventType
 from sluice.binlog.events import QueryEvent
 from sluice.binlog.parser import EventParser, ParserConfig
 from sluice.binlog.position import Checkpoint, position_key
@@ -29,6 +30,11 @@ from sluice.io.connection import Connection
 from sluice.io.replication import ReplicationStream, StreamConfig, server_binlog_status
 
 __all__ = ["LoggedDdl", "ddl_between", "read_schema", "schema_at"]
+
+# What the DDL scan parses: statements (plain and MariaDB's compressed) and the FORMAT_DESCRIPTION
+# they are read with.
+_READ = frozenset({int(EventType.QUERY_EVENT), int(EventType.QUERY_COMPRESSED_EVENT),
+                   int(EventType.FORMAT_DESCRIPTION_EVENT)})
 
 log = logging.getLogger(__name__)
 
@@ -54,12 +60,19 @@ def ddl_between(conn: Connection, start: Checkpoint, end: Checkpoint) -> list[Lo
     config = StreamConfig(connection=conn.config, file=start.file, pos=start.pos, until_end=True, server_id=0)
     with ReplicationStream(config) as stream:
         fresh = True
+        file, past, last = "", False, False  # the events' file: past the goal's file, or the goal's
         for raw in stream:
             if fresh:
                 parser.checksum_alg = int(stream.checksum_algorithm)
                 fresh = False
-            if position_key(raw.file, raw.pos) >= goal:
+            if raw.file != file:
+                file = raw.file
+                key = position_key(file, 0)[:2]
+                past, last = key > goal[:2], key == goal[:2]
+            if past or (last and raw.pos >= end.pos):
                 break
+            if raw.data[4] not in _READ:
+                continue  # only statements can be DDL: rows and the rest are not even parsed
             event = parser.parse(raw.data, file=raw.file, offset=raw.pos)
             if type(event) is QueryEvent and is_ddl(event.sql):
                 _, outcome = apply_ddl(Catalog(), event.sql, event.schema)

@@ -19,7 +19,7 @@ __all__ = ["changelog_rows", "in_binlog_order", "query_error", "row_changes"]
 
 def row_changes(columns: tuple[Any, ...], rows: Any) -> list[RowChange]:
     """The table's rows of the change DataFrame as ``RowChange``s with typed images, column-wise."""
-    from sluice.spark.layout import image_decoder, row_change_from_record
+    from sluice.spark.images import image_decoder, row_change_from_record
 
     decode = image_decoder(columns)
     diffs = rows.column("json_diffs")
