@@ -107,6 +107,7 @@ class ChangeCapture:
         self.label: str | None = None  # how errors name the input (a file's full path), if not by `file`
         self.incidents_skipped = 0
         self._fed = 0
+        self._gtid_ts: tuple[str | None, bytes] = ("", b"")  # the open transaction's ',"gtid":…,"ts":'
         # Runs of TABLE_MAP and rows events go to the compiled core when it is in use (decided here).
         core = rowplan.core()
         self._run = core.EventRun(self.parser, build_header, _build_rows) if core is not None else None
@@ -183,7 +184,12 @@ class ChangeCapture:
         run = self._run
         assert run is not None
         count = self.config.count_only
-        gtid = gtid_ts(self.assembler.open_gtid) if self.config.lines else None
+        gtid = None
+        if self.config.lines:
+            open_gtid = self.assembler.open_gtid
+            if self._gtid_ts[0] != open_gtid:
+                self._gtid_ts = (open_gtid, gtid_ts(open_gtid))
+            gtid = self._gtid_ts[1]
         stop: int = run.run(buf, start, end, file, base, None if count else events, self.tracker.version, gtid)
         if stop != start:
             self.assembler.took_rows()
