@@ -21,7 +21,7 @@ from sluice.cdc.capture import CaptureConfig, ChangeCapture
 from sluice.errors import SluiceError
 from sluice.io.binlog_file import iter_raw_blocks
 from sluice.spark.source import arrow_batches
-from tests.unit.binlog.test_event_run import _events, _file, _recut, _rows_events
+from tests.unit.binlog.test_event_run import cut_variants
 
 pytestmark = [
     pytest.mark.unit,
@@ -60,15 +60,8 @@ def test_golden_files_make_the_same_change_batches(path: Path) -> None:
 
 @pytest.mark.parametrize("path", GOLDEN, ids=[p.stem for p in GOLDEN])
 def test_rows_events_cut_at_every_byte_make_the_same_batches_or_errors(path: Path) -> None:
-    data = path.read_bytes()
-    events = _events(data)
-    for index in _rows_events(data)[:2]:
-        body = len(events[index]) - 23
-        for keep in [*range(min(body, 40)), *range(40, body, 9)]:
-            cut = list(events)
-            cut[index] = _recut(events[index], keep)
-            files = [data, _file(cut)]
-            assert _table(files, compiled=True) == _table(files, compiled=False), (index, keep)
+    for index, keep, files in cut_variants(path.read_bytes(), 9):
+        assert _table(files, compiled=True) == _table(files, compiled=False), (index, keep)
 
 
 def test_tables_not_captured_are_left_out_alike() -> None:

@@ -6,13 +6,7 @@ JSON-lines value encoding (DESIGN.md, "Value encoding"). ``table_map_for_schema`
 table into what a TABLE_MAP of it would say — one binlog type code and one metadata value per
 column, after the server's ``Field::binlog_type`` and ``Field::do_save_field_metadata``
 (``sql/field.cc``) — so that ``mirror_columns_for_schema`` is exactly ``sluice.spark.types.
-mirror_columns`` of that map. ``decode_image`` turns image text back into the values the row
-decoder (``sluice.binlog.rowplan``) produced, which is what ``MirrorColumn.convert`` accepts:
-DECIMAL strings to ``Decimal``, base64 to ``bytes``, SET arrays to tuples, ``{"srid", "wkb"}`` to
-``Geometry``, VECTOR arrays to tuples of floats, and numbers inside JSON documents kept exact (a
-number whose text is not the shortest text of a double is a ``JsonDecimal``). One decoder is
-compiled per column layout and cached; the per-image loop touches only the columns that need a
-conversion. ``row_change_from_record`` rebuilds a ``RowChange`` from a change-DataFrame row.
+mirror_columns`` of that map.
 """
 
 from __future__ import annotations
