@@ -250,8 +250,9 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             tracker = _tracker_at(self.options, conn, start)
             flavor = "mariadb" if conn.is_mariadb else "mysql"
         if self.options.max_rows is not None:
-            # Row counts are needed to honour maxRowsPerBatch: decode (but build no records).
-            planning = replace(self.options.capture_config(), count_only=True)
+            # Row counts are needed to honour maxRowsPerBatch: count them (by the row images' lengths
+            # where the compiled core takes the events), build no records.
+            planning = replace(self.options.capture_config(), count_only=True, values=False)
         else:
             # Planning by bytes: transaction boundaries and DDL only, no row is decoded here.
             planning = CaptureConfig(table_filter=lambda _db, _table: False, count_only=True,
