@@ -20,6 +20,7 @@ from sluice.binlog.position import Checkpoint
 from sluice.cdc.capture import CaptureConfig, ChangeCapture
 from sluice.errors import SluiceError
 from sluice.io.binlog_file import iter_raw_blocks
+from sluice.spark.changes import columns_batch
 from sluice.spark.source import arrow_batches
 from tests.unit.binlog.test_event_run import cut_variants
 
@@ -74,3 +75,26 @@ def test_tables_not_captured_are_left_out_alike() -> None:
     twin = _table([data, data, data], compiled=False, table_filter=keep)
     assert twin and all(row["table"] != "orders" for row in twin if row["op"] != "ddl")
     assert _table([data, data, data], compiled=True, table_filter=keep) == twin
+
+
+def test_more_text_than_an_arrow_column_takes_is_refused_whole() -> None:
+    from sluice.binlog.absent import ABSENT
+    from sluice.cdc.jsonl import value_bytes
+    from sluice.errors import UnsupportedError
+
+    rows = rowplan._compiled_core.ChangeRows()
+    rows.max_text = 60  # stands for the 2 GiB of int32 offsets
+    meta = rows.meta_id(("insert", "db", "t", ("id",), "f", None))
+    keys = (b'"id":', b'"note":')
+    assert rows.add_rows(0, keys, [(1, "a" * 10)], meta, 4, 0, ABSENT, value_bytes) == 1
+    with pytest.raises(UnsupportedError, match="2 GiB"):
+        rows.add_rows(0, keys, [(2, "b" * 10), (3, "c" * 40)], meta, 5, 0, ABSENT, value_bytes)
+    assert rows.length == 1  # the event that did not fit left nothing behind
+    whole = rowplan._compiled_core.ChangeRows()
+    whole.extend(rows, "g:1", 7)
+    (row,) = columns_batch(whole).to_pylist()
+    assert (row["after"], row["before"], row["pos"], row["gtid"]) == ('{"id":1,"note":"aaaaaaaaaa"}', None, 4, "g:1")
+    batch = rowplan._compiled_core.ChangeRows()
+    with pytest.raises(UnsupportedError):
+        batch.max_text = 10
+        batch.extend(rows, "g", 0)

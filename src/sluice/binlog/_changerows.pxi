@@ -8,6 +8,15 @@
 # row holds its index; the GTID and commit time are set per transaction by ``extend``.
 
 
+from sluice.errors import UnsupportedError as _UnsupportedError
+
+cdef int _too_large() except -1:
+    raise _UnsupportedError(
+        "the row changes of one transaction hold more than 2 GiB of JSON images, more than one Arrow "
+        "string column takes: read that range with sluice dump or sluice tail instead"
+    )
+
+
 cdef int _bit(_Buf *bits, Py_ssize_t i, bint value) except -1:
     """Set bit ``i`` of a validity bitmap that grows one byte at a time."""
     if (i >> 3) >= bits.size:
@@ -36,6 +45,7 @@ cdef class ChangeRows:
     cdef dict meta_ids
     cdef public list gtids  # the GTIDs (str or None) the gtid column indexes
     cdef public Py_ssize_t length
+    cdef public Py_ssize_t max_text  # bytes of JSON text a column may hold: Arrow strings' int32 offsets
 
     def __cinit__(self):
         cdef int i
@@ -50,6 +60,7 @@ cdef class ChangeRows:
         self.meta_ids = {}
         self.gtids = []
         self.length = 0
+        self.max_text = 0x7FFFFFFF
         for i in range(3):
             _i32(&self.offsets[i], 0)
 
@@ -75,6 +86,8 @@ cdef class ChangeRows:
         return found
 
     cdef int _close_text(self, int i, bint valid) except -1:
+        if self.text[i].size > self.max_text:
+            _too_large()
         _bit(&self.valid[i], self.length, valid)
         return _i32(&self.offsets[i], <int32_t>self.text[i].size)
 
@@ -166,6 +179,8 @@ cdef class ChangeRows:
             g = len(self.gtids)
             self.gtids.append(gtid)
         for k in range(3):
+            if self.text[k].size + other.text[k].size > self.max_text:
+                _too_large()
             shift = <int32_t>self.text[k].size
             _out(&self.text[k], other.text[k].data, other.text[k].size)
             offs = <int32_t *>other.offsets[k].data

@@ -30,6 +30,7 @@ def parse_json(data: bytes) -> object: ...
 
 class ChangeRows:
     length: int
+    max_text: int
     metas: list[tuple[Any, ...]]
     gtids: list[str | None]
     def meta_id(self, meta: tuple[Any, ...]) -> int: ...
