@@ -252,7 +252,9 @@ class AuthExchange:
         name, offset = read_nul_bytes(payload, 1, "plugin name in AuthSwitchRequest")
         plugin = name.decode("ascii", "replace")
         data = bytes(payload[offset:])
-        if data.endswith(b"\0"):
+        if plugin != CLIENT_ED25519 and data.endswith(b"\0"):
+            # The 20-byte scramble of the native and SHA-2 plugins ends in a NUL; MariaDB's ed25519
+            # nonce is 32 raw bytes, whose last byte is 0 once in 256 logins.
             data = data[:-1]
         if plugin not in _SUPPORTED:
             raise UnsupportedError(

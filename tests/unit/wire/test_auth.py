@@ -222,6 +222,16 @@ def test_auth_switch_to_ed25519() -> None:
     assert done.plugin == "client_ed25519"
 
 
+def test_an_ed25519_nonce_ending_in_a_zero_byte_is_signed_whole() -> None:
+    """MariaDB's 32-byte nonce is raw bytes: a last byte of 0 (one login in 256) is part of it."""
+    nonce = bytes(range(1, 32)) + b"\0"
+    exchange = AuthExchange(
+        _handshake("mysql_native_password"), user="ed", password="sluice-ed", secure=False
+    )
+    exchange.start()
+    assert exchange.feed(b"\xfe" b"client_ed25519\0" + nonce) == AuthSend(sign_ed25519("sluice-ed", nonce))
+
+
 def test_auth_switch_to_unknown_plugin() -> None:
     exchange = AuthExchange(_handshake(), user="u", password="p", secure=False)
     exchange.start()
