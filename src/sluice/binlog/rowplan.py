@@ -214,16 +214,6 @@ class RowPlan:
             fns = self._compile(present, present_after, partial)
             self._shapes[key] = fns
         fast, checked, program = fns
-        if fast is _LATER:
-            if program is not None and _core is not None:
-                try:
-                    return program.decode(buf, start, end)
-                except Exception:
-                    handed_over += 1
-            fast, checked = compile_loops(self, present, present_after, partial)
-            self._shapes[key] = (fast, checked, program)
-            if program is not None and _core is not None:
-                return checked(buf, start, end)
         if fast is None:  # images without any column: the body must be empty
             if start != end:
                 raise MalformedEventError(
@@ -237,7 +227,11 @@ class RowPlan:
                 # The compiled loop takes no body it cannot decode whole; the Python twin says
                 # precisely what is wrong, or decodes what the compiled loop leaves to it.
                 handed_over += 1
-                return checked(buf, start, end)
+        if fast is _LATER:
+            fast, checked = compile_loops(self, present, present_after, partial)
+            self._shapes[key] = (fast, checked, program)
+        if program is not None and _core is not None:
+            return checked(buf, start, end)
         try:
             return fast(buf, start, end)
         except Exception as exc:
