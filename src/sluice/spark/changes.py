@@ -118,7 +118,8 @@ def columns_batch(rows: Any) -> pa.RecordBatch:
     its GTID and commit time set): the image and number columns use its buffers as they are, the
     per-event columns are taken from its metas by index."""
     n = rows.length
-    images, (meta, gtid, pos, row, ts, commit) = rows.buffers()[:3], rows.buffers()[3:]
+    buffers = rows.buffers()
+    images, (meta, gtid, pos, row, ts, commit) = buffers[:3], buffers[3:]
     index = pa.Array.from_buffers(pa.int32(), n, [None, pa.py_buffer(meta)])
     metas = rows.metas
 
