@@ -89,6 +89,10 @@ cdef enum:
 
 _KINDS = ("write", "update", "delete")
 
+#: The event types a run takes (a reader need not offer it any other).
+RUN_TYPES = frozenset({T_TABLE_MAP, T_ANNOTATE_ROWS, *range(T_WRITE_V1, T_DELETE_V1 + 1),
+                       *range(T_WRITE_V2, T_DELETE_V2 + 1)})
+
 
 cdef inline int _phl(bytes phl, int type_code, int default):
     cdef int i = type_code - 1
@@ -159,10 +163,6 @@ cdef class EventRun:
         out = (self.counts[0], self.counts[1], self.counts[2])
         self.counts[0] = self.counts[1] = self.counts[2] = 0
         return out
-
-    def forget(self):
-        """Drop the remembered TABLE_MAPs (the stream restarts, or plans changed)."""
-        self.known.clear()
 
     def run(self, bytes buf, Py_ssize_t pos, Py_ssize_t end, str file, Py_ssize_t base, list sink, version,
             bytes gtid_ts=None):

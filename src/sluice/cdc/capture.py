@@ -54,8 +54,6 @@ log = logging.getLogger(__name__)
 #: ``Incident`` codes of the server (sql/rpl_constants.h): 0 is none, 1 the only one logged.
 INCIDENT_NAMES = {1: "LOST_EVENTS"}
 
-# Event types the compiled core takes in runs: TABLE_MAP, WRITE/UPDATE/DELETE v1 and v2, ANNOTATE_ROWS.
-_RUN_TYPES = frozenset({19, 23, 24, 25, 30, 31, 32, 160})
 _SIZE = struct.Struct("<I").unpack_from
 _build_rows = frozen_builder(RowsEvent)
 
@@ -112,7 +110,7 @@ class ChangeCapture:
         core = rowplan.core()
         self._run = core.EventRun(self.parser, build_header, _build_rows) if core is not None else None
         self._core = core
-        self._write_rows = core.rows_jsonl if core is not None else None
+        self._run_types: frozenset[int] = core.RUN_TYPES if core is not None else frozenset()
         if self._run is not None and config.lines:
             self._run.write_lines(lambda table_map, file: line_spec(self.builder, table_map, file, self._pos),
                                   self.builder.kinds, ABSENT, value_bytes, WrittenLines)
@@ -142,7 +140,7 @@ class ChangeCapture:
 
     def feed(self, file: str, pos: int, next_pos: int, data: bytes | memoryview) -> CommittedTransaction | None:
         """Decode one event at ``(file, pos)``; returns the transaction it commits, if any."""
-        if self._run is not None and len(data) >= 19 and data[4] in _RUN_TYPES:
+        if self._run is not None and len(data) >= 19 and data[4] in self._run_types:
             events = self.assembler.open_events()
             if events is not None:
                 buf = data if type(data) is bytes else bytes(data)  # a replication stream's payload view
@@ -155,11 +153,11 @@ class ChangeCapture:
         transactions committed in it, in order. Runs of TABLE_MAP and rows events inside a
         transaction go to the compiled core in one call (see ``EventRun``)."""
         out: list[CommittedTransaction] = []
-        run = self._run
+        run, run_types = self._run, self._run_types
         feed = self._feed
         pos, n = 0, len(block)
         while pos < n:
-            if run is not None and block[pos + 4] in _RUN_TYPES:
+            if run is not None and block[pos + 4] in run_types:
                 events = self.assembler.open_events()
                 if events is not None:
                     stop = self._take_run(block, pos, n, file, offset, events)
@@ -295,7 +293,8 @@ class ChangeCapture:
 
     def _lines(self, tx: Transaction) -> tuple[list[bytes], int]:
         self.builder.gtid = tx.rows_gtid
-        return transaction_lines(tx, self.builder, self._event_records, self._write_rows)
+        return transaction_lines(tx, self.builder, self._event_records,
+                                 None if self._core is None else self._core.rows_jsonl)
 
     def _columns(self, tx: Transaction) -> tuple[Any, int]:
         self.builder.gtid = tx.rows_gtid
