@@ -12,7 +12,8 @@ EXTENSIONS = [
               depends=["src/sluice/binlog/_rowvalues.pxi", "src/sluice/binlog/_eventrun.pxi",
                                                           "src/sluice/binlog/_jsonlines.pxi",
                                                           "src/sluice/binlog/_jsonbinary.pxi",
-                                                          "src/sluice/binlog/_changerows.pxi"]),
+                                                          "src/sluice/binlog/_changerows.pxi",
+                                                          "src/sluice/binlog/_framing.pxi"]),
 ]
 
 setup(ext_modules=cythonize(EXTENSIONS, language_level=3, compiler_directives={"embedsignature": True}))

@@ -60,25 +60,6 @@ def crc32(bytes data):
     return _crc32(<const uint8_t *>PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data))
 
 
-def whole_events(bytes buf, Py_ssize_t pos, Py_ssize_t limit):
-    """``(end, bad)``: walking event headers from ``pos`` over the events that start before
-    ``limit``, the end of the last one that lies whole in ``buf``, and the offset of an event whose
-    header declares fewer than 19 bytes (-1 when none was met; the walk stops there)."""
-    cdef const uint8_t *b = <const uint8_t *>PyBytes_AS_STRING(buf)
-    cdef Py_ssize_t n = PyBytes_GET_SIZE(buf)
-    cdef uint32_t size
-    if pos < 0:
-        raise ValueError("negative start")
-    while pos < limit and n - pos >= 19:
-        size = _u32(b + pos + 9)
-        if size < 19:
-            return pos, pos
-        if size > n - pos:
-            break
-        pos += size
-    return pos, -1
-
-
 cdef enum:
     T_TABLE_MAP = 19
     T_WRITE_V1 = 23

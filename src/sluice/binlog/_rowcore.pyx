@@ -1,8 +1,10 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
 """The compiled core: row images to value tuples, and runs of TABLE_MAP and rows events, in C.
 
-The event runs (``EventRun``, ``whole_events``, ``crc32``) are in ``_eventrun.pxi``; their Python
-twin is the event parser itself, which takes every event the run leaves to it. ``rows_jsonl``
+The event runs (``EventRun``, ``crc32``) are in ``_eventrun.pxi``; their Python twin is the event
+parser itself, which takes every event the run leaves to it. ``_framing.pxi`` (``whole_events``,
+``events_of``, ``stream_events``: whole events out of a file's blocks and a stream's packets) has
+``sluice.binlog.framing`` as its twin. ``rows_jsonl``
 (``_jsonlines.pxi``) writes the JSON lines of decoded rows; its twin is ``sluice.cdc.jsonl``.
 ``ChangeRows`` (``_changerows.pxi``) holds row changes as the change log's Arrow column buffers; its
 twin is ``sluice.spark.changes.record_batch``.
@@ -430,6 +432,7 @@ include "_jsonbinary.pxi"
 include "_jsonlines.pxi"
 include "_changerows.pxi"
 include "_eventrun.pxi"
+include "_framing.pxi"
 
 
 import sys as _sys

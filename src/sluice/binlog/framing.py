@@ -1,21 +1,30 @@
-"""Framing: where the whole events of a byte buffer end, read from their common headers.
+"""Framing: whole events out of a file's blocks and out of a replication stream's packets.
 
 A reader that takes a binlog in blocks (``sluice.io.binlog_file.iter_raw_blocks``) hands on only
-whole events; this walks the 19-byte headers to find where they end. The compiled core does it in
-C when it is in use; the loop below is its twin.
+whole events; ``whole_events`` walks the 19-byte headers to find where they end. A replication
+stream (``sluice.io.replication``) receives each event in a packet of its own; ``stream_events``
+copies the events of the packets already received into one block, so that a stream is read as a
+file is. The compiled core does both in C when it is in use; the loops below are their twins.
 """
 
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterable
 
 from sluice.binlog import rowplan
 from sluice.binlog.header import HEADER_LEN
 
-__all__ = ["whole_events"]
+__all__ = ["events_of", "stream_events", "type_table", "whole_events"]
 
 _SIZE = struct.Struct("<I").unpack_from
 _SIZE_OFFSET = 9  # event size inside the common header
+_SIZE_POS = struct.Struct("<II").unpack_from  # event size and log_pos, from offset 9 of the header
+_MAX_PACKET = 0xFFFFFF
+# Events whose offset does not follow from the sizes before them (sql/log_event.h: ROTATE,
+# FORMAT_DESCRIPTION, HEARTBEAT, HEARTBEAT_V2): the stream reads those one payload at a time.
+_OWN_OFFSET = frozenset({4, 15, 27, 41})
+_LOG_EVENT_ARTIFICIAL_F = 0x20
 
 
 def whole_events(buf: bytes, pos: int, limit: int) -> tuple[int, int]:
@@ -37,3 +46,66 @@ def whole_events(buf: bytes, pos: int, limit: int) -> tuple[int, int]:
             break
         pos += size
     return pos, -1
+
+
+def type_table(types: Iterable[int]) -> bytes:
+    """The ``wanted`` table of ``events_of`` for these event type codes."""
+    table = bytearray(256)
+    for t in types:
+        table[t] = 1
+    return bytes(table)
+
+
+def events_of(buf: bytes, pos: int, end: int, wanted: bytes) -> list[int]:
+    """The offsets of the events in ``buf[pos:end]`` (whole events back to back) whose type code
+    ``t`` has ``wanted[t]`` non-zero (see ``type_table``); the walk stops at an event that is not
+    whole or declares fewer than 19 bytes."""
+    core = rowplan.core()
+    if core is not None:
+        found: list[int] = core.events_of(buf, pos, end, wanted)
+        return found
+    if pos < 0 or end > len(buf):
+        raise ValueError("events_of: range outside the buffer")
+    out = []
+    while end - pos >= HEADER_LEN:
+        (size,) = _SIZE(buf, pos + _SIZE_OFFSET)
+        if size < HEADER_LEN or size > end - pos:
+            break
+        if buf[pos + 4] < len(wanted) and wanted[buf[pos + 4]]:
+            out.append(pos)
+        pos += size
+    return out
+
+
+def stream_events(buf: bytearray, pos: int, end: int, seq: int, next_pos: int) -> tuple[int, int, bytes, int]:
+    """``(pos, seq, block, next_pos)``: the events of the whole packets in ``buf[pos:end]`` that
+    start with sequence id ``seq``, copied back to back into ``block``, and the buffer offset,
+    sequence id and binlog offset after them.
+
+    It stops before the first packet that needs the stream's per-payload path: one cut off, of
+    16 MiB or more, out of sequence, not OK-prefixed (EOF, error), shorter than an event header, or
+    an event the server made up or that moves the position itself (ROTATE, FORMAT_DESCRIPTION,
+    heartbeats, ``LOG_EVENT_ARTIFICIAL_F``, a ``log_pos`` ahead of the count), or whose size
+    disagrees with its packet."""
+    core = rowplan.core()
+    if core is not None:
+        out: tuple[int, int, bytes, int] = core.stream_events(buf, pos, end, seq, next_pos)
+        return out
+    if pos < 0 or end > len(buf) or pos > end:
+        raise ValueError("stream_events: range outside the buffer")
+    parts: list[bytes] = []
+    seq &= 0xFF
+    while end - pos >= 4:
+        length = buf[pos] | buf[pos + 1] << 8 | buf[pos + 2] << 16
+        if length == _MAX_PACKET or length > end - pos - 4 or buf[pos + 3] != seq or length < 1 + HEADER_LEN:
+            break
+        event = pos + 5
+        size, log_pos = _SIZE_POS(buf, event + _SIZE_OFFSET)
+        if (buf[pos + 4] != 0 or size != length - 1 or buf[event + 4] in _OWN_OFFSET
+                or buf[event + 17] & _LOG_EVENT_ARTIFICIAL_F or (log_pos and log_pos - size > next_pos)):
+            break
+        parts.append(bytes(buf[event : event + size]))
+        next_pos += size
+        seq = (seq + 1) & 0xFF
+        pos += 4 + length
+    return pos, seq, b"".join(parts), next_pos

@@ -1,7 +1,8 @@
 """Following a live server: replication connections, reconnect with backoff, resume at a boundary.
 
 ``follow(config, capture)`` opens a ``ReplicationStream`` at the capture's last transaction
-boundary, feeds every event to the ``ChangeCapture`` and yields committed transactions. When the
+boundary, feeds every event to the ``ChangeCapture`` (the stream's blocks of ordinary events as a
+file's blocks are fed) and yields committed transactions. When the
 connection breaks (a transport error, or the server shutting down or killing the replica thread)
 the partial transaction is dropped and a new connection resumes from the boundary after the last
 committed transaction, after a delay that doubles from ``backoff_initial`` up to ``backoff_max``.
@@ -19,7 +20,7 @@ from dataclasses import dataclass
 from sluice.cdc.capture import ChangeCapture, CommittedTransaction
 from sluice.dsn import ConnectionConfig
 from sluice.errors import ServerError, TransportError
-from sluice.io.replication import ReplicationStream, StreamConfig
+from sluice.io.replication import RawBlock, ReplicationStream, StreamConfig
 
 __all__ = ["FollowConfig", "follow", "retryable"]
 
@@ -73,8 +74,8 @@ def follow(
         try:
             with ReplicationStream(stream_config) as stream:
                 fresh = True
-                feed = capture.feed
-                for raw in stream:
+                feed, feed_block = capture.feed, capture.feed_block
+                for chunk in stream.chunks():
                     if fresh:
                         capture.restart(stream.checksum_algorithm)
                         fresh = False
@@ -82,7 +83,13 @@ def follow(
                             on_connect(stream)
                         if failures:
                             log.warning("reconnected; resuming at %s", start)
-                    committed = feed(raw.file, raw.pos, stream.next_pos, raw.data)
+                    if type(chunk) is RawBlock:
+                        done = feed_block(chunk.file, chunk.pos, chunk.data)
+                        if done:
+                            failures = 0
+                            yield from done
+                        continue
+                    committed = feed(chunk.file, chunk.pos, stream.next_pos, chunk.data)
                     if committed is not None:
                         failures = 0
                         yield committed

@@ -16,18 +16,20 @@ own column names and types win anyway, and otherwise any mismatch stops with ``S
 from __future__ import annotations
 
 import logging
+import struct
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from sluice.binlog.constants import EventType
 from sluice.binlog.events import QueryEvent
+from sluice.binlog.framing import events_of, type_table
 from sluice.binlog.parser import EventParser, ParserConfig
 from sluice.binlog.position import Checkpoint, position_key
 from sluice.cdc.schema import Catalog, apply_ddl, bootstrap_catalog, is_ddl
 from sluice.errors import SchemaError
 from sluice.io.connection import Connection
-from sluice.io.replication import ReplicationStream, StreamConfig, server_binlog_status
+from sluice.io.replication import RawEvent, ReplicationStream, StreamConfig, server_binlog_status
 
 __all__ = ["LoggedDdl", "ddl_between", "read_schema", "schema_at"]
 
@@ -35,6 +37,9 @@ __all__ = ["LoggedDdl", "ddl_between", "read_schema", "schema_at"]
 # they are read with.
 _READ = frozenset({int(EventType.QUERY_EVENT), int(EventType.QUERY_COMPRESSED_EVENT),
                    int(EventType.FORMAT_DESCRIPTION_EVENT)})
+
+_WANTED = type_table(_READ)
+_SIZE = struct.Struct("<I").unpack_from
 
 log = logging.getLogger(__name__)
 
@@ -54,30 +59,47 @@ def ddl_between(conn: Connection, start: Checkpoint, end: Checkpoint) -> list[Lo
     """Every DDL statement logged from ``start`` up to (not including) ``end``, in binlog order."""
     if not start.file or position_key(start.file, start.pos) >= position_key(end.file, end.pos):
         return []
-    goal = position_key(end.file, end.pos)
     found: list[LoggedDdl] = []
     parser = EventParser(ParserConfig(table_filter=lambda _db, _table: False))
     config = StreamConfig(connection=conn.config, file=start.file, pos=start.pos, until_end=True, server_id=0)
     with ReplicationStream(config) as stream:
-        fresh = True
-        file, past, last = "", False, False  # the events' file: past the goal's file, or the goal's
-        for raw in stream:
-            if fresh:
-                parser.checksum_alg = int(stream.checksum_algorithm)
-                fresh = False
-            if raw.file != file:
-                file = raw.file
-                key = position_key(file, 0)[:2]
-                past, last = key > goal[:2], key == goal[:2]
-            if past or (last and raw.pos >= end.pos):
-                break
-            if raw.data[4] not in _READ:
-                continue  # only statements can be DDL: rows and the rest are not even parsed
+        for raw in _statements(stream, end):
+            parser.checksum_alg = int(stream.checksum_algorithm)
             event = parser.parse(raw.data, file=raw.file, offset=raw.pos)
             if type(event) is QueryEvent and is_ddl(event.sql):
                 _, outcome = apply_ddl(Catalog(), event.sql, event.schema)
                 found.append(LoggedDdl(raw.file, raw.pos, outcome.kind, tuple(outcome.tables), event.sql))
     return found
+
+
+def _statements(stream: ReplicationStream, end: Checkpoint) -> Iterator[RawEvent]:
+    """The events of ``stream`` before ``end`` that can be DDL, and the FORMAT_DESCRIPTIONs they are
+    read with; rows and the rest are not even parsed."""
+    goal = position_key(end.file, end.pos)
+    size_of = _SIZE
+    file, stop = "", -1  # the events' file, and the offset in it where the scan ends (-1: none)
+    for chunk in stream.chunks():
+        if chunk.file != file:
+            file = chunk.file
+            key = position_key(file, 0)[:2]
+            if key > goal[:2]:
+                return
+            stop = end.pos if key == goal[:2] else -1
+        if isinstance(chunk, RawEvent):
+            if 0 <= stop <= chunk.pos:
+                return
+            if chunk.data[4] in _READ:
+                yield chunk
+            continue
+        data = chunk.data
+        view = memoryview(data)
+        for at in events_of(data, 0, len(data), _WANTED):
+            if 0 <= stop <= chunk.pos + at:
+                return
+            (size,) = size_of(data, at + 9)
+            yield RawEvent(file, chunk.pos + at, view[at : at + size])
+        if 0 <= stop <= chunk.pos + len(data):
+            return
 
 
 def read_schema(conn: Connection, include: Callable[[str, str], bool] | None = None, *,

@@ -14,8 +14,9 @@ from __future__ import annotations
 import contextlib
 import socket
 import ssl
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from types import TracebackType
+from typing import Any
 
 from sluice import __version__ as _sluice_version
 from sluice.dsn import ConnectionConfig, SslMode
@@ -231,6 +232,11 @@ class Connection:
         while not assembler.drain(out):
             self._receive()
         return out
+
+    def consume_packets(self, scan: Callable[[bytearray, int, int, int], tuple[Any, ...]]) -> tuple[Any, ...]:
+        """Let ``scan`` take the complete packets already received (``PacketAssembler.consume``);
+        it does not wait for more."""
+        return self._assembler.consume(scan)
 
     def _receive(self) -> None:
         """Read what the socket has into the assembler's buffer."""

@@ -4,7 +4,8 @@
 (``@master_binlog_checksum``), the heartbeat period and, on MariaDB, the replica capability, sends
 COM_REGISTER_SLAVE and then COM_BINLOG_DUMP (file + position, or MariaDB's
 ``@slave_connect_state`` GTID start) or COM_BINLOG_DUMP_GTID (a MySQL GTID set), and yields each
-event's bytes with the binlog file and the offset the event starts at.
+event's bytes with the binlog file and the offset the event starts at; ``chunks`` hands on the
+ordinary events already received as one block each, the way a binlog file holds them.
 
 Offsets are counted from the bytes of the stream, not taken from the header's ``log_pos``
 (MariaDB 11.4+ writes 0 there inside transactions). Events the server makes up for the replica
@@ -25,6 +26,7 @@ from dataclasses import dataclass
 
 from sluice.binlog.constants import ChecksumAlgorithm, EventType
 from sluice.binlog.decoders.control import rotate_target
+from sluice.binlog.framing import stream_events
 from sluice.binlog.header import HEADER, HEADER_LEN
 from sluice.dsn import ConnectionConfig
 from sluice.errors import ConfigError, ProtocolError, server_error
@@ -33,6 +35,8 @@ from sluice.wire import commands
 from sluice.wire.constants import BINLOG_DUMP_NON_BLOCK, BINLOG_SEND_ANNOTATE_ROWS_EVENT, BINLOG_THROUGH_GTID
 
 log = logging.getLogger(__name__)
+
+_SIZE = struct.Struct("<I").unpack_from
 
 LOG_EVENT_ARTIFICIAL_F = 0x20  # sql/log_event.h: made up by the server, not in any binlog file
 MARIA_SLAVE_CAPABILITY_MINE = 4  # MariaDB sql/log_event.h: GTID, annotate rows, binlog checkpoint
@@ -58,6 +62,15 @@ class RawEvent:
     file: str
     pos: int
     data: memoryview
+
+
+@dataclass(frozen=True, slots=True)
+class RawBlock:
+    """Whole ordinary events back to back, as a binlog file holds them, the first at ``pos``."""
+
+    file: str
+    pos: int
+    data: bytes
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,13 +140,38 @@ class ReplicationStream:
             self._conn = None
 
     def __iter__(self) -> Iterator[RawEvent]:
+        """Every event on its own (the blocks of ``chunks`` split up)."""
+        size = _SIZE
+        for chunk in self.chunks():
+            if type(chunk) is RawEvent:
+                yield chunk
+                continue
+            data, file, base = memoryview(chunk.data), chunk.file, chunk.pos
+            at, n = 0, len(data)
+            while at < n:
+                (length,) = size(data, at + 9)
+                yield RawEvent(file, base + at, data[at : at + length])
+                at += length
+
+    def chunks(self) -> Iterator[RawEvent | RawBlock]:
+        """The events as they come: blocks of ordinary events back to back (as a binlog file holds
+        them, copied out of the packets already received in one call), and on their own the events
+        that need a look of their own (ROTATE, FORMAT_DESCRIPTION, heartbeats, events the server made
+        up, a position the server skipped to) or arrived alone."""
         conn = self._open()
         read = conn.read_payload
+        consume = conn.consume_packets
         header = HEADER.unpack_from
         rotate = EventType.ROTATE_EVENT
         fde = EventType.FORMAT_DESCRIPTION_EVENT
         heartbeats = (EventType.HEARTBEAT_LOG_EVENT, EventType.HEARTBEAT_LOG_EVENT_V2)
+        take = self._take_block
         while True:
+            pos = self.next_pos
+            _, _, block, self.next_pos = consume(take)
+            if block:
+                yield RawBlock(self.file, pos, block)
+                continue
             payload = read()
             status = payload[0]
             if status == 0x00:
@@ -168,6 +206,9 @@ class ReplicationStream:
                 self._apply_rotate(data)
                 continue
             yield RawEvent(self.file, pos, data)
+
+    def _take_block(self, buf: bytearray, pos: int, end: int, seq: int) -> tuple[int, int, bytes, int]:
+        return stream_events(buf, pos, end, seq, self.next_pos)
 
     def _apply_rotate(self, data: memoryview) -> None:
         """Switch to the file a ROTATE names (the stream's position follows it before decoding)."""
@@ -261,6 +302,7 @@ def _err_packet(payload: bytes) -> Exception:
 
 __all__ = [
     "BinlogStatus",
+    "RawBlock",
     "RawEvent",
     "ReplicationStream",
     "StreamConfig",

@@ -12,6 +12,8 @@ packet costs one slice of that buffer. See ``sql/net_serv.cc`` in the server.
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
+from typing import Any
 
 from sluice.errors import ProtocolError
 from sluice.wire.constants import MAX_PACKET_PAYLOAD
@@ -163,6 +165,27 @@ class PacketAssembler:
             append(payload)
             count += 1
         return count
+
+    def consume(self, scan: Callable[[bytearray, int, int, int], tuple[Any, ...]]) -> tuple[Any, ...]:
+        """Let ``scan(buf, pos, end, seq)`` take complete packets straight from the buffer.
+
+        ``buf[pos:end]`` holds the bytes received and not yet returned; ``seq`` is the sequence id
+        the next packet must carry. ``scan`` returns a tuple whose first two items are the offset
+        and the sequence id after the packets it took (it must check what ``next_payload`` checks);
+        the rest is the caller's. Nothing is offered while a payload of 16 MiB or more is half read.
+        """
+        pos, end = self._pos, self._end
+        if self._parts:
+            end = pos
+        result = scan(self._buf, pos, end, self.expected_seq)
+        taken, seq = result[0], result[1]
+        if not pos <= taken <= end:
+            raise ValueError(f"consume: the scan ended at {taken}, outside {pos}..{end}")
+        self.expected_seq = seq & 0xFF
+        self._pos = taken
+        if taken == self._end:
+            self._pos = self._end = 0
+        return result
 
     def _make_room(self, need: int) -> None:
         """Ensure ``need`` free bytes after the data: move unread bytes to the front, or grow."""

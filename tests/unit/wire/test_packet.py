@@ -183,3 +183,40 @@ def test_drain_checks_sequence_ids() -> None:
     with pytest.raises(ProtocolError, match="expected sequence id 1, found 3"):
         assembler.drain(got)
     assert got == [b"one"]
+
+
+def test_consume_hands_the_received_packets_to_a_scan_and_moves_on_where_it_stopped() -> None:
+    asm = PacketAssembler(capacity=64)
+    data = b"".join(frame(bytes([i]) * (i + 1), i)[0] for i in range(4))
+    asm.feed(data[:-2])  # the last packet is cut off
+
+    def take_two(buf: bytearray, pos: int, end: int, seq: int) -> tuple[int, int, bytes]:
+        assert bytes(buf[pos:end]) == data[:-2] and seq == 0
+        stop = pos + 4 + 1 + 4 + 2
+        return stop, seq + 2, bytes(buf[pos:stop])
+
+    assert asm.consume(take_two)[2] == data[:11]
+    assert asm.expected_seq == 2
+    assert asm.next_payload() == b"\x02\x02\x02"
+    assert asm.next_payload() is None
+    asm.feed(data[-2:])
+    assert asm.next_payload() == b"\x03" * 4
+    assert asm.buffered == 0
+
+
+def test_consume_refuses_a_scan_that_ends_outside_the_received_bytes() -> None:
+    asm = PacketAssembler()
+    asm.feed(frame(b"abc", 0)[0])
+    with pytest.raises(ValueError):
+        asm.consume(lambda buf, pos, end, seq: (end + 1, seq))
+    assert asm.next_payload() == b"abc"
+
+
+def test_consume_offers_nothing_while_a_large_payload_is_half_read() -> None:
+    asm = PacketAssembler()
+    big, _ = frame(b"x" * 0xFFFFFF + b"y", 0)
+    asm.feed(big[: 4 + 0xFFFFFF + 2])
+    assert asm.next_payload() is None
+    seen: list[int] = []
+    asm.consume(lambda buf, pos, end, seq: (seen.append(end - pos), pos, seq)[1:])
+    assert seen == [0]
