@@ -234,9 +234,12 @@ class Connection:
         return out
 
     def consume_packets(self, scan: Callable[[bytearray, int, int, int], tuple[Any, ...]]) -> tuple[Any, ...]:
-        """Let ``scan`` take the complete packets already received (``PacketAssembler.consume``);
-        it does not wait for more."""
-        return self._assembler.consume(scan)
+        """Let ``scan`` take the complete packets already received (``PacketAssembler.consume``),
+        after waiting until there is at least one."""
+        assembler = self._assembler
+        while not assembler.has_packet():
+            self._receive()
+        return assembler.consume(scan)
 
     def _receive(self) -> None:
         """Read what the socket has into the assembler's buffer."""

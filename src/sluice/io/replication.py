@@ -157,7 +157,7 @@ class ReplicationStream:
         """The events as they come: blocks of ordinary events back to back (as a binlog file holds
         them, copied out of the packets already received in one call), and on their own the events
         that need a look of their own (ROTATE, FORMAT_DESCRIPTION, heartbeats, events the server made
-        up, a position the server skipped to) or arrived alone."""
+        up, a position the server skipped to)."""
         conn = self._open()
         read = conn.read_payload
         consume = conn.consume_packets

@@ -76,6 +76,13 @@ class PacketAssembler:
         """Bytes received but not yet returned as (part of) a payload."""
         return self._end - self._pos
 
+    def has_packet(self) -> bool:
+        """Whether a whole packet (not necessarily a whole payload) waits in the buffer."""
+        pos = self._pos
+        if self._end - pos < HEADER_SIZE:
+            return False
+        return pos + HEADER_SIZE + (_HEADER.unpack_from(self._buf, pos)[0] & 0xFFFFFF) <= self._end
+
     def write_buffer(self, min_free: int = 65536) -> memoryview:
         """Free space at the end of the buffer for ``recv_into``; follow with ``commit(n)``."""
         if len(self._buf) - self._end < min_free:
