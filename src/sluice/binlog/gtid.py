@@ -1,9 +1,9 @@
 """GTIDs and GTID sets of both server families, as values.
 
 MySQL: a GTID is ``uuid[:tag]:gno``; ``MysqlGtidSet`` is a set of them kept as sorted, merged,
-closed intervals per ``(uuid, tag)``, with parse/format of the text form
-(``"uuid:1-5:7,uuid2:tag:1-3"``, canonical: lower-case, sorted, untagged intervals first), union,
-difference, membership, and the binary form used by PREVIOUS_GTIDS events and
+closed intervals per ``(uuid, tag)`` (``sluice.binlog.gtid_intervals``), with parse/format of the
+text form (``"uuid:1-5:7,uuid2:tag:1-3"``, canonical: lower-case, sorted, untagged intervals
+first), union, difference, membership, and the binary form used by PREVIOUS_GTIDS events and
 COM_BINLOG_DUMP_GTID (``Gtid_set::encode`` in sql/rpl_gtid_set.cc: the untagged format when no
 tag is present, the tagged one otherwise). MariaDB: a GTID is ``domain-server-seq`` and a
 replication position holds the last GTID of each domain (``MariadbGtidPosition``).
@@ -17,16 +17,15 @@ import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
+from sluice.binlog import gtid_intervals
 from sluice.binlog.decoders._reader import read_varlen, write_varlen
+from sluice.binlog.gtid_intervals import GNO_MAX, Interval
 from sluice.errors import ConfigError
 
-GNO_MAX = (1 << 63) - 1
 _TAG_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,31}$")
 _U64 = struct.Struct("<Q")
-_U64X2 = struct.Struct("<QQ")
 _TAGGED_FORMAT = 1
 
-Interval = tuple[int, int]  # closed: (first, last)
 Tsid = tuple[uuid.UUID, str]  # tag "" = untagged
 
 
@@ -77,38 +76,6 @@ def _gno(text: str) -> int:
     return v
 
 
-def _merge(intervals: Iterable[Interval]) -> list[Interval]:
-    out: list[Interval] = []
-    for a, b in sorted(intervals):
-        if out and a <= out[-1][1] + 1:
-            if b > out[-1][1]:
-                out[-1] = (out[-1][0], b)
-        else:
-            out.append((a, b))
-    return out
-
-
-def _subtract(xs: list[Interval], ys: list[Interval]) -> list[Interval]:
-    out: list[Interval] = []
-    j = 0
-    for a, b in xs:
-        while j < len(ys) and ys[j][1] < a:
-            j += 1
-        k = j
-        cur = a
-        while k < len(ys) and ys[k][0] <= b:
-            ya, yb = ys[k]
-            if ya > cur:
-                out.append((cur, ya - 1))
-            cur = max(cur, yb + 1)
-            if cur > b:
-                break
-            k += 1
-        if cur <= b:
-            out.append((cur, b))
-    return out
-
-
 class MysqlGtidSet:
     """A set of MySQL GTIDs. ``add`` changes the set in place; the operators return new sets."""
 
@@ -118,7 +85,7 @@ class MysqlGtidSet:
         self._sets: dict[Tsid, list[Interval]] = {}
         if intervals:
             for k, v in intervals.items():
-                merged = _merge(v)
+                merged = gtid_intervals.merge(v)
                 if merged:
                     self._sets[k] = merged
 
@@ -177,7 +144,7 @@ class MysqlGtidSet:
         elif g > b + 1:
             ivs.append((g, g))
         elif g not in self:
-            self._sets[key] = _merge([*ivs, (g, g)])
+            self._sets[key] = gtid_intervals.merge([*ivs, (g, g)])
 
     def __contains__(self, gtid: object) -> bool:
         if not isinstance(gtid, Gtid):
@@ -185,14 +152,7 @@ class MysqlGtidSet:
         ivs = self._sets.get((gtid.uuid, _norm_tag(gtid.tag)))
         if not ivs:
             return False
-        lo, hi = 0, len(ivs)
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if ivs[mid][1] < gtid.gno:
-                lo = mid + 1
-            else:
-                hi = mid
-        return lo < len(ivs) and ivs[lo][0] <= gtid.gno
+        return gtid_intervals.contains(ivs, gtid.gno)
 
     def union(self, other: MysqlGtidSet) -> MysqlGtidSet:
         acc = {k: list(v) for k, v in self._sets.items()}
@@ -204,7 +164,7 @@ class MysqlGtidSet:
         acc = {}
         for k, v in self._sets.items():
             ov = other._sets.get(k)
-            acc[k] = _subtract(v, ov) if ov else list(v)
+            acc[k] = gtid_intervals.subtract(v, ov) if ov else list(v)
         return MysqlGtidSet(acc)
 
     __or__ = union
@@ -252,9 +212,7 @@ class MysqlGtidSet:
             if tagged:
                 t = tag.encode("ascii")
                 out += write_varlen(len(t)) + t
-            out += _U64.pack(len(ivs))
-            for a, b in ivs:
-                out += _U64X2.pack(a, b + 1)
+            out += gtid_intervals.encode(ivs)
         return bytes(out)
 
     @classmethod
@@ -283,17 +241,8 @@ class MysqlGtidSet:
                     raise ValueError("GTID set ends inside a tag")
                 tag = _norm_tag(bytes(buf[pos : pos + tlen]).decode("ascii"))
                 pos += tlen
-            (count,) = _U64.unpack_from(buf, pos)
-            pos += 8
-            if pos + 16 * count > end:
-                raise ValueError(f"GTID set declares {count} intervals, the buffer holds fewer")
-            ivs = acc.setdefault((sid, tag), [])
-            for _ in range(count):
-                a, b = _U64X2.unpack_from(buf, pos)
-                pos += 16
-                if not 1 <= a < b or b - 1 > GNO_MAX:
-                    raise ValueError(f"invalid GTID interval [{a}, {b})")
-                ivs.append((a, b - 1))
+            ivs, pos = gtid_intervals.decode(buf, pos, end)
+            acc.setdefault((sid, tag), []).extend(ivs)
         if pos != end:
             raise ValueError(f"{end - pos} bytes left after the GTID set")
         return cls(acc)
