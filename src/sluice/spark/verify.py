@@ -1,37 +1,29 @@
 """Verify a lake: compare every Delta mirror with its table on the source server, row by row.
 
 ``verify_lake`` finds the mirrors under ``LAKE/<db>/<table>`` (the change log's ``_sluice`` folder
-is not one), reads each table's schema from the server (``bootstrap_catalog``) and compares the
-two sides in the same terms: the source's text-protocol values are turned into decoded values
+is not one), reads each table's schema from the server (``bootstrap_catalog``) and compares the two
+sides in the same terms: the source's text-protocol values are turned into decoded values
 (``sluice.cdc.textvalues``) and then into the mirror's Arrow values by the same column conversions
 the pipeline uses (``sluice.spark.layout.mirror_columns_for_schema``), cast to the type the Delta
 table actually holds when that differs. Each row becomes one canonical text (a JSON array of its
-values; DECIMALs with their exact digits, binary values as base64, temporal values in ISO form)
-and a BLAKE2b checksum of it; rows are matched by primary key (without one, as multisets of
-checksums). Only the mirror's key -> checksum map is held in memory; the source is read as one
-streamed ``SELECT`` per table (one consistent snapshot for the whole run) and compared chunk by
-chunk. Columns only the mirror has (dropped at the source) are ignored; a source column the mirror
-lacks is a difference. The result is one ``TableVerdict`` per mirror. Compare a quiet source, or
-a lake that has caught up: changes not yet mirrored show as differences.
+values; DECIMALs with their exact digits, binary values as base64, temporal values in ISO form) and
+a BLAKE2b checksum of it (``sluice.spark.verify_rows``); rows are matched by primary key (without
+one, as multisets of checksums). Only the mirror's key -> checksum map is held in memory; the
+source is read as one streamed ``SELECT`` per table (one consistent snapshot for the whole run) and
+compared chunk by chunk. Columns only the mirror has (dropped at the source) are ignored; a source
+column the mirror lacks is a difference. The result is one ``TableVerdict`` per mirror. Compare a
+quiet source, or a lake that has caught up: changes not yet mirrored show as differences.
 """
 
 from __future__ import annotations
 
-import base64
 import json
 import os
-from binascii import b2a_base64
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from datetime import date, datetime, time
-from decimal import Decimal
-from hashlib import blake2b
-from json.encoder import c_make_encoder as _c_make_encoder  # type: ignore[attr-defined]
-from json.encoder import encode_basestring as _encode_basestring
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.fs as pafs
 from deltalake import DeltaTable
 
@@ -44,6 +36,7 @@ from sluice.io.connection import Connection
 from sluice.spark import types as _types
 from sluice.spark.layout import mirror_columns_for_schema
 from sluice.spark.types import MirrorColumn, column_array
+from sluice.spark.verify_rows import canonical_column, row_checksums
 
 __all__ = ["TableVerdict", "lake_tables", "verify_lake"]
 
@@ -228,73 +221,6 @@ def _quote(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
-# -- canonical rows -------------------------------------------------------------------------------
-
-def _canonical_default(value: Any) -> Any:
-    """JSON form of the values inside a row that JSON has no type for."""
-    if isinstance(value, Decimal):
-        return format(value, "f")
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        return base64.b64encode(value).decode("ascii")
-    if isinstance(value, (datetime, date, time)):
-        return value.isoformat()
-    raise TypeError(f"no canonical form for {type(value).__name__}")
-
-
-def _row_encoder() -> Callable[[Any], str]:
-    """Compact JSON text of a row (a tuple of values), with ``_canonical_default`` for the rest."""
-    if _c_make_encoder is None:
-        return json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=_canonical_default,
-                                allow_nan=True).encode
-    # One C encoder for every row: json.JSONEncoder.encode builds a new one on every call.
-    enc = _c_make_encoder(None, _canonical_default, _encode_basestring, None, ":", ",", False, False, True)
-    join = "".join
-
-    def encode(value: Any) -> str:
-        return join(enc(value, 0))
-
-    return encode
-
-
-_encode = _row_encoder()
-
-
-def _b64(value: bytes | None) -> str | None:
-    return None if value is None else b2a_base64(value, newline=False).decode("ascii")
-
-
-def _canonical_column(array: pa.Array) -> list[Any]:
-    """One column's values in their canonical form: DECIMAL and temporal values as Arrow's text of
-    them (exact digits, ISO form), binary as base64, the rest as Python values JSON writes exactly
-    (integers, floats by their shortest repr, text, lists)."""
-    t = array.type
-    if pa.types.is_decimal(t) or pa.types.is_temporal(t):
-        values: list[Any] = pc.cast(array, pa.string()).to_pylist()
-        return values
-    if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t):
-        return [_b64(v) for v in array.to_pylist()]
-    return array.to_pylist()
-
-
-def _digest(text: str) -> bytes:
-    return blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
-
-
-def _rows(columns: Sequence[list[Any]], key: tuple[int, ...]) -> Iterator[tuple[str | None, bytes]]:
-    """(key text or None, checksum) of each row given column-wise in canonical form."""
-    encode, digest = _encode, _digest
-    if not key:
-        for row in zip(*columns, strict=True):
-            yield None, digest(encode(row))
-    elif len(key) == 1:
-        (k,) = key
-        for row in zip(*columns, strict=True):
-            yield encode((row[k],)), digest(encode(row))
-    else:
-        for row in zip(*columns, strict=True):
-            yield encode([row[i] for i in key]), digest(encode(row))
-
-
 class _MirrorSide:
     """The mirror as key -> checksum (or checksum -> count without a key)."""
 
@@ -306,18 +232,18 @@ class _MirrorSide:
         self.counts: dict[bytes, int] = {}
 
     def add(self, batch: pa.RecordBatch) -> None:
-        columns = [_canonical_column(batch.column(i)) for i in range(batch.num_columns)]
+        columns = [canonical_column(batch.column(i)) for i in range(batch.num_columns)]
         self.rows += batch.num_rows
         if self.plan.key:
             by_key = self.by_key
-            for k, d in _rows(columns, self.plan.key):
+            for k, d in row_checksums(columns, self.plan.key):
                 if k in by_key:
                     self.duplicates.append(k or "")
                 else:
                     by_key[k] = d
         else:
             counts = self.counts
-            for _, d in _rows(columns, ()):
+            for _, d in row_checksums(columns, ()):
                 counts[d] = counts.get(d, 0) + 1
 
 
@@ -349,11 +275,11 @@ class _SourceSide:
             array = column_array(mcol, converted)
             if array.type != mtype:
                 array = self._cast(array, mcol, name, mtype)
-            columns.append(_canonical_column(array))
+            columns.append(canonical_column(array))
         mirror = self.mirror
         if plan.key:
             by_key, samples = mirror.by_key, self.samples
-            for k, d in _rows(columns, plan.key):
+            for k, d in row_checksums(columns, plan.key):
                 have = by_key.pop(k, None)
                 if have is None:
                     self.missing += 1
@@ -365,7 +291,7 @@ class _SourceSide:
                         samples.append(f"{self._show(k)} (different)")
         else:
             counts = mirror.counts
-            for _, d in _rows(columns, ()):
+            for _, d in row_checksums(columns, ()):
                 n = counts.get(d, 0)
                 if n:
                     counts[d] = n - 1
