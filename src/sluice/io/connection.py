@@ -1,29 +1,28 @@
 """The I/O shell around ``sluice.wire``: one client connection to a MySQL or MariaDB server.
 
-This module owns the socket (TCP or unix socket), the connect and read timeouts, the TLS upgrade
-(``ssl_mode`` disabled | preferred | required | verify-ca | verify-identity), driving the sans-I/O
-``AuthExchange`` to a logged-in session, and the command loop: ``query`` for statements with rows,
-``execute`` for the rest, ``send_command`` / ``read_payload`` for the replication stream, which
-reads straight into the packet assembler's buffer. Socket failures become ``TransportError``
-naming the server and what to check; ERR packets become typed ``ServerError``. The password never
-appears in a message or repr.
+This module owns the login over a socket that ``sluice.io.transport`` connects and upgrades to TLS
+(driving the sans-I/O ``AuthExchange`` to a logged-in session), the read timeout, and the command
+loop: ``query`` for statements with rows, ``execute`` for the rest, ``send_command`` /
+``read_payload`` for the replication stream, which reads straight into the packet assembler's
+buffer. Socket failures become ``TransportError`` naming the server and what to check; ERR packets
+become typed ``ServerError``. The password never appears in a message or repr.
 """
 
 from __future__ import annotations
 
 import contextlib
 import socket
-import ssl
 from collections.abc import Callable, Iterator
 from types import TracebackType
 from typing import Any
 
 from sluice import __version__ as _sluice_version
-from sluice.dsn import ConnectionConfig, SslMode
+from sluice.dsn import ConnectionConfig
 from sluice.errors import ConfigError, ProtocolError, TransportError
+from sluice.io.transport import connect, describe_endpoint, start_tls, want_tls
+from sluice.io.transport import transport_error as _transport_error
 from sluice.wire.auth import AuthDone, AuthExchange, AuthSend
 from sluice.wire.commands import com_ping, com_query, com_quit
-from sluice.wire.constants import Capability
 from sluice.wire.handshake import HandshakeV10, client_capabilities, parse_handshake, ssl_request
 from sluice.wire.packet import PacketAssembler, frame
 from sluice.wire.responses import OkPacket, parse_ok, raise_if_err
@@ -52,7 +51,7 @@ class Connection:
     def open(cls, config: ConnectionConfig) -> Connection:
         """Connect, upgrade to TLS as ``config.ssl_mode`` says, and authenticate."""
         where = describe_endpoint(config)
-        sock = _connect(config, where)
+        sock = connect(config, where)
         conn = cls(sock, config, where)
         try:
             conn._login()
@@ -67,11 +66,13 @@ class Connection:
         self._assembler.reset_sequence(0)
         handshake = parse_handshake(self.read_payload())
         self._handshake = handshake
-        tls = self._want_tls(handshake)
+        tls = want_tls(config, handshake, self._where)
         if tls:
             caps = client_capabilities(handshake, ssl=True, database=config.database)
             self._send(ssl_request(caps))
-            self._start_tls()
+            assert self._sock is not None
+            self._sock = start_tls(self._sock, config, self._where)
+            self._tls = True
         public_key = _read_public_key(config.server_public_key)
         exchange = AuthExchange(
             handshake,
@@ -95,58 +96,6 @@ class Connection:
                 self.auth_plugin = action.plugin
                 self.auth_full = action.full_auth
                 return
-
-    def _want_tls(self, handshake: HandshakeV10) -> bool:
-        mode = self._config.ssl_mode
-        if mode is SslMode.DISABLED:
-            return False
-        offered = bool(handshake.capabilities & Capability.CLIENT_SSL)
-        if mode is SslMode.PREFERRED:
-            # A unix socket is already private; TLS there only costs time.
-            return offered and self._config.socket is None
-        if not offered:
-            raise ConfigError(
-                f"ssl={mode.value} but the server at {self._where} does not offer TLS; configure "
-                "ssl_cert/ssl_key on the server, or connect with ssl=preferred or ssl=disabled"
-            )
-        return True
-
-    def _start_tls(self) -> None:
-        config = self._config
-        context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-        context.minimum_version = ssl.TLSVersion.TLSv1_2
-        try:
-            if config.ssl_mode in (SslMode.VERIFY_CA, SslMode.VERIFY_IDENTITY):
-                context.verify_mode = ssl.CERT_REQUIRED
-                context.check_hostname = config.ssl_mode is SslMode.VERIFY_IDENTITY
-                if config.ssl_ca:
-                    context.load_verify_locations(cafile=config.ssl_ca)
-                else:
-                    context.load_default_certs()
-            else:
-                context.check_hostname = False
-                context.verify_mode = ssl.CERT_NONE
-            if config.ssl_cert:
-                context.load_cert_chain(config.ssl_cert, config.ssl_key)
-        except (OSError, ssl.SSLError) as exc:
-            raise ConfigError(
-                f"cannot load the TLS files (ssl_ca={config.ssl_ca}, ssl_cert={config.ssl_cert}, "
-                f"ssl_key={config.ssl_key}): {exc}"
-            ) from None
-        assert self._sock is not None
-        try:
-            self._sock = context.wrap_socket(
-                self._sock, server_hostname=config.host if context.check_hostname else None
-            )
-        except ssl.SSLCertVerificationError as exc:
-            raise TransportError(
-                f"TLS certificate of the server at {self._where} was not accepted: {exc.verify_message}; "
-                "check ssl_ca (the CA that signed the server certificate) and, for verify-identity, "
-                "that the certificate names the host you connect to"
-            ) from None
-        except (OSError, ssl.SSLError) as exc:
-            raise TransportError(f"TLS handshake with the server at {self._where} failed: {exc}") from None
-        self._tls = True
 
     # -- properties ------------------------------------------------------------------------------
 
@@ -356,51 +305,6 @@ class Connection:
                 sock.close()
 
 
-def describe_endpoint(config: ConnectionConfig) -> str:
-    return config.socket if config.socket is not None else f"{config.host}:{config.port}"
-
-
-def _connect(config: ConnectionConfig, where: str) -> socket.socket:
-    try:
-        if config.socket is not None:
-            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            try:
-                sock.settimeout(config.connect_timeout)
-                sock.connect(config.socket)
-            except BaseException:
-                sock.close()
-                raise
-        else:
-            sock = socket.create_connection((config.host, config.port), timeout=config.connect_timeout)
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
-    except TimeoutError:
-        raise TransportError(
-            f"timed out after {config.connect_timeout}s connecting to {where}; check the host, the port "
-            "and firewalls, or raise connect_timeout"
-        ) from None
-    except OSError as exc:
-        raise _transport_error(exc, where, "connecting to") from None
-    return sock
-
-
-def _transport_error(exc: OSError, where: str, doing: str) -> TransportError:
-    if isinstance(exc, ConnectionRefusedError):
-        hint = "is the server running and listening there?"
-    elif isinstance(exc, FileNotFoundError):
-        hint = "no such socket file; is the server running, and is this its socket path?"
-    elif isinstance(exc, ConnectionResetError | BrokenPipeError):
-        hint = "the server dropped the connection; check its error log and reconnect"
-    elif isinstance(exc, socket.gaierror):
-        hint = "the host name does not resolve; check the host in the DSN"
-    elif isinstance(exc, ssl.SSLError):
-        hint = "TLS failed; check ssl settings on both sides"
-    else:
-        hint = "check the host, port or socket path and the network"
-    reason = exc.strerror or str(exc) or type(exc).__name__
-    return TransportError(f"{doing} the server at {where} failed: {reason}; {hint}")
-
-
 def _read_public_key(path: str | None) -> bytes | None:
     if path is None:
         return None
@@ -414,4 +318,4 @@ def _read_public_key(path: str | None) -> bytes | None:
         ) from None
 
 
-__all__ = ["Connection", "describe_endpoint"]
+__all__ = ["Connection"]
