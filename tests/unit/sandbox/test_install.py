@@ -15,14 +15,8 @@ import pytest
 
 from sluice.errors import ConfigError
 from sluice.sandbox import install
-from sluice.sandbox.install import (
-    DebPackage,
-    MysqlInstall,
-    is_library,
-    parse_depends,
-    parse_packages,
-    resolve_closure,
-)
+from sluice.sandbox.debian import DebPackage, is_library, parse_depends, parse_packages, resolve_closure
+from sluice.sandbox.install import MysqlInstall
 
 pytestmark = pytest.mark.unit
 
