@@ -88,6 +88,19 @@ class BatchResult:
         return tuple(f"{t.db}.{t.table}" for t in self.tables if t.status == "unmirrorable")
 
 
+def lake_root(root: str | os.PathLike[str]) -> str:
+    """The lake's directory as the writers use it; a URI (``s3://…``) is refused, since the lake's
+    own bookkeeping under ``_sluice/`` is written with file-system semantics."""
+    text = os.fspath(root)
+    scheme, sep, _ = text.partition("://")
+    if sep and scheme.replace("+", "").replace("-", "").replace(".", "").isalnum():
+        raise ConfigError(
+            f"the lake {text!r} is a URI; sluice writes lakes to a path every Spark node sees the same way "
+            "(a local or shared file system, or object storage mounted as one)"
+        )
+    return text.rstrip("/") or "/"
+
+
 class DeltaLake:
     """A lake of Delta mirrors plus a change log, written by one pipeline (``app_id``).
 
@@ -98,7 +111,7 @@ class DeltaLake:
     def __init__(self, root: str | os.PathLike[str], app_id: str) -> None:
         if not app_id:
             raise ConfigError("a Delta lake needs a non-empty app_id naming the pipeline that writes it")
-        self.root = os.fspath(root).rstrip("/") or "/"
+        self.root = lake_root(root)
         self.app_id = app_id
         self.changelog_path = f"{self.root}/_sluice/changes"
 
