@@ -1,19 +1,19 @@
 """Throwaway MariaDB and MySQL servers with the binlog on, for tests, benchmarks and the demo.
 
-``Sandbox.start("mariadb" | "mysql")`` initialises a data directory in a temporary directory,
-writes a CA and a server certificate for TLS, starts the server on a free port of 127.0.0.1 with
-the binary log on (ROW, server id 1, GTIDs on for MySQL; MariaDB always has GTIDs) and creates
-the users the tests and the demo log in as (``sandbox.accounts``: root, repl, and ed on MariaDB).
-The user-creation statements are not written to the binlog. A sandbox's server runs in its own
-process group, which ``stop()`` kills; the server also dies with the process that started it
-(unless started ``detached``) and every sandbox still running is stopped at interpreter exit.
+``Sandbox.start("mariadb" | "mysql")`` gives a temporary directory a fresh data directory
+(``sandbox.datadir``), writes a CA and a server certificate for TLS, starts the server (its command
+line: ``sandbox.argv``) on a free port of 127.0.0.1 with the binary log on (ROW, server id 1, GTIDs
+on for MySQL; MariaDB always has GTIDs) and creates the users the tests and the demo log in as
+(``sandbox.accounts``: root, repl, and ed on MariaDB). The user-creation statements are not written
+to the binlog. A sandbox's server runs in its own process group, which ``stop()`` kills; the server
+also dies with the process that started it (unless started ``detached``) and every sandbox still
+running is stopped at interpreter exit.
 """
 
 from __future__ import annotations
 
 import atexit
 import contextlib
-import getpass
 import logging
 import os
 import shutil
@@ -28,9 +28,12 @@ from types import TracebackType
 from typing import Literal
 
 from sluice.errors import ConfigError
+from sluice.sandbox import argv
 from sluice.sandbox.accounts import PASSWORDS, create_users
+from sluice.sandbox.argv import Install
 from sluice.sandbox.certs import make_tls_files
-from sluice.sandbox.install import MariadbInstall, MysqlInstall, require_mariadb, require_mysql
+from sluice.sandbox.datadir import fresh_datadir, remove_templates
+from sluice.sandbox.install import require_mariadb, require_mysql
 from sluice.sandbox.process import (
     HOST,
     OWNER_FILE,
@@ -54,8 +57,6 @@ _MAX_SOCKET_PATH = 100  # sun_path is 108 bytes on Linux
 
 _live: set[Sandbox] = set()
 _live_lock = threading.Lock()
-_templates: dict[str, Path] = {}  # flavor -> an initialised data directory that new sandboxes copy
-_templates_lock = threading.Lock()
 
 
 def _stop_all() -> None:
@@ -64,10 +65,7 @@ def _stop_all() -> None:
     for sandbox in sandboxes:
         with contextlib.suppress(Exception):
             sandbox.stop()
-    with _templates_lock:
-        for template in _templates.values():
-            shutil.rmtree(template.parent, ignore_errors=True)
-        _templates.clear()
+    remove_templates()
 
 
 atexit.register(_stop_all)
@@ -92,7 +90,7 @@ class Sandbox:
         self._detached = detached
         self._process: subprocess.Popen[bytes] | None = None
         self._socket_dir: Path | None = None
-        self._install: MysqlInstall | MariadbInstall = (
+        self._install: Install = (
             require_mysql() if flavor == "mysql" else require_mariadb()
         )
         self.datadir = workdir / "data"
@@ -157,7 +155,7 @@ class Sandbox:
         if not self.cert_path.exists():
             make_tls_files(self.ca_path.parent)
         if fresh:
-            self._initialize()
+            fresh_datadir(self.flavor, self._install, self.datadir, timeout=START_TIMEOUT)
         for attempt in range(3):
             try:
                 self._launch(timeout=timeout, password=None if fresh else PASSWORDS["root"])
@@ -218,82 +216,15 @@ class Sandbox:
 
     # ---------------------------------------------------------------- servers' command lines
 
-    def _mysql(self) -> MysqlInstall:
-        assert isinstance(self._install, MysqlInstall)
-        return self._install
-
-    def _mariadb(self) -> MariadbInstall:
-        assert isinstance(self._install, MariadbInstall)
-        return self._install
-
-    def _user_option(self) -> list[str]:
-        return [f"--user={getpass.getuser()}"] if os.geteuid() == 0 else []
-
-    def _initialize(self) -> None:
-        """Give the sandbox a fresh data directory: a copy of one initialised per process."""
-        with _templates_lock:
-            template = _templates.get(self.flavor)
-            if template is None or not template.exists():
-                base = Path(tempfile.mkdtemp(prefix=f"sluice-template-{self.flavor}-"))
-                (base / OWNER_FILE).write_text(f"{os.getpid()}\n")
-                (base / "tmp").mkdir()
-                try:
-                    self._run_initialize(base / "data", base)
-                except BaseException:
-                    shutil.rmtree(base, ignore_errors=True)
-                    raise
-                template = _templates[self.flavor] = base / "data"
-        shutil.copytree(template, self.datadir, symlinks=True)
-        (self.datadir / "auto.cnf").unlink(missing_ok=True)  # MySQL: a new server_uuid per sandbox
-
-    def _run_initialize(self, datadir: Path, workdir: Path) -> None:
-        init_log = workdir / "init.log"
-        if self.flavor == "mysql":
-            mysql = self._mysql()
-            argv = mysql.command(
-                "mysqld", "--no-defaults", *self._user_option(), "--initialize-insecure",
-                f"--basedir={mysql.basedir}", f"--datadir={datadir}",
-                f"--lc-messages-dir={mysql.lc_messages_dir}", f"--plugin-dir={mysql.plugin_dir}",
-                f"--tmpdir={workdir / 'tmp'}", f"--log-error={init_log}",
-            )
-        else:
-            mariadb = self._mariadb()
-            argv = [
-                str(mariadb.binary("mariadb-install-db")), "--no-defaults", *self._user_option(),
-                f"--datadir={datadir}", "--auth-root-authentication-method=normal",
-                "--skip-test-db", "--skip-name-resolve",
-                f"--tmpdir={workdir / 'tmp'}",
-            ]
-        with init_log.open("ab") as out:
-            result = subprocess.run(argv, stdout=out, stderr=subprocess.STDOUT, cwd=workdir,
-                                    timeout=START_TIMEOUT, check=False)
-        if result.returncode != 0:
-            raise SandboxError(f"initialising the {self.flavor} data directory {datadir} failed "
-                               f"(exit {result.returncode}); {init_log} ends with:\n{log_tail(init_log)}")
-
     def server_argv(self) -> list[str]:
         """The server's full command line (defaults first, then ``settings``)."""
-        options = [
-            "--no-defaults", *self._user_option(),
+        return argv.server_argv(self._install, [
             f"--datadir={self.datadir}", f"--port={self.port}", f"--bind-address={HOST}",
             f"--socket={self.socket}", f"--pid-file={self.pid_file}", f"--log-error={self.error_log}",
             f"--tmpdir={self.workdir / 'tmp'}", f"--log-bin={self.binlog_dir / 'binlog'}",
             "--server-id=1", "--secure-file-priv=",
             f"--ssl-ca={self.ca_path}", f"--ssl-cert={self.cert_path}", f"--ssl-key={self.key_path}",
-        ]
-        if self.flavor == "mysql":
-            mysql = self._mysql()
-            options += [
-                f"--basedir={mysql.basedir}", f"--lc-messages-dir={mysql.lc_messages_dir}",
-                f"--plugin-dir={mysql.plugin_dir}",
-                "--gtid-mode=ON", "--enforce-gtid-consistency=ON", "--mysqlx=OFF",
-            ]  # binlog_format is ROW by default and the option is deprecated in MySQL 9
-        else:
-            options += ["--binlog-format=ROW"]
-        options += [f"--{name.lstrip('-')}={value}" for name, value in self.settings.items()]
-        if self.flavor == "mysql":
-            return self._mysql().command("mysqld", *options)
-        return [str(self._mariadb().binary("mariadbd")), *options]
+        ], self.settings)
 
     def client_argv(self, *extra: str, user: str | None = None, password: str | None = None) -> list[str]:
         """The server's own CLI client: as root over the unix socket, or as ``user`` over TCP.
@@ -307,15 +238,11 @@ class Sandbox:
             secret = PASSWORDS.get(user, "") if password is None else password
             args = ["--no-defaults", "--protocol=TCP", f"--host={self.host}", f"--port={self.port}",
                     f"--user={user}", f"--password={secret}", *extra]
-        if self.flavor == "mysql":
-            return self._mysql().command("mysql", *args)
-        return [str(self._mariadb().binary("mariadb")), *args]
+        return argv.client_argv(self._install, *args)
 
     def binlog_tool_argv(self, *extra: str) -> list[str]:
         """``mysqlbinlog`` / ``mariadb-binlog`` of this server's distribution."""
-        if self.flavor == "mysql":
-            return self._mysql().command("mysqlbinlog", *extra)
-        return [str(self._mariadb().binary("mariadb-binlog")), *extra]
+        return argv.binlog_tool_argv(self._install, *extra)
 
     def write_client_config(self, password: str | None) -> None:
         """The client option file ``client_argv`` reads (socket, user, password)."""

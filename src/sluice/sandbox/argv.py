@@ -1,0 +1,71 @@
+"""The command lines of a sandbox's programs in either distribution: the initialisation of a data
+directory, the server with its distribution's own options, the CLI client and the binlog tool
+(``mysqld`` / ``mariadbd``, ``mysql`` / ``mariadb``, ``mysqlbinlog`` / ``mariadb-binlog``).
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from sluice.sandbox.install import MariadbInstall, MysqlInstall
+
+__all__ = ["Install", "binlog_tool_argv", "client_argv", "initialize_argv", "server_argv"]
+
+Install = MysqlInstall | MariadbInstall
+
+
+def _user_option() -> list[str]:
+    return [f"--user={getpass.getuser()}"] if os.geteuid() == 0 else []
+
+
+def initialize_argv(install: Install, datadir: Path, workdir: Path, init_log: Path) -> list[str]:
+    """``mysqld --initialize-insecure`` or ``mariadb-install-db`` for an empty ``datadir``: root
+    without a password, temporary files in ``workdir/tmp``."""
+    if isinstance(install, MysqlInstall):
+        return install.command(
+            "mysqld", "--no-defaults", *_user_option(), "--initialize-insecure",
+            f"--basedir={install.basedir}", f"--datadir={datadir}",
+            f"--lc-messages-dir={install.lc_messages_dir}", f"--plugin-dir={install.plugin_dir}",
+            f"--tmpdir={workdir / 'tmp'}", f"--log-error={init_log}",
+        )
+    return [
+        str(install.binary("mariadb-install-db")), "--no-defaults", *_user_option(),
+        f"--datadir={datadir}", "--auth-root-authentication-method=normal",
+        "--skip-test-db", "--skip-name-resolve",
+        f"--tmpdir={workdir / 'tmp'}",
+    ]
+
+
+def server_argv(install: Install, options: Sequence[str], settings: Mapping[str, str]) -> list[str]:
+    """The server's command line: ``--no-defaults``, ``options``, then the distribution's own (MySQL:
+    GTIDs on, no X plugin; MariaDB: ROW format), then ``settings`` as ``--name=value``."""
+    args = ["--no-defaults", *_user_option(), *options]
+    if isinstance(install, MysqlInstall):
+        args += [
+            f"--basedir={install.basedir}", f"--lc-messages-dir={install.lc_messages_dir}",
+            f"--plugin-dir={install.plugin_dir}",
+            "--gtid-mode=ON", "--enforce-gtid-consistency=ON", "--mysqlx=OFF",
+        ]  # binlog_format is ROW by default and the option is deprecated in MySQL 9
+    else:
+        args += ["--binlog-format=ROW"]
+    args += [f"--{name.lstrip('-')}={value}" for name, value in settings.items()]
+    if isinstance(install, MysqlInstall):
+        return install.command("mysqld", *args)
+    return [str(install.binary("mariadbd")), *args]
+
+
+def client_argv(install: Install, *args: str) -> list[str]:
+    """The distribution's CLI client (``mysql`` / ``mariadb``) with ``args``."""
+    if isinstance(install, MysqlInstall):
+        return install.command("mysql", *args)
+    return [str(install.binary("mariadb")), *args]
+
+
+def binlog_tool_argv(install: Install, *args: str) -> list[str]:
+    """``mysqlbinlog`` / ``mariadb-binlog`` with ``args``."""
+    if isinstance(install, MysqlInstall):
+        return install.command("mysqlbinlog", *args)
+    return [str(install.binary("mariadb-binlog")), *args]
