@@ -13,7 +13,7 @@ SRC = Path(__file__).resolve().parents[2] / "src" / "sluice"
 
 # Lower numbers are lower layers; a package may import only from layers below its own (and itself).
 LAYERS = {
-    "errors": 0, "dsn": 1, "wire": 2, "binlog": 2, "sandbox": 2, "io": 3, "cdc": 4, "eventjson": 4,
+    "errors": 0, "codegen": 0, "dsn": 1, "wire": 2, "binlog": 2, "sandbox": 2, "io": 3, "cdc": 4, "eventjson": 4,
     "spark": 5, "api": 5, "commands": 6, "cli": 7, "__init__": 8, "__main__": 8,
 }
 

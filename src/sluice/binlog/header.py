@@ -17,6 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from sluice.codegen import define
+
 HEADER_LEN = 19
 HEADER = struct.Struct("<IBIIIH")
 
@@ -46,8 +48,7 @@ def frozen_builder(cls: type[T]) -> Callable[..., T]:
         + "".join(f"    _set_{n}(o, {n})\n" for n in names)
         + "    return o\n"
     )
-    exec(compile(source, f"<sluice frozen_builder {cls.__name__}>", "exec"), namespace)
-    builder: Callable[..., T] = namespace[f"build_{cls.__name__}"]
+    builder: Callable[..., T] = define(source, f"build_{cls.__name__}", namespace, f"frozen_builder {cls.__name__}")
     return builder
 
 

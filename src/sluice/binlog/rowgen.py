@@ -18,6 +18,7 @@ from sluice.binlog.absent import ABSENT
 from sluice.binlog.colplan import Col
 from sluice.binlog.values.charsets import CharsetDecodeError
 from sluice.binlog.values.json_binary import JsonDiffs, parse_json_diffs
+from sluice.codegen import define
 from sluice.errors import MalformedEventError
 
 if TYPE_CHECKING:
@@ -45,9 +46,8 @@ def compile_loops(plan: RowPlan, present: int, present_after: int | None, partia
     checked = _source(plan, "_checked", images, partial, True, bind)
     args = "".join(f", {n}={n}" for n in sorted(bind))
     src = "\n".join(fast + checked).replace("(__ARGS__)", f"(buf, pos, end{args})") + "\n"
-    namespace: dict[str, Any] = dict(bind)
-    exec(compile(src, f"<sluice rowplan {plan.table_name}>", "exec"), namespace)
-    return namespace["_fast"], namespace["_checked"]
+    fast_fn, checked_fn = define(src, ("_fast", "_checked"), bind, f"rowplan {plan.table_name}")
+    return fast_fn, checked_fn
 
 
 def _source(plan: RowPlan, name: str, images: list[int], partial: bool, checked: bool,

@@ -32,6 +32,7 @@ from sluice.binlog.values.geometry import decode_geometry, decode_vector
 from sluice.binlog.values.json_binary import JsonDecimal
 from sluice.cdc.schema.model import ColumnDef, TableSchema
 from sluice.cdc.schema.typemap import BINARY_TYPES, BLOB_TYPES, GEOMETRY_TYPES, INTEGER_TYPES, TEXT_TYPES
+from sluice.codegen import define
 from sluice.errors import SchemaError
 
 __all__ = [
@@ -230,9 +231,7 @@ def row_converter(converters: Sequence[TextConverter | None]) -> Callable[[Seque
             parts.append(f"(None if row[{i}] is None else _c{i}(row[{i}]))")
     body = ", ".join(parts) + ("," if len(parts) == 1 else "")
     source = f"def convert(row):\n    return ({body})\n"
-    namespace: dict[str, Any] = dict(names)
-    exec(compile(source, "<sluice text row>", "exec"), namespace)
-    fn: Callable[[Sequence[str | None]], tuple[Any, ...]] = namespace["convert"]
+    fn: Callable[[Sequence[str | None]], tuple[Any, ...]] = define(source, "convert", names, "text row")
     return fn
 
 

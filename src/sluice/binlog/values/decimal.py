@@ -13,6 +13,8 @@ from collections.abc import Callable
 from decimal import Decimal
 from functools import cache
 
+from sluice.codegen import define
+
 __all__ = ["decimal_decoder", "decimal_size", "decode_decimal"]
 
 DIG2BYTES = (0, 1, 1, 2, 2, 3, 3, 4, 4, 4)
@@ -81,12 +83,12 @@ def decimal_decoder(precision: int, scale: int) -> Callable[[bytes, int], Decima
         lines.append(f"    return _Decimal(f'{{sign}}{{{mag}}}E-{scale}')")
     else:
         lines.append(f"    return _Decimal(f'{{sign}}{{{mag}}}')")
-    namespace: dict[str, object] = {"_from_bytes": int.from_bytes, "_Decimal": Decimal}
-    exec("\n".join(lines), namespace)
-    decode = namespace["decode"]
     if len(groups) == 0:
         raise ValueError(f"DECIMAL({precision},{scale}) has no digits")
-    return decode  # type: ignore[return-value]
+    decode: Callable[[bytes, int], Decimal] = define(
+        "\n".join(lines) + "\n", "decode", {"_from_bytes": int.from_bytes, "_Decimal": Decimal},
+        f"decimal({precision},{scale})")
+    return decode
 
 
 def decode_decimal(buf: bytes, pos: int, precision: int, scale: int) -> tuple[Decimal, int]:
