@@ -26,7 +26,7 @@ from sluice.cdc.follow import FollowConfig, follow
 from sluice.cdc.records import RowChange
 from sluice.cdc.session import StartRequest, prepare_capture
 from sluice.dsn import parse_dsn
-from sluice.io.binlog_file import iter_events, iter_raw_blocks
+from sluice.io.binlog_file import iter_events, iter_raw_spans
 from sluice.io.replication import ReplicationStream, StreamConfig
 
 PathLike = str | os.PathLike[str]
@@ -69,7 +69,7 @@ def read_changes(
         name = os.path.basename(os.fspath(path))
         if capture is None:
             capture = ChangeCapture(config, Checkpoint(name, 4))
-        for committed in capture.feed_file(name, os.fspath(path), iter_raw_blocks(os.fspath(path))):
+        for committed in capture.feed_file(name, os.fspath(path), iter_raw_spans(os.fspath(path))):
             for record in committed.records:
                 if type(record) is RowChange:
                     yield record

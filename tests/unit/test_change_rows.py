@@ -19,7 +19,7 @@ from sluice.binlog import rowplan
 from sluice.binlog.position import Checkpoint
 from sluice.cdc.capture import CaptureConfig, ChangeCapture
 from sluice.errors import SluiceError
-from sluice.io.binlog_file import iter_raw_blocks
+from sluice.io.binlog_file import iter_raw_spans
 from sluice.spark.changes import columns_batch
 from sluice.spark.source import arrow_batches
 from tests.unit.binlog.test_event_run import cut_variants
@@ -39,7 +39,7 @@ def _table(files: list[bytes], *, compiled: bool, **config: Any) -> Any:
 
         def transactions() -> Any:
             for i, data in enumerate(files):
-                yield from capture.feed_file(f"f{i}", f"f{i}", iter_raw_blocks(io.BytesIO(data)))
+                yield from capture.feed_file(f"f{i}", f"f{i}", iter_raw_spans(io.BytesIO(data)))
 
         batches = list(arrow_batches(transactions()))
         return pa.Table.from_batches(batches).combine_chunks().to_pylist() if batches else []

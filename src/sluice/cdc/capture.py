@@ -148,14 +148,14 @@ class ChangeCapture:
                     return None
         return self._feed(file, pos, next_pos, data)
 
-    def feed_block(self, file: str, offset: int, block: bytes) -> list[CommittedTransaction]:
-        """Decode a block of whole events that starts at ``(file, offset)``; returns the
-        transactions committed in it, in order. Runs of TABLE_MAP and rows events inside a
-        transaction go to the compiled core in one call (see ``EventRun``)."""
+    def feed_block(self, file: str, offset: int, block: bytes, stop: int | None = None) -> list[CommittedTransaction]:
+        """Decode a block of whole events (``block[:stop]``) that starts at ``(file, offset)``;
+        returns the transactions committed in it, in order. Runs of TABLE_MAP and rows events
+        inside a transaction go to the compiled core in one call (see ``EventRun``)."""
         out: list[CommittedTransaction] = []
         run, run_types = self._run, self._run_types
         feed = self._feed
-        pos, n = 0, len(block)
+        pos, n = 0, len(block) if stop is None else stop
         while pos < n:
             if run is not None and block[pos + 4] in run_types:
                 events = self.assembler.open_events()
@@ -223,13 +223,15 @@ class ChangeCapture:
             return CommittedTransaction(tx, [], count, columns=rows)
         return CommittedTransaction(tx, list(self._records(tx)))
 
-    def feed_file(self, file: str, label: str, blocks: Iterable[tuple[int, bytes]]) -> Iterator[CommittedTransaction]:
-        """Decode the ``(offset, block)`` blocks of whole events of one binlog file offline
-        (``begin_file``, every block, ``cut_off``) and yield the transactions it commits."""
+    def feed_file(self, file: str, label: str,
+                  spans: Iterable[tuple[int, bytes, int]]) -> Iterator[CommittedTransaction]:
+        """Decode the ``(offset, buf, stop)`` blocks of whole events (``buf[:stop]``) of one binlog
+        file offline (``begin_file``, every block, ``cut_off``; see ``io.binlog_file.iter_raw_spans``)
+        and yield the transactions it commits."""
         self.begin_file(file, label)
         feed_block = self.feed_block
-        for offset, block in blocks:
-            yield from feed_block(file, offset, block)
+        for offset, buf, stop in spans:
+            yield from feed_block(file, offset, buf, stop)
         self.cut_off()
 
     def begin_file(self, file: str, label: str | None = None) -> None:

@@ -76,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
     from sluice.binlog.position import Checkpoint
     from sluice.cdc.capture import CaptureConfig, ChangeCapture
     from sluice.cdc.filters import parse_ops, table_filter
-    from sluice.io.binlog_file import iter_raw_blocks
+    from sluice.io.binlog_file import iter_raw_spans
 
     keep = table_filter(args.tables, args.exclude_tables)
     jsonl = args.format == "jsonl" and not args.count_only
@@ -98,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
         name = "stdin" if path == "-" else path.rsplit("/", 1)[-1]
         if capture is None:
             capture = ChangeCapture(config, Checkpoint(name, 4))
-        for committed in capture.feed_file(name, "<stdin>" if path == "-" else path, iter_raw_blocks(source)):
+        for committed in capture.feed_file(name, "<stdin>" if path == "-" else path, iter_raw_spans(source)):
             # feed_file cuts off at the end a transaction still open: it never spans two files
             n_transactions += 1
             n_changes += committed.row_count

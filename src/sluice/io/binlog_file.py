@@ -4,7 +4,8 @@
 ``(offset, event)`` for every event, reading fixed-size blocks so memory stays bounded by the
 largest single event, never by the file size. ``source`` is a path, ``"-"`` for standard input,
 or any binary stream with ``read``. ``iter_raw_blocks`` yields the undecoded events in blocks
-of whole events, for a reader that takes many at once (``ChangeCapture.feed_block``).
+of whole events, for a reader that takes many at once; ``iter_raw_spans`` the same blocks uncut,
+with where their whole events end (``ChangeCapture.feed_file``).
 ``BinlogFile`` is the same as an iterable object that can also start at a later event offset (the
 file's FORMAT_DESCRIPTION_EVENT is read first, as a replica would). A file that is not a binlog,
 ends inside an event or fails its checksum raises the typed error naming the file and the offset.
@@ -24,7 +25,7 @@ from sluice.binlog.header import HEADER_LEN
 from sluice.binlog.parser import EventParser
 from sluice.errors import ConfigError, MalformedEventError, TruncatedError
 
-__all__ = ["BINLOG_MAGIC", "BinlogFile", "iter_events", "iter_raw_blocks"]
+__all__ = ["BINLOG_MAGIC", "BinlogFile", "iter_events", "iter_raw_blocks", "iter_raw_spans"]
 
 BINLOG_MAGIC = b"\xfebin"
 BLOCK_SIZE = 1 << 20
@@ -54,6 +55,11 @@ def _open(source: Source) -> tuple[BinaryIO, str, bool]:
 
 def _check_magic(stream: BinaryIO, name: str) -> None:
     magic = stream.read(4)
+    while 0 < len(magic) < 4:  # a pipe may give less than asked
+        more = stream.read(4 - len(magic))
+        if not more:
+            break
+        magic += more
     if magic != BINLOG_MAGIC:
         raise MalformedEventError(
             f"not a binlog file: expected the magic bytes fe 62 69 6e, found {magic.hex(' ') or 'nothing'}",
@@ -70,37 +76,52 @@ def _truncated(name: str, offset: int, detail: str) -> TruncatedError:
     )
 
 
-def _raw_blocks(stream: BinaryIO, name: str, offset: int, stop: int | None = None) -> Iterator[tuple[int, bytes]]:
-    """``(offset, block)``: the stream's bytes from ``offset`` on in blocks of whole events, up to the
-    first event that starts at or after ``stop`` (an event boundary; None: the end)."""
-    buf = b""
-    eof = False
+def _raw_spans(stream: BinaryIO, name: str, offset: int, stop: int | None = None) -> Iterator[tuple[int, bytes, int]]:
+    """``(offset, buf, end)``: the stream's bytes from ``offset`` on, whole events in ``buf[:end]``,
+    up to the first event that starts at or after ``stop`` (an event boundary; None: the end).
+
+    Each read's bytes are handed on as they are, with the end of their last whole event: cutting a
+    large ``bytes`` or joining one to the next read costs a fresh allocation and a copy of it, which
+    for megabyte blocks took several times as long as the read. An event cut by a read's end is
+    completed by itself (its remaining bytes only) and handed on alone."""
     read = stream.read
+    carry = b""  # the start of an event cut by the last read's end
     while True:
+        if carry:
+            have = len(carry)
+            known = have >= HEADER_LEN
+            want = _U32(carry, _SIZE_OFFSET)[0] if known else HEADER_LEN
+            if want > have:
+                piece = read(want - have)
+                if not piece:
+                    raise _truncated(name, offset, f"{have} bytes present, at least {want} needed")
+                carry += piece
+                if not known or len(carry) < want:
+                    continue  # only the header so far, or a pipe gave less than asked
+            buf = carry
+        else:
+            buf = read(BLOCK_SIZE)
+            if not buf:
+                return
         limit = len(buf) if stop is None else stop - offset
         end, bad = whole_events(buf, 0, limit)
         if end:
-            yield offset, buf if end == len(buf) else buf[:end]
+            yield offset, buf, end
             offset += end
-            buf = buf[end:]
         if bad >= 0:
             raise MalformedEventError(
-                f"event header declares {_U32(buf, _SIZE_OFFSET)[0]} bytes, less than the header itself",
+                f"event header declares {_U32(buf, bad + _SIZE_OFFSET)[0]} bytes, less than the header itself",
                 file=name, offset=offset,
             )
         if stop is not None and offset >= stop:
             return
-        avail = len(buf)
-        need = _U32(buf, _SIZE_OFFSET)[0] - avail if avail >= HEADER_LEN else HEADER_LEN - avail
-        if eof:
-            if avail == 0:
-                return
-            raise _truncated(name, offset, f"{avail} bytes present, at least {avail + need} needed")
-        chunk = read(max(BLOCK_SIZE, need))
-        if not chunk:
-            eof = True
-        else:
-            buf = buf + chunk if buf else chunk
+        carry = buf[end:] if end < len(buf) else b""
+
+
+def _raw_blocks(stream: BinaryIO, name: str, offset: int, stop: int | None = None) -> Iterator[tuple[int, bytes]]:
+    """``(offset, block)``: ``_raw_spans`` with every block cut to its whole events."""
+    for at, buf, end in _raw_spans(stream, name, offset, stop):
+        yield at, buf if end == len(buf) else buf[:end]
 
 
 def _raw_events(stream: BinaryIO, name: str, offset: int) -> Iterator[tuple[int, bytes]]:
@@ -133,6 +154,26 @@ def iter_raw_blocks(source: Source, start: int = 4, end: int | None = None) -> I
                 yield first
             stream.seek(start)
         yield from _raw_blocks(stream, name, max(start, 4), end)
+    finally:
+        if owned:
+            stream.close()
+
+
+def iter_raw_spans(source: Source, start: int = 4, end: int | None = None) -> Iterator[tuple[int, bytes, int]]:
+    """``(offset, buf, stop)``: ``iter_raw_blocks`` without cutting the blocks: the whole events are
+    ``buf[:stop]`` (the rest of ``buf`` is the start of the next one, handed on again). From
+    ``start`` on (an event boundary after 4), the first block is the file's FORMAT_DESCRIPTION_EVENT
+    alone, as a replica starting there reads it first; ``end`` None reads to the end, else the
+    events that start before ``end``."""
+    stream, name, owned = _open(source)
+    try:
+        _check_magic(stream, name)
+        if start > 4:
+            first = next(_raw_events(stream, name, 4), None)
+            if first is not None:
+                yield first[0], first[1], len(first[1])
+            stream.seek(start)
+        yield from _raw_spans(stream, name, max(start, 4), end)
     finally:
         if owned:
             stream.close()

@@ -22,7 +22,7 @@ from sluice.binlog.position import Checkpoint, binlog_file_key
 from sluice.cdc.capture import CaptureConfig, ChangeCapture
 from sluice.cdc.schema import Catalog, SchemaTracker
 from sluice.errors import ConfigError
-from sluice.io.binlog_file import iter_raw_blocks
+from sluice.io.binlog_file import iter_raw_spans
 from sluice.spark.source import SourceOptions, arrow_batches
 
 __all__ = ["BinlogFileReader", "FilePartition"]
@@ -60,7 +60,7 @@ class BinlogFileReader(DataSourceReader):
             tracker = capture.tracker
             parts.append(FilePartition(path, tracker.catalog.to_json(), tracker.flavor))
             segment = 4
-            for done in capture.feed_file(name, path, iter_raw_blocks(path)):
+            for done in capture.feed_file(name, path, iter_raw_spans(path)):
                 if done.end.pos - segment >= size:
                     # A transaction boundary past the segment size: the next task starts here.
                     segment = done.end.pos
@@ -75,7 +75,7 @@ class BinlogFileReader(DataSourceReader):
         tracker = SchemaTracker(Catalog.from_json(partition.catalog), None, flavor=partition.flavor)
         capture = ChangeCapture(self.options.capture_config(), Checkpoint(name, 4), tracker)
         # A segment of a file is its FORMAT_DESCRIPTION_EVENT and the events from the task's start.
-        yield from arrow_batches(capture.feed_file(name, path, iter_raw_blocks(path, partition.start, partition.end)))
+        yield from arrow_batches(capture.feed_file(name, path, iter_raw_spans(path, partition.start, partition.end)))
 
 
 def _expand(paths: Sequence[str]) -> list[str]:

@@ -182,3 +182,63 @@ def test_whole_events_agrees_with_its_twin_on_every_cut(compiled: bool) -> None:
         assert framing.whole_events(bad, 0, len(bad)) == (0, 0)
     finally:
         rowplan.use_compiled(previous)
+
+
+class _Trickle(io.RawIOBase):
+    """A pipe that gives at most ``most`` bytes per read."""
+
+    def __init__(self, data: bytes, most: int) -> None:
+        self._data, self._pos, self._most = data, 0, most
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def seek(self, pos: int, whence: int = 0) -> int:
+        assert whence == 0
+        self._pos = pos
+        return pos
+
+    def read(self, n: int = -1) -> bytes:  # type: ignore[override]
+        n = self._most if n < 0 else min(n, self._most)
+        out = self._data[self._pos : self._pos + n]
+        self._pos += len(out)
+        return out
+
+
+@pytest.mark.parametrize("block", [7, 40, 1 << 16])
+@pytest.mark.parametrize("most", [3, 19, 1 << 20])
+def test_raw_spans_hand_on_every_event_once_in_any_read_sizes(monkeypatch: pytest.MonkeyPatch, block: int,
+                                                               most: int) -> None:
+    path = Path(__file__).resolve().parents[2] / "data" / "mysql-multitable.binlog"
+    data = path.read_bytes()
+    expect = _split(bf.iter_raw_blocks(path))
+    monkeypatch.setattr(bf, "BLOCK_SIZE", block)
+    spans = list(bf.iter_raw_spans(_Trickle(data, most)))
+    assert all(0 < stop <= len(buf) for _, buf, stop in spans)
+    assert _split((offset, buf[:stop]) for offset, buf, stop in spans) == expect
+    start, end = expect[2][0], expect[-3][0]
+    ranged = list(bf.iter_raw_spans(_Trickle(data, most), start, end))
+    assert _split((offset, buf[:stop]) for offset, buf, stop in ranged) == [expect[0], *expect[2:-3]]
+
+
+@pytest.mark.parametrize("block", [64, 1 << 16])
+def test_raw_spans_of_a_cut_file_end_in_truncated_error_at_the_cut_event(monkeypatch: pytest.MonkeyPatch,
+                                                                          block: int) -> None:
+    path = Path(__file__).resolve().parents[2] / "data" / "mysql-multitable.binlog"
+    data = path.read_bytes()
+    events = _split(bf.iter_raw_blocks(path))
+    monkeypatch.setattr(bf, "BLOCK_SIZE", block)
+    for cut in range(5, len(data), 13):
+        inside = [offset for offset, event in events if offset < cut < offset + len(event)]
+        got: list[tuple[int, bytes]] = []
+        try:
+            for offset, buf, stop in bf.iter_raw_spans(io.BytesIO(data[:cut])):
+                got.extend(_split([(offset, buf[:stop])]))
+        except TruncatedError as exc:
+            assert inside and exc.offset == inside[0], cut  # type: ignore[attr-defined]
+        else:
+            assert not inside, cut
+        assert got == [e for e in events if e[0] + len(e[1]) <= cut]

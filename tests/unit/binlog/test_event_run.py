@@ -23,7 +23,7 @@ from sluice.cdc.capture import CaptureConfig, ChangeCapture
 from sluice.cdc.jsonl import record_line
 from sluice.errors import SluiceError
 from sluice.io import binlog_file
-from sluice.io.binlog_file import BINLOG_MAGIC, iter_raw_blocks
+from sluice.io.binlog_file import BINLOG_MAGIC, iter_raw_spans
 
 pytestmark = [
     pytest.mark.unit,
@@ -77,7 +77,7 @@ def _capture(files: list[bytes], *, compiled: bool, count_only: bool = False, by
                         done.append(tx)
                 capture.cut_off()
             else:
-                done = list(capture.feed_file(name, name, iter_raw_blocks(io.BytesIO(data))))
+                done = list(capture.feed_file(name, name, iter_raw_spans(io.BytesIO(data))))
             for tx in done:
                 text = b"".join(tx.lines or ()).decode() + "".join(f"{record_line(r)}\n" for r in tx.records)
                 out.append((str(tx.start), str(tx.end), tx.row_count, text))
