@@ -50,6 +50,17 @@ cdef inline int _out_bytes(_Buf *o, bytes b) except -1:
     return _out(o, PyBytes_AS_STRING(b), PyBytes_GET_SIZE(b))
 
 
+cdef inline bint _plain8(const char *p) noexcept nogil:
+    """Whether none of 8 bytes needs escaping in a JSON string (a control byte, '"' or '\\'):
+    a word-at-a-time test that may say no for a plain word, never yes for one that is not."""
+    cdef uint64_t w, q, b
+    cdef uint64_t ones = 0x0101010101010101ULL, high = 0x8080808080808080ULL
+    memcpy(&w, p, 8)
+    q = w ^ (ones * 0x22)
+    b = w ^ (ones * 0x5C)
+    return ((((w - ones * 0x20) & ~w) | ((q - ones) & ~q) | ((b - ones) & ~b)) & high) == 0
+
+
 cdef int _out_str(_Buf *o, str s) except -1:
     """``s`` as a JSON string, escaped as ``json`` does with ``ensure_ascii=False``."""
     cdef Py_ssize_t n, i, run = 0
@@ -60,9 +71,14 @@ cdef int _out_str(_Buf *o, str s) except -1:
         _out_grow(o, n + 2)
     o.data[o.size] = b'"'
     o.size += 1
-    for i in range(n):
+    i = 0
+    while i < n:
+        if n - i >= 8 and _plain8(p + i):
+            i += 8
+            continue
         c = <unsigned char>p[i]
         if c >= 0x20 and c != b'"' and c != b'\\':
+            i += 1
             continue
         _out(o, p + run, i - run)
         run = i + 1
@@ -83,26 +99,36 @@ cdef int _out_str(_Buf *o, str s) except -1:
         else:
             snprintf(esc, 8, b'\\u%04x', c)
             _out(o, esc, 6)
+        i += 1
     _out(o, p + run, n - run)
     _out(o, b'"', 1)
     return 0
+
+
+cdef inline int _out_int(_Buf *o, long long i) except -1:
+    """``i`` in decimal (what ``%lld`` writes, without the cost of the format machinery)."""
+    cdef char num[24]
+    cdef int n = 0
+    if i < 0:
+        num[0] = b'-'
+        n = 1 + _put(num + 1, (<uint64_t>0) - <uint64_t>i, 1)
+    else:
+        n = _put(num, <uint64_t>i, 1)
+    return _out(o, num, n)
 
 
 cdef int _out_value(_Buf *o, object v, object fallback) except -1:
     cdef int overflow = 0
     cdef long long i
     cdef double d
-    cdef char num[32]
     cdef char *text
-    cdef Py_ssize_t n
     t = type(v)
     if v is None:
         return _out(o, b"null", 4)
     if t is int:
         i = PyLong_AsLongLongAndOverflow(v, &overflow)
         if not overflow:
-            n = snprintf(num, 32, b"%lld", i)
-            return _out(o, num, n)
+            return _out_int(o, i)
     elif t is str:
         try:
             return _out_str(o, v)
@@ -227,8 +253,7 @@ cdef int _out_image(_Buf *o, tuple values, tuple keys, object absent, object fal
 
 cdef int _write_lines(_Buf *o, int kind, bytes head, tuple keys, list rows, bytes mid, Py_ssize_t pos,
                       bytes gtid_ts, long long ts, object absent, object fallback) except -1:
-    cdef Py_ssize_t i, n
-    cdef char num[64]
+    cdef Py_ssize_t i
     for i in range(len(rows)):
         row = rows[i]
         _out_bytes(o, head)
@@ -243,11 +268,12 @@ cdef int _write_lines(_Buf *o, int kind, bytes head, tuple keys, list rows, byte
             _out(o, b',"after":', 9)
             _out_image(o, <tuple?>(<tuple?>row)[1], keys, absent, fallback)
         _out_bytes(o, mid)
-        n = snprintf(num, 64, b'%zd,"row":%zd', pos, i)
-        _out(o, num, n)
+        _out_int(o, pos)
+        _out(o, b',"row":', 7)
+        _out_int(o, i)
         _out_bytes(o, gtid_ts)
-        n = snprintf(num, 64, b"%lld}\n", ts)
-        _out(o, num, n)
+        _out_int(o, ts)
+        _out(o, b'}\n', 2)
     return 0
 
 

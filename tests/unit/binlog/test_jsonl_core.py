@@ -81,3 +81,18 @@ def test_every_kind_of_value_is_written_as_change_line_writes_it(values: list[An
     expected = "".join(f"{change_line(change)}\n" for change in builder.feed(event, "f", 4))
     got = rows_event_lines(rowplan._compiled_core.rows_jsonl, event, columns, (), "f", 4, "g:1")
     assert got == expected.encode()
+
+
+def test_strings_are_escaped_wherever_the_byte_to_escape_falls_in_a_word() -> None:
+    """The writer tests eight bytes at a time for bytes to escape: put each kind at every offset."""
+    m = Map((T_JSON,), (4,))
+    builder = RowChangeBuilder(resolve=lambda _table, _file, _pos: (("s",), ()))
+    for special in ('"', "\\", "\n", "\x00", "\x01", "\x1f", " ", "\x7f", "é", "\U0001f600", "\u2028"):
+        for length in range(0, 34):
+            for at in range(length):
+                text = "a" * at + special + "b" * (length - at - 1)
+                event: Any = RowsEvent(build_header(1, 30, 1, 40, 0, 0), "write", 1, 0, m, 0, None,  # type: ignore[arg-type]
+                                       [(text,)])
+                expected = "".join(f"{change_line(change)}\n" for change in builder.feed(event, "f", 4))
+                got = rows_event_lines(rowplan._compiled_core.rows_jsonl, event, ("s",), (), "f", 4, None)
+                assert got == expected.encode(), (special, length, at)
