@@ -31,7 +31,7 @@ from sluice.cdc.records import RowChange
 from sluice.errors import ConfigError, DataLossError, SchemaError
 from sluice.spark import mirror_merge
 from sluice.spark.delta_sink import CHANGELOG_SCHEMA, DeltaLake, TableBatch
-from sluice.spark.types import MirrorColumn, mirror_columns
+from sluice.spark.mirror_columns import MirrorColumn, mirror_columns
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 

@@ -33,7 +33,7 @@ from sluice.io.replication import server_binlog_status
 from sluice.spark import verify as verify_module
 from sluice.spark.delta_sink import DeltaLake, TableBatch
 from sluice.spark.layout import mirror_columns_for_schema
-from sluice.spark.types import to_arrow_table
+from sluice.spark.mirror_columns import to_arrow_table
 from sluice.spark.verify import TableVerdict, verify_lake
 
 DB = "verify_db"

@@ -25,6 +25,7 @@ from sluice.cdc.schema.model import ColumnDef, TableSchema
 from sluice.cdc.textvalues import text_converter
 from sluice.errors import SchemaError
 from sluice.spark.layout import mirror_columns_for_schema
+from sluice.spark.mirror_columns import column_array
 from sluice.spark.snapshot_arrow import (
     chunk_table,
     column_builders,
@@ -34,7 +35,6 @@ from sluice.spark.snapshot_arrow import (
     text_array,
     texts,
 )
-from sluice.spark.types import column_array
 
 pytestmark = pytest.mark.unit
 

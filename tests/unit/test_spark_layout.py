@@ -30,7 +30,7 @@ from sluice.cdc.schema import Catalog, TableSchema, apply_ddl, check_table_map
 from sluice.errors import ProtocolError, SchemaError
 from sluice.spark.images import decode_image, image_decoder, row_change_from_record
 from sluice.spark.layout import mirror_columns_for_schema, table_map_for_schema
-from sluice.spark.types import MirrorColumn, json_text, json_texts, mirror_columns, to_arrow_table
+from sluice.spark.mirror_columns import MirrorColumn, json_text, json_texts, mirror_columns, to_arrow_table
 
 pytestmark = pytest.mark.unit
 

@@ -5,7 +5,7 @@ folds the changes per primary key) handles every case: minimal images, partial J
 moves that patch a mirror row, snapshot filtering. Most batches need none of it: every image is
 full, and every column is of a type whose JSON-lines value Arrow converts exactly (integers,
 text, ENUM, TIME, DECIMAL from its digits, DATE / DATETIME / TIMESTAMP from their text, zero and
-partial dates to NULL as ``sluice.spark.types`` does). ``merge_source`` then parses the images
+partial dates to NULL as ``sluice.spark.mirror_columns`` does). ``merge_source`` then parses the images
 with ``pyarrow.json`` (explicit schema, unknown keys an error), keeps the last change per key with
 an Arrow group-by (an update that moves the key deletes the old key), and returns the same MERGE
 source the per-row path builds. It returns None whenever it cannot prove the result is the same —
@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pa_json
 
-from sluice.spark.types import MirrorColumn
+from sluice.spark.mirror_columns import MirrorColumn
 
 __all__ = ["DELETE_FLAG", "merge_source"]
 
@@ -74,7 +74,7 @@ def _cast_to(target: pa.DataType) -> _Finish:
 def _plan(col: MirrorColumn) -> tuple[pa.DataType, _Finish] | None:
     """(the type to read the column's JSON values as, JSON values -> mirror values), None when the
     column has no exact column-wise conversion."""
-    from sluice.spark import types as t
+    from sluice.spark import mirror_columns as t
 
     at, mt, convert = col.arrow_type, col.mysql_type, col.convert
     if convert is t._identity:

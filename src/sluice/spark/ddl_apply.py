@@ -30,8 +30,8 @@ from sluice.errors import DataLossError
 from sluice.io.atomic import write_atomically
 from sluice.spark.ddl_plan import MirrorStep
 from sluice.spark.delta_sink import DeltaLake
+from sluice.spark.mirror_columns import column_array
 from sluice.spark.snapshot import SnapshotState
-from sluice.spark.types import column_array
 
 __all__ = ["CannotRewrite", "MirrorDdl"]
 

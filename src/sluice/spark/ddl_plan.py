@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from sluice.cdc.schema import Catalog, ColumnDef, TableSchema, apply_ddl
 from sluice.cdc.schema.lineage import ColumnOrigin
 from sluice.spark.layout import mirror_columns_for_schema
-from sluice.spark.types import MirrorColumn
+from sluice.spark.mirror_columns import MirrorColumn
 
 __all__ = ["MirrorStep", "plan_ddl"]
 

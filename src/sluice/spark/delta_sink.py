@@ -2,7 +2,7 @@
 every change to the change log, exactly once.
 
 A lake is a root folder: ``ROOT/<db>/<table>`` is the typed mirror of a table (one row per primary
-key, columns per ``sluice.spark.types``) and ``ROOT/_sluice/changes`` the append-only change log.
+key, columns per ``sluice.spark.mirror_columns``) and ``ROOT/_sluice/changes`` the append-only change log.
 ``DeltaLake.write_batch`` plans every table's MERGE first (``sluice.spark.mirror_merge``: the
 fold to the last state per primary key, the mirror's schema, the MERGE source), so a
 ``SchemaError`` leaves the lake untouched, then commits them, one MERGE per table. Every commit
@@ -27,8 +27,8 @@ from deltalake.exceptions import DeltaError
 
 from sluice.cdc.records import RowChange
 from sluice.errors import ConfigError, SchemaError
+from sluice.spark.mirror_columns import json_texts
 from sluice.spark.mirror_merge import TableBatch, TablePlan, TableResult, commit_error, plan
-from sluice.spark.types import json_texts
 
 __all__ = ["CHANGELOG_SCHEMA", "BatchResult", "DeltaLake", "TableBatch", "TableResult"]
 

@@ -25,7 +25,7 @@ from sluice.binlog.values.geometry import Geometry
 from sluice.binlog.values.json_binary import JsonDecimal, JsonDiff, JsonDiffs
 from sluice.cdc.records import RowChange
 from sluice.errors import ProtocolError, SchemaError
-from sluice.spark.types import GEOMETRY_TYPE, MirrorColumn
+from sluice.spark.mirror_columns import GEOMETRY_TYPE, MirrorColumn
 
 __all__ = ["ImageDecoder", "decode_image", "image_decoder", "row_change_from_record"]
 

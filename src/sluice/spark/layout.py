@@ -5,7 +5,7 @@ history (``sluice.cdc.schema.TableSchema``) and receives row images as JSON text
 JSON-lines value encoding (DESIGN.md, "Value encoding"). ``table_map_for_schema`` packs a declared
 table into what a TABLE_MAP of it would say — one binlog type code and one metadata value per
 column, after the server's ``Field::binlog_type`` and ``Field::do_save_field_metadata``
-(``sql/field.cc``) — so that ``mirror_columns_for_schema`` is exactly ``sluice.spark.types.
+(``sql/field.cc``) — so that ``mirror_columns_for_schema`` is exactly ``sluice.spark.mirror_columns.
 mirror_columns`` of that map.
 """
 
@@ -28,7 +28,7 @@ from sluice.cdc.schema.typemap import (
     mbmaxlen,
 )
 from sluice.errors import SchemaError
-from sluice.spark.types import MirrorColumn, mirror_columns
+from sluice.spark.mirror_columns import MirrorColumn, mirror_columns
 
 __all__ = ["SchemaTableMap", "mirror_columns_for_schema", "table_map_for_schema"]
 

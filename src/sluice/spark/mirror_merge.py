@@ -26,7 +26,7 @@ from deltalake.exceptions import DeltaError, SchemaMismatchError
 from sluice.cdc.records import RowChange
 from sluice.errors import DataLossError, SchemaError
 from sluice.spark.columnar import DELETE_FLAG
-from sluice.spark.types import MirrorColumn, column_array, mirror_schema
+from sluice.spark.mirror_columns import MirrorColumn, column_array, mirror_schema
 
 __all__ = ["TableBatch", "TablePlan", "TableResult", "commit_error", "plan"]
 

@@ -5,7 +5,7 @@ bytes of each text value, null for SQL NULL); ``chunk_table`` turns them straigh
 mirror's Arrow table (``sluice.spark.layout.mirror_columns_for_schema``), holding exactly the values
 the binlog path writes for the same rows: each value's text (``texts``) goes through its column's
 text converter (``sluice.cdc.textvalues``) and then the mirror column's converter
-(``sluice.spark.types``). Common simple types skip the per-value Python: character text is cast
+(``sluice.spark.mirror_columns``). Common simple types skip the per-value Python: character text is cast
 to the Arrow string (UTF-8 checked), binary strings are the bytes sent, and integers, DECIMALs of up
 to 38 digits and DOUBLEs are parsed by Arrow's cast from the text, which gives the same values for
 every text those types print (tests/unit/test_snapshot_arrow.py compares both ways); a text the
@@ -29,7 +29,7 @@ from sluice.cdc.schema.typemap import BINARY_TYPES, INTEGER_TYPES, TEXT_TYPES
 from sluice.cdc.snapshot.chunks import key_columns
 from sluice.cdc.textvalues import text_converter
 from sluice.errors import SchemaError
-from sluice.spark.types import MirrorColumn, column_array, mirror_schema
+from sluice.spark.mirror_columns import MirrorColumn, column_array, mirror_schema
 
 __all__ = ["ColumnBuilder", "chunk_table", "column_builders", "key_values", "table_from_ipc", "table_to_ipc",
            "text_array", "texts"]

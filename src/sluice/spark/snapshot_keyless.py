@@ -31,7 +31,7 @@ from sluice.dsn import parse_dsn
 from sluice.errors import AccessDeniedError, DataLossError
 from sluice.io.connection import Connection
 from sluice.spark.delta_sink import CHANGELOG_SCHEMA, DeltaLake
-from sluice.spark.types import json_texts
+from sluice.spark.mirror_columns import json_texts
 
 __all__ = ["read_records", "snapshot_keyless"]
 

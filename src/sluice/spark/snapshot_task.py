@@ -26,9 +26,9 @@ from sluice.dsn import parse_dsn
 from sluice.errors import SchemaError, ServerError
 from sluice.io.connection import Connection
 from sluice.spark.layout import mirror_columns_for_schema
+from sluice.spark.mirror_columns import to_arrow_table
 from sluice.spark.snapshot_arrow import chunk_table, column_builders, key_values, table_to_ipc
 from sluice.spark.snapshot_rows import split_rows
-from sluice.spark.types import to_arrow_table
 
 __all__ = ["read_and_reconcile"]
 

@@ -33,9 +33,9 @@ from sluice.cdc.textvalues import convert_rows, row_converter, select_list, text
 from sluice.dsn import ConnectionConfig
 from sluice.errors import ConfigError, SchemaError
 from sluice.io.connection import Connection
-from sluice.spark import types as _types
+from sluice.spark import mirror_columns as _mc
 from sluice.spark.layout import mirror_columns_for_schema
-from sluice.spark.types import MirrorColumn, column_array
+from sluice.spark.mirror_columns import MirrorColumn, column_array
 from sluice.spark.verify_rows import canonical_column, row_checksums
 
 __all__ = ["TableVerdict", "lake_tables", "verify_lake"]
@@ -46,7 +46,7 @@ CHUNK_ROWS = 10_000
 SAMPLE_KEYS = 5
 _CHANGELOG_FOLDER = "_sluice"
 # The conversion of columns whose decoded value is already the Arrow value (it only maps ABSENT).
-_IDENTITY = _types._identity
+_IDENTITY = _mc._identity
 
 
 @dataclass(frozen=True, slots=True)

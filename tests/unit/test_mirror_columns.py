@@ -1,4 +1,4 @@
-"""MySQL column -> Arrow / Spark type and value conversion (``sluice.spark.types``), no server.
+"""MySQL column -> Arrow / Spark type and value conversion (``sluice.spark.mirror_columns``), no server.
 
 The golden binlogs' TABLE_MAPs give the real type codes, metadata and column facts of both servers;
 their decoded rows go through ``to_arrow_table`` and must come out as the exact values. Constructed
@@ -30,7 +30,7 @@ from sluice.binlog.values.geometry import Geometry
 from sluice.binlog.values.json_binary import JsonDecimal
 from sluice.cdc.jsonl import change_line
 from sluice.errors import SchemaError
-from sluice.spark.types import (
+from sluice.spark.mirror_columns import (
     GEOMETRY_TYPE,
     json_text,
     json_texts,
