@@ -284,3 +284,33 @@ def test_tracker_takes_the_flavor_into_an_empty_catalog() -> None:
     assert tracker.catalog.flavor == "mysql" and tracker.flavor == "mysql"
     tracker = SchemaTracker(Catalog(flavor="mariadb"))
     assert tracker.flavor == "mariadb"
+
+
+def test_the_history_names_each_ddl_by_its_own_transactions_gtid(tmp_path: Path) -> None:
+    """A DDL is recorded with the GTID of the transaction it is, never one seen earlier."""
+    import struct
+
+    from sluice.binlog.constants import EventType as E
+    from sluice.binlog.position import Checkpoint
+    from sluice.cdc.capture import CaptureConfig, ChangeCapture
+    from tests.unit.binlog.test_events import SID, event, fde, query_body
+
+    def gtid(gno: int) -> bytes:
+        body = b"\x01" + SID.bytes + struct.pack("<Q", gno) + b"\x02" + struct.pack("<QQ", 0, 1)
+        return event(E.GTID_LOG_EVENT, body) if gno else event(E.ANONYMOUS_GTID_LOG_EVENT, body)
+
+    history = SchemaHistory.open(tmp_path / "h.jsonl")
+    history.record_bootstrap("b.000001", 4, SERVER["mysql"])
+    capture = ChangeCapture(CaptureConfig(), Checkpoint("b.000001", 4),
+                            SchemaTracker(SERVER["mysql"], history, flavor="mysql"))
+    stream = [fde(), gtid(7), event(E.QUERY_EVENT, query_body(b"CREATE TABLE a (id int PRIMARY KEY)", b"")),
+              gtid(0), event(E.QUERY_EVENT, query_body(b"CREATE TABLE b (id int PRIMARY KEY)", b"")),
+              gtid(9), event(E.QUERY_EVENT, query_body(b"CREATE TABLE c (id int PRIMARY KEY)", b""))]
+    pos = 4
+    for data in stream:
+        capture.feed("b.000001", pos, pos + len(data), data)
+        pos += len(data)
+    changes = [(e.sql, e.gtid) for e in history.entries if e.kind == "change"]
+    assert changes == [("CREATE TABLE a (id int PRIMARY KEY)", f"{SID}:7"),
+                       ("CREATE TABLE b (id int PRIMARY KEY)", None),
+                       ("CREATE TABLE c (id int PRIMARY KEY)", f"{SID}:9")]

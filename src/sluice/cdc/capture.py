@@ -24,9 +24,7 @@ from sluice.binlog.absent import ABSENT
 from sluice.binlog.constants import ChecksumAlgorithm
 from sluice.binlog.events import (
     FormatDescriptionEvent,
-    GtidEvent,
     IncidentEvent,
-    MariadbGtidEvent,
     QueryEvent,
     RowsEvent,
     TableMapEvent,
@@ -99,7 +97,6 @@ class ChangeCapture:
         self.builder = RowChangeBuilder(resolve=self._names, ops=config.ops)
         self._resolved: dict[tuple[bytes, int], ResolvedTable] = {}
         self._ddl: dict[tuple[str, int], DdlOutcome] = {}
-        self._gtid: str | None = None
         self._file = start.file
         self._pos = start.pos
         self.label: str | None = None  # how errors name the input (a file's full path), if not by `file`
@@ -204,8 +201,6 @@ class ChangeCapture:
         kind = type(event)
         if kind is QueryEvent:
             self._on_query(event, file, pos)
-        elif kind is GtidEvent or kind is MariadbGtidEvent:
-            self._gtid = event.gtid
         elif kind is IncidentEvent and event.incident:
             self._on_incident(event, file, pos)
         elif kind is FormatDescriptionEvent:
@@ -265,7 +260,8 @@ class ChangeCapture:
         sql = event.sql
         if not is_ddl(sql):
             return
-        outcome = self.tracker.on_query(sql, event.schema, file, pos, self._gtid)
+        # the DDL's own transaction is open: its GTID event came first (the QUERY is fed next)
+        outcome = self.tracker.on_query(sql, event.schema, file, pos, self.assembler.open_gtid)
         if outcome is not None:
             self._ddl[(file, pos)] = outcome
 
