@@ -39,6 +39,7 @@ from sluice.binlog.header import (
     build_header,
     frozen_builder,
 )
+from sluice.binlog.statements import is_boundary_query
 from sluice.errors import MalformedEventError, SluiceError, TruncatedError
 
 __all__ = ["EventParser", "ParserConfig"]
@@ -56,7 +57,6 @@ _BOUNDARY = frozenset(int(t) for t in (
     EventType.GTID_TAGGED_LOG_EVENT, EventType.GTID_EVENT, EventType.XA_PREPARE_LOG_EVENT,
     EventType.ROTATE_EVENT, EventType.STOP_EVENT,
 ))
-_BOUNDARY_QUERIES = frozenset({b"BEGIN", b"COMMIT", b"ROLLBACK"})
 _DECODE_ERRORS = (ValueError, IndexError, KeyError, OverflowError, struct.error, zlib.error,
                   zstandard.ZstdError)
 _TM_CACHE_MAX = 4096
@@ -167,7 +167,7 @@ class EventParser:
             if err is e:
                 raise
             raise err from e
-        if tc in _BOUNDARY or (tc == _QUERY and _is_boundary_query(event.query)):
+        if tc in _BOUNDARY or (tc == _QUERY and is_boundary_query(event.query)):
             self._end_transaction()
         return event
 
@@ -302,10 +302,6 @@ class EventParser:
     def table_maps(self) -> dict[int, TableMapEvent]:
         """The table maps of the current transaction (captured and filtered ones)."""
         return {tid: e.table_map for tid, e in self._maps.items()}
-
-
-def _is_boundary_query(query: bytes) -> bool:
-    return len(query) <= 8 and query.upper() in _BOUNDARY_QUERIES
 
 
 def _name(type_code: int) -> str:

@@ -62,8 +62,8 @@ from sluice.binlog.events import (
 from sluice.binlog.gtid import Gtid, MariadbGtid
 from sluice.binlog.header import LOG_EVENT_ARTIFICIAL_F
 from sluice.binlog.position import Checkpoint, position_key
+from sluice.binlog.statements import classify, parse_xid, xid_key
 from sluice.cdc.executed import ExecutedGtids
-from sluice.cdc.statements import classify, parse_xid, xid_key
 from sluice.cdc.txstate import AWAIT, BODY, SINGLE, Located, OpenTransaction, PreparedXa, Transaction
 from sluice.errors import DataLossError, ProtocolError
 

@@ -1,5 +1,6 @@
 """What a QUERY event's statement says about transaction boundaries: BEGIN / COMMIT / ROLLBACK
-words and the XA statements with their transaction ids.
+words and the XA statements with their transaction ids (the one home of these words: the parser
+ends its table maps' lifetime with ``is_boundary_query``, the transaction assembler reads the rest).
 
 ``classify`` names a statement's verb (``begin``, ``commit``, ``rollback``, ``xa_start``, ``xa_end``,
 ``xa_prepare``, ``xa_commit``, ``xa_rollback``, ... or ``other``); ``parse_xid`` reads an XA id in any
@@ -14,13 +15,21 @@ import re
 
 from sluice.binlog.events import QueryEvent
 
-__all__ = ["classify", "parse_xid", "xid_key"]
+__all__ = ["classify", "is_boundary_query", "parse_xid", "xid_key"]
 
 _XA_RE = re.compile(r"^\s*XA\s+(START|BEGIN|END|PREPARE|COMMIT|ROLLBACK|RECOVER)\b\s*(.*?)\s*;?\s*$", re.I | re.S)
 _XID_PART_RE = re.compile(r"\s*(?:[xX]'([0-9a-fA-F]*)'|0[xX]([0-9a-fA-F]+)|'((?:[^'\\]|''|\\.)*)'|(\d+))\s*")
 _WORDS = {"BEGIN": "begin", "BEGIN WORK": "begin", "COMMIT": "commit", "COMMIT WORK": "commit",
           "ROLLBACK": "rollback", "ROLLBACK WORK": "rollback"}
+# The one-word statements, as the servers log them (upper case, no WORK): the parser's quick test.
+_BOUNDARY_QUERIES = frozenset(word.encode() for word in _WORDS if " " not in word)
+_BOUNDARY_MAX = max(len(word) for word in _BOUNDARY_QUERIES)
 _BACKSLASH = {"0": "\0", "b": "\b", "n": "\n", "r": "\r", "t": "\t", "Z": "\x1a"}
+
+
+def is_boundary_query(query: bytes) -> bool:
+    """Whether a QUERY event's statement is a bare BEGIN, COMMIT or ROLLBACK (any case)."""
+    return len(query) <= _BOUNDARY_MAX and query.upper() in _BOUNDARY_QUERIES
 
 
 def xid_key(format_id: int, gtrid: bytes, bqual: bytes) -> bytes:
