@@ -145,11 +145,13 @@ class ChangeCapture:
                     return None
         return self._feed(file, pos, next_pos, data)
 
-    def feed_block(self, file: str, offset: int, block: bytes, stop: int | None = None) -> list[CommittedTransaction]:
-        """Decode a block of whole events (``block[:stop]``) that starts at ``(file, offset)``;
-        returns the transactions committed in it, in order. Runs of TABLE_MAP and rows events
-        inside a transaction go to the compiled core in one call (see ``EventRun``)."""
-        out: list[CommittedTransaction] = []
+    def feed_block(self, file: str, offset: int, block: bytes,
+                   stop: int | None = None) -> Iterator[CommittedTransaction]:
+        """Decode a block of whole events (``block[:stop]``) that starts at ``(file, offset)`` and
+        yield each transaction as it commits. Runs of TABLE_MAP and rows events inside a transaction
+        go to the compiled core in one call (see ``EventRun``). The block is read only as far as it
+        is iterated: a reader that stops after a transaction leaves the capture (its schema, its
+        boundary) just after that transaction, as if the block had ended there."""
         run, run_types = self._run, self._run_types
         feed = self._feed
         pos, n = 0, len(block) if stop is None else stop
@@ -157,9 +159,9 @@ class ChangeCapture:
             if run is not None and block[pos + 4] in run_types:
                 events = self.assembler.open_events()
                 if events is not None:
-                    stop = self._take_run(block, pos, n, file, offset, events)
-                    if stop != pos:
-                        pos = stop
+                    taken = self._take_run(block, pos, n, file, offset, events)
+                    if taken != pos:
+                        pos = taken
                         continue
             (size,) = _SIZE(block, pos + 9)
             if size < 19:
@@ -169,10 +171,9 @@ class ChangeCapture:
                 )
             end = pos + size
             done = feed(file, offset + pos, offset + end, block[pos:end])
-            if done is not None:
-                out.append(done)
             pos = end
-        return out
+            if done is not None:
+                yield done
 
     def _take_run(self, buf: bytes, start: int, end: int, file: str, base: int, events: list[Any]) -> int:
         """Let the compiled core take the events of ``buf[start:end]`` it can; returns where it stopped."""

@@ -84,15 +84,15 @@ def follow(
                         if failures:
                             log.warning("reconnected; resuming at %s", start)
                     if type(chunk) is RawBlock:
-                        done = feed_block(chunk.file, chunk.pos, chunk.data)
-                        if done:
+                        # One transaction at a time: a consumer that stops leaves the capture there.
+                        for committed in feed_block(chunk.file, chunk.pos, chunk.data):
                             failures = 0
-                            yield from done
+                            yield committed
                         continue
-                    committed = feed(chunk.file, chunk.pos, stream.next_pos, chunk.data)
-                    if committed is not None:
+                    single = feed(chunk.file, chunk.pos, stream.next_pos, chunk.data)
+                    if single is not None:
                         failures = 0
-                        yield committed
+                        yield single
             if config.until_end:
                 capture.cut_off()
                 return

@@ -199,3 +199,22 @@ def test_crc32_is_zlibs() -> None:
     for n in [*range(40), 1000, 4099]:
         data = rng.randbytes(n)
         assert crc32(data) == zlib.crc32(data), n
+
+
+@pytest.mark.parametrize("path", GOLDEN, ids=[p.stem for p in GOLDEN])
+def test_a_reader_that_stops_after_a_transaction_leaves_the_capture_there(path: Path) -> None:
+    """``feed_block`` reads only as far as it is iterated: after each transaction it yields, the
+    capture's boundary (where a resume starts, and the schema it has applied) is that
+    transaction's end, not the end of the block."""
+    data = path.read_bytes()
+    name = path.name
+    whole = [c.transaction.end for c in ChangeCapture(CaptureConfig(), Checkpoint(name, 4)).feed_file(
+        name, name, iter_raw_spans(io.BytesIO(data)))]
+    assert len(whole) >= 2
+    capture = ChangeCapture(CaptureConfig(), Checkpoint(name, 4))
+    capture.begin_file(name, name)
+    blocks = capture.feed_block(name, 4, data[4:])
+    first = next(blocks)
+    assert capture.boundary == first.transaction.end == whole[0]
+    second = next(blocks)
+    assert capture.boundary == second.transaction.end == whole[1]
