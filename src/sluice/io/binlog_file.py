@@ -118,16 +118,10 @@ def _raw_spans(stream: BinaryIO, name: str, offset: int, stop: int | None = None
         carry = buf[end:] if end < len(buf) else b""
 
 
-def _raw_blocks(stream: BinaryIO, name: str, offset: int, stop: int | None = None) -> Iterator[tuple[int, bytes]]:
-    """``(offset, block)``: ``_raw_spans`` with every block cut to its whole events."""
-    for at, buf, end in _raw_spans(stream, name, offset, stop):
-        yield at, buf if end == len(buf) else buf[:end]
-
-
 def _raw_events(stream: BinaryIO, name: str, offset: int) -> Iterator[tuple[int, bytes]]:
     size_at = _U32
-    for at, block in _raw_blocks(stream, name, offset):
-        pos, n = 0, len(block)
+    for at, block, n in _raw_spans(stream, name, offset):
+        pos = 0
         while pos < n:
             (size,) = size_at(block, pos + _SIZE_OFFSET)
             yield at + pos, block[pos : pos + size]
@@ -140,31 +134,12 @@ def _events(stream: BinaryIO, name: str, parser: EventParser, offset: int) -> It
         yield at, parse(data, file=name, offset=at)
 
 
-def iter_raw_blocks(source: Source, start: int = 4, end: int | None = None) -> Iterator[tuple[int, bytes]]:
-    """``(offset, block)``: a binlog file's events in blocks of whole events, undecoded. From
-    ``start`` on (an event boundary after 4), the first block is the file's FORMAT_DESCRIPTION_EVENT
-    alone, as a replica starting there reads it first; ``end`` None reads to the end, else the
-    events that start before ``end``."""
-    stream, name, owned = _open(source)
-    try:
-        _check_magic(stream, name)
-        if start > 4:
-            first = next(_raw_events(stream, name, 4), None)
-            if first is not None:
-                yield first
-            stream.seek(start)
-        yield from _raw_blocks(stream, name, max(start, 4), end)
-    finally:
-        if owned:
-            stream.close()
-
-
 def iter_raw_spans(source: Source, start: int = 4, end: int | None = None) -> Iterator[tuple[int, bytes, int]]:
-    """``(offset, buf, stop)``: ``iter_raw_blocks`` without cutting the blocks: the whole events are
-    ``buf[:stop]`` (the rest of ``buf`` is the start of the next one, handed on again). From
-    ``start`` on (an event boundary after 4), the first block is the file's FORMAT_DESCRIPTION_EVENT
-    alone, as a replica starting there reads it first; ``end`` None reads to the end, else the
-    events that start before ``end``."""
+    """``(offset, buf, stop)``: a binlog file's events in blocks of whole events, undecoded, each
+    block uncut: its whole events are ``buf[:stop]`` (the rest of ``buf`` is the start of the next
+    one, handed on again). From ``start`` on (an event boundary after 4), the first block is the
+    file's FORMAT_DESCRIPTION_EVENT alone, as a replica starting there reads it first; ``end``
+    None reads to the end, else the events that start before ``end``."""
     stream, name, owned = _open(source)
     try:
         _check_magic(stream, name)
@@ -177,6 +152,12 @@ def iter_raw_spans(source: Source, start: int = 4, end: int | None = None) -> It
     finally:
         if owned:
             stream.close()
+
+
+def iter_raw_blocks(source: Source, start: int = 4, end: int | None = None) -> Iterator[tuple[int, bytes]]:
+    """``(offset, block)``: ``iter_raw_spans`` with every block cut to its whole events."""
+    for offset, buf, stop in iter_raw_spans(source, start, end):
+        yield offset, buf if stop == len(buf) else buf[:stop]
 
 
 def iter_events(source: Source, parser: EventParser | None = None) -> Iterator[tuple[int, Event]]:
