@@ -1,6 +1,6 @@
 """Framing: whole events out of a file's blocks and out of a replication stream's packets.
 
-A reader that takes a binlog in blocks (``sluice.io.binlog_file.iter_raw_blocks``) hands on only
+A reader that takes a binlog in blocks (``sluice.io.binlog_file.iter_raw_spans``) hands on only
 whole events; ``whole_events`` walks the 19-byte headers to find where they end. A replication
 stream (``sluice.io.replication``) receives each event in a packet of its own; ``stream_events``
 copies the events of the packets already received into one block, so that a stream is read as a

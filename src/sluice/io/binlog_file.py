@@ -3,9 +3,9 @@
 ``iter_events(source, parser)`` checks the 4-byte magic ``\\xfebin`` and yields
 ``(offset, event)`` for every event, reading fixed-size blocks so memory stays bounded by the
 largest single event, never by the file size. ``source`` is a path, ``"-"`` for standard input,
-or any binary stream with ``read``. ``iter_raw_blocks`` yields the undecoded events in blocks
-of whole events, for a reader that takes many at once; ``iter_raw_spans`` the same blocks uncut,
-with where their whole events end (``ChangeCapture.feed_file``).
+or any binary stream with ``read``. ``iter_raw_spans`` yields the undecoded events in blocks of
+whole events, each with where its whole events end, for a reader that takes many at once
+(``ChangeCapture.feed_file``).
 ``BinlogFile`` is the same as an iterable object that can also start at a later event offset (the
 file's FORMAT_DESCRIPTION_EVENT is read first, as a replica would). A file that is not a binlog,
 ends inside an event or fails its checksum raises the typed error naming the file and the offset.
@@ -25,7 +25,7 @@ from sluice.binlog.header import HEADER_LEN
 from sluice.binlog.parser import EventParser
 from sluice.errors import ConfigError, MalformedEventError, TruncatedError
 
-__all__ = ["BINLOG_MAGIC", "BinlogFile", "iter_events", "iter_raw_blocks", "iter_raw_spans"]
+__all__ = ["BINLOG_MAGIC", "BinlogFile", "iter_events", "iter_raw_spans"]
 
 BINLOG_MAGIC = b"\xfebin"
 BLOCK_SIZE = 1 << 20
@@ -152,12 +152,6 @@ def iter_raw_spans(source: Source, start: int = 4, end: int | None = None) -> It
     finally:
         if owned:
             stream.close()
-
-
-def iter_raw_blocks(source: Source, start: int = 4, end: int | None = None) -> Iterator[tuple[int, bytes]]:
-    """``(offset, block)``: ``iter_raw_spans`` with every block cut to its whole events."""
-    for offset, buf, stop in iter_raw_spans(source, start, end):
-        yield offset, buf if stop == len(buf) else buf[:stop]
 
 
 def iter_events(source: Source, parser: EventParser | None = None) -> Iterator[tuple[int, Event]]:

@@ -19,8 +19,7 @@ from typing import Any
 from sluice import __version__ as _sluice_version
 from sluice.dsn import ConnectionConfig
 from sluice.errors import ConfigError, ProtocolError, TransportError
-from sluice.io.transport import connect, describe_endpoint, start_tls, want_tls
-from sluice.io.transport import transport_error as _transport_error
+from sluice.io.transport import connect, describe_endpoint, start_tls, transport_error, want_tls
 from sluice.wire.auth import AuthDone, AuthExchange, AuthSend
 from sluice.wire.commands import com_ping, com_query, com_quit
 from sluice.wire.handshake import HandshakeV10, client_capabilities, parse_handshake, ssl_request
@@ -203,7 +202,7 @@ class Connection:
             ) from None
         except OSError as exc:
             self._abort()
-            raise _transport_error(exc, self._where, "reading from") from None
+            raise transport_error(exc, self._where, "reading from") from None
         if n == 0:
             self._abort()
             raise TransportError(
@@ -296,7 +295,7 @@ class Connection:
             ) from None
         except OSError as exc:
             self._abort()
-            raise _transport_error(exc, self._where, "writing to") from None
+            raise transport_error(exc, self._where, "writing to") from None
 
     def _abort(self) -> None:
         sock, self._sock = self._sock, None

@@ -120,10 +120,12 @@ def test_binlog_file_from_offset(tmp_path: Path) -> None:
     assert len(list(BinlogFile(path, parser()))) == 6
 
 
-def _split(blocks: Any) -> list[tuple[int, bytes]]:
-    """The ``(offset, bytes)`` events of ``(offset, block)`` blocks of whole events."""
+def _split(spans: Any) -> list[tuple[int, bytes]]:
+    """The ``(offset, bytes)`` events of ``(offset, buf, stop)`` spans (whole events in ``buf[:stop]``)."""
     out = []
-    for offset, block in blocks:
+    for offset, buf, stop in spans:
+        assert 0 < stop <= len(buf)
+        block = buf[:stop]
         pos = 0
         while pos < len(block):
             size = int.from_bytes(block[pos + 9 : pos + 13], "little")
@@ -134,7 +136,7 @@ def _split(blocks: Any) -> list[tuple[int, bytes]]:
 
 
 @pytest.mark.parametrize("compiled", [True, False], ids=["compiled", "twin"])
-def test_raw_blocks_are_whole_events_from_start_to_end(compiled: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_raw_spans_are_whole_events_from_start_to_end(compiled: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     from sluice.binlog import rowplan
     from sluice.io import binlog_file
 
@@ -145,15 +147,15 @@ def test_raw_blocks_are_whole_events_from_start_to_end(compiled: bool, monkeypat
     try:
         path = Path(__file__).resolve().parents[2] / "data" / "mysql-multitable.binlog"
         events = list(binlog_file.iter_events(path))
-        raw = _split(binlog_file.iter_raw_blocks(path))
+        raw = _split(binlog_file.iter_raw_spans(path))
         assert [offset for offset, _ in raw] == [offset for offset, _ in events]
         assert len(raw) > 6
         monkeypatch.setattr(binlog_file, "BLOCK_SIZE", 40)  # blocks of one or two events
-        small = list(binlog_file.iter_raw_blocks(path))
+        small = list(binlog_file.iter_raw_spans(path))
         assert len(small) > 3 and _split(small) == raw
         start, end = raw[3][0], raw[-2][0]
-        assert _split(binlog_file.iter_raw_blocks(path, start, end)) == [raw[0], *raw[3:-2]]
-        assert _split(binlog_file.iter_raw_blocks(path, start)) == [raw[0], *raw[3:]]
+        assert _split(binlog_file.iter_raw_spans(path, start, end)) == [raw[0], *raw[3:-2]]
+        assert _split(binlog_file.iter_raw_spans(path, start)) == [raw[0], *raw[3:]]
     finally:
         rowplan.use_compiled(previous)
 
@@ -214,14 +216,13 @@ def test_raw_spans_hand_on_every_event_once_in_any_read_sizes(monkeypatch: pytes
                                                                most: int) -> None:
     path = Path(__file__).resolve().parents[2] / "data" / "mysql-multitable.binlog"
     data = path.read_bytes()
-    expect = _split(bf.iter_raw_blocks(path))
+    expect = _split(bf.iter_raw_spans(path))
     monkeypatch.setattr(bf, "BLOCK_SIZE", block)
     spans = list(bf.iter_raw_spans(_Trickle(data, most)))
-    assert all(0 < stop <= len(buf) for _, buf, stop in spans)
-    assert _split((offset, buf[:stop]) for offset, buf, stop in spans) == expect
+    assert _split(spans) == expect
     start, end = expect[2][0], expect[-3][0]
     ranged = list(bf.iter_raw_spans(_Trickle(data, most), start, end))
-    assert _split((offset, buf[:stop]) for offset, buf, stop in ranged) == [expect[0], *expect[2:-3]]
+    assert _split(ranged) == [expect[0], *expect[2:-3]]
 
 
 @pytest.mark.parametrize("block", [64, 1 << 16])
@@ -229,14 +230,14 @@ def test_raw_spans_of_a_cut_file_end_in_truncated_error_at_the_cut_event(monkeyp
                                                                           block: int) -> None:
     path = Path(__file__).resolve().parents[2] / "data" / "mysql-multitable.binlog"
     data = path.read_bytes()
-    events = _split(bf.iter_raw_blocks(path))
+    events = _split(bf.iter_raw_spans(path))
     monkeypatch.setattr(bf, "BLOCK_SIZE", block)
     for cut in range(5, len(data), 13):
         inside = [offset for offset, event in events if offset < cut < offset + len(event)]
         got: list[tuple[int, bytes]] = []
         try:
             for offset, buf, stop in bf.iter_raw_spans(io.BytesIO(data[:cut])):
-                got.extend(_split([(offset, buf[:stop])]))
+                got.extend(_split([(offset, buf, stop)]))
         except TruncatedError as exc:
             assert inside and exc.offset == inside[0], cut  # type: ignore[attr-defined]
         else:
