@@ -209,21 +209,3 @@ def test_declines_what_only_the_per_row_path_does_exactly() -> None:
                      {"w": ()})  # type: ignore[arg-type]
     assert _one(COMPOSITE, [diff]) is None
 
-
-def test_binlog_order_check() -> None:
-    from sluice.spark.batch_table import in_binlog_order as _in_binlog_order
-
-    def t(rows: list[tuple[str, int, int]]) -> pa.Table:
-        files, pos, row = zip(*rows, strict=True) if rows else ((), (), ())
-        return pa.table({"file": pa.array(files, pa.string()), "pos": pa.array(pos, pa.int64()),
-                         "row": pa.array(row, pa.int32())})
-
-    assert _in_binlog_order(t([]))
-    assert _in_binlog_order(t([("binlog.000001", 4, 0)]))
-    assert _in_binlog_order(t([("binlog.000001", 4, 0), ("binlog.000001", 4, 1), ("binlog.000001", 9, 0)]))
-    assert _in_binlog_order(t([("binlog.000001", 90, 0), ("binlog.000002", 4, 0), ("binlog.000002", 4, 1)]))
-    assert not _in_binlog_order(t([("binlog.000001", 4, 1), ("binlog.000001", 4, 0)]))
-    assert not _in_binlog_order(t([("binlog.000001", 9, 0), ("binlog.000001", 4, 0)]))
-    assert not _in_binlog_order(t([("binlog.000002", 4, 0), ("binlog.000001", 9, 0)]))
-    assert not _in_binlog_order(t([("binlog.000001", 4, 0), ("binlog.000002", 4, 0), ("binlog.000001", 9, 0)]))
-    assert not _in_binlog_order(t([("binlog.000001", 4, 0), ("binlog.000001", 4, 0)]))  # not strictly

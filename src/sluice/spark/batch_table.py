@@ -1,8 +1,6 @@
-"""The micro-batch as Spark hands it to the pipeline: one Arrow table of the change DataFrame.
-
-What the pipeline reads off it: whether it is in binlog order already, its change-log rows (the
-images are JSON already), a table's rows as ``RowChange``s for the per-row MERGE path, and the
-typed sluice error a failed query carries.
+"""The change DataFrame's rows as the pipeline reads them back: the change-log rows of a range
+(the images are JSON already), a table's rows from the staged change-log files as ``RowChange``s
+for the per-row MERGE path, and the typed sluice error a failed query carries.
 """
 
 from __future__ import annotations
@@ -14,7 +12,7 @@ import pyarrow as pa
 from sluice.cdc.records import RowChange
 from sluice.errors import SluiceError
 
-__all__ = ["changelog_rows", "in_binlog_order", "query_error", "row_changes"]
+__all__ = ["changelog_rows", "query_error", "row_changes", "staged_rows"]
 
 
 def row_changes(columns: tuple[Any, ...], rows: Any) -> list[RowChange]:
@@ -42,28 +40,19 @@ def row_changes(columns: tuple[Any, ...], rows: Any) -> list[RowChange]:
     ]
 
 
-def in_binlog_order(table: Any) -> bool:
-    """Whether the rows are ordered by ``(file, pos, row)`` already (strictly increasing)."""
-    import numpy as np
+def staged_rows(changelog: str, paths: list[str], db: str, table: str) -> pa.Table:
+    """A table's row changes (no DDL) from change-log files the tasks staged (``sluice.spark.stage``),
+    given in binlog order, as the change DataFrame's columns the per-row path reads."""
     import pyarrow.compute as pc
+    import pyarrow.parquet as pq
 
-    if table.num_rows < 2:
-        return True
-    files = table.column("file")
-    pos = table.column("pos").to_numpy()
-    row = table.column("row").to_numpy()
-    first, last = files[0].as_py(), files[-1].as_py()
-    if first != last:
-        if files.null_count or pc.any(pc.less(files[1:], files[:-1])).as_py():
-            return False
-        same = pc.equal(files[1:], files[:-1]).to_numpy(zero_copy_only=False)
-    else:
-        if files.null_count or pc.count(pc.unique(files)).as_py() != 1:
-            return False
-        same = np.ones(table.num_rows - 1, dtype=bool)
-    dpos, drow = np.diff(pos), np.diff(row)
-    ordered = (dpos > 0) | ((dpos == 0) & (drow > 0))
-    return bool(np.all(ordered | ~same))
+    parts = []
+    for path in paths:
+        rows = pq.read_table(f"{changelog}/{path}")
+        keep = pc.and_(pc.and_(pc.equal(rows.column("db"), db), pc.equal(rows.column("table"), table)),
+                       pc.not_equal(rows.column("op"), "ddl"))
+        parts.append(rows.filter(keep))
+    return pa.concat_tables(parts)
 
 
 def changelog_rows(table: Any, batch_id: int) -> Any:

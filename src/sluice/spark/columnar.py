@@ -25,7 +25,7 @@ import pyarrow.json as pa_json
 
 from sluice.spark.mirror_columns import MirrorColumn
 
-__all__ = ["DELETE_FLAG", "merge_source"]
+__all__ = ["DELETE_FLAG", "fold_sources", "merge_source"]
 
 DELETE_FLAG = "_sluice_delete"  # the MERGE source's column: delete the key (else upsert the row)
 
@@ -267,3 +267,17 @@ def _last_per_key(columns: Sequence[MirrorColumn], primary_key: Sequence[str], n
     arrays.append(pc.is_null(img))
     fields.append(pa.field(DELETE_FLAG, pa.bool_()))
     return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+
+
+def fold_sources(sources: Sequence[pa.Table], primary_key: Sequence[str]) -> pa.Table:
+    """One MERGE source from the sources of consecutive ranges, given in binlog order: a key's row
+    in a later range wins (each source holds the last state of every key its range touched)."""
+    import numpy as np
+
+    if len(sources) == 1:
+        return sources[0]
+    table = pa.concat_tables(sources).combine_chunks()
+    at = pa.array(np.arange(table.num_rows, dtype=np.int64))
+    keys = pa.table({**{f"k{j}": table.column(k) for j, k in enumerate(primary_key)}, "at": at})
+    last = keys.group_by([f"k{j}" for j in range(len(primary_key))], use_threads=False).aggregate([("at", "max")])
+    return table.take(pa.array(np.sort(last.column("at_max").to_numpy())))

@@ -15,6 +15,7 @@ committed.
 from __future__ import annotations
 
 import gc
+import json
 import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -22,8 +23,17 @@ from dataclasses import dataclass
 from typing import Final
 
 import pyarrow as pa
-from deltalake import ColumnProperties, CommitProperties, DeltaTable, Transaction, WriterProperties, write_deltalake
+from deltalake import (
+    ColumnProperties,
+    CommitProperties,
+    DeltaTable,
+    Transaction,
+    WriterProperties,
+    write_deltalake,
+)
+from deltalake import Schema as DeltaSchema
 from deltalake.exceptions import DeltaError
+from deltalake.transaction import AddAction, create_table_with_add_actions
 
 from sluice.cdc.records import RowChange
 from sluice.errors import ConfigError, SchemaError
@@ -132,21 +142,25 @@ class DeltaLake:
         return None if version is None else int(version)
 
     def write_batch(
-        self, batch_id: int, tables: Sequence[TableBatch], *, changelog: pa.Table | None = None
+        self, batch_id: int, tables: Sequence[TableBatch], *, changelog: pa.Table | None = None,
+        changelog_files: Sequence[AddAction] | None = None,
     ) -> BatchResult:
         """MERGE every table's changes into its mirror, then append all changes to the change log.
 
         Everything is checked and planned before the first commit, so a ``SchemaError`` leaves the
         lake untouched. A table (or the change log) that already holds ``batch_id`` is skipped.
         ``changelog``: the batch's change-log rows already built (``CHANGELOG_SCHEMA``, ordered by
-        ``(file, pos, row)``), e.g. from a Spark batch whose images are JSON already.
+        ``(file, pos, row)``), e.g. from a Spark batch whose images are JSON already;
+        ``changelog_files``: or the change-log files executors wrote into its folder
+        (``sluice.spark.stage``), committed as they are.
         """
         if isinstance(batch_id, bool) or not isinstance(batch_id, int) or batch_id < 0:
             raise ConfigError(f"batch id must be an integer >= 0, got {batch_id!r}")
         with _gc_paused():
-            return self._write_batch(batch_id, tables, changelog)
+            return self._write_batch(batch_id, tables, changelog, changelog_files)
 
-    def _write_batch(self, batch_id: int, tables: Sequence[TableBatch], changelog: pa.Table | None) -> BatchResult:
+    def _write_batch(self, batch_id: int, tables: Sequence[TableBatch], changelog: pa.Table | None,
+                     files: Sequence[AddAction] | None) -> BatchResult:
         seen: set[tuple[str, str]] = set()
         for tb in tables:
             if (tb.db, tb.table) in seen:
@@ -158,7 +172,7 @@ class DeltaLake:
         plans: list[TablePlan | TableResult] = []
         for tb in tables:
             n = tb.change_count
-            if tb.source is not None and changelog is None:
+            if tb.source is not None and changelog is None and files is None:
                 raise ConfigError(
                     f"{tb.db}.{tb.table} comes with a MERGE source instead of its changes: give the batch's "
                     "change log too"
@@ -176,18 +190,39 @@ class DeltaLake:
                 continue
             plans.append(plan(tb, path, dt))
         path = self.changelog_path
-        log = None
-        if not (DeltaTable.is_deltatable(path) and _done(DeltaTable(path), self.app_id, batch_id)):
-            if changelog is not None:
-                log = changelog
-            else:
-                log = changelog_table(batch_id, [c for tb in tables for c in tb.changes])
+        if DeltaTable.is_deltatable(path) and _done(DeltaTable(path), self.app_id, batch_id):
+            results = tuple(p if isinstance(p, TableResult) else p.execute(batch_id, txn) for p in plans)
+            return BatchResult(batch_id, results, 0, True)
+        if files is not None:
+            results = tuple(p if isinstance(p, TableResult) else p.execute(batch_id, txn) for p in plans)
+            self._commit_changelog(batch_id, files, txn)
+            return BatchResult(batch_id, results, sum(json.loads(f.stats)["numRecords"] for f in files), False)
+        log = changelog
+        if log is None:
+            log = changelog_table(batch_id, [c for tb in tables for c in tb.changes])
         # commits from here on
         results = tuple(p if isinstance(p, TableResult) else p.execute(batch_id, txn) for p in plans)
-        if log is None:
-            return BatchResult(batch_id, results, 0, True)
         self._append_changelog(batch_id, log, txn)
         return BatchResult(batch_id, results, log.num_rows, False)
+
+    def _commit_changelog(self, batch_id: int, files: Sequence[AddAction], txn: CommitProperties) -> None:
+        """Commit change-log files already in its folder (an empty list still records the batch)."""
+        path = self.changelog_path
+        try:
+            if not DeltaTable.is_deltatable(path):
+                create_table_with_add_actions(path, DeltaSchema.from_arrow(CHANGELOG_SCHEMA), list(files),
+                                              mode="append", commit_properties=txn)
+                return
+            table = DeltaTable(path)
+            have = {f.name for f in table.schema().fields}
+            if not set(CHANGELOG_SCHEMA.names) <= have:
+                # A change log from before a column existed: add it first (files are committed as
+                # they are, with no schema change of their own).
+                write_deltalake(path, CHANGELOG_SCHEMA.empty_table(), mode="append", schema_mode="merge")
+                table = DeltaTable(path)
+            table.create_write_transaction(list(files), "append", CHANGELOG_SCHEMA, commit_properties=txn)
+        except DeltaError as exc:
+            raise commit_error("the change log", batch_id, exc) from exc
 
     def _append_changelog(self, batch_id: int, log: pa.Table, txn: CommitProperties) -> None:
         path = self.changelog_path

@@ -1,12 +1,15 @@
 """The pipeline: a Structured Streaming query from the ``binlog`` source into a Delta lake.
 
-``Pipeline.run()`` starts ``spark.readStream.format("binlog")`` on the source and, per micro-batch
-(``foreachBatch``), groups the changes by table, keeps the last change per primary key and MERGEs
-it into ``LAKE/<db>/<table>`` with typed columns, then appends every change to
-``LAKE/_sluice/changes`` (``sluice.spark.delta_sink``). A table's MERGE source is built column-wise
-from the Arrow batch when that is exact (``sluice.spark.columnar``: full images, plain column types,
-no snapshot filter), else from the decoded changes one by one. Each Delta commit records the batch id, so
-a batch replayed after a crash is skipped where it was already written: exactly once.
+``Pipeline.run()`` starts ``spark.readStream.format("binlog")`` on the source with
+``option("stageTo", LAKE)``: every task writes its range's change-log file and each table's MERGE
+source (the last state per primary key, typed) into the lake itself (``sluice.spark.stage``) and
+Spark carries one descriptor row per file. Per micro-batch (``foreachBatch``) the driver applies
+the batch's DDL, folds each table's sources over the ranges and MERGEs them into
+``LAKE/<db>/<table>``, then commits the change-log files to ``LAKE/_sluice/changes``
+(``sluice.spark.delta_sink``). A table whose changes need the per-row path (minimal images,
+partial JSON updates, a snapshot filter) is built from the staged change-log rows. Each Delta
+commit records the batch id, so a batch replayed after a crash is skipped where it was already
+written: exactly once.
 
 The lake keeps the pipeline's state in ``LAKE/_sluice/``: the Spark checkpoint (``checkpoint/``),
 the schema history the source writes (``schema-history.jsonl``; a batch's tables are typed from
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 import json
 import logging
+import shutil
 import signal
 import threading
 import time
@@ -27,7 +31,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
+from deltalake.transaction import AddAction
 
 from sluice.cdc.schema import SchemaHistory
 from sluice.dsn import parse_dsn
@@ -35,9 +41,10 @@ from sluice.errors import ConfigError, SluiceError
 from sluice.io.atomic import write_atomically
 from sluice.io.connection import Connection
 from sluice.io.replication import server_binlog_status
-from sluice.spark.batch_table import changelog_rows, in_binlog_order, query_error, row_changes
+from sluice.spark.batch_table import query_error, row_changes, staged_rows
 from sluice.spark.ddl_stage import DdlStage
 from sluice.spark.delta_sink import DeltaLake, TableBatch
+from sluice.spark.stage import BATCH_PROPERTY, layout_key, staging_dir
 
 __all__ = ["Pipeline", "PipelineConfig", "PipelineStats"]
 
@@ -94,6 +101,13 @@ class PipelineStats:
     last_commit_lag: float | None = None  # seconds from the newest commit in the batch to its visibility
     lag_bytes: int | None = None
     latencies: list[float] = field(default_factory=list)  # commit-to-visible of every change, seconds
+    first_batch: float | None = None  # monotonic start of the first batch that carried changes
+    last_batch: float | None = None  # ... and end of the last one
+
+    @property
+    def batch_seconds(self) -> float:
+        """From the start of the first batch with changes to the end of the last: the steady part."""
+        return 0.0 if self.first_batch is None or self.last_batch is None else self.last_batch - self.first_batch
 
     def line(self) -> str:
         elapsed = max(time.monotonic() - self.started, 1e-9)
@@ -184,6 +198,7 @@ class Pipeline:
         from sluice.spark.session import spark_session
 
         cfg = self.config
+        shutil.rmtree(cfg.state_dir / "staging", ignore_errors=True)  # an earlier run's unfinished batch
         spark = spark_session(cfg.master, conf=dict(cfg.conf))
         self._spark = spark
         starting = cfg.starting_position
@@ -199,6 +214,7 @@ class Pipeline:
             .option("startingPosition", starting)
             .option("schemaHistory", str(self.history_path))
             .option("includeDdl", "true")
+            .option("stageTo", self.lake.root)
         )
         if cfg.tables:
             reader = reader.option("tables", cfg.tables)
@@ -264,94 +280,108 @@ class Pipeline:
     # -- one micro-batch ---------------------------------------------------------------------------
     def _batch(self, df: Any, batch_id: int) -> None:
         started = time.monotonic()
+        staging = staging_dir(self.lake.root, batch_id)
         try:
-            table = df.toArrow()
-            self._write(table, batch_id)
+            done = self.lake.committed_batch()
+            if done is not None and done >= batch_id:  # replayed after a crash: whole in the lake already
+                self.stats.skipped_batches += 1
+                return
+            context = df.sparkSession.sparkContext
+            context.setLocalProperty(BATCH_PROPERTY, str(batch_id))  # the tasks' batch id (sluice.spark.stage)
+            try:
+                staged = df.toArrow()
+            finally:
+                context.setLocalProperty(BATCH_PROPERTY, None)
+            written = self._write(staged, batch_id)
         except BaseException as exc:
             self.error = exc
             if self.metrics is not None:
                 self.metrics.error(exc)
             raise
-        if self.metrics is not None and table.num_rows:
-            counts = table.group_by(["db", "table", "op"]).aggregate([("op", "count")]).to_pylist()
-            self.metrics.batch(
-                time.monotonic() - started,
-                [(f"{c['db']}.{c['table']}", c["op"], c["op_count"]) for c in counts if c["op"] != "ddl"],
-                sum(c["op_count"] for c in counts if c["op"] == "ddl"),
-                table.column("file")[-1].as_py(), table.column("pos")[-1].as_py(),
-                self.stats.last_commit_lag, self.stats.lag_bytes,
-            )
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+        if written is not None:
+            self.stats.first_batch = self.stats.first_batch or started
+            self.stats.last_batch = time.monotonic()
+        if self.metrics is not None and written is not None:
+            self.metrics.batch(time.monotonic() - started, *written, self.stats.last_commit_lag, self.stats.lag_bytes)
 
-    def _write(self, table: Any, batch_id: int) -> None:
-        import pyarrow.compute as pc
-
-        from sluice.spark.columnar import merge_source
-        from sluice.spark.layout import mirror_columns_for_schema
-
-        if table.num_rows == 0:
-            return
-        if not in_binlog_order(table):  # Spark hands the ranges back in order: sorting is rarely needed
-            table = table.sort_by([("file", "ascending"), ("pos", "ascending"), ("row", "ascending")])
-        changelog = changelog_rows(table, batch_id)
-        is_ddl = pc.equal(table.column("op"), "ddl")
-        if pc.any(is_ddl).as_py():  # a DDL is a batch of its own (with the rows of CREATE ... SELECT)
-            self._reread(self.ddl.apply(batch_id, table.filter(is_ddl).to_pylist(), self._filter))
-            table = table.filter(pc.invert(is_ddl))
-            if table.num_rows == 0:
-                self.lake.write_batch(batch_id, [], changelog=changelog)
-                self.stats.batches += 1
-                return
-        history = SchemaHistory.open(self.history_path)
-        names = pc.binary_join_element_wise(table.column("db"), table.column("table"), "\x00")
-        batches = []
-        keys = pc.unique(names).to_pylist()
-        for key in keys:
-            db, name = key.split("\x00", 1)
-            rows = table if len(keys) == 1 else table.filter(pc.equal(names, key))
-            first_file, first_pos = rows.column("file")[0].as_py(), rows.column("pos")[0].as_py()
-            catalog = history.catalog_at(first_file, first_pos) or history.latest()
-            schema = catalog.get(db, name) if catalog is not None else None
-            if schema is None:
-                raise ConfigError(
-                    f"no schema known for {db}.{name} at {first_file}:{first_pos}; the schema history "
-                    f"{self.history_path} is missing or was reset: delete {self.config.state_dir} to start over"
-                )
-            columns = mirror_columns_for_schema(schema, catalog.flavor if catalog is not None else None)
-            primary_key = tuple(schema.primary_key)
-            source = None
-            if primary_key and not (self._filter and self._filter.covers(db, name, first_file, first_pos)):
-                source = merge_source(columns, primary_key, rows)  # None: the per-row path is needed
-            if source is not None:
-                batches.append(TableBatch(db, name, columns, primary_key, (), source, rows.num_rows))
-                continue
-            changes = row_changes(columns, rows)
-            if self._filter:
-                changes = self._filter.keep(changes)
-            batches.append(TableBatch(db, name, columns, primary_key, changes))
-        result = self.lake.write_batch(batch_id, batches, changelog=changelog)
+    def _write(self, staged: pa.Table, batch_id: int) -> tuple[Any, ...] | None:
+        """Commit what the tasks staged (``sluice.spark.stage``): DDL first, then each table's MERGE,
+        the change log last. The metrics of the batch, None when it was empty."""
+        files = sorted((d for d in staged.to_pylist() if d["kind"] == "changes"), key=_first)
+        if not files:
+            return None
+        descriptors = sorted((d for d in staged.to_pylist() if d["kind"] != "changes"), key=_first)
+        ddls = [{"db": d["db"], "table": d["table"], "file": d["first_file"], "pos": d["first_pos"], "ddl": d["ddl"]}
+                for d in descriptors if d["kind"] == "ddl"]
+        if ddls:  # a DDL is a batch of its own (with the rows of CREATE ... SELECT)
+            self._reread(self.ddl.apply(batch_id, ddls, self._filter))
+        by_table: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        for d in descriptors:
+            if d["kind"] == "table":
+                by_table.setdefault((d["db"], d["table"]), []).append(d)
+        batches = [self._table_batch(db, name, parts, files) for (db, name), parts in by_table.items()]
+        actions = [AddAction(f["path"], f["size"], {}, f["mtime"], True, f["stats"]) for f in files]
+        result = self.lake.write_batch(batch_id, batches, changelog_files=actions)
         stats = self.stats
         stats.batches += 1
-        stats.rows += table.num_rows
-        for op, count in zip(*pc.value_counts(table.column("op")).flatten(), strict=True):
-            stats.ops[op.as_py()] = stats.ops.get(op.as_py(), 0) + count.as_py()
+        counts = [(f"{db}.{name}", op, sum(p[f"{op}s"] for p in parts))
+                  for (db, name), parts in by_table.items() for op in ("insert", "update", "delete")]
+        for _, op, count in counts:
+            stats.ops[op] = stats.ops.get(op, 0) + count
+            stats.rows += count
         stats.inserted += result.inserted
         stats.updated += result.updated
         stats.deleted += result.deleted
         stats.tables.update(f"{b.db}.{b.table}" for b in batches)
-        if result.changelog_skipped:
-            stats.skipped_batches += 1
         for name in result.unmirrorable:
             if name not in stats.unmirrorable:
                 stats.unmirrorable.add(name)
                 self.progress(f"{name} has no primary key: written to the change log only, not mirrored")
         visible_us = int(time.time() * 1_000_000)
-        commits = table.column("commit_ts").cast(pa.int64()).to_numpy()
+        commits = np.array([c for f in files for c in f["commit_us"]], dtype=np.int64)
         lags = ((visible_us - commits) / 1_000_000).clip(min=0.0)
-        stats.latencies.extend(lags.tolist())
+        stats.latencies.extend(np.repeat(lags, [n for f in files for n in f["commit_rows"]]).tolist())
         stats.last_commit_lag = float(lags.min())
+        last_file, last_pos = max((f["last_file"], f["last_pos"]) for f in files)
         if time.monotonic() - self._lag_checked >= 5.0:  # one status query per 5 s, not per batch
             self._lag_checked = time.monotonic()
-            stats.lag_bytes = self._lag_bytes(table.column("file")[-1].as_py(), table.column("pos")[-1].as_py())
+            stats.lag_bytes = self._lag_bytes(last_file, last_pos)
+        return [c for c in counts if c[2]], len(ddls), last_file, last_pos
+
+    def _table_batch(self, db: str, name: str, parts: list[dict[str, Any]], files: list[dict[str, Any]]) -> TableBatch:
+        """A table's changes in the batch: its staged MERGE sources folded over the ranges, or its
+        rows read back from the staged change log for the per-row path."""
+        from sluice.spark.columnar import fold_sources
+        from sluice.spark.layout import mirror_columns_for_schema
+
+        history = SchemaHistory.open(self.history_path)
+        first_file, first_pos = parts[0]["first_file"], parts[0]["first_pos"]
+        catalog = history.catalog_at(first_file, first_pos) or history.latest()
+        schema = catalog.get(db, name) if catalog is not None else None
+        if schema is None:
+            raise ConfigError(
+                f"no schema known for {db}.{name} at {first_file}:{first_pos}; the schema history "
+                f"{self.history_path} is missing or was reset: delete {self.config.state_dir} to start over"
+            )
+        columns = mirror_columns_for_schema(schema, catalog.flavor if catalog is not None else None)
+        primary_key = tuple(schema.primary_key)
+        n = sum(p["rows"] for p in parts)
+        if not primary_key:
+            return TableBatch(db, name, columns, (), (), pa.table({}), n)
+        covered = self._filter is not None and self._filter.covers(db, name, first_file, first_pos)
+        layout = layout_key(columns, primary_key)
+        if not covered and all(p["path"] and p["layout"] == layout for p in parts):
+            sources = [pa.ipc.open_file(pa.memory_map(p["path"])).read_all() for p in parts]
+            return TableBatch(db, name, columns, primary_key, (), fold_sources(sources, primary_key), n)
+        if any(p["path"] and p["layout"] != layout for p in parts):
+            log.warning("%s.%s: a task typed its changes as %s, the schema history as %s; taking the per-row path",
+                        db, name, next(p["layout"] for p in parts if p["layout"] != layout), layout)
+        changes = row_changes(columns, staged_rows(self.lake.changelog_path, [f["path"] for f in files], db, name))
+        if self._filter:
+            changes = self._filter.keep(changes)
+        return TableBatch(db, name, columns, primary_key, changes)
 
     def _reread(self, names: set[str]) -> None:
         """Snapshot these tables again (a DDL the mirror cannot follow exactly), then renew the filter."""
@@ -374,6 +404,10 @@ class Pipeline:
         except Exception:  # progress only: never fail a batch over it
             return None
         return status.pos - pos if status.file == file else None
+
+
+def _first(descriptor: dict[str, Any]) -> tuple[str, int, int]:
+    return descriptor["first_file"], descriptor["first_pos"], descriptor["first_row"] or 0
 
 
 def _interval(text: str) -> str:

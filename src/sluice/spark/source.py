@@ -23,7 +23,8 @@ by binlog bytes: the driver decodes no rows), ``rowsPerPartition`` (default 1000
 the server writes ``binlog_row_metadata=FULL``) and ``skipIncidents`` (``true``: go on past INCIDENT
 events, which otherwise stop the query with ``DataLossError``) and ``includeDdl`` (``true``: a row with
 ``op`` ``ddl`` and the ``ddl`` column for every schema change on a captured table, as the pipeline
-reads it).
+reads it) and ``stageTo`` (a lake: tasks write their range's files into it and yield one row per
+file, ``sluice.spark.stage``; sluice run's pipeline sets it).
 """
 
 from __future__ import annotations
@@ -81,6 +82,7 @@ class SourceOptions:
     segment_bytes: int = 128 << 20
     skip_incidents: bool = False
     include_ddl: bool = False  # rows with op "ddl" for schema changes on captured tables (the pipeline's)
+    stage_to: str | None = None  # a lake: tasks write its files and yield descriptors (sluice.spark.stage)
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> SourceOptions:
@@ -120,6 +122,7 @@ class SourceOptions:
             segment_bytes=number("segmentBytes") or 128 << 20,
             skip_incidents=_flag("skipIncidents", lower.get("skipincidents")),
             include_ddl=_flag("includeDdl", lower.get("includeddl")),
+            stage_to=lower.get("stageto") or None,
         )
 
     def capture_config(self) -> CaptureConfig:
@@ -281,7 +284,12 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                     reached = True
                     return
 
-        yield from arrow_batches(until_end())
+        if self.options.stage_to:
+            from sluice.spark.stage import stage_range, task_batch_id
+
+            yield from stage_range(arrow_batches(until_end()), tracker, self.options.stage_to, task_batch_id())
+        else:
+            yield from arrow_batches(until_end())
         if not reached:
             raise DataLossError(
                 f"the binlog range {start}..{end} planned for this batch could not be read to its end "
@@ -331,6 +339,10 @@ class BinlogDataSource(DataSource):
         return "binlog"
 
     def schema(self) -> str:
+        if any(k.lower() == "stageto" and v for k, v in self.options.items()):
+            from sluice.spark.stage import STAGE_SCHEMA
+
+            return STAGE_SCHEMA
         return CHANGE_SCHEMA
 
     def streamReader(self, schema: Any) -> DataSourceStreamReader:
@@ -339,4 +351,7 @@ class BinlogDataSource(DataSource):
     def reader(self, schema: Any) -> DataSourceReader:
         from sluice.spark.file_reader import BinlogFileReader
 
-        return BinlogFileReader(SourceOptions.parse(self.options))
+        options = SourceOptions.parse(self.options)
+        if options.stage_to:
+            raise ConfigError('option("stageTo") is for the stream that sluice run reads, not for binlog files')
+        return BinlogFileReader(options)
