@@ -231,6 +231,7 @@ class Run:
     max_rss_mb: float
     stdout: str
     error: str | None = None
+    stderr_tail: str = ""  # the last lines the command wrote to standard error
 
 
 def timed(argv: list[str], *, keep_stdout: bool = False, env: dict[str, str] | None = None,
@@ -248,7 +249,7 @@ def timed(argv: list[str], *, keep_stdout: bool = False, env: dict[str, str] | N
     error = None
     if result.returncode != 0:
         error = (result.stderr.decode(errors="replace").strip().splitlines() or ["exit"])[-1][:300]
-    return Run(seconds, rss, stdout, error)
+    return Run(seconds, rss, stdout, error, "\n".join(result.stderr.decode(errors="replace").splitlines()[-5:]))
 
 
 def precompile() -> None:

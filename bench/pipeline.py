@@ -6,7 +6,10 @@ Two measurements on sandbox servers (the W1 binlogs of ``bench/decode.py`` are r
   throughput  ``sluice run --trigger once`` streaming W1 (500k inserts in 1,000-row statements,
               200k single-row updates, 100k single-row deletes) from the server into a fresh lake:
               changes/s end to end, next to ``mysqlbinlog -vv --base64-output=decode-rows`` (resp.
-              ``mariadb-binlog``) decoding the same files in the same run, as a ratio.
+              ``mariadb-binlog``) decoding the same files in the same run, as a ratio; the steady
+              part (from the first batch with changes to the end of the last, as ``sluice run``
+              reports it), the start-up (the same command over an empty range, ``--from latest``)
+              and the peak RSS of the largest process (the Spark driver's JVM).
   latency     a steady load of about ``--rate`` rows/s (inserts and updates in small transactions)
               while the pipeline runs with a 1 s trigger: the median and 90th percentile of
               commit-to-visible latency (from a change's commit to the end of the micro-batch that
@@ -24,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import shutil
 import statistics
 import sys
@@ -50,15 +54,22 @@ def throughput(flavor: str, scale: decode.Scale) -> dict[str, object]:
         paths = [str(box.binlog_dir / name) for name in w1]
         tool = decode.timed(box.binlog_tool_argv("-vv", "--base64-output=decode-rows", *paths))
         lake = OUT / f"lake-{scale.name}-{flavor}"
+        command = [*decode.SLUICE, "run", "--source", box.dsn("repl"), "--tables", r"bench\.sbtest1",
+                   "--trigger", "once"]
         shutil.rmtree(lake, ignore_errors=True)
-        run = decode.timed([
-            *decode.SLUICE, "run", "--source", box.dsn("repl"), "--lake", str(lake), "--tables", r"bench\.sbtest1",
-            "--from", f"{w1[0]}:4", "--trigger", "once",
-        ], pin=False)
+        run = decode.timed([*command, "--lake", str(lake), "--from", f"{w1[0]}:4"], pin=False)
+        # Start-up: the same command over an empty range (a fresh lake starting at the server's end).
+        shutil.rmtree(lake, ignore_errors=True)
+        empty = decode.timed([*command, "--lake", str(lake), "--from", "latest"], pin=False)
+        shutil.rmtree(lake, ignore_errors=True)
         rows = scale.w1_rows + scale.w1_updates + scale.w1_deletes
+        steady = re.search(r"([0-9.]+)s from the first batch with changes", run.stderr_tail)
+        batch_seconds = float(steady.group(1)) if steady else float("nan")
         return {
             "flavor": flavor, "rows": rows, "sluice_run": run.__dict__, "binlog_tool": tool.__dict__,
             "sluice_rows_per_s": rows / run.seconds, "tool_rows_per_s": rows / tool.seconds,
+            "batch_seconds": batch_seconds, "steady_rows_per_s": rows / batch_seconds,
+            "startup_seconds": empty.seconds, "startup_error": empty.error,
         }
     finally:
         box.stop()
@@ -143,16 +154,18 @@ def main() -> int:
     if args.only:
         print(json.dumps(results, indent=1, default=str))
         return 0
-    print("| flavor | W1 changes | sluice run (server -> Delta) | mysqlbinlog -vv | ratio | "
-          "load rows/s | median commit-to-visible | p90 |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| flavor | W1 changes | sluice run (server -> Delta) | mysqlbinlog -vv | ratio | steady (first to last "
+          "batch) | start-up (empty range) | driver peak RSS | load rows/s | median commit-to-visible | p90 |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for t, lat in zip(results["throughput"], results["latency"], strict=True):
         run, tool = t["sluice_run"], t["binlog_tool"]
         err = f" ({run['error']})" if run.get("error") else ""  # type: ignore[union-attr]
         print(
             f"| {t['flavor']} | {t['rows']:,} | {t['sluice_rows_per_s']:,.0f} rows/s ({run['seconds']:.1f}s){err} | "  # type: ignore[index]
             f"{t['tool_rows_per_s']:,.0f} rows/s ({tool['seconds']:.1f}s) | "  # type: ignore[index]
-            f"{t['sluice_rows_per_s'] / t['tool_rows_per_s']:.2f}x | {lat['achieved_rate']:,.0f} | "  # type: ignore[operator]
+            f"{t['sluice_rows_per_s'] / t['tool_rows_per_s']:.2f}x | "  # type: ignore[operator]
+            f"{t['steady_rows_per_s']:,.0f} rows/s ({t['batch_seconds']:.1f}s) | {t['startup_seconds']:.1f}s | "
+            f"{run['max_rss_mb']:,.0f} MB | {lat['achieved_rate']:,.0f} | "  # type: ignore[index]
             f"{lat['median_s']:.2f}s | {lat['p90_s']:.2f}s |"
         )
     return 0

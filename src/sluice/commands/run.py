@@ -169,5 +169,6 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if metrics is not None:
             metrics.close()
-    say(f"stopped: {stats.line()}; {stats.inserted} inserted, {stats.updated} updated, {stats.deleted} deleted")
+    say(f"stopped: {stats.line()}; {stats.inserted} inserted, {stats.updated} updated, {stats.deleted} deleted; "
+        f"{stats.batch_seconds:.1f}s from the first batch with changes to the end of the last")
     return 0
