@@ -121,10 +121,12 @@ def _write_changelog(log: pa.Table, rows: pa.Table, lake: str) -> dict[str, Any]
 
     folder = f"{lake}/_sluice/changes"
     os.makedirs(folder, exist_ok=True)
-    name = f"part-00000-{uuid.uuid4()}-c000.snappy.parquet"
-    plain = ("before", "after", "json_diffs", "ddl")  # nearly all distinct: a dictionary only costs time
-    pq.write_table(log, f"{folder}/{name}", compression="snappy",
-                   use_dictionary=[n for n in log.column_names if n not in plain])
+    name = f"part-00000-{uuid.uuid4()}-c000.zstd.parquet"
+    # The images are nearly all distinct: a dictionary or page bounds only cost time. zstd at level
+    # 1 writes W1's change log faster than snappy and at half its size.
+    short = [n for n in log.column_names if n not in ("before", "after", "json_diffs", "ddl")]
+    pq.write_table(log, f"{folder}/{name}", compression="zstd", compression_level=1, use_dictionary=short,
+                   write_statistics=short)
     size = os.path.getsize(f"{folder}/{name}")
     commits = rows.column("commit_ts").cast(pa.int64()).to_numpy()
     starts = np.concatenate([[0], np.flatnonzero(np.diff(commits)) + 1])
