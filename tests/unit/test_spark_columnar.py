@@ -209,3 +209,15 @@ def test_declines_what_only_the_per_row_path_does_exactly() -> None:
                      {"w": ()})  # type: ignore[arg-type]
     assert _one(COMPOSITE, [diff]) is None
 
+
+
+def test_key_bounds_of_a_merge_source() -> None:
+    from sluice.spark.columnar import key_bounds
+
+    ints = pa.table({"id": pa.array([7, -3, 12], pa.int64()), "v": ["a", "b", "c"]})
+    assert key_bounds(ints, "id") == " AND target.`id` >= -3 AND target.`id` <= 12"
+    texts = pa.table({"k`q": pa.array(["jed", "it's", "émile"], pa.string())})
+    assert key_bounds(texts, "k`q") == " AND target.`k``q` >= 'it''s' AND target.`k``q` <= 'émile'"
+    assert key_bounds(pa.table({"d": pa.array([Decimal(1)], pa.decimal128(20, 0))}), "d") == ""  # no exact literal
+    assert key_bounds(ints.slice(0, 0), "id") == ""
+    assert key_bounds(pa.table({"id": pa.array([None], pa.int64())}), "id") == ""

@@ -25,7 +25,7 @@ import pyarrow.json as pa_json
 
 from sluice.spark.mirror_columns import MirrorColumn
 
-__all__ = ["DELETE_FLAG", "fold_sources", "merge_source"]
+__all__ = ["DELETE_FLAG", "fold_sources", "key_bounds", "merge_source", "quote_name"]
 
 DELETE_FLAG = "_sluice_delete"  # the MERGE source's column: delete the key (else upsert the row)
 
@@ -278,3 +278,28 @@ def fold_sources(sources: Sequence[pa.Table], primary_key: Sequence[str]) -> pa.
     keys = pa.table({**{f"k{j}": table.column(k) for j, k in enumerate(primary_key)}, "at": at})
     last = keys.group_by([f"k{j}" for j in range(len(primary_key))], use_threads=False).aggregate([("at", "max")])
     return table.take(pa.array(np.sort(last.column("at_max").to_numpy())))
+
+
+def key_bounds(source: pa.Table, key: str) -> str:
+    """The range of a MERGE source's ``key`` column as a predicate on the target (`` AND ...``, or
+    nothing): every target row a source key matches lies in it, and delta-rs then skips the
+    mirror's files outside it instead of scanning the whole table. Integer and text keys only,
+    whose literals are exact."""
+    if key not in source.column_names or not len(source):
+        return ""
+    column = source.column(key)
+    if not (pa.types.is_integer(column.type) or pa.types.is_string(column.type)):
+        return ""
+    bounds = pc.min_max(column)
+    low, high = bounds["min"].as_py(), bounds["max"].as_py()
+    if low is None or high is None:
+        return ""
+    if isinstance(low, str):
+        low, high = ("'" + str(v).replace("'", "''") + "'" for v in (low, high))
+    name = quote_name(key)
+    return f" AND target.{name} >= {low} AND target.{name} <= {high}"
+
+
+def quote_name(name: str) -> str:
+    """A column name as delta-rs' SQL predicates take it."""
+    return "`" + name.replace("`", "``") + "`"

@@ -25,7 +25,8 @@ from deltalake.exceptions import DeltaError, SchemaMismatchError
 
 from sluice.cdc.records import RowChange
 from sluice.errors import DataLossError, SchemaError
-from sluice.spark.columnar import DELETE_FLAG
+from sluice.spark.columnar import DELETE_FLAG, key_bounds
+from sluice.spark.columnar import quote_name as _quote
 from sluice.spark.mirror_columns import MirrorColumn, column_array, mirror_schema
 
 __all__ = ["TableBatch", "TablePlan", "TableResult", "commit_error", "plan"]
@@ -81,10 +82,6 @@ def commit_error(what: str, batch_id: int, exc: Exception) -> DataLossError:
         "Fix the cause (storage, permissions, another writer) and restart: the batch is replayed and "
         "tables that already hold it are skipped"
     )
-
-
-def _quote(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
 
 
 def _hashable(v: Any) -> Any:
@@ -145,6 +142,7 @@ class TablePlan:
         tb = self.tb
         pk = set(tb.primary_key)
         predicate = " AND ".join(f"target.{_quote(k)} = source.{_quote(k)}" for k in tb.primary_key)
+        predicate += key_bounds(self.source, tb.primary_key[0])
         partial = set(self.partial)
         updates: dict[str, str] = {}
         for i, col in enumerate(tb.columns):
