@@ -130,7 +130,7 @@ def test_staged_batches_give_the_driver_only_lake(tmp_path: Path, seed: int) -> 
         assert result.changelog_rows == rows.num_rows and not result.changelog_skipped
         assert mirror(tmp_path / "staged", "db", "p", pk) == mirror(tmp_path / "plain", "db", "p", pk)
         # The rows the per-row path reads back from the staged change log are the batch's own.
-        back = staged_rows(staged_lake.changelog_path, [f["path"] for f in files], "db", "p")
+        back = staged_rows(staged_lake.changelog_path, [f["path"] for f in files])("db", "p")
         assert back.column("after").to_pylist() == rows.column("after").to_pylist()
     order = [("file", "ascending"), ("pos", "ascending"), ("row", "ascending")]
     staged_log = DeltaTable(staged_lake.changelog_path).to_pyarrow_table().sort_by(order)

@@ -5,6 +5,7 @@ for the per-row MERGE path, and the typed sluice error a failed query carries.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pyarrow as pa
@@ -40,19 +41,23 @@ def row_changes(columns: tuple[Any, ...], rows: Any) -> list[RowChange]:
     ]
 
 
-def staged_rows(changelog: str, paths: list[str], db: str, table: str) -> pa.Table:
+def staged_rows(changelog: str, paths: list[str]) -> Callable[[str, str], pa.Table]:
     """A table's row changes (no DDL) from change-log files the tasks staged (``sluice.spark.stage``),
-    given in binlog order, as the change DataFrame's columns the per-row path reads."""
+    given in binlog order, as the change DataFrame's columns the per-row path reads: the files
+    are read once, at the first table asked for."""
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    parts = []
-    for path in paths:
-        rows = pq.read_table(f"{changelog}/{path}")
-        keep = pc.and_(pc.and_(pc.equal(rows.column("db"), db), pc.equal(rows.column("table"), table)),
-                       pc.not_equal(rows.column("op"), "ddl"))
-        parts.append(rows.filter(keep))
-    return pa.concat_tables(parts)
+    loaded: list[pa.Table] = []
+
+    def rows_of(db: str, table: str) -> pa.Table:
+        if not loaded:
+            rows = pa.concat_tables([pq.read_table(f"{changelog}/{path}") for path in paths])
+            loaded.append(rows.filter(pc.not_equal(rows.column("op"), "ddl")))
+        rows = loaded[0]
+        return rows.filter(pc.and_(pc.equal(rows.column("db"), db), pc.equal(rows.column("table"), table)))
+
+    return rows_of
 
 
 def changelog_rows(table: Any, batch_id: int) -> Any:

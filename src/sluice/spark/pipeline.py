@@ -321,7 +321,8 @@ class Pipeline:
         for d in descriptors:
             if d["kind"] == "table":
                 by_table.setdefault((d["db"], d["table"]), []).append(d)
-        batches = [self._table_batch(db, name, parts, files) for (db, name), parts in by_table.items()]
+        rows_of = staged_rows(self.lake.changelog_path, [f["path"] for f in files])
+        batches = [self._table_batch(db, name, parts, rows_of) for (db, name), parts in by_table.items()]
         actions = [AddAction(f["path"], f["size"], {}, f["mtime"], True, f["stats"]) for f in files]
         result = self.lake.write_batch(batch_id, batches, changelog_files=actions)
         stats = self.stats
@@ -350,7 +351,8 @@ class Pipeline:
             stats.lag_bytes = self._lag_bytes(last_file, last_pos)
         return [c for c in counts if c[2]], len(ddls), last_file, last_pos
 
-    def _table_batch(self, db: str, name: str, parts: list[dict[str, Any]], files: list[dict[str, Any]]) -> TableBatch:
+    def _table_batch(self, db: str, name: str, parts: list[dict[str, Any]],
+                     rows_of: Callable[[str, str], pa.Table]) -> TableBatch:
         """A table's changes in the batch: its staged MERGE sources folded over the ranges, or its
         rows read back from the staged change log for the per-row path."""
         from sluice.spark.columnar import fold_sources
@@ -378,7 +380,7 @@ class Pipeline:
         if any(p["path"] and p["layout"] != layout for p in parts):
             log.warning("%s.%s: a task typed its changes as %s, the schema history as %s; taking the per-row path",
                         db, name, next(p["layout"] for p in parts if p["layout"] != layout), layout)
-        changes = row_changes(columns, staged_rows(self.lake.changelog_path, [f["path"] for f in files], db, name))
+        changes = row_changes(columns, rows_of(db, name))
         if self._filter:
             changes = self._filter.keep(changes)
         return TableBatch(db, name, columns, primary_key, changes)
