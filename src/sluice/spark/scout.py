@@ -160,7 +160,8 @@ class Scout:
                bytes_per_partition: int) -> list[RangePartition] | None:
         """Partitions for [start, end) from what was scouted, or None if it was not: about
         ``per_partition`` rows each when rows were counted, else about ``bytes_per_partition``, and
-        at least one range per core (of this machine) when the batch has enough transactions."""
+        at least one range per core (of this machine) when the batch has enough transactions and
+        each range would still hold 10,000 rows / 1 MiB."""
         with self._lock:
             pending = list(self.pending)
         first, last = position_order(start), position_order(end)
@@ -171,7 +172,10 @@ class Scout:
         counted = self.options.max_rows is not None
         weights = [p.rows if counted else p.size for p in chosen]
         limit = per_partition if counted else bytes_per_partition
-        limit = max(1, min(limit, -(-sum(weights) // _parallelism())))
+        # Split for the cores, but not below a floor: every range costs a task, a replication
+        # connection and a change-log file, which a small batch (a 1 s trigger's) does not repay.
+        floor = min(limit, _MIN_RANGE_ROWS if counted else _MIN_RANGE_BYTES)
+        limit = max(1, floor, min(limit, -(-sum(weights) // _parallelism())))
         parts: list[RangePartition] = []
         group: list[_Planned] = []
         weight = 0
@@ -189,6 +193,10 @@ class Scout:
             offset_json(group[0].start), offset_json(group[-1].end), group[0].catalog.to_json(), self.flavor,
             sum(g.rows for g in group),
         )
+
+
+_MIN_RANGE_ROWS = 10_000
+_MIN_RANGE_BYTES = 1 << 20
 
 
 def _parallelism() -> int:
