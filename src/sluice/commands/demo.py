@@ -109,7 +109,6 @@ def workload(orders: int) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     import shutil
-    import statistics
     from pathlib import Path
 
     from sluice.dsn import parse_dsn
@@ -185,7 +184,7 @@ def run(args: argparse.Namespace) -> int:
             status = "equal" if v.ok else f"DIFFERENT ({v.missing} missing, {v.extra} extra, {v.different} different)"
             say(f"  verify {v.db}.{v.table}: {v.source_rows} rows on the server, {v.mirror_rows} in the lake: {status}")
         ok = all(v.ok for v in verdicts)
-        latency = statistics.median(stats.latencies) if stats.latencies else 0.0
+        latency = stats.latency(0.5) or 0.0
         say(
             f"{stats.rows} changes ({stats.ops['insert']} inserts, {stats.ops['update']} updates, "
             f"{stats.ops['delete']} deletes) "

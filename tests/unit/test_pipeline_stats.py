@@ -1,0 +1,26 @@
+"""``PipelineStats``: commit-to-visible quantiles weighted by the changes of each transaction, in
+bounded memory."""
+
+from __future__ import annotations
+
+import pytest
+
+from sluice.spark.pipeline import PipelineStats
+
+pytestmark = pytest.mark.unit
+
+
+def test_latency_quantiles_weigh_each_transaction_by_its_changes() -> None:
+    stats = PipelineStats()
+    assert stats.latency(0.5) is None
+    stats.latencies.extend([(3.0, 1), (0.5, 8), (1.0, 1)])  # 10 changes: eight at 0.5 s
+    assert stats.latency(0.5) == 0.5
+    assert stats.latency(0.85) == 1.0
+    assert stats.latency(0.95) == 3.0
+    assert stats.latency(1.0) == 3.0
+
+
+def test_latencies_stay_bounded() -> None:
+    stats = PipelineStats()
+    stats.latencies.extend((float(i), 1) for i in range(250_000))
+    assert len(stats.latencies) == 100_000 and stats.latency(0.0) == 150_000.0
