@@ -51,6 +51,7 @@ from sluice.cdc.schema_start import ddl_between, read_schema
 from sluice.cdc.snapshot.chunks import Chunk
 from sluice.cdc.snapshot.reader import (
     binlog_position,
+    low_mark,
     plan_table,
     prepare_session,
 )
@@ -62,7 +63,7 @@ from sluice.spark.delta_sink import CHANGELOG_SCHEMA, DeltaLake, TableBatch
 from sluice.spark.layout import mirror_columns_for_schema
 from sluice.spark.snapshot_arrow import table_from_ipc
 from sluice.spark.snapshot_keyless import snapshot_keyless
-from sluice.spark.snapshot_task import read_and_reconcile
+from sluice.spark.snapshot_task import ChunkPayload, read_and_reconcile
 
 __all__ = ["SnapshotRunner", "SnapshotState", "forget_tables", "stream_start"]
 
@@ -232,12 +233,14 @@ class SnapshotRunner:
         if not pending:
             return stale
         catalog_json = catalog.to_json()
-        payloads = [(self.source, catalog_json, state.tables[name]["schema"], state.tables[name]["key"], c,
-                     state.flavor or "", bool(state.tables[name].get("append"))) for name, c in pending]
+        payloads: list[ChunkPayload] = [
+            (self.source, catalog_json, state.tables[name]["schema"], state.tables[name]["key"], c,
+             state.flavor or "", bool(state.tables[name].get("append")), None) for name, c in pending
+        ]
         started = time.monotonic()
         rows_done = 0
         done = total - len(pending)
-        for chunk_json, low, high, count, rows in self._in_order(payloads):
+        for chunk_json, low, high, count, rows in self._in_order(payloads, state.flavor == "mysql"):
             chunk = Chunk.from_json(chunk_json)
             name = f"{chunk.db}.{chunk.table}"
             table = state.tables[name]
@@ -267,23 +270,33 @@ class SnapshotRunner:
                 self.on_chunk(done, total, rows_done)
         return stale
 
-    def _in_order(self, payloads: list[Any]) -> Iterator[Any]:
+    def _in_order(self, payloads: list[ChunkPayload], early_low: bool) -> Iterator[Any]:
         """The chunks' task results in plan order (each table's chunks are written in sequence), while
-        up to one task per core plus one runs ahead: the driver's writes overlap with the reads."""
+        up to one task per core plus one runs ahead: the driver's writes overlap with the reads.
+
+        ``early_low`` (MySQL): the driver takes each chunk's low watermark when it submits the chunk,
+        so the wait after it (``sluice.cdc.snapshot.reader``) passes while the chunk waits for a
+        slot, instead of holding a Spark slot idle in the task."""
         sc = self.spark.sparkContext
-        rdd = sc.parallelize(payloads, len(payloads)).map(read_and_reconcile)
         ahead = max(1, int(sc.defaultParallelism)) + 1
         pool = ThreadPoolExecutor(max_workers=ahead, thread_name_prefix="sluice-snapshot")
         futures: deque[Future[list[Any]]] = deque()
         submitted = 0
+        conn = Connection.open(parse_dsn(self.source)) if early_low and payloads else None
         try:
             while submitted < len(payloads) or futures:
                 while submitted < len(payloads) and len(futures) < ahead:
-                    futures.append(pool.submit(sc.runJob, rdd, _as_list, [submitted]))
+                    payload = payloads[submitted]
+                    if conn is not None:
+                        payload = (*payload[:-1], low_mark(conn).to_json())
+                    rdd = sc.parallelize([payload], 1).map(read_and_reconcile)
+                    futures.append(pool.submit(sc.runJob, rdd, _as_list))
                     submitted += 1
                 yield from futures.popleft().result()
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
+            if conn is not None:
+                conn.close()
 
     def _seq(self, state: SnapshotState, name: str, chunk: Chunk) -> int:
         """A chunk's number in the plan: its Delta app-transaction version (increasing per table)."""

@@ -20,7 +20,7 @@ from sluice.cdc.follow import FollowConfig, follow
 from sluice.cdc.records import RowChange
 from sluice.cdc.schema import Catalog, SchemaTracker, TableSchema
 from sluice.cdc.snapshot.chunks import Chunk
-from sluice.cdc.snapshot.reader import TablePlan, prepare_session, read_chunk, read_chunk_raw
+from sluice.cdc.snapshot.reader import LowMark, TablePlan, prepare_session, read_chunk, read_chunk_raw
 from sluice.cdc.snapshot.reconcile import key_order, reconcile, reconcile_keys
 from sluice.dsn import parse_dsn
 from sluice.errors import SchemaError, ServerError
@@ -30,7 +30,11 @@ from sluice.spark.mirror_columns import to_arrow_table
 from sluice.spark.snapshot_arrow import chunk_table, column_builders, key_values, table_to_ipc
 from sluice.spark.snapshot_rows import split_rows
 
-__all__ = ["read_and_reconcile"]
+__all__ = ["ChunkPayload", "read_and_reconcile"]
+
+#: A chunk task's input: dsn, catalog, table schema, key, chunk, flavor, append, and (MySQL) the low
+#: watermark the driver took ahead (``LowMark.to_json``), or None.
+ChunkPayload = tuple[str, dict[str, Any], dict[str, Any], list[str], dict[str, Any], str, bool, dict[str, Any] | None]
 
 
 def _window_changes(config: Any, catalog_json: dict[str, Any], schema: TableSchema, flavor: str,
@@ -52,7 +56,7 @@ def _window_changes(config: Any, catalog_json: dict[str, Any], schema: TableSche
     return changes
 
 
-def read_and_reconcile(payload: tuple[str, dict[str, Any], dict[str, Any], list[str], dict[str, Any], str, bool]
+def read_and_reconcile(payload: ChunkPayload
                         ) -> tuple[dict[str, Any], dict[str, Any] | None, dict[str, Any] | None, int,
                                    bytes | list[dict[str, Any]] | str | None]:
     """A Spark task: read one chunk between watermarks and reconcile it with the binlog between them.
@@ -75,9 +79,10 @@ def read_and_reconcile(payload: tuple[str, dict[str, Any], dict[str, Any], list[
 _TABLE_CHANGED = frozenset({1146, 1054, 1136})
 
 
-def _read_chunk_task(payload: tuple[str, dict[str, Any], dict[str, Any], list[str], dict[str, Any], str, bool]
+def _read_chunk_task(payload: ChunkPayload
                      ) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], int, bytes | list[dict[str, Any]]]:
-    dsn, catalog_json, schema_json, key, chunk_json, flavor, append = payload
+    dsn, catalog_json, schema_json, key, chunk_json, flavor, append, mark = payload
+    early = LowMark.from_json(mark) if mark else None  # MySQL: the driver took the low watermark ahead
     schema = TableSchema.from_json(schema_json)
     chunk = Chunk.from_json(chunk_json)
     config = parse_dsn(dsn)
@@ -86,7 +91,7 @@ def _read_chunk_task(payload: tuple[str, dict[str, Any], dict[str, Any], list[st
     if not append:
         with Connection.open(config) as conn:
             prepare_session(conn)
-            read = read_chunk(conn, plan, chunk)
+            read = read_chunk(conn, plan, chunk, early=early)
         changes = _window_changes(config, catalog_json, schema, flavor, read.low, read.high)
         rows = reconcile(read, changes, order)
         return chunk_json, read.low.to_json(), read.high.to_json(), len(rows), rows
@@ -94,7 +99,7 @@ def _read_chunk_task(payload: tuple[str, dict[str, Any], dict[str, Any], list[st
     builders = column_builders(schema, columns, flavor or None)
     with Connection.open(config) as conn:
         prepare_session(conn)
-        low, high, result = read_chunk_raw(conn, plan, chunk)
+        low, high, result = read_chunk_raw(conn, plan, chunk, early=early)
     values = split_rows(result.payloads, len(schema.columns))
     del result
     changes = _window_changes(config, catalog_json, schema, flavor, low, high)

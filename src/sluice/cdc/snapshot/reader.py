@@ -48,8 +48,8 @@ from sluice.io.replication import server_binlog_status
 from sluice.wire.commands import com_query
 from sluice.wire.resultset import RawResultSet, RawResultSetReader
 
-__all__ = ["SESSION_SETTINGS", "TablePlan", "binlog_position", "plan_table", "prepare_session", "read_chunk",
-           "read_chunk_raw", "read_chunk_text", "snapshot_position", "table_rows_estimate", "unique_keys"]
+__all__ = ["SESSION_SETTINGS", "LowMark", "TablePlan", "binlog_position", "low_mark", "plan_table", "prepare_session",
+           "read_chunk", "read_chunk_raw", "read_chunk_text", "snapshot_position", "table_rows_estimate", "unique_keys"]
 
 _Result = TypeVar("_Result")
 
@@ -167,8 +167,34 @@ def _query_raw(conn: Connection, sql: str) -> RawResultSet:
     return RawResultSet((), [])
 
 
+def low_mark(conn: Connection) -> LowMark:
+    """A low watermark taken now, ahead of the chunk that will use it (MySQL): the binlog's end,
+    then the server's clock, so that the chunk's task waits only for what is left of the settle."""
+    low = binlog_position(conn)
+    return LowMark(low, _server_seconds(conn))
+
+
+@dataclass(frozen=True, slots=True)
+class LowMark:
+    """A low watermark and the server's clock (seconds) just after it was read."""
+
+    low: Checkpoint
+    at: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {"low": self.low.to_json(), "at": self.at}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> LowMark:
+        return cls(Checkpoint.from_json(data["low"]), float(data["at"]))
+
+
+def _server_seconds(conn: Connection) -> float:
+    return float(str(conn.query("SELECT UNIX_TIMESTAMP(NOW(6))").rows[0][0]))
+
+
 def _read(conn: Connection, plan: TablePlan, chunk: Chunk, settle: float,
-          query: Callable[[str], _Result]) -> tuple[Checkpoint, Checkpoint, _Result]:
+          query: Callable[[str], _Result], early: LowMark | None = None) -> tuple[Checkpoint, Checkpoint, _Result]:
     schema = plan.schema
     sql = (f"SELECT {select_list(schema)} FROM {_quote(schema.db)}.{_quote(schema.name)} "
            f"WHERE {chunk_predicate(schema, chunk)} ORDER BY {order_by(chunk)}")
@@ -180,33 +206,45 @@ def _read(conn: Connection, plan: TablePlan, chunk: Chunk, settle: float,
         finally:
             conn.execute("COMMIT")
     else:
-        low = binlog_position(conn)
-        if settle > 0:
-            time.sleep(settle)
+        # MySQL writes a transaction to the binlog before its engine commit: a SELECT started right
+        # after the low watermark may not see the last transactions before it. Wait ``settle``
+        # seconds of the server's clock after the low watermark (a mark taken ahead by the driver
+        # has usually waited them out already).
+        if early is None:
+            low = binlog_position(conn)
+            if settle > 0:
+                time.sleep(settle)
+        else:
+            low = early.low
+            left = early.at + settle - _server_seconds(conn)
+            if left > 0:
+                time.sleep(left)
         result = query(sql)
     high = binlog_position(conn)
     return low, high, result
 
 
-def read_chunk_text(conn: Connection, plan: TablePlan, chunk: Chunk, *,
-                    settle: float = 0.2) -> tuple[Checkpoint, Checkpoint, list[tuple[str | None, ...]]]:
+def read_chunk_text(conn: Connection, plan: TablePlan, chunk: Chunk, *, settle: float = 0.2,
+                    early: LowMark | None = None) -> tuple[Checkpoint, Checkpoint, list[tuple[str | None, ...]]]:
     """The low watermark, the high watermark and the text rows of ``chunk`` in key order, as the
     server printed them (``select_list`` order; convert with ``sluice.cdc.textvalues``).
 
     ``conn`` must be in the session state of ``prepare_session``. ``settle`` (MySQL only) is how
-    long the low watermark is read before the ``SELECT``'s snapshot starts.
+    long the low watermark is read before the ``SELECT``'s snapshot starts; ``early``: a low
+    watermark taken before (``low_mark``), MySQL only.
     """
-    low, high, result = _read(conn, plan, chunk, settle, conn.query)
+    low, high, result = _read(conn, plan, chunk, settle, conn.query, early)
     return low, high, result.rows
 
 
-def read_chunk_raw(conn: Connection, plan: TablePlan, chunk: Chunk, *,
-                   settle: float = 0.2) -> tuple[Checkpoint, Checkpoint, RawResultSet]:
+def read_chunk_raw(conn: Connection, plan: TablePlan, chunk: Chunk, *, settle: float = 0.2,
+                   early: LowMark | None = None) -> tuple[Checkpoint, Checkpoint, RawResultSet]:
     """``read_chunk_text`` with the rows left as their undecoded text-row payloads."""
-    return _read(conn, plan, chunk, settle, partial(_query_raw, conn))
+    return _read(conn, plan, chunk, settle, partial(_query_raw, conn), early)
 
 
-def read_chunk(conn: Connection, plan: TablePlan, chunk: Chunk, *, settle: float = 0.2) -> ChunkRead:
+def read_chunk(conn: Connection, plan: TablePlan, chunk: Chunk, *, settle: float = 0.2,
+               early: LowMark | None = None) -> ChunkRead:
     """The rows of ``chunk`` in key order between a low and a high watermark, as decoded values.
 
     ``conn`` must be in the session state of ``prepare_session``. ``settle`` (MySQL only) is how
@@ -214,7 +252,7 @@ def read_chunk(conn: Connection, plan: TablePlan, chunk: Chunk, *, settle: float
     """
     schema = plan.schema
     converters = text_converters(schema, "mariadb" if conn.is_mariadb else "mysql")
-    low, high, text_rows = read_chunk_text(conn, plan, chunk, settle=settle)
+    low, high, text_rows = read_chunk_text(conn, plan, chunk, settle=settle, early=early)
     names = schema.names
     rows = [dict(zip(names, values, strict=True))
             for values in convert_rows(schema, converters, text_rows, row_converter(converters))]
