@@ -40,9 +40,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
-from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
-from deltalake.exceptions import DeltaError, SchemaMismatchError
+from deltalake import CommitProperties, DeltaTable, Transaction
+from deltalake import Schema as DeltaSchema
+from deltalake.exceptions import DeltaError
+from deltalake.transaction import AddAction
 
 from sluice.binlog.position import Checkpoint, position_key
 from sluice.cdc.records import RowChange
@@ -61,7 +62,7 @@ from sluice.io.atomic import write_atomically
 from sluice.io.connection import Connection
 from sluice.spark.delta_sink import CHANGELOG_SCHEMA, DeltaLake, TableBatch
 from sluice.spark.layout import mirror_columns_for_schema
-from sluice.spark.snapshot_arrow import table_from_ipc
+from sluice.spark.mirror_columns import mirror_schema
 from sluice.spark.snapshot_keyless import snapshot_keyless
 from sluice.spark.snapshot_task import ChunkPayload, read_and_reconcile
 
@@ -235,7 +236,7 @@ class SnapshotRunner:
         catalog_json = catalog.to_json()
         payloads: list[ChunkPayload] = [
             (self.source, catalog_json, state.tables[name]["schema"], state.tables[name]["key"], c,
-             state.flavor or "", bool(state.tables[name].get("append")), None) for name, c in pending
+             state.flavor or "", self._append_to(state.tables[name]), None) for name, c in pending
         ]
         started = time.monotonic()
         rows_done = 0
@@ -252,8 +253,8 @@ class SnapshotRunner:
             seq = self._seq(state, name, chunk)
             table["writing"] = {"chunk": chunk.id, "seq": seq, "low": low, "high": high, "rows": count}
             state.save(self.state_path)
-            if isinstance(rows, bytes):
-                self._append(table, seq, table_from_ipc(rows), state.flavor)
+            if isinstance(rows, dict):
+                self._append(table, seq, rows, state.flavor)
             else:
                 self._write(table, seq, rows, _cp(high), state.flavor)
             table["done"][chunk.id] = {"low": low, "high": high, "rows": count}
@@ -325,35 +326,34 @@ class SnapshotRunner:
         path = self.lake.table_path(db, name)
         return not DeltaTable.is_deltatable(path) or not DeltaTable(path).file_uris()
 
-    def _append(self, table: dict[str, Any], seq: int, rows: pa.Table, flavor: str | None) -> None:
-        """Append a chunk's rows to a mirror that held none before the snapshot, as app transaction ``seq``."""
-        if not rows.num_rows:
+    def _append_to(self, table: dict[str, Any]) -> str:
+        """The mirror's folder when the table's chunks are appended (its tasks write the data files), else ""."""
+        if not table.get("append"):
+            return ""
+        schema = TableSchema.from_json(table["schema"])
+        return self.lake.table_path(schema.db, schema.name)
+
+    def _append(self, table: dict[str, Any], seq: int, added: dict[str, Any], flavor: str | None) -> None:
+        """Commit the data file a chunk's task wrote into a mirror that held no rows before the
+        snapshot, as app transaction ``seq``."""
+        if not added:
             return  # as a MERGE of no changes: nothing is committed
         schema = TableSchema.from_json(table["schema"])
         name = f"{schema.db}.{schema.name}"
-        pk = tuple(schema.primary_key) or tuple(table["key"])
-        columns = mirror_columns_for_schema(schema, flavor or None)
-        by_name = {c.name for c in columns}
-        for k in pk:
-            if k not in by_name:
-                raise SchemaError(f"{name}: primary key column {k!r} is not among the table's columns "
-                                  f"({', '.join(by_name)}); the schema sluice holds for the table is inconsistent")
-            if rows.column(k).null_count:
-                raise SchemaError(
-                    f"{name}: primary key column {k!r} of a row of the snapshot has no mirror value (e.g. a zero "
-                    "date); such a row cannot be mirrored — exclude the table from the mirror"
-                )
+        wanted = mirror_schema(mirror_columns_for_schema(schema, flavor or None))
         path = self.lake.table_path(schema.db, schema.name)
         txn = CommitProperties(app_transactions=[Transaction(self.lake.app_id, seq)])
         try:
             if not DeltaTable.is_deltatable(path):
-                DeltaTable.create(path, rows.schema, mode="ignore")  # as the pipeline's MERGE creates it
-            write_deltalake(path, rows, mode="append", commit_properties=txn)
-        except SchemaMismatchError as exc:
-            raise SchemaError(
-                f"the Delta mirror of {name} does not take the snapshot's rows ({exc}); re-snapshot the table: "
-                f"remove {path} and capture the table again"
-            ) from exc
+                DeltaTable.create(path, wanted, mode="ignore")  # as the pipeline's MERGE creates it
+            dt = DeltaTable(path)
+            if dt.schema() != DeltaSchema.from_arrow(wanted):
+                raise SchemaError(
+                    f"the Delta mirror of {name} does not take the snapshot's rows (its columns differ from the "
+                    f"table's); re-snapshot the table: remove {path} and capture the table again"
+                )
+            action = AddAction(added["path"], added["size"], {}, added["mtime"], True, added["stats"])
+            dt.create_write_transaction([action], "append", wanted, commit_properties=txn)
         except DeltaError as exc:
             raise DataLossError(
                 f"the Delta commit of snapshot chunk {seq} to the mirror of {name} ({path}) failed ({exc}); "

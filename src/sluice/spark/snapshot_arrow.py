@@ -10,8 +10,7 @@ to the Arrow string (UTF-8 checked), binary strings are the bytes sent, and inte
 to 38 digits and DOUBLEs are parsed by Arrow's cast from the text, which gives the same values for
 every text those types print (tests/unit/test_snapshot_arrow.py compares both ways); a text the
 cast rejects falls back to the per-value path, which says which value is wrong. ``key_values``
-gives the decoded key of each row for reconciliation; ``table_to_ipc`` / ``table_from_ipc`` carry a
-table from a Spark task to the driver as Arrow IPC stream bytes.
+gives the decoded key of each row for reconciliation.
 """
 
 from __future__ import annotations
@@ -31,8 +30,7 @@ from sluice.cdc.textvalues import text_converter
 from sluice.errors import SchemaError
 from sluice.spark.mirror_columns import MirrorColumn, column_array, mirror_schema
 
-__all__ = ["ColumnBuilder", "chunk_table", "column_builders", "key_values", "table_from_ipc", "table_to_ipc",
-           "text_array", "texts"]
+__all__ = ["ColumnBuilder", "chunk_table", "column_builders", "key_values", "text_array", "texts"]
 
 #: One column's values as the server sent them (a ``pa.binary()`` array, null for SQL NULL; see
 #: ``sluice.spark.snapshot_rows``) -> the column's array in the mirror.
@@ -156,16 +154,3 @@ def key_values(schema: TableSchema, key: Sequence[str], flavor: str | None,
         except _VALUE_ERRORS:
             raise _bad_text(schema, column, convert, column_texts) from None  # type: ignore[arg-type]
     return list(zip(*by_column, strict=True))
-
-
-def table_to_ipc(table: pa.Table) -> bytes:
-    """``table`` as Arrow IPC stream bytes."""
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, table.schema) as writer:
-        writer.write_table(table)
-    return bytes(sink.getvalue().to_pybytes())
-
-
-def table_from_ipc(data: bytes) -> pa.Table:
-    """The table of ``table_to_ipc`` bytes."""
-    return pa.ipc.open_stream(pa.py_buffer(data)).read_all()

@@ -27,14 +27,16 @@ from sluice.errors import SchemaError, ServerError
 from sluice.io.connection import Connection
 from sluice.spark.layout import mirror_columns_for_schema
 from sluice.spark.mirror_columns import to_arrow_table
-from sluice.spark.snapshot_arrow import chunk_table, column_builders, key_values, table_to_ipc
+from sluice.spark.snapshot_arrow import chunk_table, column_builders, key_values
 from sluice.spark.snapshot_rows import split_rows
+from sluice.spark.stage import write_data_file
 
 __all__ = ["ChunkPayload", "read_and_reconcile"]
 
-#: A chunk task's input: dsn, catalog, table schema, key, chunk, flavor, append, and (MySQL) the low
-#: watermark the driver took ahead (``LowMark.to_json``), or None.
-ChunkPayload = tuple[str, dict[str, Any], dict[str, Any], list[str], dict[str, Any], str, bool, dict[str, Any] | None]
+#: A chunk task's input: dsn, catalog, table schema, key, chunk, flavor, the mirror's folder when the
+#: chunk is appended to it ("" for a MERGE), and (MySQL) the low watermark the driver took ahead
+#: (``LowMark.to_json``), or None.
+ChunkPayload = tuple[str, dict[str, Any], dict[str, Any], list[str], dict[str, Any], str, str, dict[str, Any] | None]
 
 
 def _window_changes(config: Any, catalog_json: dict[str, Any], schema: TableSchema, flavor: str,
@@ -58,12 +60,14 @@ def _window_changes(config: Any, catalog_json: dict[str, Any], schema: TableSche
 
 def read_and_reconcile(payload: ChunkPayload
                         ) -> tuple[dict[str, Any], dict[str, Any] | None, dict[str, Any] | None, int,
-                                   bytes | list[dict[str, Any]] | str | None]:
+                                   dict[str, Any] | list[dict[str, Any]] | str | None]:
     """A Spark task: read one chunk between watermarks and reconcile it with the binlog between them.
 
-    Returns the chunk, its watermarks, its row count and its rows: with ``append`` the mirror's
-    Arrow table as IPC bytes, else decoded row dicts (for a MERGE). A chunk the table no longer fits
-    returns no watermarks and, for values that did not fit its columns, the error's text.
+    Returns the chunk, its watermarks, its row count and its rows: when appending, the mirror's
+    data file the task wrote into the mirror's folder (``sluice.spark.stage.write_data_file``: its
+    ``add`` action's fields, empty for no rows), else decoded row dicts (for a MERGE). A chunk the
+    table no longer fits returns no watermarks and, for values that did not fit its columns, the
+    error's text.
     """
     try:
         return _read_chunk_task(payload)
@@ -79,8 +83,8 @@ def read_and_reconcile(payload: ChunkPayload
 _TABLE_CHANGED = frozenset({1146, 1054, 1136})
 
 
-def _read_chunk_task(payload: ChunkPayload
-                     ) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], int, bytes | list[dict[str, Any]]]:
+def _read_chunk_task(payload: ChunkPayload) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], int,
+                                                     dict[str, Any] | list[dict[str, Any]]]:
     dsn, catalog_json, schema_json, key, chunk_json, flavor, append, mark = payload
     early = LowMark.from_json(mark) if mark else None  # MySQL: the driver took the low watermark ahead
     schema = TableSchema.from_json(schema_json)
@@ -109,4 +113,22 @@ def _read_chunk_task(payload: ChunkPayload
         table = table.take(pa.array(keep, pa.int64()))
     if images:
         table = pa.concat_tables([table, to_arrow_table(columns, images)])
-    return chunk_json, low.to_json(), high.to_json(), table.num_rows, table_to_ipc(table)
+    _check_keys(schema, tuple(schema.primary_key) or tuple(key), table)
+    if not table.num_rows:
+        return chunk_json, low.to_json(), high.to_json(), 0, {}
+    # The mirror's data file, written here and committed by the driver in the chunk's turn.
+    return chunk_json, low.to_json(), high.to_json(), table.num_rows, write_data_file(table, append)
+
+
+def _check_keys(schema: TableSchema, pk: tuple[str, ...], rows: pa.Table) -> None:
+    name = f"{schema.db}.{schema.name}"
+    for k in pk:
+        if k not in rows.column_names:
+            raise SchemaError(f"{name}: primary key column {k!r} is not among the table's columns "
+                              f"({', '.join(rows.column_names)}); the schema sluice holds for the table is "
+                              "inconsistent")
+        if rows.column(k).null_count:
+            raise SchemaError(
+                f"{name}: primary key column {k!r} of a row of the snapshot has no mirror value (e.g. a zero "
+                "date); such a row cannot be mirrored — exclude the table from the mirror"
+            )

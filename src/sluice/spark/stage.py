@@ -37,7 +37,7 @@ from sluice.errors import ConfigError
 
 __all__ = [
     "BATCH_PROPERTY", "STAGE_ARROW_SCHEMA", "STAGE_SCHEMA", "delta_stats", "layout_key", "stage_range", "staging_dir",
-    "task_batch_id",
+    "task_batch_id", "write_data_file",
 ]
 
 BATCH_PROPERTY: Final = "sluice.batch"
@@ -115,50 +115,65 @@ def stage_range(batches: Iterable[pa.RecordBatch], tracker: SchemaTracker, lake:
     yield pa.RecordBatch.from_pylist(out, schema=STAGE_ARROW_SCHEMA)
 
 
-def _write_changelog(log: pa.Table, rows: pa.Table, lake: str) -> dict[str, Any]:
-    import numpy as np
+def write_data_file(table: pa.Table, folder: str, *, plain: Iterable[str] = (),
+                    bounded: Iterable[str] | None = None) -> dict[str, Any]:
+    """Write ``table`` as a Parquet data file of the Delta table in ``folder``, not committed: its
+    ``add`` action's fields (``path`` relative to the folder, ``size``, ``mtime``, ``stats``).
+    ``plain``: columns of nearly distinct values, written without dictionary or page bounds (they
+    only cost time); ``bounded``: the columns whose bounds the statistics give (all by default).
+    zstd at level 1 writes W1's change log faster than snappy and at half its size."""
     import pyarrow.parquet as pq
 
-    folder = f"{lake}/_sluice/changes"
     os.makedirs(folder, exist_ok=True)
     name = f"part-00000-{uuid.uuid4()}-c000.zstd.parquet"
-    # The images are nearly all distinct: a dictionary or page bounds only cost time. zstd at level
-    # 1 writes W1's change log faster than snappy and at half its size.
-    short = [n for n in log.column_names if n not in ("before", "after", "json_diffs", "ddl")]
-    pq.write_table(log, f"{folder}/{name}", compression="zstd", compression_level=1, use_dictionary=short,
+    skip = set(plain)
+    short = [n for n in table.column_names if n not in skip]
+    pq.write_table(table, f"{folder}/{name}", compression="zstd", compression_level=1, use_dictionary=short,
                    write_statistics=short)
-    size = os.path.getsize(f"{folder}/{name}")
+    return {"path": name, "size": os.path.getsize(f"{folder}/{name}"), "mtime": int(time.time() * 1000),
+            "stats": delta_stats(table, table.column_names if bounded is None else bounded)}
+
+
+def _write_changelog(log: pa.Table, rows: pa.Table, lake: str) -> dict[str, Any]:
+    import numpy as np
+
+    written = write_data_file(log, f"{lake}/_sluice/changes", plain=("before", "after", "json_diffs", "ddl"),
+                              bounded=_BOUNDED)
     commits = rows.column("commit_ts").cast(pa.int64()).to_numpy()
     starts = np.concatenate([[0], np.flatnonzero(np.diff(commits)) + 1])
     counts = np.diff(np.concatenate([starts, [len(commits)]]))
     return {
-        "kind": "changes", "path": name, "size": size, "mtime": int(time.time() * 1000), "rows": log.num_rows,
+        "kind": "changes", **written, "rows": log.num_rows,
         "first_file": rows.column("file")[0].as_py(), "first_pos": rows.column("pos")[0].as_py(),
         "first_row": rows.column("row")[0].as_py(),
         "last_file": rows.column("file")[-1].as_py(), "last_pos": rows.column("pos")[-1].as_py(),
-        "stats": delta_stats(log), "commit_us": commits[starts].tolist(), "commit_rows": counts.tolist(),
+        "commit_us": commits[starts].tolist(), "commit_rows": counts.tolist(),
     }
 
 
-def delta_stats(log: pa.Table) -> str:
-    """The Delta ``add`` action's statistics of a change-log file: row and null counts, and exact
-    bounds of the short columns (a bound is left out rather than truncated)."""
+def delta_stats(table: pa.Table, bounded: Iterable[str] = ()) -> str:
+    """The Delta ``add`` action's statistics of a data file: row and null counts, and exact
+    bounds of the ``bounded`` columns that are integers or short texts (a bound is left out rather
+    than truncated; other types' bounds are not written)."""
     nulls: dict[str, int] = {}
     low: dict[str, Any] = {}
     high: dict[str, Any] = {}
-    for field in log.schema:
-        column = log.column(field.name)
+    wanted = set(bounded)
+    for field in table.schema:
+        column = table.column(field.name)
         if pa.types.is_nested(field.type):
             continue
         nulls[field.name] = column.null_count
-        if field.name not in _BOUNDED or column.null_count == len(column):
+        if field.name not in wanted or column.null_count == len(column):
+            continue
+        if not (pa.types.is_integer(field.type) or pa.types.is_string(field.type)):
             continue
         bounds = pc.min_max(column)
         lo, hi = bounds["min"].as_py(), bounds["max"].as_py()
         if isinstance(lo, str) and max(len(lo), len(hi)) > _MAX_BOUND_CHARS:
             continue
         low[field.name], high[field.name] = lo, hi
-    return json.dumps({"numRecords": log.num_rows, "minValues": low, "maxValues": high, "nullCount": nulls})
+    return json.dumps({"numRecords": table.num_rows, "minValues": low, "maxValues": high, "nullCount": nulls})
 
 
 def _stage_tables(rows: pa.Table, catalog: Catalog, folder: str) -> Iterator[dict[str, Any]]:
