@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from sluice.spark.pipeline import PipelineStats
+from sluice.spark.pipeline_stats import PipelineStats
 
 pytestmark = pytest.mark.unit
 

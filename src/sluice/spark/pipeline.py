@@ -26,9 +26,8 @@ import signal
 import threading
 import time
 import uuid
-from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +35,7 @@ import numpy as np
 import pyarrow as pa
 from deltalake.transaction import AddAction
 
+from sluice.binlog.position import position_key
 from sluice.cdc.schema import SchemaHistory
 from sluice.dsn import parse_dsn
 from sluice.errors import ConfigError, SluiceError
@@ -45,6 +45,7 @@ from sluice.io.replication import server_binlog_status
 from sluice.spark.batch_table import query_error, row_changes, staged_rows
 from sluice.spark.ddl_stage import DdlStage
 from sluice.spark.delta_sink import DeltaLake, TableBatch
+from sluice.spark.pipeline_stats import PipelineStats
 from sluice.spark.stage import BATCH_PROPERTY, STAGE_SCHEMA, layout_key, staging_dir
 
 __all__ = ["Pipeline", "PipelineConfig", "PipelineStats"]
@@ -83,54 +84,6 @@ class PipelineConfig:
     @property
     def state_dir(self) -> Path:
         return Path(self.lake) / "_sluice"
-
-
-@dataclass
-class PipelineStats:
-    """Progress of a running pipeline, updated after every micro-batch."""
-
-    batches: int = 0
-    rows: int = 0
-    inserted: int = 0
-    updated: int = 0
-    deleted: int = 0
-    skipped_batches: int = 0
-    ops: dict[str, int] = field(default_factory=lambda: {"insert": 0, "update": 0, "delete": 0})
-    unmirrorable: set[str] = field(default_factory=set)
-    tables: set[str] = field(default_factory=set)
-    started: float = field(default_factory=time.monotonic)
-    last_commit_lag: float | None = None  # seconds from the newest commit in the batch to its visibility
-    lag_bytes: int | None = None
-    # (commit-to-visible seconds, changes) of the last transactions: bounded, a run may last months
-    latencies: deque[tuple[float, int]] = field(default_factory=lambda: deque(maxlen=100_000))
-    first_batch: float | None = None  # monotonic start of the first batch that carried changes
-    last_batch: float | None = None  # ... and end of the last one
-
-    def latency(self, q: float) -> float | None:
-        """The ``q`` quantile (0.5: the median) of commit-to-visible over the recent changes, seconds."""
-        total = sum(n for _, n in self.latencies)
-        if not total:
-            return None
-        seen = 0
-        for lag, n in sorted(self.latencies):
-            seen += n
-            if seen > q * total:
-                return lag
-        return max(lag for lag, _ in self.latencies)
-
-    @property
-    def batch_seconds(self) -> float:
-        """From the start of the first batch with changes to the end of the last: the steady part."""
-        return 0.0 if self.first_batch is None or self.last_batch is None else self.last_batch - self.first_batch
-
-    def line(self) -> str:
-        elapsed = max(time.monotonic() - self.started, 1e-9)
-        lag = "" if self.last_commit_lag is None else f", lag {self.last_commit_lag:.1f}s"
-        lag_b = "" if self.lag_bytes is None else f" / {self.lag_bytes:,} bytes"
-        return (
-            f"{self.batches} batches, {self.rows:,} changes ({self.rows / elapsed:,.0f}/s), "
-            f"{len(self.tables)} tables{lag}{lag_b}"
-        )
 
 
 class Pipeline:
@@ -324,10 +277,11 @@ class Pipeline:
     def _write(self, staged: pa.Table, batch_id: int) -> tuple[Any, ...] | None:
         """Commit what the tasks staged (``sluice.spark.stage``): DDL first, then each table's MERGE,
         the change log last. The metrics of the batch, None when it was empty."""
-        files = sorted((d for d in staged.to_pylist() if d["kind"] == "changes"), key=_first)
+        everything = sorted(staged.to_pylist(), key=_first)
+        files = [d for d in everything if d["kind"] == "changes"]
         if not files:
             return None
-        descriptors = sorted((d for d in staged.to_pylist() if d["kind"] != "changes"), key=_first)
+        descriptors = [d for d in everything if d["kind"] != "changes"]
         ddls = [{"db": d["db"], "table": d["table"], "file": d["first_file"], "pos": d["first_pos"], "ddl": d["ddl"]}
                 for d in descriptors if d["kind"] == "ddl"]
         if ddls:  # a DDL is a batch of its own (with the rows of CREATE ... SELECT)
@@ -360,7 +314,8 @@ class Pipeline:
         lags = ((visible_us - commits) / 1_000_000).clip(min=0.0)
         stats.latencies.extend(zip(lags.tolist(), [n for f in files for n in f["commit_rows"]], strict=True))
         stats.last_commit_lag = float(lags.min())
-        last_file, last_pos = max((f["last_file"], f["last_pos"]) for f in files)
+        last = max(files, key=lambda f: position_key(f["last_file"], f["last_pos"]))
+        last_file, last_pos = last["last_file"], last["last_pos"]
         if time.monotonic() - self._lag_checked >= 5.0:  # one status query per 5 s, not per batch
             self._lag_checked = time.monotonic()
             stats.lag_bytes = self._lag_bytes(last_file, last_pos)
@@ -423,8 +378,9 @@ class Pipeline:
         return status.pos - pos if status.file == file else None
 
 
-def _first(descriptor: dict[str, Any]) -> tuple[str, int, int]:
-    return descriptor["first_file"], descriptor["first_pos"], descriptor["first_row"] or 0
+def _first(descriptor: dict[str, Any]) -> tuple[tuple[str, int, int], int]:
+    """Binlog order of the staged descriptors: where their first change is."""
+    return position_key(descriptor["first_file"], descriptor["first_pos"]), descriptor["first_row"] or 0
 
 
 def _interval(text: str) -> str:
