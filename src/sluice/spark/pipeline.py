@@ -166,6 +166,7 @@ class Pipeline:
 
         cfg = self.config
         shutil.rmtree(cfg.state_dir / "staging", ignore_errors=True)  # an earlier run's unfinished batch
+        drop_unfinished_writes(self.checkpoint_path)
         spark = spark_session(cfg.master, conf=dict(cfg.conf))
         self._spark = spark
         starting = cfg.starting_position
@@ -376,6 +377,16 @@ class Pipeline:
         except Exception:  # progress only: never fail a batch over it
             return None
         return status.pos - pos if status.file == file else None
+
+
+def drop_unfinished_writes(checkpoint: Path) -> None:
+    """Remove the temp files of checkpoint writes a kill cut short. Spark writes each checkpoint file
+    as a hidden ``.NAME.UUID.tmp`` and renames it; one left behind before the first offsets landed
+    makes Spark 4 refuse the checkpoint for good ("offsets should be empty on batch 0")."""
+    if checkpoint.is_dir():
+        for path in checkpoint.rglob(".*.tmp*"):
+            if path.is_file() and (path.name.endswith(".tmp") or path.name.endswith(".tmp.crc")):
+                path.unlink(missing_ok=True)
 
 
 def _first(descriptor: dict[str, Any]) -> tuple[tuple[str, int, int], int]:
