@@ -190,18 +190,18 @@ class DeltaLake:
                 continue
             plans.append(plan(tb, path, dt))
         path = self.changelog_path
-        if DeltaTable.is_deltatable(path) and _done(DeltaTable(path), self.app_id, batch_id):
-            results = tuple(p if isinstance(p, TableResult) else p.execute(batch_id, txn) for p in plans)
+        done = DeltaTable.is_deltatable(path) and _done(DeltaTable(path), self.app_id, batch_id)
+        log = changelog
+        if not done and files is None and log is None:
+            log = changelog_table(batch_id, [c for tb in tables for c in tb.changes])
+        # commits from here on: the mirrors, then the change log (its version is the last whole batch)
+        results = tuple(p if isinstance(p, TableResult) else p.execute(batch_id, txn) for p in plans)
+        if done:
             return BatchResult(batch_id, results, 0, True)
         if files is not None:
-            results = tuple(p if isinstance(p, TableResult) else p.execute(batch_id, txn) for p in plans)
             self._commit_changelog(batch_id, files, txn)
             return BatchResult(batch_id, results, sum(json.loads(f.stats)["numRecords"] for f in files), False)
-        log = changelog
-        if log is None:
-            log = changelog_table(batch_id, [c for tb in tables for c in tb.changes])
-        # commits from here on
-        results = tuple(p if isinstance(p, TableResult) else p.execute(batch_id, txn) for p in plans)
+        assert log is not None
         self._append_changelog(batch_id, log, txn)
         return BatchResult(batch_id, results, log.num_rows, False)
 
