@@ -73,6 +73,7 @@ class ConnectionConfig:
         return f"{scheme}://{auth}@{where}/{self.database or ''}{query}"
 
     def with_(self, **changes: object) -> ConnectionConfig:
+        """A copy with the given fields replaced."""
         return replace(self, **changes)  # type: ignore[arg-type]
 
 

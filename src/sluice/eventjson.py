@@ -32,6 +32,7 @@ _SKIP_FIELDS = frozenset({"header", "raw", "post_header_lengths"})
 
 
 def event_summary(event: Any, file: str, pos: int) -> dict[str, Any]:
+    """JSON-safe summary of one event: type name, file, offset, size, and the fields of detailed types."""
     header = event.header
     try:
         name = EventType(header.type_code).name

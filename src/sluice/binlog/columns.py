@@ -39,16 +39,29 @@ class TableShape(Protocol):
     their metadata, the per-column facts, the map's bytes (the plan cache's key) and its names."""
 
     @property
-    def schema(self) -> str: ...
+    def schema(self) -> str:
+        """Database of the table."""
+
     @property
-    def table(self) -> str: ...
+    def table(self) -> str:
+        """Name of the table."""
+
     @property
-    def column_count(self) -> int: ...
+    def column_count(self) -> int:
+        """Number of columns the TABLE_MAP describes."""
+
     @property
-    def column_types(self) -> Sequence[int]: ...
+    def column_types(self) -> Sequence[int]:
+        """Binlog type code of each column (``ColumnType``)."""
+
     @property
-    def column_meta(self) -> Sequence[int]: ...
+    def column_meta(self) -> Sequence[int]:
+        """Type metadata of each column, packed as ``TableMapEvent`` documents."""
+
     @property
-    def columns(self) -> Sequence[ColumnInfo]: ...
+    def columns(self) -> Sequence[ColumnInfo]:
+        """What the optional metadata block or the schema history knows of each column."""
+
     @property
-    def raw(self) -> bytes: ...
+    def raw(self) -> bytes:
+        """The TABLE_MAP body: the key of the row plan cache."""

@@ -11,6 +11,8 @@ from enum import IntEnum
 
 
 class EventType(IntEnum):
+    """Binlog event type codes (``Log_event_type``; MariaDB's from 160)."""
+
     UNKNOWN_EVENT = 0
     START_EVENT_V3 = 1
     QUERY_EVENT = 2
@@ -70,6 +72,8 @@ class EventType(IntEnum):
 
 
 class ColumnType(IntEnum):
+    """Column type codes of TABLE_MAP events (``enum_field_types``)."""
+
     DECIMAL = 0
     TINY = 1
     SHORT = 2

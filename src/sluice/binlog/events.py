@@ -22,6 +22,8 @@ RowsKind = Literal["write", "update", "delete"]
 
 @dataclass(frozen=True, slots=True)
 class FormatDescriptionEvent:
+    """FORMAT_DESCRIPTION_EVENT: the server that wrote the binlog, post-header lengths, checksum."""
+
     header: EventHeader
     binlog_version: int
     server_version: str
@@ -42,6 +44,8 @@ class FormatDescriptionEvent:
 
 @dataclass(frozen=True, slots=True)
 class RotateEvent:
+    """ROTATE_EVENT: the binlog goes on in ``next_file`` at ``position``."""
+
     header: EventHeader
     position: int
     next_file: str
@@ -49,6 +53,8 @@ class RotateEvent:
 
 @dataclass(frozen=True, slots=True)
 class StopEvent:
+    """STOP_EVENT: the server shut down; nothing more is written to this binlog file."""
+
     header: EventHeader
 
 
@@ -97,12 +103,16 @@ class QueryEvent:
 
 @dataclass(frozen=True, slots=True)
 class XidEvent:
+    """XID_EVENT: the COMMIT of a transaction of an XA-capable engine (InnoDB)."""
+
     header: EventHeader
     xid: int
 
 
 @dataclass(frozen=True, slots=True)
 class XaPrepareEvent:
+    """XA_PREPARE_LOG_EVENT: ends an ``XA PREPARE`` (or ``XA COMMIT ... ONE PHASE``) group."""
+
     header: EventHeader
     one_phase: bool
     format_id: int
@@ -112,6 +122,8 @@ class XaPrepareEvent:
 
 @dataclass(frozen=True, slots=True)
 class IntvarEvent:
+    """INTVAR_EVENT: the LAST_INSERT_ID / INSERT_ID value of the next statement-based QUERY."""
+
     header: EventHeader
     kind: int  # 1 = LAST_INSERT_ID, 2 = INSERT_ID
     value: int
@@ -119,6 +131,8 @@ class IntvarEvent:
 
 @dataclass(frozen=True, slots=True)
 class RandEvent:
+    """RAND_EVENT: the RAND() seeds of the next statement-based QUERY."""
+
     header: EventHeader
     seed1: int
     seed2: int
@@ -126,6 +140,8 @@ class RandEvent:
 
 @dataclass(frozen=True, slots=True)
 class UserVarEvent:
+    """USER_VAR_EVENT: a user variable (``@name``) the next statement-based QUERY reads."""
+
     header: EventHeader
     name: str
     is_null: bool
@@ -137,6 +153,8 @@ class UserVarEvent:
 
 @dataclass(frozen=True, slots=True)
 class IncidentEvent:
+    """INCIDENT_EVENT: the source may have lost changes here (``incident`` 1 = LOST_EVENTS)."""
+
     header: EventHeader
     incident: int
     message: str
@@ -153,18 +171,24 @@ class HeartbeatEvent:
 
 @dataclass(frozen=True, slots=True)
 class RowsQueryEvent:
+    """ROWS_QUERY_LOG_EVENT (``binlog_rows_query_log_events``): the statement of the rows that follow."""
+
     header: EventHeader
     query: bytes
 
 
 @dataclass(frozen=True, slots=True)
 class AnnotateRowsEvent:
+    """MariaDB ANNOTATE_ROWS_EVENT (``binlog_annotate_row_events``): the statement of the rows that follow."""
+
     header: EventHeader
     query: bytes
 
 
 @dataclass(frozen=True, slots=True)
 class BinlogCheckpointEvent:
+    """MariaDB BINLOG_CHECKPOINT_EVENT: the oldest binlog file crash recovery still needs."""
+
     header: EventHeader
     binlog_file: str
 
@@ -194,6 +218,7 @@ class GtidEvent:
 
     @property
     def anonymous(self) -> bool:
+        """ANONYMOUS_GTID_LOG_EVENT (gno 0): the transaction has no GTID."""
         return self.gno == 0
 
     @property
@@ -208,6 +233,8 @@ class GtidEvent:
 
 @dataclass(frozen=True, slots=True)
 class PreviousGtidsEvent:
+    """PREVIOUS_GTIDS_LOG_EVENT: the GTIDs of all transactions in the earlier binlog files."""
+
     header: EventHeader
     gtid_set: Any  # sluice.binlog.gtid.MysqlGtidSet
 
@@ -231,6 +258,8 @@ FL_EXTRA_THREAD_ID = 0x10
 
 @dataclass(frozen=True, slots=True)
 class MariadbGtidEvent:
+    """MariaDB GTID_EVENT: starts an event group (transaction or standalone statement)."""
+
     header: EventHeader
     seq_no: int
     domain_id: int
@@ -251,11 +280,14 @@ class MariadbGtidEvent:
 
     @property
     def gtid(self) -> str:
+        """``domain-server-seq``, the server id taken from the header."""
         return f"{self.domain_id}-{self.header.server_id}-{self.seq_no}"
 
 
 @dataclass(frozen=True, slots=True)
 class MariadbGtidListEvent:
+    """MariaDB GTID_LIST_EVENT: the binlog state (last GTID per domain and server) at the file start."""
+
     header: EventHeader
     flags: int
     gtids: tuple[Any, ...]  # tuple[sluice.binlog.gtid.MariadbGtid, ...]
@@ -330,6 +362,8 @@ class SkippedRowsEvent:
 
 @dataclass(frozen=True, slots=True)
 class TransactionPayloadEvent:
+    """TRANSACTION_PAYLOAD_EVENT: a whole transaction's events, compressed as one payload."""
+
     header: EventHeader
     compression_type: int  # 0 = ZSTD, 255 = NONE
     payload_size: int
@@ -339,6 +373,8 @@ class TransactionPayloadEvent:
 
 @dataclass(frozen=True, slots=True)
 class UnknownEvent:
+    """An event of a type sluice has no decoder for, with its raw body."""
+
     header: EventHeader
     raw: bytes
 

@@ -46,6 +46,8 @@ def _norm_tag(tag: str | None) -> str:
 
 @dataclass(frozen=True, slots=True, order=True)
 class Gtid:
+    """One MySQL GTID, ``uuid[:tag]:gno``."""
+
     uuid: uuid.UUID
     gno: int
     tag: str | None = None
@@ -55,6 +57,7 @@ class Gtid:
 
     @classmethod
     def parse(cls, text: str) -> Gtid:
+        """Parse ``uuid:gno`` or ``uuid:tag:gno``; ``GtidSyntaxError`` otherwise."""
         parts = text.strip().split(":")
         try:
             if len(parts) == 2:
@@ -92,6 +95,7 @@ class MysqlGtidSet:
     # -- text form -------------------------------------------------------------------------
     @classmethod
     def parse(cls, text: str) -> MysqlGtidSet:
+        """Parse the text form (``uuid:1-5:7,uuid:tag:1-3``; empty text is the empty set)."""
         acc: dict[Tsid, list[Interval]] = {}
         text = text.strip()
         if not text:
@@ -132,6 +136,7 @@ class MysqlGtidSet:
 
     # -- algebra ---------------------------------------------------------------------------
     def add(self, gtid: Gtid) -> None:
+        """Add one GTID to the set, in place."""
         key = (gtid.uuid, _norm_tag(gtid.tag))
         ivs = self._sets.get(key)
         g = gtid.gno
@@ -155,12 +160,14 @@ class MysqlGtidSet:
         return gtid_intervals.contains(ivs, gtid.gno)
 
     def union(self, other: MysqlGtidSet) -> MysqlGtidSet:
+        """The GTIDs in either set (``|``)."""
         acc = {k: list(v) for k, v in self._sets.items()}
         for k, v in other._sets.items():
             acc.setdefault(k, []).extend(v)
         return MysqlGtidSet(acc)
 
     def subtract(self, other: MysqlGtidSet) -> MysqlGtidSet:
+        """The GTIDs of this set that are not in ``other`` (``-``)."""
         acc = {}
         for k, v in self._sets.items():
             ov = other._sets.get(k)
@@ -171,6 +178,7 @@ class MysqlGtidSet:
     __sub__ = subtract
 
     def issubset(self, other: MysqlGtidSet) -> bool:
+        """True when every GTID of this set is in ``other``."""
         return not self.subtract(other)
 
     def __bool__(self) -> bool:
@@ -182,6 +190,7 @@ class MysqlGtidSet:
     __hash__ = None  # type: ignore[assignment]
 
     def copy(self) -> MysqlGtidSet:
+        """An independent copy (``add`` on it leaves this set alone)."""
         s = MysqlGtidSet()
         s._sets = {k: list(v) for k, v in self._sets.items()}
         return s
@@ -198,6 +207,7 @@ class MysqlGtidSet:
 
     @property
     def tagged(self) -> bool:
+        """True when some GTID has a tag: ``encode`` then writes the tagged format."""
         return any(tag for _, tag in self._sets)
 
     # -- binary form -----------------------------------------------------------------------
@@ -254,6 +264,8 @@ _MARIA_RE = re.compile(r"^\s*(\d+)-(\d+)-(\d+)\s*$")
 
 @dataclass(frozen=True, slots=True, order=True)
 class MariadbGtid:
+    """One MariaDB GTID, ``domain-server_id-seq_no``."""
+
     domain: int
     server_id: int
     seq: int
@@ -263,6 +275,7 @@ class MariadbGtid:
 
     @classmethod
     def parse(cls, text: str) -> MariadbGtid:
+        """Parse ``domain-server_id-seq_no``; ``GtidSyntaxError`` otherwise."""
         m = _MARIA_RE.match(text)
         if not m:
             raise GtidSyntaxError(f"invalid MariaDB GTID {text!r}: expected domain-server_id-seq_no")
@@ -284,6 +297,7 @@ class MariadbGtidPosition:
 
     @classmethod
     def parse(cls, text: str) -> MariadbGtidPosition:
+        """Parse a comma-separated list of GTIDs, at most one per domain (``gtid_slave_pos`` form)."""
         text = text.strip()
         pos = cls()
         if not text:
@@ -300,6 +314,7 @@ class MariadbGtidPosition:
         self._by_domain[gtid.domain] = gtid
 
     def get(self, domain: int) -> MariadbGtid | None:
+        """The position's GTID of ``domain``, or None."""
         return self._by_domain.get(domain)
 
     # -- algebra ---------------------------------------------------------------------------
@@ -329,6 +344,7 @@ class MariadbGtidPosition:
     __sub__ = subtract
 
     def issubset(self, other: MariadbGtidPosition) -> bool:
+        """True when ``other`` covers every GTID of this position."""
         return not self.subtract(other)
 
     def __iter__(self) -> Iterator[MariadbGtid]:
@@ -349,4 +365,5 @@ class MariadbGtidPosition:
     __hash__ = None  # type: ignore[assignment]
 
     def copy(self) -> MariadbGtidPosition:
+        """An independent copy (``advance`` on it leaves this position alone)."""
         return MariadbGtidPosition(self._by_domain.values())

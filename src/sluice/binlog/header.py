@@ -54,6 +54,8 @@ def frozen_builder(cls: type[T]) -> Callable[..., T]:
 
 @dataclass(frozen=True, slots=True)
 class EventHeader:
+    """The common header of one event, fields in their on-disk order."""
+
     timestamp: int
     type_code: int
     server_id: int

@@ -237,6 +237,7 @@ class EventParser:
 
     # -- services for decoders (decoders.context.DecodeContext) --------------------------------
     def post_header_len(self, type_code: int, default: int) -> int:
+        """The post-header length the FORMAT_DESCRIPTION gives this event type, or ``default``."""
         i = type_code - 1
         phl = self._phl
         if 0 <= i < len(phl) and phl[i]:
@@ -244,6 +245,7 @@ class EventParser:
         return default
 
     def on_table_map(self, header: EventHeader, body: bytes | memoryview) -> TableMapEvent:
+        """Decode a TABLE_MAP body (cached by its bytes), apply the table filter, make it current."""
         key = bytes(body)
         fields = self._tm_cache.get(key)
         if fields is None:
@@ -269,6 +271,7 @@ class EventParser:
         return tm
 
     def table_entry(self, table_id: int, header: EventHeader) -> _TableEntry:
+        """The current TABLE_MAP of ``table_id``; ``MalformedEventError`` when there is none."""
         if table_id == self._last_tid and self._last_entry is not None:
             return self._last_entry
         entry = self._maps.get(table_id)
@@ -283,9 +286,11 @@ class EventParser:
         return entry
 
     def skip_rows(self) -> None:
+        """Count a rows event of a table that is not captured."""
         self.skipped_rows_events += 1
 
     def plan_of(self, entry: TableEntry) -> Any:
+        """Build the row plan of a TABLE_MAP entry and keep it on the entry."""
         pf = self._plan_for
         if pf is None:
             pf = self._plan_for = importlib.import_module("sluice.binlog.rowplan").plan_for

@@ -206,6 +206,7 @@ def _column_code(plan: RowPlan, c: Col, var: str, checked: bool, partial_after: 
     return lines
 
 def fail(plan: RowPlan, exc: Exception, row: int, col: int, pos: int) -> MalformedEventError:
+    """The typed error for a failure decoding ``row``: where it happened (column, null bitmap) and why."""
     where = f"rows of {plan.table_name}, row {row}"
     if col >= 0:
         c = plan.cols[col]

@@ -100,10 +100,12 @@ class Connection:
 
     @property
     def config(self) -> ConnectionConfig:
+        """The connection settings this connection was opened with."""
         return self._config
 
     @property
     def handshake(self) -> HandshakeV10:
+        """The server's greeting; ``ProtocolError`` before it arrived."""
         if self._handshake is None:
             raise ProtocolError("the connection has not received the server handshake yet")
         return self._handshake
@@ -115,14 +117,17 @@ class Connection:
 
     @property
     def server_version_tuple(self) -> tuple[int, int, int]:
+        """``(major, minor, patch)`` of the server version."""
         return self.handshake.version_tuple
 
     @property
     def is_mariadb(self) -> bool:
+        """True when the server is MariaDB."""
         return self.handshake.is_mariadb
 
     @property
     def connection_id(self) -> int:
+        """The server's id of this session (``CONNECTION_ID()``, what ``KILL`` takes)."""
         return self.handshake.connection_id
 
     @property
@@ -132,6 +137,7 @@ class Connection:
 
     @property
     def tls(self) -> bool:
+        """True when the session runs over TLS."""
         return self._tls
 
     @property
@@ -141,6 +147,7 @@ class Connection:
 
     @property
     def closed(self) -> bool:
+        """True once the socket is closed."""
         return self._sock is None
 
     def __repr__(self) -> str:
@@ -239,6 +246,7 @@ class Connection:
         return result
 
     def ping(self) -> None:
+        """COM_PING: check that the server still answers; raises its error otherwise."""
         self.send_command(com_ping())
         payload = self.read_payload()
         raise_if_err(payload)

@@ -47,4 +47,5 @@ class CheckpointedOutput:
         self.written += len(data)
 
     def close(self) -> None:
+        """Close the file (everything written was already flushed)."""
         self._file.close()

@@ -135,6 +135,7 @@ class ReplicationStream:
         self.close()
 
     def close(self) -> None:
+        """Close the server connection, if one is open."""
         if self._conn is not None:
             self._conn.close()
             self._conn = None

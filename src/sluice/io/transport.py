@@ -17,6 +17,7 @@ __all__ = ["connect", "describe_endpoint", "start_tls", "transport_error", "want
 
 
 def describe_endpoint(config: ConnectionConfig) -> str:
+    """``host:port`` or the unix socket path of a connection setting, for messages."""
     return config.socket if config.socket is not None else f"{config.host}:{config.port}"
 
 

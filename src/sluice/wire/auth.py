@@ -179,6 +179,7 @@ class AuthExchange:
 
     @property
     def done(self) -> bool:
+        """True once the server accepted the authentication (its OK packet was fed)."""
         return self._done
 
     def start(self) -> bytes:

@@ -28,10 +28,12 @@ def com_query(sql: str | bytes) -> bytes:
 
 
 def com_ping() -> bytes:
+    """COM_PING: ask the server whether it is alive (it answers OK)."""
     return bytes((Command.COM_PING,))
 
 
 def com_quit() -> bytes:
+    """COM_QUIT: tell the server the client closes the connection."""
     return bytes((Command.COM_QUIT,))
 
 

@@ -52,6 +52,7 @@ class HandshakeV10:
 
     @property
     def is_mariadb(self) -> bool:
+        """True when the server is MariaDB (the ``5.5.5-`` prefix or ``MariaDB`` in its version)."""
         return (
             self.server_version.startswith(MARIADB_VERSION_PREFIX)
             or "mariadb" in self.server_version.lower()
@@ -66,6 +67,7 @@ class HandshakeV10:
 
     @property
     def version_tuple(self) -> tuple[int, int, int]:
+        """``(major, minor, patch)`` of the real version; ``(0, 0, 0)`` when it does not parse."""
         match = _VERSION_NUMBERS.match(self.version)
         if match is None:
             return (0, 0, 0)

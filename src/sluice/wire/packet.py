@@ -69,6 +69,7 @@ class PacketAssembler:
         self.expected_seq = 0
 
     def reset_sequence(self, seq: int = 0) -> None:
+        """Expect sequence id ``seq`` next (0 when a new command starts)."""
         self.expected_seq = seq & 0xFF
 
     @property

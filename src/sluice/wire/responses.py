@@ -122,14 +122,17 @@ class ErrPacket:
     message: str
 
     def to_error(self) -> ServerError:
+        """The typed ``ServerError`` for this packet (access denied, unknown table, ... by errno)."""
         return server_error(self.errno, self.sqlstate, self.message)
 
 
 def is_ok(payload: Buffer) -> bool:
+    """True when ``payload`` is an OK_Packet (0x00 header, at least 7 bytes)."""
     return len(payload) >= 7 and payload[0] == OK_HEADER
 
 
 def is_err(payload: Buffer) -> bool:
+    """True when ``payload`` is an ERR_Packet (0xFF header)."""
     return len(payload) >= 1 and payload[0] == ERR_HEADER
 
 

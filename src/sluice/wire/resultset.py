@@ -138,6 +138,7 @@ class ResultSetReader:
         self.result: ResultSet | OkPacket | None = None
 
     def feed(self, payload: bytes) -> bool:
+        """Take the next payload of the answer; True when it completed ``result``."""
         if not payload:
             raise ProtocolError(f"expected a result set packet ({self._state}), found an empty packet")
         head = payload[0]

@@ -22,16 +22,19 @@ U16X2 = struct.Struct("<HH")
 
 
 def need(buf: Buf, pos: int, n: int, what: str) -> None:
+    """Raise ``ValueError`` naming ``what`` unless ``n`` bytes follow ``pos`` in ``buf``."""
     if n < 0 or pos + n > len(buf):
         raise ValueError(f"{what}: needs {n} bytes at body offset {pos}, the body has {len(buf)}")
 
 
 def take(buf: Buf, pos: int, n: int, what: str) -> tuple[bytes, int]:
+    """The ``n`` bytes at ``pos`` as ``bytes``, and the offset after them."""
     need(buf, pos, n, what)
     return bytes(buf[pos : pos + n]), pos + n
 
 
 def uint_le(buf: Buf, pos: int, n: int, what: str) -> tuple[int, int]:
+    """The ``n``-byte little-endian unsigned integer at ``pos``, and the offset after it."""
     need(buf, pos, n, what)
     return int.from_bytes(buf[pos : pos + n], "little"), pos + n
 
@@ -94,6 +97,7 @@ def write_varlen(value: int) -> bytes:
 
 
 def write_varlen_signed(value: int) -> bytes:
+    """Encode ``value`` as a zig-zag signed varlen integer (inverse of ``read_varlen_signed``)."""
     return write_varlen((value << 1) if value >= 0 else ((-(value + 1)) << 1) | 1)
 
 

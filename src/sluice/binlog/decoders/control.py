@@ -48,6 +48,7 @@ def server_version_of(body: Body) -> tuple[str, bool, tuple[int, int, int]]:
 
 
 def check_supported(text: str, is_mariadb: bool, version: tuple[int, int, int]) -> None:
+    """Refuse (``UnsupportedError``) a binlog written by a server older than MySQL 5.6.1 / MariaDB 5.3."""
     minimum = MIN_MARIADB if is_mariadb else MIN_MYSQL
     if version < minimum:
         family = "MariaDB" if is_mariadb else "MySQL"
@@ -91,16 +92,19 @@ def rotate_target(body: Body) -> tuple[str, int]:
 
 
 def decode_rotate(header: EventHeader, body: Body, p: DecodeContext) -> RotateEvent:
+    """ROTATE_EVENT body -> ``RotateEvent`` (the next file and its start position)."""
     file, position = rotate_target(body)
     return RotateEvent(header, position, file)
 
 
 def decode_stop(header: EventHeader, body: Body, p: DecodeContext) -> StopEvent:
+    """STOP_EVENT -> ``StopEvent``."""
     # MariaDB may pad STOP_EVENT; its content carries no information.
     return StopEvent(header)
 
 
 def decode_heartbeat(header: EventHeader, body: Body, p: DecodeContext) -> HeartbeatEvent:
+    """HEARTBEAT_LOG_EVENT body (the current file name) -> ``HeartbeatEvent``."""
     return HeartbeatEvent(header, bytes(body).decode("utf-8"), header.log_pos)
 
 
@@ -110,6 +114,7 @@ _HB_END_MARK, _HB_FILENAME, _HB_POSITION = 0, 1, 2
 
 
 def decode_heartbeat_v2(header: EventHeader, body: Body, p: DecodeContext) -> HeartbeatEvent:
+    """HEARTBEAT_LOG_EVENT_V2 body (file name and position fields) -> ``HeartbeatEvent``."""
     pos, end = 0, len(body)
     name, position = "", 0
     while pos < end:
@@ -130,6 +135,7 @@ def decode_heartbeat_v2(header: EventHeader, body: Body, p: DecodeContext) -> He
 
 
 def decode_incident(header: EventHeader, body: Body, p: DecodeContext) -> IncidentEvent:
+    """INCIDENT_EVENT body (incident number, length-prefixed message) -> ``IncidentEvent``."""
     (incident,) = U16.unpack_from(body, 0)
     n = body[2]
     msg, pos = take(body, 3, n, "incident message")
@@ -139,6 +145,7 @@ def decode_incident(header: EventHeader, body: Body, p: DecodeContext) -> Incide
 
 
 def decode_binlog_checkpoint(header: EventHeader, body: Body, p: DecodeContext) -> BinlogCheckpointEvent:
+    """MariaDB BINLOG_CHECKPOINT_EVENT body (u32 length, file name) -> ``BinlogCheckpointEvent``."""
     (n,) = U32.unpack_from(body, 0)
     name, pos = take(body, 4, n, "checkpoint file name")
     if pos != len(body):
@@ -147,6 +154,7 @@ def decode_binlog_checkpoint(header: EventHeader, body: Body, p: DecodeContext) 
 
 
 def decode_start_encryption(header: EventHeader, body: Body, p: DecodeContext) -> object:
+    """MariaDB START_ENCRYPTION_EVENT: refuse the encrypted file with what to do instead."""
     raise UnsupportedError(
         "this binlog file is encrypted (MariaDB encrypt_binlog=ON, START_ENCRYPTION_EVENT): sluice "
         "cannot decrypt binlog files; read the changes through the server instead (sluice tail, "

@@ -44,6 +44,7 @@ _VERSION_ORIGINAL_BIT = 1 << 31
 
 
 def decode_gtid(header: EventHeader, body: Body, p: DecodeContext) -> ev.GtidEvent:
+    """GTID_LOG_EVENT / ANONYMOUS_GTID_LOG_EVENT body, with the optional parts present -> ``GtidEvent``."""
     flags, sid, gno = _GTID_HEAD.unpack_from(body, 0)
     pos, end = 25, len(body)
     extra: dict[str, int] = {}
@@ -98,6 +99,7 @@ _SIGNED_FIELDS = {_F_GNO: "gno", _F_LAST_COMMITTED: "last_committed", _F_SEQUENC
 
 
 def decode_gtid_tagged(header: EventHeader, body: Body, p: DecodeContext) -> ev.GtidEvent:
+    """GTID_TAGGED_LOG_EVENT body (serialization-library fields) -> ``GtidEvent``."""
     _version, pos = read_varlen(body, 0)
     size, pos = read_varlen(body, pos)
     last_non_ignorable, pos = read_varlen(body, pos)
@@ -144,10 +146,12 @@ def decode_gtid_tagged(header: EventHeader, body: Body, p: DecodeContext) -> ev.
 
 
 def decode_previous_gtids(header: EventHeader, body: Body, p: DecodeContext) -> ev.PreviousGtidsEvent:
+    """PREVIOUS_GTIDS_LOG_EVENT body (an encoded GTID set) -> ``PreviousGtidsEvent``."""
     return ev.PreviousGtidsEvent(header, MysqlGtidSet.decode(body))
 
 
 def decode_mariadb_gtid(header: EventHeader, body: Body, p: DecodeContext) -> ev.MariadbGtidEvent:
+    """MariaDB GTID_EVENT body -> ``MariadbGtidEvent``, with its commit id, XA id and extra flags."""
     seq_no, domain_id, flags = _MARIA_HEAD.unpack_from(body, 0)
     pos, end = 13, len(body)
     extra: dict[str, Any] = {}
@@ -178,6 +182,7 @@ def decode_mariadb_gtid(header: EventHeader, body: Body, p: DecodeContext) -> ev
 
 
 def decode_mariadb_gtid_list(header: EventHeader, body: Body, p: DecodeContext) -> ev.MariadbGtidListEvent:
+    """MariaDB GTID_LIST_EVENT body (count and flags, then domain, server, seq) -> event."""
     (word,) = U32.unpack_from(body, 0)
     count, flags = word & 0x0FFFFFFF, word >> 28
     # An empty list is written padded with zero bytes (seen from MariaDB 10.11); allow only zeros.

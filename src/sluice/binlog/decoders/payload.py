@@ -28,6 +28,7 @@ MAX_UNCOMPRESSED = 1 << 32
 
 
 def decode_transaction_payload(header: EventHeader, body: Body, p: DecodeContext) -> TransactionPayloadEvent:
+    """TRANSACTION_PAYLOAD_EVENT body -> the event with its inner events inflated and decoded."""
     pos, end = 0, len(body)
     size: int | None = None
     ctype = NONE

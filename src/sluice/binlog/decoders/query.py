@@ -50,6 +50,7 @@ def _short_str(body: Body, pos: int, what: str) -> tuple[str, int]:
 
 
 def parse_status_vars(body: Body, pos: int, end: int) -> dict[str, Any]:
+    """QUERY status variables in ``body[pos:end]`` as ``QueryEvent`` field values."""
     out: dict[str, Any] = {}
     while pos < end:
         code = body[pos]
@@ -191,20 +192,24 @@ def _decode_query(header: EventHeader, body: Body, p: DecodeContext, compressed:
 
 
 def decode_query(header: EventHeader, body: Body, p: DecodeContext) -> QueryEvent:
+    """QUERY_EVENT body -> ``QueryEvent`` (credentials in the statement redacted)."""
     return _decode_query(header, body, p, False)
 
 
 def decode_query_compressed(header: EventHeader, body: Body, p: DecodeContext) -> QueryEvent:
+    """MariaDB QUERY_COMPRESSED_EVENT body -> ``QueryEvent`` with the statement inflated."""
     return _decode_query(header, body, p, True)
 
 
 def decode_xid(header: EventHeader, body: Body, p: DecodeContext) -> XidEvent:
+    """XID_EVENT body (the u64 transaction id) -> ``XidEvent``."""
     if len(body) != 8:
         raise ValueError(f"XID body of {len(body)} bytes, expected 8")
     return XidEvent(header, U64.unpack_from(body, 0)[0])
 
 
 def decode_xa_prepare(header: EventHeader, body: Body, p: DecodeContext) -> XaPrepareEvent:
+    """XA_PREPARE_LOG_EVENT body (one-phase flag, format id, gtrid, bqual) -> ``XaPrepareEvent``."""
     one_phase, format_id, gl, bl = _XA.unpack_from(body, 0)
     if gl > 64 or bl > 64:
         raise ValueError(f"XA id lengths {gl}+{bl} exceed 64 bytes each")
@@ -216,12 +221,14 @@ def decode_xa_prepare(header: EventHeader, body: Body, p: DecodeContext) -> XaPr
 
 
 def decode_intvar(header: EventHeader, body: Body, p: DecodeContext) -> IntvarEvent:
+    """INTVAR_EVENT body (kind u8, value u64) -> ``IntvarEvent``."""
     if len(body) != 9:
         raise ValueError(f"INTVAR body of {len(body)} bytes, expected 9")
     return IntvarEvent(header, body[0], U64.unpack_from(body, 1)[0])
 
 
 def decode_rand(header: EventHeader, body: Body, p: DecodeContext) -> RandEvent:
+    """RAND_EVENT body (the two u64 seeds) -> ``RandEvent``."""
     if len(body) != 16:
         raise ValueError(f"RAND body of {len(body)} bytes, expected 16")
     s1, s2 = _U64X2.unpack_from(body, 0)
@@ -229,6 +236,7 @@ def decode_rand(header: EventHeader, body: Body, p: DecodeContext) -> RandEvent:
 
 
 def decode_user_var(header: EventHeader, body: Body, p: DecodeContext) -> UserVarEvent:
+    """USER_VAR_EVENT body (name, NULL flag, type, charset, value, flags) -> ``UserVarEvent``."""
     (n,) = U32.unpack_from(body, 0)
     name, pos = take(body, 4, n, "user variable name")
     is_null = body[pos]
@@ -252,12 +260,14 @@ def decode_user_var(header: EventHeader, body: Body, p: DecodeContext) -> UserVa
 
 
 def decode_rows_query(header: EventHeader, body: Body, p: DecodeContext) -> RowsQueryEvent:
+    """ROWS_QUERY_LOG_EVENT body -> ``RowsQueryEvent`` (credentials in the statement redacted)."""
     # The first byte holds the length modulo 256 only; the text runs to the end (log_event.cc).
     need(body, 0, 1, "rows query length byte")
     return RowsQueryEvent(header, redact_credentials(bytes(body[1:])))
 
 
 def decode_annotate_rows(header: EventHeader, body: Body, p: DecodeContext) -> AnnotateRowsEvent:
+    """MariaDB ANNOTATE_ROWS_EVENT body (the statement text) -> ``AnnotateRowsEvent``."""
     return AnnotateRowsEvent(header, bytes(body))
 
 

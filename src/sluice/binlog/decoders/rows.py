@@ -55,6 +55,7 @@ _build_rows = frozen_builder(RowsEvent)
 
 
 def decode_rows(header: EventHeader, body: Body, p: DecodeContext) -> RowsEvent | SkippedRowsEvent:
+    """Rows event body -> ``RowsEvent`` decoded by the table's row plan, or ``SkippedRowsEvent``."""
     tc = header.type_code
     kind, compressed, partial = ROWS_TYPES[tc]
     phl = p.post_header_len(tc, 10 if tc in _V2_TYPES else 8)

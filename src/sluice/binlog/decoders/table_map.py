@@ -240,4 +240,5 @@ def decode_table_map_fields(body: Body, p: DecodeContext) -> tuple[Any, ...]:
 
 
 def decode_table_map(header: EventHeader, body: Body, p: DecodeContext) -> TableMapEvent:
+    """TABLE_MAP_EVENT body -> ``TableMapEvent``, made current for its table id by the parser."""
     return p.on_table_map(header, body)

@@ -23,6 +23,7 @@ class Geometry:
 
 
 def decode_geometry(data: bytes) -> Geometry:
+    """A GEOMETRY value (SRID u32, then WKB) -> ``Geometry``."""
     if len(data) < 4:
         raise ValueError(f"GEOMETRY value of {len(data)} bytes is shorter than its 4-byte SRID")
     return Geometry(int.from_bytes(data[:4], "little"), bytes(data[4:]))
@@ -32,6 +33,7 @@ _LITTLE = sys.byteorder == "little"
 
 
 def decode_vector(data: bytes) -> tuple[float, ...]:
+    """A VECTOR value (little-endian float32s) -> tuple of floats."""
     if len(data) % 4:
         raise ValueError(f"VECTOR value of {len(data)} bytes is not a whole number of float32")
     if _LITTLE:

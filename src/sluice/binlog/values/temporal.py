@@ -62,16 +62,19 @@ def _check_fsp(fsp: int) -> None:
 
 
 def datetime2_size(fsp: int) -> int:
+    """Bytes of a DATETIME2 value of fractional precision ``fsp``."""
     _check_fsp(fsp)
     return 5 + _FRAC_BYTES[fsp]
 
 
 def timestamp2_size(fsp: int) -> int:
+    """Bytes of a TIMESTAMP2 value of fractional precision ``fsp``."""
     _check_fsp(fsp)
     return 4 + _FRAC_BYTES[fsp]
 
 
 def time2_size(fsp: int) -> int:
+    """Bytes of a TIME2 value of fractional precision ``fsp``."""
     _check_fsp(fsp)
     return 3 + _FRAC_BYTES[fsp]
 
