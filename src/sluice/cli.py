@@ -16,6 +16,7 @@ from sluice.errors import SluiceError
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The ``sluice`` argument parser, with every command's subparser registered."""
     parser = argparse.ArgumentParser(
         prog="sluice",
         description="Change data capture from the MySQL / MariaDB binary log.",
@@ -41,6 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``sluice`` with ``argv``; a ``SluiceError`` becomes a one-line message. Returns the exit status."""
     parser = build_parser()
     args = parser.parse_args(argv)
     logging.basicConfig(

@@ -267,6 +267,7 @@ class ChangeCapture:
             self._ddl[(file, pos)] = outcome
 
     def resolve(self, table_map: TableMapEvent) -> ResolvedTable:
+        """The column facts for a TABLE_MAP's rows, cached per map bytes and schema-tracker version."""
         key = (table_map.raw, self.tracker.version)
         hit = self._resolved.get(key)
         if hit is None:

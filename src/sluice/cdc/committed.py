@@ -35,6 +35,7 @@ class DdlRecord:
     default_db: str = ""  # the session's database when the statement ran (the QUERY event's schema)
 
     def as_dict(self) -> dict[str, Any]:
+        """The record as its JSON line's object (``understood`` only when False)."""
         out: dict[str, Any] = {
             "op": "ddl",
             "db": self.db,
@@ -61,6 +62,7 @@ class CountedRows:
     delete: int
 
     def total(self, kinds: frozenset[str] | None) -> int:
+        """Rows of the given rows-event kinds (``write`` / ``update`` / ``delete``); None counts all."""
         if kinds is None:
             return self.write + self.update + self.delete
         return sum(n for kind, n in (("write", self.write), ("update", self.update), ("delete", self.delete))
@@ -87,12 +89,15 @@ class CommittedTransaction:
 
     @property
     def row_count(self) -> int:
+        """Number of row changes, counted or kept (DDL records not included)."""
         return self.counted if self.counted is not None else sum(1 for r in self.records if r.op != "ddl")
 
     @property
     def start(self) -> Checkpoint:
+        """The boundary just before the transaction: resume here to receive it again."""
         return self.transaction.start
 
     @property
     def end(self) -> Checkpoint:
+        """The boundary just after the transaction, its GTID included: resume here to go past it."""
         return self.transaction.end

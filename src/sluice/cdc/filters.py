@@ -37,6 +37,7 @@ def table_filter(include: str | None, exclude: str | None) -> Callable[[str, str
 
 
 def parse_ops(text: str | None) -> frozenset[str] | None:
+    """The ``--ops`` list (``insert,update,delete``, any of them) as a set; None keeps every operation."""
     if text is None:
         return None
     ops = frozenset(part.strip().lower() for part in text.split(",") if part.strip())

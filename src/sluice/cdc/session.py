@@ -53,6 +53,7 @@ class StartRequest:
 
     @property
     def explicit(self) -> bool:
+        """True when the user named a start (``--from``, ``--gtid`` or ``--from-now``)."""
         return self.file is not None or self.gtid is not None or self.from_now
 
 

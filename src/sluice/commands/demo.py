@@ -51,6 +51,7 @@ CREATE TABLE shop.order_items (
 
 
 def register(sub: Any) -> None:
+    """Add ``sluice demo`` and its options to the command subparsers."""
     parser = sub.add_parser(
         "demo",
         help="run the pipeline end to end against a throwaway server",
@@ -108,6 +109,7 @@ def workload(orders: int) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
+    """``sluice demo``: start a sandbox, stream a shop workload into a lake, verify it, stop the server."""
     import shutil
     from pathlib import Path
 

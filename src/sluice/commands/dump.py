@@ -32,6 +32,7 @@ neither stops the dump with an error that says so.
 
 
 def register(sub: Any) -> None:
+    """Add ``sluice dump`` and its options to the command subparsers."""
     parser = sub.add_parser(
         "dump",
         help="decode binlog files into JSON lines",
@@ -71,6 +72,7 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """``sluice dump``: decode binlog files into JSON lines on stdout (or only counts, or the raw events)."""
     if args.events:
         return _run_events(args)
     from sluice.binlog.position import Checkpoint

@@ -46,6 +46,7 @@ batch boundary. Read a mirror with e.g.
 
 
 def register(sub: Any) -> None:
+    """Add ``sluice run`` and its options to the command subparsers."""
     parser = sub.add_parser(
         "run",
         help="run the pipeline into a Delta lake on Spark",
@@ -90,6 +91,7 @@ def register(sub: Any) -> None:
 
 
 def load_config(args: argparse.Namespace) -> Any:
+    """The ``PipelineConfig`` from ``--config`` TOML, command-line options taking precedence."""
     from sluice.spark.pipeline import PipelineConfig
 
     settings: dict[str, Any] = {}
@@ -146,6 +148,7 @@ def _port(value: Any) -> int | None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """``sluice run``: run the pipeline (and its metrics endpoint) until stopped, then print what it did."""
     from sluice.spark.pipeline import Pipeline
 
     config = load_config(args)

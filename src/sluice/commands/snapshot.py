@@ -22,6 +22,7 @@ examples:
 
 
 def register(sub: Any) -> None:
+    """Add ``sluice snapshot`` and its options to the command subparsers."""
     parser = sub.add_parser(
         "snapshot", help="re-snapshot tables of a lake from the source", description=HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -35,6 +36,7 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """``sluice snapshot``: forget the matching tables' snapshot and mirror, then read them again."""
     from sluice.spark.pipeline import Pipeline, PipelineConfig
     from sluice.spark.snapshot import SnapshotState, forget_tables
 

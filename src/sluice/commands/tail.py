@@ -51,6 +51,7 @@ log = logging.getLogger(__name__)
 
 
 def register(sub: Any) -> None:
+    """Add ``sluice tail`` and its options to the command subparsers."""
     parser = sub.add_parser(
         "tail",
         help="follow a server's binlog and print row changes",
@@ -132,6 +133,7 @@ def parse_start(text: str, option: str = "--from") -> tuple[str, int]:
 
 
 def run(args: argparse.Namespace) -> int:
+    """``sluice tail``: follow a server's binlog and print committed row changes as JSON lines."""
     if args.events:
         return _run_events(args)
     from sluice.binlog.position import position_key

@@ -33,6 +33,7 @@ makes the table differ. Without a primary key, rows are compared as multisets (n
 
 
 def register(sub: Any) -> None:
+    """Add ``sluice verify`` and its options to the command subparsers."""
     parser = sub.add_parser(
         "verify",
         help="compare the Delta mirrors of a lake with the source tables",
@@ -62,6 +63,7 @@ def verdict_line(v: Any) -> str:
 
 
 def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    """``sluice verify``: compare each mirror with the source, one line per table; 1 when any differs."""
     from sluice.cdc.filters import table_filter
     from sluice.dsn import parse_dsn
     from sluice.spark.verify import verify_lake

@@ -20,6 +20,8 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 @dataclass(frozen=True, slots=True)
 class TlsFiles:
+    """PEM files of a sandbox's TLS material: the CA, the server certificate and its key."""
+
     ca: Path
     cert: Path
     key: Path

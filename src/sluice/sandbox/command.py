@@ -24,6 +24,7 @@ from sluice.sandbox.server import FLAVORS, PASSWORDS, Sandbox
 
 
 def state_dir() -> Path:
+    """Directory of the sandboxes' state files (``SLUICE_STATE_DIR``, runtime dir or cache dir)."""
     if os.environ.get("SLUICE_STATE_DIR"):
         return Path(os.environ["SLUICE_STATE_DIR"])
     runtime = os.environ.get("XDG_RUNTIME_DIR")
@@ -40,6 +41,7 @@ def _setting(text: str) -> tuple[str, str]:
 
 
 def register(subparsers: Any) -> None:
+    """Add ``sluice sandbox up|down|status`` to the command subparsers."""
     parser = subparsers.add_parser(
         "sandbox",
         help="start and stop throwaway MariaDB / MySQL servers with the binlog on",
@@ -110,6 +112,7 @@ def _running(state: dict[str, Any]) -> bool:
 
 
 def cmd_up(args: argparse.Namespace) -> int:
+    """``sluice sandbox up``: start a detached server, record its state file, print its DSN."""
     if args.port is not None and _state_file(args.port).exists() and _running(
             json.loads(_state_file(args.port).read_text())):
         raise ConfigError(f"a sandbox already runs on port {args.port}; stop it with "
@@ -151,6 +154,7 @@ def _stop(path: Path, state: dict[str, Any]) -> None:
 
 
 def cmd_down(args: argparse.Namespace) -> int:
+    """``sluice sandbox down``: stop the last recorded sandbox (or the one on ``--port``, or ``--all``)."""
     states = _states()
     if args.port is not None:
         states = [(p, s) for p, s in states if int(s.get("port", 0)) == args.port]
@@ -172,6 +176,7 @@ def cmd_down(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
+    """``sluice sandbox status``: one line (or JSON object) per recorded sandbox, running or not."""
     states = _states()
     if not states and not args.json:
         print("no sandboxes (start one with 'sluice sandbox up')")

@@ -69,6 +69,7 @@ class MysqlInstall:
 
     @property
     def loader(self) -> Path:
+        """The root's own dynamic loader, which runs its binaries."""
         for candidate in (f"usr/lib64/{LOADER}", f"lib64/{LOADER}", f"usr/lib/{TRIPLET}/{LOADER}",
                           f"lib/{LOADER}", f"usr/lib/{LOADER}"):
             path = self.root / candidate
@@ -79,22 +80,27 @@ class MysqlInstall:
 
     @property
     def lib_search_path(self) -> str:
+        """``--library-path`` for the loader: the root's multiarch library directories."""
         dirs = [self.root / "lib" / TRIPLET, self.root / "usr" / "lib" / TRIPLET]
         return ":".join(str(d) for d in dirs)
 
     @property
     def basedir(self) -> Path:
+        """The server's ``--basedir``."""
         return self.root / "usr"
 
     @property
     def plugin_dir(self) -> Path:
+        """The server's ``--plugin-dir``."""
         return self.root / "usr" / "lib" / "mysql" / "plugin"
 
     @property
     def lc_messages_dir(self) -> Path:
+        """The server's ``--lc-messages-dir`` (its error message files)."""
         return self.root / "usr" / "share" / "mysql"
 
     def binary(self, name: str) -> Path:
+        """Path of binary ``name`` in the root's ``usr/sbin`` or ``usr/bin``."""
         for sub in ("usr/sbin", "usr/bin"):
             path = self.root / sub / name
             if path.exists():
@@ -144,6 +150,7 @@ def _download(url: str, dest: Path, *, label: str) -> None:
 
 
 def fetch_index(mirror: str = DEBIAN_MIRROR) -> dict[str, DebPackage]:
+    """Download and parse the Debian suite's ``Packages.xz`` index: package name -> package."""
     url = f"{mirror}/dists/{DEBIAN_SUITE}/main/binary-{DEBIAN_ARCH}/Packages.xz"
     _say(f"reading the Debian {DEBIAN_SUITE} package index ({url})")
     try:
@@ -232,6 +239,7 @@ MARIADB_HOWTO = "apt-get install mariadb-server mariadb-client (or run ./run tes
 
 
 def find_binary(name: str) -> Path | None:
+    """Path of an executable on ``PATH`` or in the usual system directories; None when absent."""
     found = shutil.which(name)
     if found:
         return Path(found)
@@ -249,14 +257,17 @@ class MariadbInstall:
     binaries: Mapping[str, Path]
 
     def binary(self, name: str) -> Path:
+        """Path of MariaDB binary ``name`` (one of ``MARIADB_BINARIES``)."""
         return self.binaries[name]
 
     @property
     def basedir(self) -> Path:
+        """The server's ``--basedir``: the parent of ``mariadbd``'s directory."""
         return self.binaries["mariadbd"].parent.parent
 
 
 def require_mariadb() -> MariadbInstall:
+    """The system's MariaDB binaries; ``ConfigError`` saying what to install when any is missing."""
     found = {name: find_binary(name) for name in MARIADB_BINARIES}
     missing = [name for name, path in found.items() if path is None]
     if missing:
@@ -265,6 +276,7 @@ def require_mariadb() -> MariadbInstall:
 
 
 def check_mariadb() -> MariadbInstall:
+    """``require_mariadb`` and report the server version found."""
     install = require_mariadb()
     result = subprocess.run([str(install.binary("mariadbd")), "--version"], capture_output=True, text=True)
     _say(f"MariaDB: {result.stdout.strip() or result.stderr.strip()}")
@@ -272,6 +284,7 @@ def check_mariadb() -> MariadbInstall:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m sluice.sandbox.install mysql|mariadb|all``: install MySQL or check MariaDB."""
     parser = argparse.ArgumentParser(
         prog="python -m sluice.sandbox.install",
         description="Install (MySQL) or check (MariaDB) the server binaries the sandboxes run.",

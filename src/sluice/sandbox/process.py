@@ -55,6 +55,7 @@ def die_with_parent() -> None:
 
 
 def log_tail(path: Path, lines: int = 40) -> str:
+    """The last ``lines`` lines of a log file, for error messages; empty when it cannot be read."""
     try:
         text = path.read_text(errors="replace")
     except OSError:
@@ -63,6 +64,7 @@ def log_tail(path: Path, lines: int = 40) -> str:
 
 
 def pid_alive(pid: int) -> bool:
+    """True when process ``pid`` exists and is not a zombie."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

@@ -201,6 +201,7 @@ class Sandbox:
 
     @property
     def pid(self) -> int | None:
+        """Process id of the running server, None once stopped or detached."""
         return self._process.pid if self._process is not None else None
 
     def __enter__(self) -> Sandbox:

@@ -47,6 +47,7 @@ class MirrorStep:
 
     @property
     def name(self) -> str:
+        """``db.table`` of the mirror the step changes, for messages."""
         return f"{self.db}.{self.table}"
 
 

@@ -48,6 +48,7 @@ class BinlogFileReader(DataSourceReader):
         self.options = options
 
     def partitions(self) -> Sequence[InputPartition]:
+        """A partition per file or transaction-aligned segment, with the catalog at its start."""
         # The DDL of every file, in order: the catalog at each segment's start. No rows are decoded.
         skip_rows = CaptureConfig(table_filter=lambda _db, _table: False, skip_incidents=self.options.skip_incidents)
         capture: ChangeCapture | None = None
@@ -69,6 +70,7 @@ class BinlogFileReader(DataSourceReader):
         return parts
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        """Decode one file or segment into Arrow batches of the change schema."""
         assert isinstance(partition, FilePartition)
         path = partition.path
         name = os.path.basename(path)

@@ -69,6 +69,7 @@ class PipelineMetrics:
         return int(self._server.server_port)
 
     def close(self) -> None:
+        """Stop serving ``/metrics``, if served."""
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
@@ -94,9 +95,11 @@ class PipelineMetrics:
             self.position.labels(self._label, file).set(pos)
 
     def snapshot_progress(self, done: int, total: int, rows: int) -> None:
+        """Record the snapshot's chunks (planned, done) and the rows it has written."""
         self.snapshot_chunks.set(total)
         self.snapshot_chunks_done.set(done)
         self.snapshot_rows.set(rows)
 
     def error(self, exc: BaseException) -> None:
+        """Count an error that stopped the pipeline, by its class name."""
         self.errors.labels(self._label, type(exc).__name__).inc()

@@ -55,6 +55,7 @@ class TableBatch:
 
     @property
     def change_count(self) -> int:
+        """Number of row changes of the table in this batch, kept or already folded into ``source``."""
         return len(self.changes) if self.source is None else self.source_changes
 
 
@@ -77,6 +78,7 @@ class TableResult:
 
 
 def commit_error(what: str, batch_id: int, exc: Exception) -> DataLossError:
+    """The ``DataLossError`` for a failed Delta commit of a batch: nothing committed, restart replays."""
     return DataLossError(
         f"the Delta commit of batch {batch_id} to {what} failed ({exc}); nothing of it was committed. "
         "Fix the cause (storage, permissions, another writer) and restart: the batch is replayed and "
@@ -113,6 +115,7 @@ class TablePlan:
         self.add = add
 
     def execute(self, batch_id: int, txn: CommitProperties) -> TableResult:
+        """Create or widen the mirror as needed, run the MERGE with the app transaction ``txn``."""
         tb = self.tb
         name = f"{tb.db}.{tb.table}"
         try:
@@ -166,6 +169,7 @@ class TablePlan:
 # -- planning --------------------------------------------------------------------------------------
 
 def plan(tb: TableBatch, path: str, dt: DeltaTable | None) -> TablePlan:
+    """Check the batch against the mirror's schema and fold its changes into one MERGE source."""
     name = f"{tb.db}.{tb.table}"
     by_name = {c.name: c for c in tb.columns}
     if len(by_name) != len(tb.columns):

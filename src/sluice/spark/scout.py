@@ -31,10 +31,12 @@ __all__ = ["RangePartition", "Scout", "offset_checkpoint", "offset_json", "posit
 
 
 def offset_json(cp: Checkpoint) -> dict[str, Any]:
+    """A transaction-boundary checkpoint as a stream offset (``{file, pos, gtid}``)."""
     return {"file": cp.file, "pos": cp.pos, "gtid": cp.gtid_set or ""}
 
 
 def offset_checkpoint(offset: Mapping[str, Any]) -> Checkpoint:
+    """Inverse of ``offset_json``; ``ConfigError`` for anything else."""
     try:
         return Checkpoint(str(offset["file"]), int(offset["pos"]), str(offset.get("gtid") or "") or None)
     except (KeyError, TypeError, ValueError):
@@ -42,6 +44,7 @@ def offset_checkpoint(offset: Mapping[str, Any]) -> Checkpoint:
 
 
 def position_order(cp: Checkpoint) -> tuple[str, int, int]:
+    """Sort key of a checkpoint: file base name, numeric extension, offset."""
     return (*binlog_file_key(cp.file), cp.pos)
 
 
@@ -127,6 +130,7 @@ class Scout:
         self._thread.start()
 
     def join(self) -> None:
+        """Wait for a ``read_ahead_later`` thread and raise what it raised."""
         thread, self._thread = self._thread, None
         if thread is not None:
             thread.join()
@@ -135,11 +139,13 @@ class Scout:
             raise failure
 
     def drop_before(self, start: Checkpoint) -> None:
+        """Forget the scouted transactions that start before ``start`` (already in a batch)."""
         with self._lock:
             self.pending = [p for p in self.pending if position_order(p.start) >= position_order(start)]
 
     def choose_end(self, start: Checkpoint, max_rows: int | None, max_bytes: int | None,
                    target: Checkpoint | None) -> Checkpoint:
+        """End of the batch from ``start`` within the row / byte limits; a DDL is a batch of its own."""
         self.drop_before(start)
         end, rows, size = start, 0, 0
         for p in self.pending:

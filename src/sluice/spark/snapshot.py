@@ -84,11 +84,13 @@ class SnapshotState:
     flavor: str | None = None
 
     def to_json(self) -> dict[str, Any]:
+        """The state as the JSON object of ``snapshot.json``, with its format version."""
         return {"version": STATE_VERSION, "start": self.start, "tables": self.tables, "complete": self.complete,
                 "flavor": self.flavor}
 
     @classmethod
     def load(cls, path: Path) -> SnapshotState:
+        """Read ``snapshot.json`` (an empty state when absent); ``ConfigError`` when damaged."""
         if not path.exists():
             return cls()
         try:
@@ -100,6 +102,7 @@ class SnapshotState:
             raise ConfigError(f"{path} is damaged ({exc}); delete the lake's _sluice directory to start over") from None
 
     def save(self, path: Path) -> None:
+        """Write ``snapshot.json`` atomically."""
         write_atomically(path, json.dumps(self.to_json()).encode("utf-8"), what="the snapshot state")
 
 

@@ -86,6 +86,7 @@ class SourceOptions:
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> SourceOptions:
+        """Check Spark's options (case-insensitive names) into ``SourceOptions``."""
         lower = {k.lower(): v for k, v in options.items()}
 
         def number(name: str) -> int | None:
@@ -126,10 +127,12 @@ class SourceOptions:
         )
 
     def capture_config(self) -> CaptureConfig:
+        """How executors decode: table and ops filters, DDL rows, column-wise records."""
         return CaptureConfig(table_filter=table_filter(self.tables, self.exclude_tables), ops=self.ops,
                              skip_incidents=self.skip_incidents, ddl=self.include_ddl, columns=True)
 
     def follow_config(self, *, until_end: bool = True) -> FollowConfig:
+        """How to follow the server of option ``dsn`` (to its current end by default)."""
         if not self.dsn:
             raise ConfigError('the binlog stream needs option("dsn", "mysql://user:password@host:port/")')
         return FollowConfig(parse_dsn(self.dsn), until_end=until_end, heartbeat_period=0, retries=8)
@@ -169,6 +172,7 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     # -- driver ----------------------------------------------------------------------------------
     def initialOffset(self) -> dict[str, Any]:
+        """The first offset, from ``startingPosition``: earliest, latest, FILE:POS or GTIDs."""
         starting = self.options.starting.strip()
         with Connection.open(self.options.follow_config().connection) as conn:
             if starting.lower() == "latest":
@@ -186,6 +190,7 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return offset_json(Checkpoint("", 4, starting))
 
     def getDefaultReadLimit(self) -> ReadLimit:
+        """``maxRowsPerBatch`` or ``maxBytesPerBatch`` as Spark's read limit, else all."""
         if self.options.max_rows is not None:
             return ReadMaxRows(self.options.max_rows)
         if self.options.max_bytes is not None:
@@ -193,11 +198,13 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return ReadAllAvailable()
 
     def prepareForTriggerAvailableNow(self) -> None:
+        """Take the server's binlog end now: the last batch ends there."""
         with Connection.open(self.options.follow_config().connection) as conn:
             status = server_binlog_status(conn)
         self._target = Checkpoint(status.file, status.pos)
 
     def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
+        """Plan the batch from ``start`` within ``limit`` and start reading the next ahead."""
         begin = offset_checkpoint(start)
         if self._scout is not None:
             self._scout.join()
@@ -220,6 +227,7 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return offset_json(end)
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
+        """Ranges of the batch ``[start, end)`` for the executors, with the catalog at each start."""
         begin, finish = offset_checkpoint(start), offset_checkpoint(end)
         if begin == finish:
             return []
@@ -235,10 +243,12 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return [RangePartition(start, end, tracker.catalog.to_json(), flavor)]
 
     def commit(self, end: dict[str, Any]) -> None:
+        """Forget what the scout planned before ``end``: Spark committed it."""
         if self._scout is not None:
             self._scout.drop_before(offset_checkpoint(end))
 
     def stop(self) -> None:
+        """Let go of the scout: a read-ahead under way ends after its current transaction."""
         scout, self._scout = self._scout, None
         if scout is not None:
             scout._stopping = True
@@ -266,6 +276,7 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     # -- executors -------------------------------------------------------------------------------
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        """Replay one range from the server and decode it into Arrow batches (or staged files)."""
         assert isinstance(partition, RangePartition)
         start, end = offset_checkpoint(partition.start), offset_checkpoint(partition.end)
         tracker = SchemaTracker(Catalog.from_json(partition.catalog), None, flavor=partition.flavor)
@@ -336,9 +347,11 @@ class BinlogDataSource(DataSource):
 
     @classmethod
     def name(cls) -> str:
+        """``binlog``: the name ``format()`` takes."""
         return "binlog"
 
     def schema(self) -> str:
+        """The change schema, or the staged-file descriptor schema with ``stageTo``."""
         if any(k.lower() == "stageto" and v for k, v in self.options.items()):
             from sluice.spark.stage import STAGE_SCHEMA
 
@@ -346,9 +359,11 @@ class BinlogDataSource(DataSource):
         return CHANGE_SCHEMA
 
     def streamReader(self, schema: Any) -> DataSourceStreamReader:
+        """The streaming reader that follows a server."""
         return BinlogStreamReader(SourceOptions.parse(self.options))
 
     def reader(self, schema: Any) -> DataSourceReader:
+        """The batch reader of binlog files (``load(path)``)."""
         from sluice.spark.file_reader import BinlogFileReader
 
         options = SourceOptions.parse(self.options)

@@ -72,6 +72,7 @@ class TableVerdict:
 
     @property
     def name(self) -> str:
+        """``db.table`` of the compared table."""
         return f"{self.db}.{self.table}"
 
 

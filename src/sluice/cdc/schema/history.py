@@ -53,9 +53,11 @@ class HistoryEntry:
 
     @property
     def key(self) -> tuple[tuple[int, str, int], int]:
+        """Sort key: binlog position, a bootstrap before a change at the same position."""
         return binlog_order(self.file, self.pos), 0 if self.kind == "bootstrap" else 1
 
     def to_json(self) -> dict[str, Any]:
+        """The entry as its JSON line's object."""
         out: dict[str, Any] = {"kind": self.kind, "file": self.file, "pos": self.pos}
         if self.kind == "bootstrap":
             assert self.catalog is not None
@@ -71,6 +73,7 @@ class HistoryEntry:
 
     @classmethod
     def from_json(cls, d: Any) -> HistoryEntry:
+        """Inverse of ``to_json``; another shape raises ``ConfigError``."""
         if not isinstance(d, dict):
             raise ConfigError(f"expected a JSON object, found {type(d).__name__}")
         kind, file, pos = d.get("kind"), d.get("file"), d.get("pos")
@@ -195,6 +198,7 @@ class SchemaHistory:
 
     @property
     def entries(self) -> tuple[HistoryEntry, ...]:
+        """Every entry, in binlog order."""
         return tuple(self._entries)
 
     def catalog_at(self, file: str, pos: int) -> Catalog | None:

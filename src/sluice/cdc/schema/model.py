@@ -92,6 +92,7 @@ class ColumnDef:
         return text
 
     def to_json(self) -> dict[str, Any]:
+        """The column as a JSON object: name, type and the fields that differ from their default."""
         out: dict[str, Any] = {"name": self.name, "type": self.data_type}
         for f in fields(self)[2:]:
             value = getattr(self, f.name)
@@ -101,6 +102,7 @@ class ColumnDef:
 
     @classmethod
     def from_json(cls, d: Any) -> ColumnDef:
+        """Inverse of ``to_json``; an unknown field or a wrong type raises ``ConfigError``."""
         if not isinstance(d, dict) or not isinstance(d.get("name"), str) or not isinstance(d.get("type"), str):
             raise ConfigError(f"a column must be an object with string 'name' and 'type', found {d!r:.200}")
         kwargs: dict[str, Any] = {"name": d["name"], "data_type": d["type"]}
@@ -137,10 +139,12 @@ class TableSchema:
     collation: str | None = None  # table default collation
 
     def column_infos(self) -> tuple[ColumnInfo, ...]:
+        """The row decoder's ``ColumnInfo`` of each column, in order."""
         return tuple(c.column_info() for c in self.columns)
 
     @property
     def names(self) -> tuple[str, ...]:
+        """Column names, in order."""
         return tuple(c.name for c in self.columns)
 
     def index_of(self, column: str) -> int | None:
@@ -156,6 +160,7 @@ class TableSchema:
         return f"{self.db}.{self.name} (" + ", ".join(f"{c.name} {c.sql_type()}" for c in self.columns) + ")"
 
     def to_json(self) -> dict[str, Any]:
+        """The table as a JSON object (primary key and defaults only when set)."""
         out: dict[str, Any] = {"db": self.db, "name": self.name, "columns": [c.to_json() for c in self.columns]}
         if self.primary_key:
             out["primary_key"] = list(self.primary_key)
@@ -167,6 +172,7 @@ class TableSchema:
 
     @classmethod
     def from_json(cls, d: Any) -> TableSchema:
+        """Inverse of ``to_json``; another shape raises ``ConfigError``."""
         if not isinstance(d, dict):
             raise ConfigError(f"a table must be a JSON object, found {d!r:.200}")
         db, name, columns = d.get("db"), d.get("name"), d.get("columns")
@@ -224,14 +230,17 @@ class Catalog:
     # ------------------------------------------------------------------ tables
 
     def get(self, db: str, table: str) -> TableSchema | None:
+        """The tracked table ``db.table``, or None."""
         return self._tables.get((db, table))
 
     def with_table(self, t: TableSchema) -> Catalog:
+        """A copy with ``t`` added, or replacing the table of the same name."""
         new = self._copy()
         new._tables[(t.db, t.name)] = t
         return new
 
     def without_table(self, db: str, table: str) -> Catalog:
+        """A copy without ``db.table`` (this catalog when it has no such table)."""
         if (db, table) not in self._tables:
             return self
         new = self._copy()
@@ -260,9 +269,11 @@ class Catalog:
         return tuple(sorted(set(self._databases) | {db for db, _ in self._tables}))
 
     def database_defaults(self) -> dict[str, DbDefaults]:
+        """``{db: (charset, collation)}`` of every database whose defaults are known."""
         return dict(self._databases)
 
     def with_database(self, db: str, charset: str | None = None, collation: str | None = None) -> Catalog:
+        """A copy that knows ``db`` with these default charset and collation."""
         new = self._copy()
         new._databases[db] = (charset, collation)
         return new
@@ -287,6 +298,7 @@ class Catalog:
         return cs if cs is not None else self.server_charset
 
     def database_collation(self, db: str) -> str | None:
+        """The database's default collation (or its charset's default), else the server's."""
         cs, coll = self._databases.get(db, (None, None))
         if cs is None and coll is None:
             return self.server_collation
@@ -300,6 +312,7 @@ class Catalog:
         return self._collations.get(charset) or default_collation(charset, self.flavor)
 
     def default_collations(self) -> dict[str, str]:
+        """``{charset: collation}`` of the server's default collations recorded at bootstrap."""
         return dict(self._collations)
 
     def with_server_defaults(
@@ -339,6 +352,7 @@ class Catalog:
                 f"server {self.server_charset}/{self.server_collation}, flavor {self.flavor})")
 
     def to_json(self) -> dict[str, Any]:
+        """The catalog as a JSON object (tables ordered by db and name)."""
         out: dict[str, Any] = {
             "flavor": self.flavor,
             "server_charset": self.server_charset,
@@ -352,6 +366,7 @@ class Catalog:
 
     @classmethod
     def from_json(cls, d: Any) -> Catalog:
+        """Inverse of ``to_json``; another shape raises ``ConfigError``."""
         if not isinstance(d, dict):
             raise ConfigError(f"a catalog must be a JSON object, found {d!r:.200}")
         dbs = d.get("databases", {})

@@ -196,6 +196,7 @@ def sized_blob_type(nbytes: int, text: bool) -> str:
 
 
 def blob_max_bytes(data_type: str) -> int | None:
+    """Largest value in bytes of a TEXT / BLOB type (``mediumtext``...); None for other types."""
     pack = TEXT_TYPES.get(data_type) or BLOB_TYPES.get(data_type)
     return _PACK_MAX[pack] if pack else None
 

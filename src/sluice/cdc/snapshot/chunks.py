@@ -69,6 +69,7 @@ class Chunk:
         return f"{self.db}.{self.table}#{self.index}"
 
     def to_json(self) -> dict[str, Any]:
+        """The chunk as a JSON object (decimal and bytes bound values as tagged objects)."""
         return {"db": self.db, "table": self.table, "index": self.index, "key": list(self.key),
                 "lower": _bound_json(self.lower), "upper": _bound_json(self.upper)}
 

@@ -95,6 +95,7 @@ def unique_keys(conn: Connection, db: str, table: str) -> list[tuple[str, ...]]:
 
 
 def table_rows_estimate(conn: Connection, db: str, table: str) -> int:
+    """The server's row-count estimate of a table (``information_schema.TABLES.TABLE_ROWS``)."""
     rows = conn.query(
         f"SELECT TABLE_ROWS FROM information_schema.TABLES WHERE TABLE_SCHEMA = {_string(db)} "
         f"AND TABLE_NAME = {_string(table)}"
@@ -182,10 +183,12 @@ class LowMark:
     at: float
 
     def to_json(self) -> dict[str, Any]:
+        """The mark as a JSON object (checkpoint and server clock)."""
         return {"low": self.low.to_json(), "at": self.at}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> LowMark:
+        """Inverse of ``to_json``."""
         return cls(Checkpoint.from_json(data["low"]), float(data["at"]))
 
 

@@ -108,6 +108,7 @@ class KeyOrder:
             ) from None
 
     def bound(self, values: Sequence[Any]) -> tuple[Any, ...]:
+        """A chunk bound (key column values) as an order key comparable with ``of``."""
         return tuple(w(v) for w, v in zip(self.weights, values, strict=True))
 
     def contains(self, chunk: Chunk, key: tuple[Any, ...]) -> bool:
