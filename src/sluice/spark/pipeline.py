@@ -4,9 +4,9 @@
 ``option("stageTo", LAKE)``: every task writes its range's change-log file and each table's MERGE
 source (the last state per primary key, typed) into the lake itself (``sluice.spark.stage``) and
 Spark carries one descriptor row per file. Per micro-batch (``foreachBatch``) the driver applies
-the batch's DDL, folds each table's sources over the ranges and MERGEs them into
-``LAKE/<db>/<table>``, then commits the change-log files to ``LAKE/_sluice/changes``
-(``sluice.spark.delta_sink``). A table whose changes need the per-row path (minimal images,
+the batch's DDL, folds each table's sources over the ranges (``sluice.spark.staged_batch``),
+MERGEs them into ``LAKE/<db>/<table>`` and then commits the change-log files to
+``LAKE/_sluice/changes`` (``sluice.spark.delta_sink``). A table whose changes need the per-row path (minimal images,
 partial JSON updates, a snapshot filter) is built from the staged change-log rows. Each Delta
 commit records the batch id, so a batch replayed after a crash is skipped where it was already
 written: exactly once.
@@ -31,22 +31,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
-from deltalake.transaction import AddAction
 
-from sluice.binlog.position import position_key
 from sluice.cdc.schema import SchemaHistory
 from sluice.dsn import parse_dsn
 from sluice.errors import ConfigError, SluiceError
 from sluice.io.atomic import write_atomically
 from sluice.io.connection import Connection
 from sluice.io.replication import server_binlog_status
-from sluice.spark.batch_table import query_error, row_changes, staged_rows
+from sluice.spark.batch_table import query_error, staged_rows
 from sluice.spark.ddl_stage import DdlStage
-from sluice.spark.delta_sink import DeltaLake, TableBatch
+from sluice.spark.delta_sink import DeltaLake
 from sluice.spark.pipeline_stats import PipelineStats
-from sluice.spark.stage import BATCH_PROPERTY, STAGE_SCHEMA, layout_key, staging_dir
+from sluice.spark.stage import BATCH_PROPERTY, STAGE_SCHEMA, staging_dir
+from sluice.spark.staged_batch import StagedBatch, table_batch
 
 __all__ = ["Pipeline", "PipelineConfig", "PipelineStats"]
 
@@ -278,83 +276,37 @@ class Pipeline:
     def _write(self, staged: pa.Table, batch_id: int) -> tuple[Any, ...] | None:
         """Commit what the tasks staged (``sluice.spark.stage``): DDL first, then each table's MERGE,
         the change log last. The metrics of the batch, None when it was empty."""
-        everything = sorted(staged.to_pylist(), key=_first)
-        files = [d for d in everything if d["kind"] == "changes"]
-        if not files:
+        batch = StagedBatch(staged)
+        if not batch.files:
             return None
-        descriptors = [d for d in everything if d["kind"] != "changes"]
-        ddls = [{"db": d["db"], "table": d["table"], "file": d["first_file"], "pos": d["first_pos"], "ddl": d["ddl"]}
-                for d in descriptors if d["kind"] == "ddl"]
-        if ddls:  # a DDL is a batch of its own (with the rows of CREATE ... SELECT)
-            self._reread(self.ddl.apply(batch_id, ddls, self._filter))
-        by_table: dict[tuple[str, str], list[dict[str, Any]]] = {}
-        for d in descriptors:
-            if d["kind"] == "table":
-                by_table.setdefault((d["db"], d["table"]), []).append(d)
-        rows_of = staged_rows(self.lake.changelog_path, [f["path"] for f in files])
-        batches = [self._table_batch(db, name, parts, rows_of) for (db, name), parts in by_table.items()]
-        actions = [AddAction(f["path"], f["size"], {}, f["mtime"], True, f["stats"]) for f in files]
-        result = self.lake.write_batch(batch_id, batches, changelog_files=actions)
+        if batch.ddls:  # a DDL is a batch of its own (with the rows of CREATE ... SELECT)
+            self._reread(self.ddl.apply(batch_id, batch.ddls, self._filter))
+        rows_of = staged_rows(self.lake.changelog_path, [f["path"] for f in batch.files])
+        tables = [table_batch(self.history_path, self.config.state_dir, db, name, parts, rows_of, self._filter)
+                  for (db, name), parts in batch.tables.items()]
+        result = self.lake.write_batch(batch_id, tables, changelog_files=batch.changelog_actions())
         stats = self.stats
         stats.batches += 1
-        counts = [(f"{db}.{name}", op, sum(p[f"{op}s"] for p in parts))
-                  for (db, name), parts in by_table.items() for op in ("insert", "update", "delete")]
+        counts = batch.counts()
         for _, op, count in counts:
             stats.ops[op] = stats.ops.get(op, 0) + count
             stats.rows += count
         stats.inserted += result.inserted
         stats.updated += result.updated
         stats.deleted += result.deleted
-        stats.tables.update(f"{b.db}.{b.table}" for b in batches)
+        stats.tables.update(f"{b.db}.{b.table}" for b in tables)
         for name in result.unmirrorable:
             if name not in stats.unmirrorable:
                 stats.unmirrorable.add(name)
                 self.progress(f"{name} has no primary key: written to the change log only, not mirrored")
-        visible_us = int(time.time() * 1_000_000)
-        commits = np.array([c for f in files for c in f["commit_us"]], dtype=np.int64)
-        lags = ((visible_us - commits) / 1_000_000).clip(min=0.0)
-        stats.latencies.extend(zip(lags.tolist(), [n for f in files for n in f["commit_rows"]], strict=True))
+        lags, changes = batch.latencies(int(time.time() * 1_000_000))
+        stats.latencies.extend(zip(lags.tolist(), changes, strict=True))
         stats.last_commit_lag = float(lags.min())
-        last = max(files, key=lambda f: position_key(f["last_file"], f["last_pos"]))
-        last_file, last_pos = last["last_file"], last["last_pos"]
+        last_file, last_pos = batch.end()
         if time.monotonic() - self._lag_checked >= 5.0:  # one status query per 5 s, not per batch
             self._lag_checked = time.monotonic()
             stats.lag_bytes = self._lag_bytes(last_file, last_pos)
-        return [c for c in counts if c[2]], len(ddls), last_file, last_pos
-
-    def _table_batch(self, db: str, name: str, parts: list[dict[str, Any]],
-                     rows_of: Callable[[str, str], pa.Table]) -> TableBatch:
-        """A table's changes in the batch: its staged MERGE sources folded over the ranges, or its
-        rows read back from the staged change log for the per-row path."""
-        from sluice.spark.columnar import fold_sources
-        from sluice.spark.layout import mirror_columns_for_schema
-
-        history = SchemaHistory.open(self.history_path)
-        first_file, first_pos = parts[0]["first_file"], parts[0]["first_pos"]
-        catalog = history.catalog_at(first_file, first_pos) or history.latest()
-        schema = catalog.get(db, name) if catalog is not None else None
-        if schema is None:
-            raise ConfigError(
-                f"no schema known for {db}.{name} at {first_file}:{first_pos}; the schema history "
-                f"{self.history_path} is missing or was reset: delete {self.config.state_dir} to start over"
-            )
-        columns = mirror_columns_for_schema(schema, catalog.flavor if catalog is not None else None)
-        primary_key = tuple(schema.primary_key)
-        n = sum(p["rows"] for p in parts)
-        if not primary_key:
-            return TableBatch(db, name, columns, (), (), pa.table({}), n)
-        covered = self._filter is not None and self._filter.covers(db, name, first_file, first_pos)
-        layout = layout_key(columns, primary_key)
-        if not covered and all(p["path"] and p["layout"] == layout for p in parts):
-            sources = [pa.ipc.open_file(pa.memory_map(p["path"])).read_all() for p in parts]
-            return TableBatch(db, name, columns, primary_key, (), fold_sources(sources, primary_key), n)
-        if any(p["path"] and p["layout"] != layout for p in parts):
-            log.warning("%s.%s: a task typed its changes as %s, the schema history as %s; taking the per-row path",
-                        db, name, next(p["layout"] for p in parts if p["layout"] != layout), layout)
-        changes = row_changes(columns, rows_of(db, name))
-        if self._filter:
-            changes = self._filter.keep(changes)
-        return TableBatch(db, name, columns, primary_key, changes)
+        return [c for c in counts if c[2]], len(batch.ddls), last_file, last_pos
 
     def _reread(self, names: set[str]) -> None:
         """Snapshot these tables again (a DDL the mirror cannot follow exactly), then renew the filter."""
@@ -387,11 +339,6 @@ def drop_unfinished_writes(checkpoint: Path) -> None:
         for path in checkpoint.rglob(".*.tmp*"):
             if path.is_file() and (path.name.endswith(".tmp") or path.name.endswith(".tmp.crc")):
                 path.unlink(missing_ok=True)
-
-
-def _first(descriptor: dict[str, Any]) -> tuple[tuple[str, int, int], int]:
-    """Binlog order of the staged descriptors: where their first change is."""
-    return position_key(descriptor["first_file"], descriptor["first_pos"]), descriptor["first_row"] or 0
 
 
 def _interval(text: str) -> str:
