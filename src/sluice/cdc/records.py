@@ -16,16 +16,16 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from sluice.binlog.events import GtidEvent, MariadbGtidEvent, RowsEvent, TransactionPayloadEvent
+from sluice.binlog.events import Event, GtidEvent, MariadbGtidEvent, RowsEvent, TableMapEvent, TransactionPayloadEvent
 from sluice.binlog.header import frozen_builder
 from sluice.binlog.rowplan import ABSENT
 from sluice.binlog.values.json_binary import JsonDiffs
 from sluice.errors import SchemaError
 
 # Supplies the column names of (schema, table) when the binlog does not carry them.
-NameSource = Callable[[Any], tuple[str, ...] | None]
+NameSource = Callable[[TableMapEvent], tuple[str, ...] | None]
 # Resolves a TABLE_MAP at (file, pos) to (column names, primary key) — the schema tracker's job.
-Resolver = Callable[[Any, str, int], tuple[tuple[str, ...], tuple[str, ...]]]
+Resolver = Callable[[TableMapEvent, str, int], tuple[tuple[str, ...], tuple[str, ...]]]
 
 #: The change record's ``op`` of each rows-event kind.
 OP_OF_KIND = {"write": "insert", "update": "update", "delete": "delete"}
@@ -49,6 +49,7 @@ class RowChange:
     json_diffs: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
+        """The change as the JSON-lines record's fields (``sluice dump`` / ``tail`` print it)."""
         out: dict[str, Any] = {
             "op": self.op,
             "db": self.db,
@@ -100,7 +101,7 @@ class RowChangeBuilder:
         self.gtid: str | None = None
         self._names_cache: dict[bytes, tuple[tuple[str, ...], tuple[str, ...]]] = {}
 
-    def feed(self, event: Any, file: str, pos: int) -> Iterator[RowChange]:
+    def feed(self, event: Event, file: str, pos: int) -> Iterator[RowChange]:
         """Row changes of one decoded event (none for non-row events)."""
         if not isinstance(event, RowsEvent):
             if isinstance(event, (GtidEvent, MariadbGtidEvent)):
@@ -151,7 +152,7 @@ class RowChangeBuilder:
             diffs = _split_diffs(after_image)
             yield make(op, db, name, before_image, after_image, pk, file, pos, i, gtid, ts, diffs)
 
-    def columns_of(self, table: Any, file: str, pos: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    def columns_of(self, table: TableMapEvent, file: str, pos: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """The column names and primary key of the table of a TABLE_MAP, for rows at ``file:pos``."""
         names, pk = self._columns(table, file, pos) if self._resolve is None else self._resolve(table, file, pos)
         if len(names) != table.column_count:
@@ -162,18 +163,20 @@ class RowChangeBuilder:
             )
         return names, pk
 
-    def changes(self, events: Iterable[tuple[str, int, Any]]) -> Iterator[RowChange]:
+    def changes(self, events: Iterable[tuple[str, int, Event]]) -> Iterator[RowChange]:
+        """Row changes of ``(file, pos, event)`` triples, in order."""
         for file, pos, event in events:
             yield from self.feed(event, file, pos)
 
-    def _columns(self, table: Any, file: str, pos: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    def _columns(self, table: TableMapEvent, file: str, pos: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
         key = table.raw
         cached = self._names_cache.get(key)
         if cached is not None:
             return cached
         names: tuple[str, ...] | None = None
-        if all(c.name is not None for c in table.columns) and table.columns:
-            names = tuple(c.name for c in table.columns)
+        given = tuple(c.name for c in table.columns if c.name is not None)
+        if given and len(given) == len(table.columns):
+            names = given
         elif self._names is not None:
             names = self._names(table)
         if names is None or len(names) != table.column_count:

@@ -39,6 +39,7 @@ from sluice.binlog.events import (
     FL_DDL,
     FL_PREPARED_XA,
     AnnotateRowsEvent,
+    Event,
     FormatDescriptionEvent,
     GtidEvent,
     HeartbeatEvent,
@@ -97,6 +98,7 @@ class TransactionAssembler:
 
     @property
     def in_transaction(self) -> bool:
+        """Whether a transaction is open (begun, not yet committed or cut off)."""
         return self._tx is not None
 
     def prepared_xids(self) -> tuple[bytes, ...]:
@@ -129,7 +131,7 @@ class TransactionAssembler:
             self._tx = None
 
     # -- feeding -------------------------------------------------------------------------------
-    def feed(self, file: str, pos: int, next_pos: int, event: Any) -> Transaction | None:
+    def feed(self, file: str, pos: int, next_pos: int, event: Event) -> Transaction | None:
         """Take the event at ``file:pos`` (ending at ``next_pos``); return the transaction it commits."""
         tx = self._tx
         if tx is None:
@@ -140,7 +142,7 @@ class TransactionAssembler:
             if tx.state == AWAIT:
                 tx.state = BODY
             return None
-        if t is TransactionPayloadEvent:
+        if type(event) is TransactionPayloadEvent:
             tx.events.append((file, pos, event))
             return self._payload(tx, file, pos, next_pos, event)
         return self._inside(tx, file, pos, next_pos, event, True)
