@@ -77,14 +77,17 @@ class BatchResult:
 
     @property
     def inserted(self) -> int:
+        """Rows the batch inserted into the mirrors."""
         return sum(t.inserted for t in self.tables)
 
     @property
     def updated(self) -> int:
+        """Mirror rows the batch updated."""
         return sum(t.updated for t in self.tables)
 
     @property
     def deleted(self) -> int:
+        """Mirror rows the batch deleted."""
         return sum(t.deleted for t in self.tables)
 
     @property

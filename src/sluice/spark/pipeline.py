@@ -81,6 +81,7 @@ class PipelineConfig:
 
     @property
     def state_dir(self) -> Path:
+        """``LAKE/_sluice``: the pipeline's checkpoint, schema history and id."""
         return Path(self.lake) / "_sluice"
 
 
@@ -160,6 +161,7 @@ class Pipeline:
         return None
 
     def start(self) -> Any:
+        """Start Spark, the snapshot if one is due, then the streaming query (None after a snapshot only)."""
         from sluice.spark.session import spark_session
 
         cfg = self.config
@@ -236,6 +238,7 @@ class Pipeline:
         return self.stats
 
     def stop(self) -> None:
+        """Ask the running query to stop after the batch in flight (``run()`` then returns)."""
         self._stop.set()
 
     def _stop_at_boundary(self, query: Any) -> None:

@@ -49,6 +49,7 @@ class PipelineStats:
         return 0.0 if self.first_batch is None or self.last_batch is None else self.last_batch - self.first_batch
 
     def line(self) -> str:
+        """The one progress line: changes, rate, batches, tables and lag so far."""
         elapsed = max(time.monotonic() - self.started, 1e-9)
         lag = "" if self.last_commit_lag is None else f", lag {self.last_commit_lag:.1f}s"
         lag_b = "" if self.lag_bytes is None else f" / {self.lag_bytes:,} bytes"
