@@ -93,3 +93,40 @@ def test_no_import_cycle_between_modules():
         if node not in state:
             walk(node)
     assert not cycles, "import cycles:\n" + "\n".join(cycles)
+
+
+# The orchestration shell of cdc: the modules that talk to servers and files. The rest of cdc is its
+# core (capture, transactions, records, the schema model and DDL replay, reconciliation), sans-I/O.
+CDC_SHELL = {
+    "sluice.cdc.follow", "sluice.cdc.session", "sluice.cdc.schema_start", "sluice.cdc.schema.bootstrap",
+    "sluice.cdc.schema.history", "sluice.cdc.snapshot.reader", "sluice.cdc.snapshot.consistent",
+}
+_IO_MODULES = ("sluice.io", "socket", "ssl", "subprocess", "select", "os", "shutil", "tempfile")
+_FILE_CALLS = {"read_bytes", "read_text", "write_bytes", "write_text", "mkdir", "unlink", "fsync"}
+
+
+def _io_of(path: Path) -> set[str]:
+    """Modules of I/O the file imports (at any level) and the file methods it calls."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names = [node.module]
+        elif isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Name) and func.id == "open":
+                found.add("open()")
+            elif isinstance(func, ast.Attribute) and func.attr in _FILE_CALLS:
+                found.add(f".{func.attr}()")
+        found.update(n for n in names if any(n == m or n.startswith(m + ".") for m in _IO_MODULES))
+    return found
+
+
+def test_the_cdc_core_does_no_io():
+    modules = _modules()
+    assert set(modules) >= CDC_SHELL, sorted(CDC_SHELL - set(modules))
+    doing_io = [f"{name}: {', '.join(sorted(_io_of(path)))}" for name, path in sorted(modules.items())
+                if name.startswith("sluice.cdc") and name not in CDC_SHELL and _io_of(path)]
+    assert not doing_io, "cdc core modules that do I/O (it belongs in the shell):\n" + "\n".join(doing_io)
