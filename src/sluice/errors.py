@@ -14,7 +14,7 @@ what was found, where (file and offset, host, table) and what to do::
     ├── ServerError                the server answered with ERR (errno, sqlstate)
     │   ├── AccessDeniedError      wrong user / password / missing privilege
     │   └── BinlogUnavailableError the requested binlog position is gone (purged) or invalid
-    ├── TransportError             sockets, TLS, timeouts: the only retryable family
+    ├── TransportError             sockets, TLS, timeouts: always retried when following a server
     ├── AuthError                  the authentication exchange itself failed on our side
     ├── SchemaError                the schema at an event's position is unknown or disagrees
     ├── ConfigError                bad DSN, option, path or missing installation
