@@ -162,7 +162,7 @@ class Pipeline:
 
     def start(self) -> Any:
         """Start Spark, the snapshot if one is due, then the streaming query (None after a snapshot only)."""
-        from sluice.spark.session import spark_session
+        from sluice.spark.session import spark_session, start_python_workers
 
         cfg = self.config
         shutil.rmtree(cfg.state_dir / "staging", ignore_errors=True)  # an earlier run's unfinished batch
@@ -176,6 +176,8 @@ class Pipeline:
                 starting = after_snapshot
         if cfg.snapshot == "only":
             return None
+        # The tasks' Python workers come up while the query starts, not in its first batch.
+        start_python_workers(spark, ("sluice.spark.source", "sluice.spark.stage"))
         reader = (
             spark.readStream.format("binlog")
             .schema(STAGE_SCHEMA)  # given, not asked of the source: a Python worker less at start (1 s)

@@ -10,13 +10,17 @@ Settings are sized for one machine by default (``local[*]``, few shuffle partiti
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
-from collections.abc import Mapping
+import threading
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-__all__ = ["spark_session"]
+__all__ = ["spark_session", "start_python_workers"]
+
+log = logging.getLogger(__name__)
 
 
 def spark_session(
@@ -57,3 +61,38 @@ def spark_session(
     session = builder.getOrCreate()
     session.dataSource.register(BinlogDataSource)
     return session
+
+
+def start_python_workers(session: Any, modules: tuple[str, ...]) -> threading.Thread:
+    """Start the Python workers that will run SQL-side Python (data source reads) and import
+    ``modules`` in them, in a background job, so that the first batch does not wait for them.
+
+    Spark starts a Python worker only when a task needs one, and its imports (pyarrow, sluice) then
+    delay the task that asked: the first batch ran on one worker and the second core's worker only
+    came up, a second late, in the batch after. Run while the streaming query starts (which keeps
+    the driver's JVM busy, not the cores), one task per core brings every worker up beforehand.
+    Workers are kept per kind of function, so the job is a ``mapInArrow``, the kind a data source
+    read is. Best effort: a failure is logged and changes nothing else.
+    """
+
+    def imports(batches: Iterator[Any]) -> Iterator[Any]:
+        import importlib
+
+        import pyarrow as pa
+
+        for name in modules:
+            importlib.import_module(name)
+        for _ in batches:
+            pass
+        yield pa.RecordBatch.from_pydict({"ok": [1]})
+
+    def run() -> None:
+        try:
+            cores = max(1, int(session.sparkContext.defaultParallelism))
+            session.range(0, cores, 1, cores).mapInArrow(imports, "ok long").collect()
+        except Exception as exc:  # the session stopped, or a worker failed: the query will say so itself
+            log.debug("starting the Python workers ahead failed: %s", exc)
+
+    thread = threading.Thread(target=run, name="sluice-python-workers", daemon=True)
+    thread.start()
+    return thread
