@@ -67,6 +67,9 @@ def test_metrics_count_the_committed_changes(spark, mariadb_server, tmp_path) ->
     assert (file, pos) < (end.file, end.pos)
     assert got[("sluice_lag_seconds", ())] >= 0
     assert not any(name == "sluice_errors_total" for name, _ in got)
+    # Nothing failed: the retry series exist and stay at zero.
+    assert got[("sluice_retries_total", (("kind", "reconnect"),))] == 0
+    assert got[("sluice_retries_total", (("kind", "task"),))] == 0
 
 
 def test_a_port_in_use_is_a_config_error() -> None:

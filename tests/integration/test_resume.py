@@ -312,3 +312,35 @@ def test_purged_start_position_says_how_to_recover(own_server):
     assert result.returncode == 1
     message = result.stderr.decode()
     assert "purged" in message and purged[0] in message, message
+
+
+def test_follow_reports_each_reconnect_and_loses_nothing(server):
+    """A replication connection killed on the server: ``follow`` reconnects at the last boundary,
+    tells ``on_retry`` (the pipeline's reconnect count comes from it) and yields every change once."""
+    from sluice.cdc.capture import CaptureConfig, ChangeCapture
+    from sluice.cdc.follow import FollowConfig, follow
+    from sluice.cdc.session import StartRequest, prepare_capture
+
+    db = f"retry_{uuid.uuid4().hex[:8]}"
+    with _root(server) as conn:
+        conn.execute(f"CREATE DATABASE {db}")
+        conn.execute(f"CREATE TABLE {db}.k (id INT PRIMARY KEY)")
+        keep = lambda d, _t: d == db  # noqa: E731
+        begin = prepare_capture(parse_dsn(server.dsn("repl")), StartRequest(from_now=True), include=keep)
+        capture = ChangeCapture(CaptureConfig(table_filter=keep), begin.start, begin.tracker)
+        retried: list[BaseException] = []
+        stream = follow(FollowConfig(parse_dsn(server.dsn("repl")), heartbeat_period=1), capture,
+                        sleep=lambda _s: None, on_retry=retried.append)
+        conn.execute(f"INSERT INTO {db}.k VALUES (1)")
+        seen = [r.after["id"] for r in next(stream).records]
+        for row in conn.query("SHOW PROCESSLIST").rows:
+            if str(row[4]).startswith("Binlog Dump") and row[1] == "repl":
+                conn.execute(f"KILL {row[0]}")
+        for i in range(2, 6):
+            conn.execute(f"INSERT INTO {db}.k VALUES ({i})")
+        while len(seen) < 5:
+            seen += [r.after["id"] for r in next(stream).records]
+        stream.close()
+        conn.execute(f"DROP DATABASE {db}")
+    assert seen == [1, 2, 3, 4, 5]
+    assert len(retried) >= 1

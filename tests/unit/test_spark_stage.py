@@ -184,3 +184,29 @@ def test_change_log_stats_and_an_older_change_log(tmp_path: Path) -> None:
     log = DeltaTable(lake.changelog_path).to_pyarrow_table()
     assert set(CHANGELOG_SCHEMA.names) <= set(log.column_names)
     assert pc.sum(pc.equal(log.column("batch_id"), 1)).as_py() == 2
+
+
+def test_the_change_log_descriptor_carries_the_tasks_retries(tmp_path: Path) -> None:
+    from prometheus_client import generate_latest
+
+    from sluice.spark.metrics import PipelineMetrics
+    from sluice.spark.staged_batch import StagedBatch
+
+    tracker = tracker_with("CREATE TABLE s (a INT PRIMARY KEY)")
+    rows = arrow_rows([RowChange("insert", "db", "s", None, {"a": i}, ("a",), "binlog.000001", 4 + i, 0, None, 0)
+                       for i in range(3)])
+    staged: list[dict[str, Any]] = []
+    for a, b, reconnects in ((0, 2, 2), (2, 3, 0)):
+        for batch in stage_range(rows.slice(a, b - a).to_batches(), tracker, str(tmp_path), 0,
+                                 reconnects=lambda n=reconnects: n):
+            staged.extend(batch.to_pylist())
+    files = [d for d in staged if d["kind"] == "changes"]
+    assert [(d["reconnects"], d["attempt"]) for d in files] == [(2, 0), (0, 0)]  # attempt 0 outside a Spark task
+    batch = StagedBatch(pa.Table.from_pylist([*staged, {**files[1], "attempt": 3}], schema=STAGE_ARROW_SCHEMA))
+    assert batch.retries() == (2, 3)
+    metrics = PipelineMetrics("p")
+    metrics.retried(*batch.retries())
+    metrics.retried(1, 0)
+    text = generate_latest(metrics.registry).decode()
+    assert 'sluice_retries_total{kind="reconnect",pipeline="p"} 3.0' in text
+    assert 'sluice_retries_total{kind="task",pipeline="p"} 3.0' in text

@@ -57,8 +57,10 @@ def follow(
     *,
     sleep: Callable[[float], None] = time.sleep,
     on_connect: Callable[[ReplicationStream], None] | None = None,
+    on_retry: Callable[[BaseException], None] | None = None,
 ) -> Iterator[CommittedTransaction]:
-    """Committed transactions from the server, from ``capture.boundary`` on, across reconnects."""
+    """Committed transactions from the server, from ``capture.boundary`` on, across reconnects;
+    ``on_retry`` hears of each error that a reconnect follows."""
     failures = 0
     while True:
         start = capture.boundary
@@ -114,4 +116,6 @@ def follow(
                 failures,
                 "" if config.retries is None else f" of {config.retries}",
             )
+            if on_retry is not None:
+                on_retry(exc)
             sleep(delay)

@@ -56,6 +56,9 @@ class PipelineMetrics:
                                    ["pipeline"], registry=r).labels(**label)
         self.errors = Counter("sluice_errors", "Errors that stopped the pipeline, by sluice error class",
                               ["pipeline", "error"], registry=r)
+        self.retries = Counter(
+            "sluice_retries", "Retries in committed batches: replication connections made again by the tasks "
+            "(kind reconnect) and failed task attempts Spark ran again (kind task)", ["pipeline", "kind"], registry=r)
         self._label = pipeline
         self._file: str | None = None
         self._server: Any = None
@@ -93,6 +96,11 @@ class PipelineMetrics:
                 self.position.remove(self._label, self._file)
             self._file = file
             self.position.labels(self._label, file).set(pos)
+
+    def retried(self, reconnects: int, task_attempts: int) -> None:
+        """Count a committed batch's reconnects and failed task attempts."""
+        for kind, n in (("reconnect", reconnects), ("task", task_attempts)):
+            self.retries.labels(self._label, kind).inc(n)  # zero too: the series exists from the first batch
 
     def snapshot_progress(self, done: int, total: int, rows: int) -> None:
         """Record the snapshot's chunks (planned, done) and the rows it has written."""

@@ -300,6 +300,11 @@ class Pipeline:
         stats.updated += result.updated
         stats.deleted += result.deleted
         stats.tables.update(f"{b.db}.{b.table}" for b in tables)
+        reconnects, task_retries = batch.retries()
+        stats.reconnects += reconnects
+        stats.task_retries += task_retries
+        if self.metrics is not None:
+            self.metrics.retried(reconnects, task_retries)
         for name in result.unmirrorable:
             if name not in stats.unmirrorable:
                 stats.unmirrorable.add(name)

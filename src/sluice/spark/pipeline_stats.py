@@ -20,6 +20,8 @@ class PipelineStats:
     updated: int = 0
     deleted: int = 0
     skipped_batches: int = 0
+    reconnects: int = 0  # replication connections the tasks of committed batches made again
+    task_retries: int = 0  # failed attempts of those tasks that Spark ran again
     ops: dict[str, int] = field(default_factory=lambda: {"insert": 0, "update": 0, "delete": 0})
     unmirrorable: set[str] = field(default_factory=set)
     tables: set[str] = field(default_factory=set)
@@ -53,7 +55,9 @@ class PipelineStats:
         elapsed = max(time.monotonic() - self.started, 1e-9)
         lag = "" if self.last_commit_lag is None else f", lag {self.last_commit_lag:.1f}s"
         lag_b = "" if self.lag_bytes is None else f" / {self.lag_bytes:,} bytes"
+        retried = self.reconnects + self.task_retries
+        retries = f", {self.reconnects} reconnects / {self.task_retries} task retries" if retried else ""
         return (
             f"{self.batches} batches, {self.rows:,} changes ({self.rows / elapsed:,.0f}/s), "
-            f"{len(self.tables)} tables{lag}{lag_b}"
+            f"{len(self.tables)} tables{lag}{lag_b}{retries}"
         )

@@ -283,10 +283,11 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         capture = ChangeCapture(self.options.capture_config(), start, tracker)
         goal = position_order(end)
         reached = False
+        reconnects: list[BaseException] = []
 
         def until_end() -> Iterator[CommittedTransaction]:
             nonlocal reached
-            for committed in follow(self.options.follow_config(until_end=True), capture):
+            for committed in follow(self.options.follow_config(until_end=True), capture, on_retry=reconnects.append):
                 here = position_order(committed.transaction.end)
                 if here > goal:
                     return
@@ -298,7 +299,8 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if self.options.stage_to:
             from sluice.spark.stage import stage_range, task_batch_id
 
-            yield from stage_range(arrow_batches(until_end()), tracker, self.options.stage_to, task_batch_id())
+            yield from stage_range(arrow_batches(until_end()), tracker, self.options.stage_to, task_batch_id(),
+                                   reconnects=lambda: len(reconnects))
         else:
             yield from arrow_batches(until_end())
         if not reached:

@@ -26,7 +26,7 @@ import json
 import os
 import time
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Final
 
 import pyarrow as pa
@@ -47,7 +47,7 @@ STAGE_SCHEMA: Final = (
     "kind STRING, db STRING, `table` STRING, path STRING, size BIGINT, mtime BIGINT, rows BIGINT, "
     "first_file STRING, first_pos BIGINT, first_row INT, last_file STRING, last_pos BIGINT, "
     "inserts BIGINT, updates BIGINT, deletes BIGINT, stats STRING, layout STRING, ddl STRING, "
-    "commit_us ARRAY<BIGINT>, commit_rows ARRAY<BIGINT>"
+    "commit_us ARRAY<BIGINT>, commit_rows ARRAY<BIGINT>, reconnects INT, attempt INT"
 )
 STAGE_ARROW_SCHEMA: Final = pa.schema([
     ("kind", pa.string()), ("db", pa.string()), ("table", pa.string()), ("path", pa.string()),
@@ -58,6 +58,7 @@ STAGE_ARROW_SCHEMA: Final = pa.schema([
     ("stats", pa.string()), ("layout", pa.string()), ("ddl", pa.string()),
     ("commit_us", pa.list_(pa.field("element", pa.int64()))),
     ("commit_rows", pa.list_(pa.field("element", pa.int64()))),
+    ("reconnects", pa.int32()), ("attempt", pa.int32()),
 ])
 
 # Delta data skipping reads these bounds: exact ones for the short columns, none for the images.
@@ -90,11 +91,13 @@ def layout_key(columns: Iterable[Any], primary_key: Iterable[str]) -> str:
 
 
 def stage_range(batches: Iterable[pa.RecordBatch], tracker: SchemaTracker, lake: str,
-                batch_id: int) -> Iterator[pa.RecordBatch]:
+                batch_id: int, *, reconnects: Callable[[], int] = lambda: 0) -> Iterator[pa.RecordBatch]:
     """Write a range's change batches (``sluice.spark.changes.ARROW_SCHEMA``, binlog order) to the
     lake's staging files; the descriptors of what was written. The tables are typed from the
     tracker's catalog once the range is read: a batch never spans a schema change of a captured
-    table, so it is the one in force at every row (after the DDL, in a DDL's batch)."""
+    table, so it is the one in force at every row (after the DDL, in a DDL's batch). The change-log
+    file's descriptor also says how often the range's replication connection was made again
+    (``reconnects``, asked once the range is read) and which attempt of the Spark task this is."""
     from sluice.spark.batch_table import changelog_rows
 
     collected = list(batches)
@@ -103,7 +106,8 @@ def stage_range(batches: Iterable[pa.RecordBatch], tracker: SchemaTracker, lake:
     rows = pa.Table.from_batches(collected).combine_chunks()
     if rows.num_rows == 0:
         return
-    out: list[dict[str, Any]] = [_write_changelog(changelog_rows(rows, batch_id), rows, lake)]
+    out: list[dict[str, Any]] = [{**_write_changelog(changelog_rows(rows, batch_id), rows, lake),
+                                  "reconnects": reconnects(), "attempt": _task_attempt()}]
     is_ddl = pc.equal(rows.column("op"), "ddl")
     if pc.any(is_ddl).as_py():
         for d in rows.filter(is_ddl).to_pylist():
@@ -113,6 +117,14 @@ def stage_range(batches: Iterable[pa.RecordBatch], tracker: SchemaTracker, lake:
     if rows.num_rows:
         out.extend(_stage_tables(rows, tracker.catalog, staging_dir(lake, batch_id)))
     yield pa.RecordBatch.from_pylist(out, schema=STAGE_ARROW_SCHEMA)
+
+
+def _task_attempt() -> int:
+    """Which attempt of its Spark task this is (0: the first), 0 outside a task."""
+    from pyspark import TaskContext
+
+    context = TaskContext.get()
+    return 0 if context is None else int(context.attemptNumber())
 
 
 def write_data_file(table: pa.Table, folder: str, *, plain: Iterable[str] = (),

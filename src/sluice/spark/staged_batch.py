@@ -59,6 +59,10 @@ class StagedBatch:
         lags = ((visible_us - commits) / 1_000_000).clip(min=0.0)
         return lags, [n for f in self.files for n in f["commit_rows"]]
 
+    def retries(self) -> tuple[int, int]:
+        """(replication reconnects, failed attempts of the tasks that wrote the change-log files)."""
+        return (sum(f["reconnects"] or 0 for f in self.files), sum(f["attempt"] or 0 for f in self.files))
+
     def end(self) -> tuple[str, int]:
         """The binlog position after the batch's last change."""
         last = max(self.files, key=lambda f: position_key(f["last_file"], f["last_pos"]))
