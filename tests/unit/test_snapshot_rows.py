@@ -30,16 +30,29 @@ def _payload(row: list[bytes | None]) -> bytes:
     return b"".join(b"\xfb" if v is None else lenenc_bytes(v) for v in row)
 
 
+def _blocks(payloads: list[bytes], cuts: tuple[int, ...] = ()) -> list[tuple[bytes, bytes]]:
+    """The payloads in blocks as ``RawResultSet.blocks`` holds them, cut before the rows ``cuts``."""
+    out = []
+    for a, b in zip((0, *cuts), (*cuts, len(payloads)), strict=True):
+        ends, at = [], 0
+        for p in payloads[a:b]:
+            at += len(p)
+            ends.append(at.to_bytes(8, "little"))
+        out.append((b"".join(payloads[a:b]), b"".join(ends)))
+    return out
+
+
 @settings(max_examples=150, deadline=None)
 @given(st.integers(min_value=1, max_value=5).flatmap(
     lambda n: st.lists(st.lists(VALUE, min_size=n, max_size=n), max_size=12).map(lambda rows: (n, rows))))
 def test_split_rows_reads_what_parse_text_row_reads(case: tuple[int, list[list[bytes | None]]]) -> None:
     n, rows = case
     payloads = [_payload(r) for r in rows]
-    columns = split_rows(payloads, n)
-    assert len(columns) == n
-    for c, column in enumerate(columns):
-        assert column.to_pylist() == [r[c] for r in rows]
+    for cuts in ((), (len(rows) // 2,), (1, len(rows) // 2) if len(rows) > 1 else ()):
+        columns = split_rows(_blocks(payloads, cuts), n)
+        assert len(columns) == n
+        for c, column in enumerate(columns):
+            assert column.to_pylist() == [r[c] for r in rows]
     for payload, row in zip(payloads, rows, strict=True):
         decoded = tuple(None if v is None else v.decode("utf-8", "surrogateescape") for v in row)
         assert parse_text_row(payload, n) == decoded
@@ -47,11 +60,12 @@ def test_split_rows_reads_what_parse_text_row_reads(case: tuple[int, list[list[b
 
 def test_an_eight_byte_length_prefix() -> None:
     payload = b"\xfe" + (3).to_bytes(8, "little") + b"abc" + b"\x01d"
-    assert [c.to_pylist() for c in split_rows([payload, b"\x00\xfb"], 2)] == [[b"abc", b""], [b"d", None]]
+    assert [c.to_pylist() for c in split_rows(_blocks([payload, b"\x00\xfb"]), 2)] == [[b"abc", b""], [b"d", None]]
 
 
 def test_no_rows() -> None:
     assert [c.to_pylist() for c in split_rows([], 3)] == [[], [], []]
+    assert [c.to_pylist() for c in split_rows(_blocks([]), 3)] == [[], [], []]
 
 
 @pytest.mark.parametrize(("payload", "message"), [
@@ -63,6 +77,14 @@ def test_no_rows() -> None:
 ])
 def test_malformed_rows(payload: bytes, message: str) -> None:
     with pytest.raises(ProtocolError, match=message):
-        split_rows([b"\x01x\x01y", payload], 2)
+        split_rows(_blocks([b"\x01x\x01y", payload], (1,)), 2)
     with pytest.raises(ProtocolError):
         parse_text_row(payload, 2)
+
+
+def test_row_ends_that_do_not_fit_their_block() -> None:
+    row = b"\x01a\x01b"
+    for ends in ((3).to_bytes(8, "little"), (5).to_bytes(8, "little"),
+                 (4).to_bytes(8, "little") + (2).to_bytes(8, "little") + (4).to_bytes(8, "little")):
+        with pytest.raises(ProtocolError, match="do not fit"):
+            split_rows([(row, ends)], 2)

@@ -101,3 +101,45 @@ def stream_events(bytearray buf, Py_ssize_t pos, Py_ssize_t end, int seq, long l
         out += length - 1
         q += 4 + length
     return p, s, block, at
+
+
+def row_packets(bytearray buf, Py_ssize_t pos, Py_ssize_t end, int seq, Py_ssize_t eof_limit):
+    """``(pos, seq, block, ends)``: the payloads of the whole packets in ``buf[pos:end]`` that start
+    with sequence id ``seq`` and are plainly text rows of a result set, copied back to back into
+    ``block``, with the offset in ``block`` where each ends as little-endian int64s in ``ends``
+    (both empty when none qualifies), and the buffer offset and sequence id after them. It stops
+    before a packet that is cut off, of 16 MiB or more, out of sequence, empty, an ERR (0xFF) or a
+    0xFE packet shorter than ``eof_limit`` (the end of the rows)."""
+    if pos < 0 or end > PyByteArray_GET_SIZE(buf) or pos > end:
+        raise ValueError("row_packets: range outside the buffer")
+    cdef const uint8_t *b = <const uint8_t *>PyByteArray_AS_STRING(buf)
+    cdef Py_ssize_t p = pos, total = 0, length, count = 0
+    cdef int s = seq & 0xFF
+    while end - p >= 4:
+        length = b[p] | (b[p + 1] << 8) | (b[p + 2] << 16)
+        if (length == _MAX_PACKET or length > end - p - 4 or b[p + 3] != s or length == 0 or b[p + 4] == 0xFF
+                or (b[p + 4] == 0xFE and length < eof_limit)):
+            break
+        total += length
+        s = (s + 1) & 0xFF
+        p += 4 + length
+        count += 1
+    if count == 0:
+        return pos, s, b"", b""
+    block = PyBytes_FromStringAndSize(NULL, total)
+    ends = PyBytes_FromStringAndSize(NULL, count * 8)
+    cdef char *out = PyBytes_AS_STRING(block)
+    cdef char *e = PyBytes_AS_STRING(ends)
+    cdef Py_ssize_t q = pos, at = 0
+    cdef uint64_t stop
+    cdef int k
+    while q < p:
+        length = b[q] | (b[q + 1] << 8) | (b[q + 2] << 16)
+        memcpy(out + at, b + q + 4, length)
+        at += length
+        stop = <uint64_t>at
+        for k in range(8):
+            e[k] = <char>((stop >> (8 * k)) & 0xFF)
+        e += 8
+        q += 4 + length
+    return p, s, block, ends

@@ -4,7 +4,9 @@ A reader that takes a binlog in blocks (``sluice.io.binlog_file.iter_raw_spans``
 whole events; ``whole_events`` walks the 19-byte headers to find where they end. A replication
 stream (``sluice.io.replication``) receives each event in a packet of its own; ``stream_events``
 copies the events of the packets already received into one block, so that a stream is read as a
-file is. The compiled core does both in C when it is in use; the loops below are their twins.
+file is. A snapshot's ``SELECT`` answers with a packet per text row; ``row_packets`` copies the rows
+already received into one block with their ends, so that no row becomes an object of its own. The
+compiled core does all three in C when it is in use; the loops below are their twins.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from collections.abc import Iterable
 from sluice.binlog import rowplan
 from sluice.binlog.header import HEADER_LEN
 
-__all__ = ["events_of", "stream_events", "type_table", "whole_events"]
+__all__ = ["events_of", "row_packets", "stream_events", "type_table", "whole_events"]
 
 _SIZE = struct.Struct("<I").unpack_from
 _SIZE_OFFSET = 9  # event size inside the common header
@@ -109,3 +111,38 @@ def stream_events(buf: bytearray, pos: int, end: int, seq: int, next_pos: int) -
         seq = (seq + 1) & 0xFF
         pos += 4 + length
     return pos, seq, b"".join(parts), next_pos
+
+
+_END = struct.Struct("<q")
+
+
+def row_packets(buf: bytearray, pos: int, end: int, seq: int, eof_limit: int) -> tuple[int, int, bytes, bytes]:
+    """``(pos, seq, block, ends)``: the payloads of the whole packets in ``buf[pos:end]`` that start
+    with sequence id ``seq`` and are plainly text rows of a result set, copied back to back into
+    ``block``, with the offset in ``block`` where each ends as little-endian int64s in ``ends`` (both
+    empty when none qualifies), and the buffer offset and sequence id after them.
+
+    It stops before a packet that the result-set reader must see itself: one cut off, of 16 MiB or
+    more, out of sequence, empty, an ERR (0xFF), or a 0xFE packet shorter than ``eof_limit`` (the
+    EOF / OK that ends the rows; a row may start with 0xFE, an 8-byte length prefix)."""
+    core = rowplan.core()
+    if core is not None:
+        out: tuple[int, int, bytes, bytes] = core.row_packets(buf, pos, end, seq, eof_limit)
+        return out
+    if pos < 0 or end > len(buf) or pos > end:
+        raise ValueError("row_packets: range outside the buffer")
+    parts: list[bytes] = []
+    ends: list[bytes] = []
+    at = 0
+    seq &= 0xFF
+    while end - pos >= 4:
+        length = buf[pos] | buf[pos + 1] << 8 | buf[pos + 2] << 16
+        if (length == _MAX_PACKET or length > end - pos - 4 or buf[pos + 3] != seq or length == 0
+                or buf[pos + 4] == 0xFF or (buf[pos + 4] == 0xFE and length < eof_limit)):
+            break
+        parts.append(bytes(buf[pos + 4 : pos + 4 + length]))
+        at += length
+        ends.append(_END.pack(at))
+        seq = (seq + 1) & 0xFF
+        pos += 4 + length
+    return pos, seq, b"".join(parts), b"".join(ends)

@@ -17,6 +17,7 @@ from types import TracebackType
 from typing import Any
 
 from sluice import __version__ as _sluice_version
+from sluice.binlog.framing import row_packets
 from sluice.dsn import ConnectionConfig
 from sluice.errors import ConfigError, ProtocolError, TransportError
 from sluice.io.transport import connect, describe_endpoint, start_tls, transport_error, want_tls
@@ -163,6 +164,11 @@ class Connection:
 
     def send_command(self, payload: bytes) -> None:
         """Send a command payload, starting a new exchange (sequence id 0)."""
+        if self._assembler.buffered:
+            raise ProtocolError(
+                f"the server at {self._where} sent {self._assembler.buffered} bytes after the end of its last answer; "
+                "the connection is out of step with the server and must be reopened"
+            )
         self._assembler.reset_sequence(0)
         self._send(payload)
 
@@ -179,14 +185,19 @@ class Connection:
             payload = assembler.next_payload()
         return payload
 
-    def read_payloads(self) -> list[bytes]:
-        """Every complete payload received so far, in order, waiting for at least one: the rows of a
-        large result set in batches instead of a call per row."""
-        assembler = self._assembler
-        out: list[bytes] = []
-        while not assembler.drain(out):
-            self._receive()
-        return out
+    def read_rows(self, eof_limit: int) -> tuple[bytes, bytes] | bytes:
+        """The text rows of a result set received so far, in one block (``framing.row_packets``:
+        rows back to back and where each ends), waiting for at least one packet; or, when the next
+        packet is not plainly a row (``eof_limit`` -1: none is), that one payload."""
+        if eof_limit >= 0:
+            assembler = self._assembler
+            while not assembler.has_packet():
+                self._receive()
+            _, _, block, ends = assembler.consume(
+                lambda buf, pos, end, seq: row_packets(buf, pos, end, seq, eof_limit))
+            if block:
+                return block, ends
+        return self.read_payload()
 
     def consume_packets(self, scan: Callable[[bytearray, int, int, int], tuple[Any, ...]]) -> tuple[Any, ...]:
         """Let ``scan`` take the complete packets already received (``PacketAssembler.consume``),

@@ -1,14 +1,15 @@
-"""Text-row payloads split into one Arrow binary column per result-set column, all rows at once.
+"""Text rows split into one Arrow binary column per result-set column, all rows at once.
 
 A snapshot chunk's ``SELECT`` answers with tens of thousands of text rows, each a run of
 length-encoded strings (``0xFB`` for SQL NULL, ``0xFC``/``0xFD``/``0xFE`` before a 2-, 3- or 8-byte
 length; ``sql/protocol_classic.cc``), exactly what ``sluice.wire.resultset.parse_text_row`` reads
-one row at a time. ``split_rows`` walks all rows together instead: the payloads are joined into one
-buffer, and per column numpy finds every row's value start and length from the previous column's
-end, so the Python work is per column, not per value. The values become a ``pa.binary()`` array
-without copying them one by one: an array over the joined buffer whose elements alternate between
-the values and the bytes between them, from which Arrow takes every other element. Malformed rows
-raise ``ProtocolError`` as ``parse_text_row`` does.
+one row at a time. ``split_rows`` walks all rows together instead. They arrive in blocks, rows back
+to back with where each ends (``RawResultSet.blocks``, cut from the socket's buffer in C, no object
+per row); the blocks are joined into one buffer, and per column numpy finds every row's value
+start and length from the previous column's end, so the Python work is per column, not per value.
+The values become a ``pa.binary()`` array without copying them one by one: an array over the
+joined buffer whose elements alternate between the values and the bytes between them, from which
+Arrow takes every other element. Malformed rows raise ``ProtocolError`` as ``parse_text_row`` does.
 """
 
 from __future__ import annotations
@@ -53,17 +54,25 @@ def _lengths(buf: np.ndarray, pos: np.ndarray, first: np.ndarray, ends: np.ndarr
     return start, length
 
 
-def split_rows(payloads: Sequence[bytes], ncolumns: int) -> list[pa.Array]:
-    """The values of ``payloads`` (text rows of ``ncolumns`` values each) as one ``pa.binary()``
-    array per column (null for SQL NULL): column ``c`` holds the bytes ``parse_text_row`` decodes."""
-    n = len(payloads)
+def split_rows(blocks: Sequence[tuple[bytes, bytes]], ncolumns: int) -> list[pa.Array]:
+    """The values of the text rows of ``ncolumns`` values each in ``blocks`` (each block: rows back to
+    back, and where each ends as little-endian int64s) as one ``pa.binary()`` array per column (null
+    for SQL NULL): column ``c`` holds the bytes ``parse_text_row`` decodes."""
+    row_ends = []
+    base = 0
+    for block, block_ends in blocks:
+        at = np.frombuffer(block_ends, dtype="<i8")
+        if at.size and (at[-1] != len(block) or (np.diff(at) < 0).any() or at[0] < 0):
+            raise ProtocolError("text rows: a block's row ends do not fit the block")
+        row_ends.append(at + base)
+        base += len(block)
+    n = sum(e.size for e in row_ends)
     if not n:
         return [pa.array([], pa.binary()) for _ in range(ncolumns)]
-    joined = b"".join(payloads)
+    joined = blocks[0][0] if len(blocks) == 1 else b"".join(b for b, _ in blocks)
     buf = np.frombuffer(joined, dtype=np.uint8)
-    sizes = np.fromiter(map(len, payloads), dtype=np.int64, count=n)
-    ends = np.cumsum(sizes)
-    pos = ends - sizes
+    ends = np.concatenate(row_ends)
+    pos = np.concatenate([[0], ends[:-1]])
     large = len(joined) > _INT32_MAX
     offset_type = np.int64 if large else np.int32
     binary = pa.large_binary() if large else pa.binary()

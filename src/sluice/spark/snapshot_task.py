@@ -104,7 +104,7 @@ def _read_chunk_task(payload: ChunkPayload) -> tuple[dict[str, Any], dict[str, A
     with Connection.open(config) as conn:
         prepare_session(conn)
         low, high, result = read_chunk_raw(conn, plan, chunk, early=early)
-    values = split_rows(result.payloads, len(schema.columns))
+    values = split_rows(result.blocks, len(schema.columns))
     del result
     changes = _window_changes(config, catalog_json, schema, flavor, low, high)
     keep, images = reconcile_keys(chunk, low, high, key_values(schema, key, flavor or None, values), changes, order)

@@ -142,38 +142,6 @@ class PacketAssembler:
                 return payload
             return chunk
 
-    def drain(self, out: list[bytes]) -> int:
-        """Append every complete payload already received to ``out``; how many were appended.
-
-        The same checks as ``next_payload`` in one loop, for result sets of many small rows: a
-        payload of 16 MiB or more (several packets) goes through ``next_payload``.
-        """
-        buf, view, end = self._buf, self._view, self._end
-        pos = self._pos
-        seq = self.expected_seq
-        unpack = _HEADER.unpack_from
-        append = out.append
-        count = 0
-        while end - pos >= HEADER_SIZE:
-            (word,) = unpack(buf, pos)
-            length = word & 0xFFFFFF
-            stop = pos + HEADER_SIZE + length
-            if stop > end or length == MAX_PACKET_PAYLOAD or self._parts or word >> 24 != seq:
-                break  # incomplete, multi-packet or out of order: next_payload decides
-            append(bytes(view[pos + HEADER_SIZE : stop]))
-            seq = (seq + 1) & 0xFF
-            pos = stop
-            count += 1
-        self.expected_seq = seq
-        self._pos = pos
-        if pos == end:
-            self._pos = self._end = 0
-        payload = self.next_payload()
-        if payload is not None:
-            append(payload)
-            count += 1
-        return count
-
     def consume(self, scan: Callable[[bytearray, int, int, int], tuple[Any, ...]]) -> tuple[Any, ...]:
         """Let ``scan(buf, pos, end, seq)`` take complete packets straight from the buffer.
 

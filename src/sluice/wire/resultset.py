@@ -209,60 +209,77 @@ class ResultSetReader:
         )
 
 
+_ROW_END = struct.Struct("<q")
+
+
 @dataclass(frozen=True, slots=True)
 class RawResultSet:
-    """Column definitions and the undecoded text-row payloads of one query (``parse_text_row``
-    decodes one; bulk readers split many at once)."""
+    """Column definitions and the undecoded text rows of one query, in blocks: each block holds
+    rows' payloads back to back, with the offset where each ends (little-endian int64s), as
+    ``Connection.read_rows`` takes them off the socket (``parse_text_row`` decodes one row; bulk
+    readers split a block's rows all at once)."""
 
     columns: tuple[str, ...]
-    payloads: list[bytes]
+    blocks: list[tuple[bytes, bytes]]
     definitions: tuple[ColumnDefinition, ...] = field(default=(), repr=False, compare=False)
     status: int = 0
     warnings: int = 0
 
+    @property
+    def payloads(self) -> list[bytes]:
+        """Every row's payload as bytes of its own (a row at a time: for tests and small answers)."""
+        out = []
+        for block, ends in self.blocks:
+            start = 0
+            for (stop,) in _ROW_END.iter_unpack(ends):
+                out.append(block[start:stop])
+                start = stop
+        return out
+
+
+#: What ``read_rows(eof_limit)`` gives ``RawResultSetReader.read_blocks``: rows in a block, or one
+#: payload for the reader to look at.
+RowsOrPayload = tuple[bytes, bytes] | bytes
+
 
 class RawResultSetReader(ResultSetReader):
-    """A ``ResultSetReader`` that keeps each text row's payload as it came: ``result`` is a
+    """A ``ResultSetReader`` that keeps the text rows as they came, in blocks: ``result`` is a
     ``RawResultSet`` (or an ``OkPacket`` for statements without rows)."""
 
     __slots__ = ()
 
     def _row(self, payload: bytes) -> None:
-        self._rows.append(payload)  # type: ignore[arg-type]
+        self._rows.append((payload, _ROW_END.pack(len(payload))))  # type: ignore[arg-type]
 
-    def read_batches(self, read_many: Callable[[], list[bytes]]) -> RawResultSet | OkPacket:
-        """Feed every payload of the batches ``read_many()`` returns (``Connection.read_payloads``:
-        what the socket delivered at once) until the answer is complete, and return it. Rows are
-        appended in one tight loop (tens of thousands per chunk); anything that is not plainly a row
-        (empty, ERR, the end) goes through ``feed``'s checks."""
-        append = self._rows.append
-        limit = self._end_limit
+    def read_blocks(self, read_rows: Callable[[int], RowsOrPayload]) -> RawResultSet | OkPacket:
+        """Read the answer with ``read_rows(eof_limit)`` (``Connection.read_rows``) until it is
+        complete, and return it. While rows are due, ``read_rows`` hands over every row already
+        received as one block (no object per row), stopping before a packet that may end them: a
+        0xFE payload shorter than ``eof_limit``, an ERR, an empty or a 16 MiB one. Those, and the
+        packets before the rows, come one payload at a time (``eof_limit`` -1) through ``feed``'s
+        checks."""
+        blocks = self._rows
         while True:
-            batch = read_many()
-            for i, payload in enumerate(batch):
-                if self._state != "rows" or not payload or payload[0] == ERR_HEADER or (
-                        payload[0] == EOF_HEADER and len(payload) < limit):
-                    if self.feed(payload):
-                        if i + 1 < len(batch):
-                            raise ProtocolError(
-                                f"the server sent {len(batch) - i - 1} packets after the end of the result set; "
-                                "the connection is out of step with the server and must be reopened"
-                            )
-                        return self.result  # type: ignore[return-value]
-                    limit = self._end_limit
-                else:
-                    append(payload)  # type: ignore[arg-type]
+            got = read_rows(self._end_limit if self._state == "rows" else -1)
+            if type(got) is tuple:
+                if self._state != "rows":
+                    raise ProtocolError("read_rows gave rows where the result set expects none")
+                if got[0]:
+                    blocks.append(got)  # type: ignore[arg-type]
+                continue
+            if self.feed(got):  # type: ignore[arg-type]
+                return self.result  # type: ignore[return-value]
 
     def _finish(self, status: int, warnings: int) -> None:
         self._state = "done"
         self.result = RawResultSet(  # type: ignore[assignment]
             columns=tuple(d.name for d in self._defs),
-            payloads=self._rows,  # type: ignore[arg-type]
+            blocks=self._rows,  # type: ignore[arg-type]
             definitions=tuple(self._defs),
             status=status,
             warnings=warnings,
         )
 
 
-__all__ = ["ColumnDefinition", "RawResultSet", "RawResultSetReader", "ResultSet", "ResultSetReader",
+__all__ = ["ColumnDefinition", "RawResultSet", "RawResultSetReader", "ResultSet", "ResultSetReader", "RowsOrPayload",
            "parse_column_definition", "parse_text_row"]

@@ -147,3 +147,84 @@ def test_events_of_finds_the_events_of_the_types_asked(path: Path, compiled: boo
         assert framing.events_of(data, 4, cut, wanted) == whole
     bad = data[:13] + (7).to_bytes(4, "little") + data[17:]
     assert framing.events_of(bad, 4, len(bad), wanted) == []
+
+
+def _row_stream(rng_seed: int, seq: int = 250) -> tuple[bytearray, list[bytes]]:
+    """Text rows (some starting with 0xFE, an 8-byte length prefix, or 0xFB, NULL) as packets."""
+    import random
+
+    rng = random.Random(rng_seed)
+    rows = []
+    for _ in range(300):
+        kind = rng.randrange(4)
+        if kind == 0:
+            rows.append(b"\xfe" + struct.pack("<Q", 3) + b"abc" + b"x" * rng.randrange(0, 20))
+        elif kind == 1:
+            rows.append(b"\xfb" + bytes([5]) + b"12345")
+        else:
+            rows.append(rng.randbytes(rng.randrange(1, 60)).replace(b"\xff", b"\x01").replace(b"\xfe", b"\x02"))
+    buf = bytearray()
+    for i, row in enumerate(rows):
+        buf += struct.pack("<I", len(row) | (((seq + i) & 0xFF) << 24)) + row
+    return buf, rows
+
+
+def _rows_of(block: bytes, ends: bytes) -> list[bytes]:
+    out, start = [], 0
+    for (stop,) in struct.iter_unpack("<q", ends):
+        out.append(block[start:stop])
+        start = stop
+    return out
+
+
+def test_row_packets_give_every_row_once_at_any_cut(compiled: bool) -> None:
+    buf, rows = _row_stream(1)
+    for step in (1, 3, 50, 997, len(buf)):
+        got: list[bytes] = []
+        pos, seq = 0, 250
+        for cut in [*range(step, len(buf), step), len(buf)]:
+            pos2, seq2, block, ends = framing.row_packets(buf, pos, cut, seq, 9)
+            assert len(ends) == 8 * len(_rows_of(block, ends))
+            got += _rows_of(block, ends)
+            assert pos <= pos2 <= cut
+            pos, seq = pos2, seq2
+        assert got == rows, step
+        assert pos == len(buf) and seq == (250 + len(rows)) & 0xFF
+
+
+def test_row_packets_twin_and_compiled_agree_at_every_cut() -> None:
+    if rowplan.core() is None:
+        pytest.skip("the compiled core was not built")
+    buf, _ = _row_stream(2)
+    results = []
+    for enabled in (True, False):
+        previous = rowplan.use_compiled(enabled)
+        try:
+            results.append([framing.row_packets(buf, p, cut, 250 + p, limit)
+                            for p in (0, 17) for cut in range(p, len(buf), 7) for limit in (-1, 9, 0xFFFFFF)])
+        finally:
+            rowplan.use_compiled(previous)
+    assert results[0] == results[1]
+
+
+def test_row_packets_stop_before_what_the_reader_must_see(compiled: bool) -> None:
+    def packet(payload: bytes, seq: int) -> bytes:
+        return struct.pack("<I", len(payload) | (seq << 24)) + payload
+
+    row = b"\x01a"
+    for name, stop, limit in (("EOF", b"\xfe\x00\x00\x02\x00", 9), ("OK", b"\xfe\x00\x00\x02\x00\x00\x00", 0xFFFFFF),
+                              ("ERR", b"\xff\x15\x04#28000denied", 9), ("empty", b"", 9)):
+        buf = bytearray(packet(row, 0) + packet(row, 1) + packet(stop, 2) + packet(row, 3))
+        pos, seq, block, ends = framing.row_packets(buf, 0, len(buf), 0, limit)
+        assert (pos, seq, block, ends) == (12, 2, row + row, struct.pack("<qq", 2, 4)), name
+        assert framing.row_packets(buf, pos, len(buf), seq, limit) == (pos, seq, b"", b""), name
+    # A row of 0xFE with an 8-byte length is a row when no EOF can be that long (CLIENT_DEPRECATE_EOF).
+    long_fe = b"\xfe" + struct.pack("<Q", 1) + b"z"
+    buf = bytearray(packet(long_fe, 0))
+    assert framing.row_packets(buf, 0, len(buf), 0, 9)[2] == long_fe
+    out_of_order = bytearray(packet(row, 0) + packet(row, 5))
+    assert framing.row_packets(out_of_order, 0, len(out_of_order), 0, 9)[:3] == (6, 1, row)
+    big = bytearray(b"\xff\xff\xff\x00" + b"a" * 16)
+    assert framing.row_packets(big, 0, len(big), 0, 9) == (0, 0, b"", b"")
+    with pytest.raises(ValueError):
+        framing.row_packets(bytearray(4), 0, 5, 0, 9)

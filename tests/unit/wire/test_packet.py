@@ -157,34 +157,6 @@ def test_commit_beyond_buffer_is_refused() -> None:
         assembler.commit(len(view) + 1)
 
 
-def test_drain_gives_every_complete_payload_once_in_any_chunking() -> None:
-    data, payloads = _stream()
-    big = random.Random(3).randbytes(MAX + 10)  # two packets: drain leaves it to next_payload
-    framed, seq = frame(big, 5)
-    data += framed
-    tail, _ = frame(b"after", seq)
-    data += tail
-    payloads = [*payloads, big, b"after"]
-    for step in (1, 7, 300, 5000, len(data)):
-        assembler = PacketAssembler(capacity=4096)
-        got: list[bytes] = []
-        for offset in range(0, len(data), step):
-            assembler.feed(data[offset : offset + step])
-            while assembler.drain(got):
-                pass
-        assert got == payloads, step
-        assert assembler.buffered == 0 and assembler.expected_seq == (seq + 1) & 0xFF
-
-
-def test_drain_checks_sequence_ids() -> None:
-    assembler = PacketAssembler()
-    assembler.feed(frame(b"one", 0)[0] + frame(b"two", 3)[0])
-    got: list[bytes] = []
-    with pytest.raises(ProtocolError, match="expected sequence id 1, found 3"):
-        assembler.drain(got)
-    assert got == [b"one"]
-
-
 def test_consume_hands_the_received_packets_to_a_scan_and_moves_on_where_it_stopped() -> None:
     asm = PacketAssembler(capacity=64)
     data = b"".join(frame(bytes([i]) * (i + 1), i)[0] for i in range(4))

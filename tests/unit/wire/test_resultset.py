@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import struct
+from typing import Any
+
 import pytest
 
 from sluice.errors import ProtocolError, ServerError, UnsupportedError
@@ -151,26 +154,53 @@ def test_raw_reader_keeps_row_payloads() -> None:
     assert isinstance(reader.result, OkPacket)
 
 
-def test_raw_reader_read_batches_in_any_grouping() -> None:
+def _reader_of(payloads: list[bytes], size: int) -> Any:
+    """``read_rows`` as ``Connection.read_rows`` answers it over these payloads: while rows are due,
+    up to ``size`` plain rows in one block, else one payload."""
+    from sluice.binlog.framing import row_packets
+
+    stream = bytearray(b"".join(struct.pack("<I", len(p) | ((i & 0xFF) << 24)) + p for i, p in enumerate(payloads)))
+    state = {"pos": 0, "seq": 0, "calls": 0}
+
+    def read_rows(eof_limit: int) -> Any:
+        state["calls"] += 1
+        pos, seq = state["pos"], state["seq"]
+        if eof_limit >= 0:
+            end = pos
+            for _ in range(size):  # offer ``size`` packets at most
+                if end + 4 > len(stream):
+                    break
+                end += 4 + int.from_bytes(stream[end:end + 3], "little")
+            pos2, seq2, block, ends = row_packets(stream, pos, end, seq, eof_limit)
+            if block:
+                state["pos"], state["seq"] = pos2, seq2
+                return block, ends
+        length = int.from_bytes(stream[pos:pos + 3], "little")
+        state["pos"], state["seq"] = pos + 4 + length, (seq + 1) & 0xFF
+        return bytes(stream[pos + 4:pos + 4 + length])
+
+    read_rows.state = state  # type: ignore[attr-defined]
+    return read_rows
+
+
+def test_raw_reader_reads_rows_in_blocks_of_any_size() -> None:
     from sluice.wire.resultset import RawResultSet, RawResultSetReader
 
     eof = b"\xfe\x00\x00\x02\x00"
     for caps, end in ((BASE, [eof, *ROWS, eof]), (BASE | Capability.CLIENT_DEPRECATE_EOF, [*ROWS, eof + b"\x00\x00"])):
         payloads = [b"\x02", _column("k"), _column("v"), *end]
         for size in (1, 2, 3, len(payloads)):
-            batches = iter([payloads[i : i + size] for i in range(0, len(payloads), size)])
-            result = RawResultSetReader(caps).read_batches(batches.__next__)
+            read_rows = _reader_of(payloads, size)
+            result = RawResultSetReader(caps).read_blocks(read_rows)
             assert isinstance(result, RawResultSet) and result.payloads == ROWS
-            assert next(batches, None) is None  # nothing read past the end
+            assert read_rows.state["pos"] == sum(4 + len(p) for p in payloads)  # nothing read past the end
+            assert len(result.blocks) == -(-len(ROWS) // size)
     err = b"\xff\x15\x04#28000denied"
-    batches = iter([[b"\x02", _column("k"), _column("v"), eof, ROWS[0], err]])
     with pytest.raises(ServerError, match="denied"):
-        RawResultSetReader(BASE).read_batches(batches.__next__)
-    batches = iter([[b"\x02", _column("k"), _column("v"), eof], [ROWS[0], b""]])
+        RawResultSetReader(BASE).read_blocks(_reader_of([b"\x02", _column("k"), _column("v"), eof, ROWS[0], err], 9))
     with pytest.raises(ProtocolError, match="empty packet"):
-        RawResultSetReader(BASE).read_batches(batches.__next__)
-    batches = iter([[b"\x02", _column("k"), _column("v"), eof, ROWS[0], eof, b"stray"]])
-    with pytest.raises(ProtocolError, match="after the end of the result set"):
-        RawResultSetReader(BASE).read_batches(batches.__next__)
-    batches = iter([[b"\x00\x00\x00\x02\x00\x00\x00"]])
-    assert isinstance(RawResultSetReader(BASE).read_batches(batches.__next__), OkPacket)
+        RawResultSetReader(BASE).read_blocks(_reader_of([b"\x02", _column("k"), _column("v"), eof, ROWS[0], b""], 9))
+    assert isinstance(RawResultSetReader(BASE).read_blocks(_reader_of([b"\x00\x00\x00\x02\x00\x00\x00"], 9)),
+                      OkPacket)
+
+

@@ -162,7 +162,7 @@ def snapshot_position(conn: Connection) -> Checkpoint:
 
 def _query_raw(conn: Connection, sql: str) -> RawResultSet:
     conn.send_command(com_query(sql))
-    result = RawResultSetReader(conn.capabilities).read_batches(conn.read_payloads)
+    result = RawResultSetReader(conn.capabilities).read_blocks(conn.read_rows)
     if isinstance(result, RawResultSet):
         return result
     return RawResultSet((), [])
