@@ -5,19 +5,16 @@ before anything is read and splits each table into primary-key chunks; Spark tas
 in parallel (one job per chunk, one per core plus one running ahead of the driver), each between a
 low and a high binlog watermark with a connection of its own, and reconcile the chunk with the
 table's binlog changes between the two, so every chunk holds the table's rows as of its high
-watermark. A table whose mirror holds no rows when its snapshot is planned (the first snapshot;
-``sluice snapshot`` removes the mirror first) gets its chunks, disjoint key ranges, as plain Delta
-appends: the task splits the text rows into columns and builds the mirror's Arrow table
-(``sluice.spark.snapshot_rows``, ``sluice.spark.snapshot_arrow``) and sends it as Arrow IPC bytes;
-only the keys of the ``SELECT`` rows meet the binlog changes. A mirror that already holds rows
-gets each chunk as a MERGE of decoded rows instead. Tables without a primary key are not mirrorable
-(the pipeline writes their changes to the change log only): each is read in one consistent scan
-whose rows go to the change log as ``read`` records (``sluice.spark.snapshot_keyless``). The stream
-then starts at ``start``; ``SnapshotFilter`` (``sluice.spark.snapshot_filter``) tells the
-pipeline which early changes a chunk already contains (same table, key inside the chunk,
-position before its high watermark): those are left out of the mirror's MERGE but still go to the
-change log, which so holds every committed change once. A table that DDL changed while it was read
-(its chunk's SELECT failed, or the binlog shows DDL on it during the pass) is read again.
+watermark. A mirror with no rows when its snapshot is planned gets its chunks, disjoint key
+ranges, as appends: the task cuts the text rows into the mirror's Arrow columns
+(``sluice.spark.snapshot_rows``, ``snapshot_arrow``) and writes the mirror's data file, which the
+driver commits in plan order; only the keys of the rows meet the binlog changes. A mirror that
+holds rows gets each chunk as a MERGE of decoded rows. Tables without a primary key are read in
+one consistent scan into the change log as ``read`` records (``sluice.spark.snapshot_keyless``).
+The stream then starts at ``start``; ``SnapshotFilter`` (``sluice.spark.snapshot_filter``) tells
+the pipeline which early changes a chunk already holds (same table, key inside the chunk, before
+its high watermark): they stay out of the mirror's MERGE but go to the change log, which so holds
+every committed change once. A table DDL changed while it was read is read again.
 
 Resumable: ``LAKE/_sluice/snapshot.json`` holds the start, the chunk plan (with the table's write
 mode, append or MERGE) and every finished chunk with its watermarks; a chunk's watermarks are saved
@@ -51,6 +48,7 @@ from sluice.cdc.schema import Catalog, SchemaHistory, TableSchema, bootstrap_cat
 from sluice.cdc.schema_start import ddl_between, read_schema
 from sluice.cdc.snapshot.chunks import Chunk
 from sluice.cdc.snapshot.reader import (
+    LowMark,
     binlog_position,
     low_mark,
     plan_table,
@@ -275,24 +273,25 @@ class SnapshotRunner:
         return stale
 
     def _in_order(self, payloads: list[ChunkPayload], early_low: bool) -> Iterator[Any]:
-        """The chunks' task results in plan order (each table's chunks are written in sequence), while
-        up to one task per core plus one runs ahead: the driver's writes overlap with the reads.
-
-        ``early_low`` (MySQL): the driver takes each chunk's low watermark when it submits the chunk,
-        so the wait after it (``sluice.cdc.snapshot.reader``) passes while the chunk waits for a
-        slot, instead of holding a Spark slot idle in the task."""
+        """The chunks' task results in plan order, up to one task per core plus one running ahead.
+        ``early_low`` (MySQL): a chunk's low watermark is taken when the chunk ``ahead`` places before
+        it is submitted, so the settle after it (``sluice.cdc.snapshot.reader``) has passed when its
+        task runs, not holding a slot idle (an older mark only widens the window it is reconciled with)."""
         sc = self.spark.sparkContext
         ahead = max(1, int(sc.defaultParallelism)) + 1
         pool = ThreadPoolExecutor(max_workers=ahead, thread_name_prefix="sluice-snapshot")
         futures: deque[Future[list[Any]]] = deque()
         submitted = 0
+        marks: deque[LowMark] = deque()  # low watermarks taken ahead, oldest first
         conn = Connection.open(parse_dsn(self.source)) if early_low and payloads else None
         try:
             while submitted < len(payloads) or futures:
                 while submitted < len(payloads) and len(futures) < ahead:
                     payload = payloads[submitted]
                     if conn is not None:
-                        payload = (*payload[:-1], low_mark(conn).to_json())
+                        while len(marks) <= ahead:
+                            marks.append(low_mark(conn))
+                        payload = (*payload[:-1], marks.popleft().to_json())
                     rdd = sc.parallelize([payload], 1).map(read_and_reconcile)
                     futures.append(pool.submit(sc.runJob, rdd, _as_list))
                     submitted += 1
