@@ -11,6 +11,7 @@ value), keys, IPC round trips and a whole table.
 
 from __future__ import annotations
 
+import itertools
 import random
 from collections.abc import Sequence
 from decimal import Decimal
@@ -29,6 +30,7 @@ from sluice.spark.mirror_columns import column_array
 from sluice.spark.snapshot_arrow import (
     chunk_table,
     column_builders,
+    integer_keys_in_order,
     key_values,
     text_array,
     texts,
@@ -200,3 +202,36 @@ def test_chunk_table_and_keys_and_ipc() -> None:
 def test_column_counts_must_agree() -> None:
     with pytest.raises(SchemaError, match="mirror columns"):
         column_builders(SCHEMA, mirror_columns_for_schema(SCHEMA)[:2], None)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(min_value=-(2**63), max_value=2**64 - 1), max_size=30), st.booleans(),
+       st.one_of(st.none(), st.integers(-50, 50)), st.one_of(st.none(), st.integers(-50, 50)),
+       st.sampled_from(["int", "bigint", "varchar"]), st.booleans())
+def test_integer_keys_in_order_agrees_with_reconcile_keys(keys: list[int], sort: bool, lower: int | None,
+                                                         upper: int | None, data_type: str, unsigned: bool) -> None:
+    """Where the column-wise check says the rows are in order, reconcile_keys (no changes in the window)
+    finds nothing to do; where reconcile_keys refuses the rows, the column-wise check says no."""
+    from sluice.binlog.position import Checkpoint
+    from sluice.cdc.snapshot.chunks import Chunk
+    from sluice.cdc.snapshot.reconcile import key_order, reconcile_keys
+
+    if sort:
+        keys = sorted(set(keys))
+    key_column = ColumnDef("id", data_type, unsigned=unsigned, nullable=False)
+    schema = TableSchema("db", "t", (ColumnDef("v", "int"), key_column), ("id",))
+    values = [text_array(["1"] * len(keys)), text_array([str(k) for k in keys])]
+    bound = str if data_type == "varchar" else int  # a bound holds the key's decoded value
+    chunk = Chunk("db", "t", 0, ("id",), None if lower is None else (bound(lower),),
+                  None if upper is None else (bound(upper),))
+    fast = integer_keys_in_order(schema, ("id",), chunk.lower, chunk.upper, values)
+    mark = Checkpoint("binlog.000001", 4)
+    try:
+        slow = reconcile_keys(chunk, mark, mark, key_values(schema, ("id",), None, values), [],
+                              key_order(schema, ("id",)))
+    except SchemaError:
+        assert not fast
+    else:
+        assert slow == (None, [])
+    if fast:
+        assert data_type != "varchar" and all(a < b for a, b in itertools.pairwise(keys))

@@ -27,7 +27,7 @@ from sluice.errors import SchemaError, ServerError
 from sluice.io.connection import Connection
 from sluice.spark.layout import mirror_columns_for_schema
 from sluice.spark.mirror_columns import to_arrow_table
-from sluice.spark.snapshot_arrow import chunk_table, column_builders, key_values
+from sluice.spark.snapshot_arrow import chunk_table, column_builders, integer_keys_in_order, key_values
 from sluice.spark.snapshot_rows import split_rows
 from sluice.spark.stage import write_data_file
 
@@ -107,7 +107,10 @@ def _read_chunk_task(payload: ChunkPayload) -> tuple[dict[str, Any], dict[str, A
     values = split_rows(result.blocks, len(schema.columns))
     del result
     changes = _window_changes(config, catalog_json, schema, flavor, low, high)
-    keep, images = reconcile_keys(chunk, low, high, key_values(schema, key, flavor or None, values), changes, order)
+    if changes or not integer_keys_in_order(schema, key, chunk.lower, chunk.upper, values):
+        keep, images = reconcile_keys(chunk, low, high, key_values(schema, key, flavor or None, values), changes, order)
+    else:  # nothing to reconcile and the rows in order: what reconcile_keys finds, without a tuple per row
+        keep, images = None, []
     table = chunk_table(columns, builders, values)
     if keep is not None:
         table = table.take(pa.array(keep, pa.int64()))
