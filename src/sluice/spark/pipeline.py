@@ -176,8 +176,11 @@ class Pipeline:
                 starting = after_snapshot
         if cfg.snapshot == "only":
             return None
-        # The tasks' Python workers come up while the query starts, not in its first batch.
-        start_python_workers(spark, ("sluice.spark.source", "sluice.spark.stage"))
+        # The tasks' Python workers come up while the query starts, not in its first batch, unless
+        # nothing can be waiting (a new query from the server's end): on two cores starting them
+        # costs the query's own start about a second.
+        if not (str(starting).strip().lower() == "latest" and not self.checkpoint_path.exists()):
+            start_python_workers(spark, ("sluice.spark.source", "sluice.spark.stage"))
         reader = (
             spark.readStream.format("binlog")
             .schema(STAGE_SCHEMA)  # given, not asked of the source: a Python worker less at start (1 s)
