@@ -290,7 +290,8 @@ class Pipeline:
         if batch.ddls:  # a DDL is a batch of its own (with the rows of CREATE ... SELECT)
             self._reread(self.ddl.apply(batch_id, batch.ddls, self._filter))
         rows_of = staged_rows(self.lake.changelog_path, [f["path"] for f in batch.files])
-        tables = [table_batch(self.history_path, self.config.state_dir, db, name, parts, rows_of, self._filter)
+        history = SchemaHistory.open(self.history_path)  # once per batch, after its DDL
+        tables = [table_batch(history, self.config.state_dir, db, name, parts, rows_of, self._filter)
                   for (db, name), parts in batch.tables.items()]
         result = self.lake.write_batch(batch_id, tables, changelog_files=batch.changelog_actions())
         stats = self.stats

@@ -69,7 +69,7 @@ class StagedBatch:
         return last["last_file"], last["last_pos"]
 
 
-def table_batch(history_path: Path, state_dir: Path, db: str, name: str, parts: list[dict[str, Any]],
+def table_batch(history: SchemaHistory, state_dir: Path, db: str, name: str, parts: list[dict[str, Any]],
                 rows_of: Callable[[str, str], pa.Table], snapshot_filter: Any = None) -> TableBatch:
     """A table's changes in the batch, typed by the schema in force at its first change: its staged
     MERGE sources folded over the ranges, or its rows read back from the staged change log for the
@@ -77,14 +77,13 @@ def table_batch(history_path: Path, state_dir: Path, db: str, name: str, parts: 
     from sluice.spark.columnar import fold_sources
     from sluice.spark.layout import mirror_columns_for_schema
 
-    history = SchemaHistory.open(history_path)
     first_file, first_pos = parts[0]["first_file"], parts[0]["first_pos"]
     catalog = history.catalog_at(first_file, first_pos) or history.latest()
     schema = catalog.get(db, name) if catalog is not None else None
     if schema is None:
         raise ConfigError(
             f"no schema known for {db}.{name} at {first_file}:{first_pos}; the schema history "
-            f"{history_path} is missing or was reset: delete {state_dir} to start over"
+            f"{history.path} is missing or was reset: delete {state_dir} to start over"
         )
     columns = mirror_columns_for_schema(schema, catalog.flavor if catalog is not None else None)
     primary_key = tuple(schema.primary_key)
