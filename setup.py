@@ -13,7 +13,8 @@ EXTENSIONS = [
                                                           "src/sluice/binlog/_jsonlines.pxi",
                                                           "src/sluice/binlog/_jsonbinary.pxi",
                                                           "src/sluice/binlog/_changerows.pxi",
-                                                          "src/sluice/binlog/_framing.pxi"]),
+                                                          "src/sluice/binlog/_framing.pxi",
+                                                          "src/sluice/binlog/_textrows.pxi"]),
 ]
 
 setup(ext_modules=cythonize(EXTENSIONS, language_level=3, compiler_directives={"embedsignature": True}))

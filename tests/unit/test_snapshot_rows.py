@@ -3,21 +3,36 @@
 ``split_rows`` must read exactly what ``parse_text_row`` reads, row by row: NULLs, empty values,
 every length-prefix width (1, 2, 3 bytes here; 8 is built by hand), bytes that are not UTF-8; and
 raise ``ProtocolError`` where ``parse_text_row`` does: a missing value, a value or a prefix running
-past its row, bytes left over, the 0xFF prefix.
+past its row, bytes left over, the 0xFF prefix. Every test runs on the compiled core's
+``text_columns`` and on the numpy twin, and the two must agree on every cut of a block.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
+import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from sluice.binlog import rowplan
 from sluice.errors import ProtocolError
 from sluice.spark.snapshot_rows import split_rows
 from sluice.wire.responses import lenenc_bytes
 from sluice.wire.resultset import parse_text_row
 
 pytestmark = pytest.mark.unit
+
+
+@pytest.fixture(scope="module", autouse=True, params=[True, False], ids=["compiled", "twin"])
+def compiled(request: pytest.FixtureRequest) -> Iterator[bool]:
+    previous = rowplan.use_compiled(request.param)
+    if request.param and rowplan.core() is None:
+        rowplan.use_compiled(previous)
+        pytest.skip("the compiled core was not built")
+    yield request.param
+    rowplan.use_compiled(previous)
 
 VALUE = st.one_of(
     st.none(),
@@ -88,3 +103,36 @@ def test_row_ends_that_do_not_fit_their_block() -> None:
                  (4).to_bytes(8, "little") + (2).to_bytes(8, "little") + (4).to_bytes(8, "little")):
         with pytest.raises(ProtocolError, match="do not fit"):
             split_rows([(row, ends)], 2)
+
+
+def _either(blocks: list[tuple[bytes, bytes]], n: int) -> list[pa.Array] | str:
+    try:
+        return split_rows(blocks, n)
+    except ProtocolError as exc:
+        return f"ProtocolError: {exc}"
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(min_value=0, max_value=4).flatmap(
+    lambda n: st.lists(st.lists(VALUE, min_size=n, max_size=n), min_size=1, max_size=6).map(lambda rows: (n, rows))))
+def test_compiled_and_twin_agree_on_every_cut_row(case: tuple[int, list[list[bytes | None]]]) -> None:
+    """The last row cut short at every byte, or run together with the one before it: the compiled
+    core reads nothing past a row and gives the twin's columns or the twin's error."""
+    n, rows = case
+    payloads = [_payload(r) for r in rows]
+    last = payloads[-1]
+    cases = [[*payloads[:-1], last[:cut]] for cut in range(len(last) + 1) if cut < 600 or cut % 97 == 0]
+    if len(payloads) > 1:
+        cases.append([*payloads[:-2], payloads[-2] + last])
+    for case_payloads in cases:
+        blocks = _blocks(case_payloads, (len(case_payloads) // 2,))
+        got = []
+        for enabled in (True, False):
+            previous = rowplan.use_compiled(enabled)
+            try:
+                if enabled and rowplan.core() is None:
+                    pytest.skip("the compiled core was not built")
+                got.append(_either(blocks, n))
+            finally:
+                rowplan.use_compiled(previous)
+        assert got[0] == got[1]

@@ -433,6 +433,7 @@ include "_jsonlines.pxi"
 include "_changerows.pxi"
 include "_eventrun.pxi"
 include "_framing.pxi"
+include "_textrows.pxi"
 
 
 import sys as _sys

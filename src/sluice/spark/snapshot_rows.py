@@ -10,6 +10,9 @@ start and length from the previous column's end, so the Python work is per colum
 The values become a ``pa.binary()`` array without copying them one by one: an array over the
 joined buffer whose elements alternate between the values and the bytes between them, from which
 Arrow takes every other element. Malformed rows raise ``ProtocolError`` as ``parse_text_row`` does.
+
+That is the twin: where the compiled core was built, its ``text_columns`` (``_textrows.pxi``) walks
+the rows once to check them and once to copy each value into its column, with the same errors.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from collections.abc import Sequence
 import numpy as np
 import pyarrow as pa
 
+from sluice.binlog import rowplan
 from sluice.errors import ProtocolError
 
 __all__ = ["split_rows"]
@@ -58,6 +62,10 @@ def split_rows(blocks: Sequence[tuple[bytes, bytes]], ncolumns: int) -> list[pa.
     """The values of the text rows of ``ncolumns`` values each in ``blocks`` (each block: rows back to
     back, and where each ends as little-endian int64s) as one ``pa.binary()`` array per column (null
     for SQL NULL): column ``c`` holds the bytes ``parse_text_row`` decodes."""
+    core = rowplan.core()
+    if core is not None:
+        n, columns = core.text_columns(list(blocks), ncolumns)
+        return [_binary(n, *column) for column in columns]
     row_ends = []
     base = 0
     for block, block_ends in blocks:
@@ -102,3 +110,11 @@ def split_rows(blocks: Sequence[tuple[bytes, bytes]], ncolumns: int) -> list[pa.
     if (pos != ends).any():
         raise ProtocolError(f"text row: bytes left after {ncolumns} values")
     return out
+
+
+def _binary(n: int, validity: bytes | None, offsets: bytes, data: bytes, null_count: int, large: bool) -> pa.Array:
+    """A binary array of ``n`` values over the compiled core's buffers (``large``: int64 offsets)."""
+    buffers = [None if validity is None else pa.py_buffer(validity), pa.py_buffer(offsets), pa.py_buffer(data)]
+    if large:
+        return pa.Array.from_buffers(pa.large_binary(), n, buffers, null_count).cast(pa.binary())
+    return pa.Array.from_buffers(pa.binary(), n, buffers, null_count)
