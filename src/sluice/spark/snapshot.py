@@ -129,6 +129,7 @@ class SnapshotRunner:
         self.history = history  # the stream's schema history: the schema at ``start`` goes there
         self.on_chunk = on_chunk  # (chunks done, chunks planned, rows written) after every chunk
         self._failed: dict[str, str] = {}  # chunk errors of this pass that DDL may explain
+        self._mirrors: dict[str, DeltaTable] = {}  # appended mirrors, open: reopening replays the log
 
     def run(self, *, only_new: bool = False, only: frozenset[str] | None = None) -> SnapshotState:
         """Snapshot every captured table not snapshotted yet (all of them on the first run; with
@@ -346,9 +347,14 @@ class SnapshotRunner:
         path = self.lake.table_path(schema.db, schema.name)
         txn = CommitProperties(app_transactions=[Transaction(self.lake.app_id, seq)])
         try:
-            if not DeltaTable.is_deltatable(path):
-                DeltaTable.create(path, wanted, mode="ignore")  # as the pipeline's MERGE creates it
-            dt = DeltaTable(path)
+            dt = self._mirrors.get(path)
+            if dt is not None:
+                dt.update_incremental()  # the commits since (a handle does not follow its own)
+            elif not DeltaTable.is_deltatable(path):
+                dt = DeltaTable.create(path, wanted, mode="ignore")  # as the pipeline's MERGE creates it
+            else:
+                dt = DeltaTable(path)
+            self._mirrors[path] = dt
             if dt.schema() != DeltaSchema.from_arrow(wanted):
                 raise SchemaError(
                     f"the Delta mirror of {name} does not take the snapshot's rows (its columns differ from the "
