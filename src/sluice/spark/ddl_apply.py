@@ -31,6 +31,7 @@ from sluice.io.atomic import write_atomically
 from sluice.spark.ddl_plan import MirrorStep
 from sluice.spark.delta_sink import DeltaLake
 from sluice.spark.mirror_columns import column_array
+from sluice.spark.mirror_merge import LAKE_WRITER
 from sluice.spark.snapshot import SnapshotState
 
 __all__ = ["CannotRewrite", "MirrorDdl"]
@@ -134,7 +135,8 @@ class MirrorDdl:
     def _commit(self, path: str, data: Any, batch_id: int, step: MirrorStep) -> None:
         txn = CommitProperties(app_transactions=[Transaction(self.lake.app_id, batch_id)])
         try:
-            write_deltalake(path, data, mode="overwrite", schema_mode="overwrite", commit_properties=txn)
+            write_deltalake(path, data, mode="overwrite", schema_mode="overwrite", writer_properties=LAKE_WRITER,
+                            commit_properties=txn)
         except DeltaError as exc:
             raise DataLossError(
                 f"the Delta commit of batch {batch_id} to the mirror of {step.name} ({path}) failed ({exc}); "

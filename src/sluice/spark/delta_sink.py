@@ -63,7 +63,7 @@ CHANGELOG_SCHEMA: Final = pa.schema([
 
 # The row images of the change log are nearly all distinct: a dictionary page per column chunk only
 # costs time (two thirds of the append) and Parquet falls back to plain pages anyway.
-_CHANGELOG_WRITER: Final = WriterProperties(column_properties={
+_CHANGELOG_WRITER: Final = WriterProperties(compression="ZSTD", compression_level=1, column_properties={
     name: ColumnProperties(dictionary_enabled=False) for name in ("before", "after", "json_diffs")
 })
 @dataclass(frozen=True, slots=True)

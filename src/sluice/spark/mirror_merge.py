@@ -16,10 +16,10 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
-from typing import Any
+from typing import Any, Final
 
 import pyarrow as pa
-from deltalake import CommitProperties, DeltaTable
+from deltalake import CommitProperties, DeltaTable, WriterProperties
 from deltalake import Schema as DeltaSchema
 from deltalake.exceptions import DeltaError, SchemaMismatchError
 
@@ -28,6 +28,11 @@ from sluice.errors import DataLossError, SchemaError
 from sluice.spark.columnar import DELETE_FLAG, key_bounds
 from sluice.spark.columnar import quote_name as _quote
 from sluice.spark.mirror_columns import MirrorColumn, column_array, mirror_schema
+
+#: How the lake's Parquet files are written, as the tasks write theirs (``stage.write_data_file``):
+#: zstd at level 1. delta-rs' default, snappy, made a 500k-row MERGE into an empty mirror take
+#: 0.46-0.70 s against 0.36-0.38 s, for larger files.
+LAKE_WRITER: Final = WriterProperties(compression="ZSTD", compression_level=1)
 
 __all__ = ["TableBatch", "TablePlan", "TableResult", "commit_error", "plan"]
 
@@ -158,7 +163,7 @@ class TablePlan:
                 updates[q] = f"source.{q}"
         inserts = {_quote(c.name): f"source.{_quote(c.name)}" for c in tb.columns}
         merger = dt.merge(self.source, predicate, source_alias="source", target_alias="target",
-                          commit_properties=txn)
+                          writer_properties=LAKE_WRITER, commit_properties=txn)
         merger = merger.when_matched_delete(f"source.{_DELETE_FLAG}")
         if updates:
             merger = merger.when_matched_update(updates, f"NOT source.{_DELETE_FLAG}")
