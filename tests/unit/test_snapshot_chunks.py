@@ -10,10 +10,13 @@ import pytest
 
 from sluice.cdc.schema.model import ColumnDef, TableSchema
 from sluice.cdc.snapshot.chunks import (
+    CHUNK_BYTES,
+    DEFAULT_CHUNK_ROWS,
     Chunk,
     boundary_chunks,
     choose_key,
     chunk_predicate,
+    chunk_rows_for,
     integer_chunks,
     sql_literal,
 )
@@ -83,3 +86,10 @@ def test_chunks_pickle_and_round_trip_through_json() -> None:
         Chunk.from_json({"db": "d", "table": "t", "index": 0, "key": ["a"], "lower": [{"x": 1}], "upper": None})
     with pytest.raises(ConfigError):
         Chunk.from_json([1, 2])
+
+
+def test_default_chunks_hold_chunk_bytes_of_the_average_row() -> None:
+    assert chunk_rows_for(228) == CHUNK_BYTES // 228  # a sysbench row: about 294,000 rows
+    assert chunk_rows_for(0) == DEFAULT_CHUNK_ROWS  # no statistics yet (a new or empty table)
+    assert chunk_rows_for(1) == 1_000_000  # tiny rows: at most a million per chunk
+    assert chunk_rows_for(10 << 20) == 1_000  # rows of megabytes: at least a thousand per chunk

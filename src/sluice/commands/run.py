@@ -74,7 +74,11 @@ def register(sub: Any) -> None:
         help="initial (default without --from): copy every captured table first, in primary-key chunks on "
         "Spark, then stream from the right position; never: stream only; only: snapshot and stop",
     )
-    parser.add_argument("--chunk-rows", type=int, metavar="N", help="rows per snapshot chunk (default 50000)")
+    parser.add_argument(
+        "--chunk-rows", type=int, metavar="N",
+        help="rows per snapshot chunk (default: 64 MiB of the table's average row, 1,000 to 1,000,000 rows; "
+        "a running chunk holds its rows a few times over in its task's memory)",
+    )
     parser.add_argument(
         "--skip-incidents", action="store_true", default=None,
         help="go on past INCIDENT events (the server failed to log some changes there) with a warning "
@@ -131,7 +135,7 @@ def load_config(args: argparse.Namespace) -> Any:
         starting_position=settings.get("from", "earliest"),
         max_rows_per_batch=int(settings["max_rows_per_batch"]) if settings.get("max_rows_per_batch") else None,
         snapshot=settings.get("snapshot") or ("never" if "from" in settings else "initial"),
-        chunk_rows=int(settings.get("chunk_rows", 50_000)),
+        chunk_rows=int(settings["chunk_rows"]) if settings.get("chunk_rows") is not None else None,
         conf=tuple((str(k), str(v)) for k, v in spark_conf.items()),
         skip_incidents=bool(settings.get("skip_incidents", False)),
         metrics_port=_port(settings.get("metrics_port")),

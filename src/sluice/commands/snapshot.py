@@ -30,7 +30,8 @@ def register(sub: Any) -> None:
     parser.add_argument("--source", metavar="DSN", required=True, help="the pipeline's source")
     parser.add_argument("--lake", metavar="DIR", required=True, help="the pipeline's lake directory")
     parser.add_argument("--tables", metavar="REGEX", required=True, help="the tables ('db.table' regex) to read again")
-    parser.add_argument("--chunk-rows", type=int, default=50_000, metavar="N", help="rows per chunk (default 50000)")
+    parser.add_argument("--chunk-rows", type=int, metavar="N",
+                        help="rows per chunk (default: 64 MiB of the table's average row, 1,000 to 1,000,000 rows)")
     parser.add_argument("--master", metavar="URL", help="Spark master (default local[*])")
     parser.set_defaults(handler=run)
 

@@ -65,7 +65,7 @@ class PipelineConfig:
     master: str | None = None
     starting_position: str = "earliest"
     snapshot: str = "never"  # initial: snapshot the tables first, then stream; only: snapshot and stop
-    chunk_rows: int = 50_000
+    chunk_rows: int | None = None  # rows per snapshot chunk; None: 64 MiB of the table's average row
     max_rows_per_batch: int | None = None  # counting rows makes the driver decode ahead: bytes by default
     max_bytes_per_batch: int | None = 256 << 20
     conf: tuple[tuple[str, str], ...] = ()

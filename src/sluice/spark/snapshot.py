@@ -116,7 +116,7 @@ class SnapshotRunner:
     """Runs (or resumes) the snapshot of every captured table into the lake."""
 
     def __init__(self, spark: Any, source: str, lake_root: str, state_dir: Path, app_id: str,
-                 include: Callable[[str, str], bool] | None, *, chunk_rows: int = 50_000,
+                 include: Callable[[str, str], bool] | None, *, chunk_rows: int | None = None,
                  progress: Callable[[str], None] | None = None, history: SchemaHistory | None = None,
                  on_chunk: Callable[[int, int, int], None] | None = None) -> None:
         self.spark = spark

@@ -30,12 +30,12 @@ from typing import Any, TypeVar
 from sluice.binlog.position import Checkpoint
 from sluice.cdc.schema.model import TableSchema
 from sluice.cdc.snapshot.chunks import (
-    DEFAULT_CHUNK_ROWS,
     Chunk,
     ChunkRead,
     boundary_chunks,
     choose_key,
     chunk_predicate,
+    chunk_rows_for,
     integer_chunks,
     is_integer_key,
     key_columns,
@@ -96,11 +96,16 @@ def unique_keys(conn: Connection, db: str, table: str) -> list[tuple[str, ...]]:
 
 def table_rows_estimate(conn: Connection, db: str, table: str) -> int:
     """The server's row-count estimate of a table (``information_schema.TABLES.TABLE_ROWS``)."""
+    return _table_statistics(conn, db, table)[0]
+
+
+def _table_statistics(conn: Connection, db: str, table: str) -> tuple[int, int]:
+    """The server's estimates of a table's rows and of their average size in bytes (0 when unknown)."""
     rows = conn.query(
-        f"SELECT TABLE_ROWS FROM information_schema.TABLES WHERE TABLE_SCHEMA = {_string(db)} "
+        f"SELECT TABLE_ROWS, AVG_ROW_LENGTH FROM information_schema.TABLES WHERE TABLE_SCHEMA = {_string(db)} "
         f"AND TABLE_NAME = {_string(table)}"
     ).rows
-    return int(rows[0][0] or 0) if rows else 0
+    return (int(rows[0][0] or 0), int(rows[0][1] or 0)) if rows else (0, 0)
 
 
 def _key_values(conn: Connection, schema: TableSchema, key: tuple[str, ...], text: tuple[str | None, ...]) -> tuple:
@@ -112,14 +117,17 @@ def _key_values(conn: Connection, schema: TableSchema, key: tuple[str, ...], tex
     return tuple(out)
 
 
-def plan_table(conn: Connection, schema: TableSchema, chunk_rows: int = DEFAULT_CHUNK_ROWS) -> TablePlan:
-    """Choose the key of ``schema`` and cut it into chunks of about ``chunk_rows`` rows (``conn`` in the
-    session state of ``prepare_session``, whose plain sql_mode the quoted names are written for)."""
-    if chunk_rows < 1:
+def plan_table(conn: Connection, schema: TableSchema, chunk_rows: int | None = None) -> TablePlan:
+    """Choose the key of ``schema`` and cut it into chunks of about ``chunk_rows`` rows, by default
+    ``CHUNK_BYTES`` worth of the table's average row (``conn`` in the session state of
+    ``prepare_session``, whose plain sql_mode the quoted names are written for)."""
+    if chunk_rows is not None and chunk_rows < 1:
         raise ConfigError(f"the snapshot chunk size must be at least 1 row, found {chunk_rows}")
     db, name = schema.db, schema.name
     key = choose_key(schema, unique_keys(conn, db, name))
-    estimate = table_rows_estimate(conn, db, name)
+    estimate, row_bytes = _table_statistics(conn, db, name)
+    if chunk_rows is None:
+        chunk_rows = chunk_rows_for(row_bytes)
     if not key:
         return TablePlan(schema, (), (), estimate)
     table = f"{_quote(db)}.{_quote(name)}"
