@@ -6,8 +6,9 @@ for re-runs). Then, in one run:
 
   dump      ``mysqldump --single-transaction bench sbtest1 > /dev/null`` (MariaDB: ``mariadb-dump``),
             the best of ``--repeat`` runs
-  sluice    ``sluice run --snapshot only`` of the table into a fresh lake (Spark ``local[*]`` on both
-            cores, start-up included), while a writer thread updates random rows one statement at
+  sluice    ``sluice run --snapshot only`` of the table into a fresh lake, in chunks of the default
+            size (64 MiB of the table's average row: 294,000 rows here), with Spark ``local[*]`` on
+            both cores (start-up included), while a writer thread updates random rows one statement at
             a time: the longest single write is reported (the source must never be blocked > 1 s)
   phase     the snapshot alone, in this process with a Spark session already up (``SnapshotRunner``
             into a fresh lake, no writer): once with new Python workers, then ``--repeat`` times
@@ -96,7 +97,7 @@ def snapshot(box: Sandbox, rows: int) -> dict[str, object]:
     thread.start()
     try:
         run = decode.timed([*decode.SLUICE, "run", "--source", box.dsn("root"), "--lake", str(lake),
-                            "--tables", r"bench\.sbtest1", "--snapshot", "only", "--chunk-rows", "50000"], pin=False)
+                            "--tables", r"bench\.sbtest1", "--snapshot", "only"], pin=False)
     finally:
         stop.set()
         thread.join()
@@ -116,7 +117,7 @@ def phase(box: Sandbox, repeat: int) -> dict[str, float]:
             shutil.rmtree(lake, ignore_errors=True)
             (lake / "_sluice").mkdir(parents=True)
             runner = SnapshotRunner(spark, box.dsn("root"), str(lake), lake / "_sluice", f"bench-{run}",
-                                    lambda d, t: (d, t) == ("bench", "sbtest1"), chunk_rows=50_000,
+                                    lambda d, t: (d, t) == ("bench", "sbtest1"),
                                     progress=lambda _text: None)
             started = time.perf_counter()
             runner.run()
