@@ -127,3 +127,35 @@ def test_a_mirror_that_holds_rows_is_merged(server, spark, tmp_path) -> None:
     _check(server, db, lake)
     with Connection.open(parse_dsn(server.dsn("root"))) as conn:
         conn.execute(f"DROP DATABASE {db}")
+
+
+class _AlterAfterFirstChunk(SnapshotRunner):
+    """Adds a column to the table once its first chunk is committed: the pass ends with the table
+    stale and its mirror removed, and the next pass of the same runner appends it again."""
+
+    db = ""
+    altered = False
+
+    def _append(self, table: dict[str, Any], seq: int, rows: Any, flavor: str | None) -> None:
+        super()._append(table, seq, rows, flavor)
+        if not self.altered:
+            self.altered = True
+            with Connection.open(parse_dsn(self.source)) as conn:
+                conn.execute(f"ALTER TABLE {self.db}.t ADD COLUMN late INT NOT NULL DEFAULT 7")
+
+
+def test_a_table_altered_during_its_snapshot_is_appended_again_into_a_new_mirror(server, spark, tmp_path) -> None:
+    db = f"snapd_{uuid.uuid4().hex[:8]}"
+    _setup(server, db)
+    lake = tmp_path / "lake"
+    runner = _runner(spark, server, db, lake, _AlterAfterFirstChunk)
+    assert isinstance(runner, _AlterAfterFirstChunk)
+    runner.db = db
+    state = runner.run()
+    assert runner.altered and state.complete
+    table = state.tables[f"{db}.t"]
+    assert table["append"] is True and "late" in json.dumps(table["schema"])
+    assert "late" in deltalake.DeltaTable(str(lake / db / "t")).schema().to_arrow().names
+    _check(server, db, lake)
+    with Connection.open(parse_dsn(server.dsn("root"))) as conn:
+        conn.execute(f"DROP DATABASE {db}")
