@@ -96,3 +96,19 @@ def spark() -> Iterator[object]:
     session = spark_session(master="local[2]", app_name="sluice-tests")
     yield session
     session.stop()
+
+
+def core_or_twin(enabled: bool) -> Iterator[bool]:
+    """For a fixture: what follows runs on the compiled core (``enabled``) or on the Python twins,
+    and a test that asks for the core skips when it was not built."""
+    from sluice.binlog import rowplan
+
+    previous = rowplan.use_compiled(enabled)
+    if enabled and rowplan.core() is None:
+        rowplan.use_compiled(previous)
+        pytest.skip("the compiled core was not built")
+    try:
+        yield enabled
+    finally:
+        rowplan.use_compiled(previous)
+

@@ -21,18 +21,14 @@ from sluice.errors import ProtocolError
 from sluice.spark.snapshot_rows import split_rows
 from sluice.wire.responses import lenenc_bytes
 from sluice.wire.resultset import parse_text_row
+from tests.conftest import core_or_twin
 
 pytestmark = pytest.mark.unit
 
 
 @pytest.fixture(scope="module", autouse=True, params=[True, False], ids=["compiled", "twin"])
 def compiled(request: pytest.FixtureRequest) -> Iterator[bool]:
-    previous = rowplan.use_compiled(request.param)
-    if request.param and rowplan.core() is None:
-        rowplan.use_compiled(previous)
-        pytest.skip("the compiled core was not built")
-    yield request.param
-    rowplan.use_compiled(previous)
+    yield from core_or_twin(request.param)
 
 VALUE = st.one_of(
     st.none(),

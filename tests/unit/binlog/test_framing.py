@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from sluice.binlog import framing, rowplan
+from tests.conftest import core_or_twin
 
 pytestmark = pytest.mark.unit
 
@@ -19,12 +20,7 @@ SPECIAL = {4, 15, 27, 41}  # ROTATE, FORMAT_DESCRIPTION, HEARTBEAT, HEARTBEAT_V2
 
 @pytest.fixture(params=[True, False], ids=["compiled", "twin"])
 def compiled(request: pytest.FixtureRequest) -> Iterator[bool]:
-    previous = rowplan.use_compiled(request.param)
-    if request.param and rowplan.core() is None:
-        rowplan.use_compiled(previous)
-        pytest.skip("the compiled core was not built")
-    yield request.param
-    rowplan.use_compiled(previous)
+    yield from core_or_twin(request.param)
 
 
 def file_events(path: Path) -> list[tuple[int, bytes]]:
