@@ -93,3 +93,6 @@ def test_default_chunks_hold_chunk_bytes_of_the_average_row() -> None:
     assert chunk_rows_for(0) == DEFAULT_CHUNK_ROWS  # no statistics yet (a new or empty table)
     assert chunk_rows_for(1) == 1_000_000  # tiny rows: at most a million per chunk
     assert chunk_rows_for(10 << 20) == 1_000  # rows of megabytes: at least a thousand per chunk
+    # Merged into a mirror with rows, a chunk's rows reach the driver as objects: no more than before.
+    assert chunk_rows_for(228, merged=True) == DEFAULT_CHUNK_ROWS
+    assert chunk_rows_for(10 << 20, merged=True) == 1_000

@@ -187,11 +187,12 @@ class SnapshotRunner:
                                           "writing": None, "scan": None, "read": None}
                     state.save(self.state_path)
                     continue
-                plan = plan_table(conn, schema, self.chunk_rows)  # keyed by the primary key when there is one
+                append = self._mirror_empty(schema.db, schema.name)
+                plan = plan_table(conn, schema, self.chunk_rows, merged=not append)  # keyed by the primary key
                 state.tables[name] = {
                     "schema": schema.to_json(), "key": list(plan.key), "estimate": plan.rows_estimate,
                     "chunks": [c.to_json() for c in plan.chunks], "done": {}, "writing": None,
-                    "append": self._mirror_empty(schema.db, schema.name), "planned_at": planned_at.to_json(),
+                    "append": append, "planned_at": planned_at.to_json(),
                 }
                 state.save(self.state_path)
         if state.complete:

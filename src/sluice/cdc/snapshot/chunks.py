@@ -183,13 +183,15 @@ def is_integer_key(schema: TableSchema, key: Sequence[str]) -> bool:
 
 
 # ------------------------------------------------------------------------------------------ planning
-def chunk_rows_for(average_row_bytes: int) -> int:
+def chunk_rows_for(average_row_bytes: int, *, merged: bool = False) -> int:
     """Rows per chunk for a table whose rows take ``average_row_bytes`` on average (0 when unknown):
-    ``CHUNK_BYTES`` worth, within 1,000 to 1,000,000 rows."""
+    ``CHUNK_BYTES`` worth, within 1,000 to 1,000,000 rows. A ``merged`` chunk (into a mirror that
+    already holds rows) comes back to the driver as row objects: at most ``DEFAULT_CHUNK_ROWS``."""
     if average_row_bytes <= 0:
         return DEFAULT_CHUNK_ROWS
     low, high = _CHUNK_ROWS_RANGE
-    return max(low, min(high, CHUNK_BYTES // average_row_bytes))
+    rows = max(low, min(high, CHUNK_BYTES // average_row_bytes))
+    return min(rows, DEFAULT_CHUNK_ROWS) if merged else rows
 
 
 def integer_chunks(db: str, table: str, key: str, low: int | None, high: int | None, rows: int,

@@ -117,17 +117,18 @@ def _key_values(conn: Connection, schema: TableSchema, key: tuple[str, ...], tex
     return tuple(out)
 
 
-def plan_table(conn: Connection, schema: TableSchema, chunk_rows: int | None = None) -> TablePlan:
+def plan_table(conn: Connection, schema: TableSchema, chunk_rows: int | None = None, *,
+               merged: bool = False) -> TablePlan:
     """Choose the key of ``schema`` and cut it into chunks of about ``chunk_rows`` rows, by default
-    ``CHUNK_BYTES`` worth of the table's average row (``conn`` in the session state of
-    ``prepare_session``, whose plain sql_mode the quoted names are written for)."""
+    ``chunk_rows_for`` the table's average row (``merged``: into a mirror that holds rows; ``conn``
+    in the session state of ``prepare_session``, whose plain sql_mode the quoted names are written for)."""
     if chunk_rows is not None and chunk_rows < 1:
         raise ConfigError(f"the snapshot chunk size must be at least 1 row, found {chunk_rows}")
     db, name = schema.db, schema.name
     key = choose_key(schema, unique_keys(conn, db, name))
     estimate, row_bytes = _table_statistics(conn, db, name)
     if chunk_rows is None:
-        chunk_rows = chunk_rows_for(row_bytes)
+        chunk_rows = chunk_rows_for(row_bytes, merged=merged)
     if not key:
         return TablePlan(schema, (), (), estimate)
     table = f"{_quote(db)}.{_quote(name)}"
