@@ -13,6 +13,7 @@ EXTENSIONS = [
                                                           "src/sluice/binlog/_jsonlines.pxi",
                                                           "src/sluice/binlog/_jsonbinary.pxi",
                                                           "src/sluice/binlog/_changerows.pxi",
+                                                          "src/sluice/binlog/_typedimages.pxi",
                                                           "src/sluice/binlog/_framing.pxi",
                                                           "src/sluice/binlog/_textrows.pxi"]),
 ]

@@ -26,14 +26,6 @@ cdef int _bit(_Buf *bits, Py_ssize_t i, bint value) except -1:
     return 0
 
 
-cdef inline int _i32(_Buf *o, int32_t v) except -1:
-    return _out(o, <const char *>&v, 4)
-
-
-cdef inline int _i64(_Buf *o, int64_t v) except -1:
-    return _out(o, <const char *>&v, 8)
-
-
 cdef class ChangeRows:
     """Row changes as change-log columns: JSON images, meta index, pos, row, ts, GTID, commit time."""
 
@@ -46,6 +38,7 @@ cdef class ChangeRows:
     cdef public list gtids  # the GTIDs (str or None) the gtid column indexes
     cdef public Py_ssize_t length
     cdef public Py_ssize_t max_text  # bytes of JSON text a column may hold: Arrow strings' int32 offsets
+    cdef public dict typed  # (db, table) -> TypedImages: the same images as typed columns
 
     def __cinit__(self):
         cdef int i
@@ -61,6 +54,7 @@ cdef class ChangeRows:
         self.gtids = []
         self.length = 0
         self.max_text = 0x7FFFFFFF
+        self.typed = {}
         for i in range(3):
             _i32(&self.offsets[i], 0)
 
@@ -134,6 +128,7 @@ cdef class ChangeRows:
         cdef Py_ssize_t length = self.length
         cdef Py_ssize_t sizes[12]
         cdef int i
+        cdef TypedImages typed
         cdef _Buf *bufs[12]
         bufs[0], bufs[1], bufs[2] = &self.text[0], &self.text[1], &self.text[2]
         bufs[3], bufs[4], bufs[5] = &self.offsets[0], &self.offsets[1], &self.offsets[2]
@@ -141,9 +136,17 @@ cdef class ChangeRows:
         bufs[9], bufs[10], bufs[11] = &self.row, &self.ts, &self.commit
         for i in range(12):
             sizes[i] = bufs[i].size
+        owner = self.metas[meta]
+        typed = <TypedImages>self.typed.get((owner[1], owner[2]))
+        if typed is None:
+            typed = self.typed[(owner[1], owner[2])] = TypedImages(keys)
+        elif typed.keys is not keys and typed.keys != keys:
+            typed.failed = True
         try:
             self._add_rows(kind, keys, rows, meta, pos, ts, absent, fallback)
+            typed.add_rows(kind, rows, absent, fallback)
         except BaseException:
+            typed.failed = True
             for i in range(12):
                 bufs[i].size = sizes[i]
             for i in range(3):  # bits of the dropped rows: cleared, the bitmap cut to the kept rows
@@ -197,6 +200,11 @@ cdef class ChangeRows:
         _out(&self.row, other.row.data, other.row.size)
         _out(&self.ts, other.ts.data, other.ts.size)
         self.length += n
+        for key, images in other.typed.items():
+            mine = self.typed.get(key)
+            if mine is None:
+                mine = self.typed[key] = TypedImages((<TypedImages>images).keys)
+            mine.extend(images)
 
     def buffers(self):
         """The column buffers as bytes: before / after / json_diffs (validity, offsets, text), then

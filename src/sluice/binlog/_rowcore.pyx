@@ -7,7 +7,9 @@ parser itself, which takes every event the run leaves to it. ``_framing.pxi`` (`
 ``sluice.binlog.framing`` as its twin. ``rows_jsonl``
 (``_jsonlines.pxi``) writes the JSON lines of decoded rows; its twin is ``sluice.cdc.jsonl``.
 ``ChangeRows`` (``_changerows.pxi``) holds row changes as the change log's Arrow column buffers; its
-twin is ``sluice.spark.changes.record_batch``.
+twin is ``sluice.spark.changes.record_batch``. Beside them, ``TypedImages`` (``_typedimages.pxi``)
+keeps each table's images as typed columns for the pipeline's MERGE sources; the reference it is
+held to is the same images parsed back from their JSON (``sluice.spark.columnar.merge_source``).
 
 A :class:`RowProgram` is built once per row-image shape (event kind, present-column bitmaps) from
 the column specs the Python row plan decides (``sluice.binlog.rowplan``); it decodes a rows-event
@@ -430,6 +432,7 @@ cdef object _convert(RowProgram prog, const uint8_t *p, Py_ssize_t length, Col *
 include "_rowvalues.pxi"
 include "_jsonbinary.pxi"
 include "_jsonlines.pxi"
+include "_typedimages.pxi"
 include "_changerows.pxi"
 include "_eventrun.pxi"
 include "_framing.pxi"

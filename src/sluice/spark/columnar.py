@@ -18,14 +18,16 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from typing import cast
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pa_json
 
 from sluice.spark.mirror_columns import MirrorColumn
+from sluice.spark.typed_images import TypedRows
 
-__all__ = ["DELETE_FLAG", "fold_sources", "key_bounds", "merge_source", "quote_name"]
+__all__ = ["DELETE_FLAG", "fold_sources", "key_bounds", "merge_source", "quote_name", "typed_merge_source"]
 
 DELETE_FLAG = "_sluice_delete"  # the MERGE source's column: delete the key (else upsert the row)
 
@@ -37,6 +39,7 @@ _VALID_DATE = _VALID_YEAR + r"-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])"
 _VALID_TIME = r"([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\.[0-9]{1,6})?"
 
 _Finish = Callable[[pa.Array], "pa.Array | None"]
+_Plan = tuple[pa.DataType, _Finish]
 
 
 def _checked(texts: pa.Array, wellformed: str, valid: str, target: pa.DataType,
@@ -160,10 +163,8 @@ def _read(buffers: list[tuple[pa.Buffer, int]], schema: pa.Schema, *, strict: bo
     return pa.concat_tables(tables).select(schema.names)
 
 
-def merge_source(columns: Sequence[MirrorColumn], primary_key: Sequence[str], rows: pa.Table) -> pa.Table | None:
-    """The MERGE source (``sluice.spark.delta_sink``: the mirror's columns and ``DELETE_FLAG``, one
-    row per key touched) of one table's rows of the change DataFrame, in binlog order; None when
-    the per-row path must build it."""
+def _usable(columns: Sequence[MirrorColumn], primary_key: Sequence[str], rows: pa.Table) -> list[_Plan] | None:
+    """Each column's plan, when a table's rows can take the column-wise path at all."""
     if not primary_key or rows.num_rows == 0:
         return None
     names = [c.name for c in columns]
@@ -175,6 +176,16 @@ def merge_source(columns: Sequence[MirrorColumn], primary_key: Sequence[str], ro
     if any(p is None for p in plans):
         return None
     if rows.column("json_diffs").null_count != rows.num_rows:
+        return None
+    return cast("list[_Plan]", plans)
+
+
+def merge_source(columns: Sequence[MirrorColumn], primary_key: Sequence[str], rows: pa.Table) -> pa.Table | None:
+    """The MERGE source (``sluice.spark.delta_sink``: the mirror's columns and ``DELETE_FLAG``, one
+    row per key touched) of one table's rows of the change DataFrame, in binlog order; None when
+    the per-row path must build it."""
+    plans = _usable(columns, primary_key, rows)
+    if plans is None:
         return None
     op = rows.column("op")
     is_insert, is_update, is_delete = (pc.fill_null(pc.equal(op, o), False) for o in ("insert", "update", "delete"))
@@ -188,31 +199,82 @@ def merge_source(columns: Sequence[MirrorColumn], primary_key: Sequence[str], ro
     if after.null_count or before.null_count:
         return None
     after_buffers = _text_buffers(after)
-    if not _all_full(after, after_buffers, len(names)):  # a minimal image: the per-row path patches
+    if not _all_full(after, after_buffers, len(columns)):  # a minimal image: the per-row path patches
         return None
-    read_schema = pa.schema([pa.field(c.name, p[0]) for c, p in zip(columns, plans, strict=True) if p])
+    read_schema = pa.schema([pa.field(c.name, p[0]) for c, p in zip(columns, plans, strict=True)])
     parsed_after = _read(after_buffers, read_schema, strict=True)
     key_schema = pa.schema([read_schema.field(k) for k in primary_key])
     parsed_before = _read(_text_buffers(before), key_schema, strict=False)
     if parsed_after is None or parsed_before is None:
         return None
-    finish = {c.name: p[1] for c, p in zip(columns, plans, strict=True) if p}
+    after_values = {c.name: parsed_after.column(c.name).combine_chunks() for c in columns}
+    before_keys = {k: parsed_before.column(k).combine_chunks() for k in primary_key}
+    return _finished(columns, primary_key, plans, rows.num_rows, (is_update, need_after, need_before),
+                     after_values, before_keys)
+
+
+def typed_merge_source(columns: Sequence[MirrorColumn], primary_key: Sequence[str], rows: pa.Table,
+                       typed: TypedRows) -> pa.Table | None:
+    """``merge_source`` from the images the compiled core typed as it wrote them (``typed``, the
+    same changes as ``rows``) instead of their JSON text: the same table, or None where either
+    would be None (then ``merge_source`` decides)."""
+    plans = _usable(columns, primary_key, rows)
+    if plans is None or len(typed.ops) != rows.num_rows or set(typed.after) != {c.name for c in columns}:
+        return None
+    after_values, before_keys = {}, {}
+    for c, (kind, _finish) in zip(columns, plans, strict=True):
+        values = _as_read(typed.after[c.name], kind)
+        if values is None:
+            return None
+        after_values[c.name] = values
+        if c.name in primary_key:
+            old = _as_read(typed.before[c.name], kind)
+            if old is None:
+                return None
+            before_keys[c.name] = old
+    ops = pa.array(typed.ops)
+    named = pc.index_in(rows.column("op"), value_set=pa.array(["insert", "update", "delete"]))
+    if named.null_count or not pc.all(pc.equal(pc.cast(named, pa.uint8()), ops)).as_py():
+        return None  # not the same changes
+    is_update = pc.equal(ops, 1)
+    masks = (is_update, pc.not_equal(ops, 2), pc.not_equal(ops, 0))
+    return _finished(columns, primary_key, plans, rows.num_rows, masks, after_values, before_keys)
+
+
+def _as_read(values: pa.Array, kind: pa.DataType) -> pa.Array | None:
+    """Typed values as the JSON reader would have read them as ``kind``, or None: integers as the
+    integer types, texts as text, NULLs as anything; never a text as a number."""
+    if values.type == pa.null():
+        return pa.nulls(len(values), kind)
+    if pa.types.is_string(kind) != pa.types.is_string(values.type):
+        return None
+    try:
+        return pc.cast(values, kind)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None
+
+
+def _finished(columns: Sequence[MirrorColumn], primary_key: Sequence[str], plans: list[_Plan], n: int,
+              masks: tuple[pa.Array, pa.Array, pa.Array], after_values: dict[str, pa.Array],
+              before_keys: dict[str, pa.Array]) -> pa.Table | None:
+    """The mirror's values from the values as read, and the last change per key."""
+    is_update, need_after, need_before = masks
+    finish = {c.name: p[1] for c, p in zip(columns, plans, strict=True)}
     image_columns: dict[str, pa.Array] = {}
     for c in columns:
-        values = finish[c.name](parsed_after.column(c.name).combine_chunks())
+        values = finish[c.name](after_values[c.name])
         if values is None:
             return None
         image_columns[c.name] = values
     old_keys: dict[str, pa.Array] = {}
     for k in primary_key:
-        values = finish[k](parsed_before.column(k).combine_chunks())
+        values = finish[k](before_keys[k])
         if values is None or values.null_count:
             return None
         old_keys[k] = values
     if any(image_columns[k].null_count for k in primary_key):
         return None
-    return _last_per_key(columns, primary_key, rows.num_rows, need_after, need_before, is_update,
-                         image_columns, old_keys)
+    return _last_per_key(columns, primary_key, n, need_after, need_before, is_update, image_columns, old_keys)
 
 
 def _last_per_key(columns: Sequence[MirrorColumn], primary_key: Sequence[str], n: int, need_after: pa.Array,

@@ -299,8 +299,9 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if self.options.stage_to:
             from sluice.spark.stage import stage_range, task_batch_id
 
-            yield from stage_range(arrow_batches(until_end()), tracker, self.options.stage_to, task_batch_id(),
-                                   reconnects=lambda: len(reconnects))
+            typed: list[dict[Any, Any]] = []
+            yield from stage_range(arrow_batches(until_end(), typed), tracker, self.options.stage_to,
+                                   task_batch_id(), reconnects=lambda: len(reconnects), typed=typed)
         else:
             yield from arrow_batches(until_end())
         if not reached:
@@ -310,9 +311,11 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             )
 
 
-def arrow_batches(transactions: Iterable[CommittedTransaction]) -> Iterator[pa.RecordBatch]:
+def arrow_batches(transactions: Iterable[CommittedTransaction],
+                  typed: list[dict[Any, Any]] | None = None) -> Iterator[pa.RecordBatch]:
     """The row changes (and DDL records, when captured) of committed transactions as Arrow batches of
-    the change schema."""
+    the change schema. ``typed`` gets, for each batch the compiled core built, its tables' typed
+    images (``ChangeRows.typed``)."""
     changes: list[RowChange | DdlRecord] = []
     commits: list[int] = []
     columns: Any = None  # the compiled core's ChangeRows, when the capture builds them
@@ -324,6 +327,8 @@ def arrow_batches(transactions: Iterable[CommittedTransaction]) -> Iterator[pa.R
                 columns = type(committed.columns)()
             columns.extend(committed.columns, tx.rows_gtid, commit_us)
             if columns.length >= ARROW_BATCH_ROWS:
+                if typed is not None:
+                    typed.append(columns.typed)
                 yield columns_batch(columns)
                 columns = None
             continue
@@ -336,6 +341,8 @@ def arrow_batches(transactions: Iterable[CommittedTransaction]) -> Iterator[pa.R
     if changes:
         yield record_batch(changes, commits)
     if columns is not None and columns.length:
+        if typed is not None:
+            typed.append(columns.typed)
         yield columns_batch(columns)
 
 

@@ -26,7 +26,7 @@ import json
 import os
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Final
 
 import pyarrow as pa
@@ -91,13 +91,16 @@ def layout_key(columns: Iterable[Any], primary_key: Iterable[str]) -> str:
 
 
 def stage_range(batches: Iterable[pa.RecordBatch], tracker: SchemaTracker, lake: str,
-                batch_id: int, *, reconnects: Callable[[], int] = lambda: 0) -> Iterator[pa.RecordBatch]:
+                batch_id: int, *, reconnects: Callable[[], int] = lambda: 0,
+                typed: Sequence[dict[Any, Any]] = ()) -> Iterator[pa.RecordBatch]:
     """Write a range's change batches (``sluice.spark.changes.ARROW_SCHEMA``, binlog order) to the
     lake's staging files; the descriptors of what was written. The tables are typed from the
     tracker's catalog once the range is read: a batch never spans a schema change of a captured
     table, so it is the one in force at every row (after the DDL, in a DDL's batch). The change-log
     file's descriptor also says how often the range's replication connection was made again
-    (``reconnects``, asked once the range is read) and which attempt of the Spark task this is."""
+    (``reconnects``, asked once the range is read) and which attempt of the Spark task this is.
+    ``typed``: the typed images the compiled core kept of the batches' tables, once they are read
+    (``arrow_batches``); a table they hold whole is not parsed back from its JSON images."""
     from sluice.spark.batch_table import changelog_rows
 
     collected = list(batches)
@@ -115,7 +118,7 @@ def stage_range(batches: Iterable[pa.RecordBatch], tracker: SchemaTracker, lake:
                         "first_pos": d["pos"], "ddl": d["ddl"], "rows": 1})
         rows = rows.filter(pc.invert(is_ddl))
     if rows.num_rows:
-        out.extend(_stage_tables(rows, tracker.catalog, staging_dir(lake, batch_id)))
+        out.extend(_stage_tables(rows, tracker.catalog, staging_dir(lake, batch_id), typed))
     yield pa.RecordBatch.from_pylist(out, schema=STAGE_ARROW_SCHEMA)
 
 
@@ -188,11 +191,13 @@ def delta_stats(table: pa.Table, bounded: Iterable[str] = ()) -> str:
     return json.dumps({"numRecords": table.num_rows, "minValues": low, "maxValues": high, "nullCount": nulls})
 
 
-def _stage_tables(rows: pa.Table, catalog: Catalog, folder: str) -> Iterator[dict[str, Any]]:
+def _stage_tables(rows: pa.Table, catalog: Catalog, folder: str,
+                  typed: Sequence[dict[Any, Any]]) -> Iterator[dict[str, Any]]:
     """Each table's MERGE source, or a descriptor without a path when the per-row path must build
     it (no primary key, a minimal image, a partial JSON update, a value Arrow will not convert)."""
-    from sluice.spark.columnar import merge_source
+    from sluice.spark.columnar import merge_source, typed_merge_source
     from sluice.spark.layout import mirror_columns_for_schema
+    from sluice.spark.typed_images import typed_rows
 
     names = pc.binary_join_element_wise(rows.column("db"), rows.column("table"), "\x00")
     keys = pc.unique(names).to_pylist()
@@ -209,7 +214,10 @@ def _stage_tables(rows: pa.Table, catalog: Catalog, folder: str) -> Iterator[dic
         schema = catalog.get(db, name)
         if schema is not None and schema.primary_key:
             columns = mirror_columns_for_schema(schema, catalog.flavor)
-            source = merge_source(columns, tuple(schema.primary_key), part)
+            images = typed_rows((t[(db, name)] for t in typed if (db, name) in t), part.num_rows)
+            source = None if images is None else typed_merge_source(columns, tuple(schema.primary_key), part, images)
+            if source is None:
+                source = merge_source(columns, tuple(schema.primary_key), part)
             if source is not None:
                 os.makedirs(folder, exist_ok=True)
                 path = f"{folder}/{uuid.uuid4()}.arrow"

@@ -1,0 +1,237 @@
+# Included by _rowcore.pyx: a table's row images as typed column buffers, beside its JSON images.
+#
+# ``ChangeRows`` writes each row image as JSON text for the change log; the pipeline's tasks also
+# need the last state per key in the mirror's types, and parsing that JSON back was a third of a
+# task's time. A ``TypedImages`` per table keeps the same images column by column while ChangeRows
+# writes them: integers as int64, every value whose JSON form is a string (text, DECIMAL digits,
+# dates and times) as that string's UTF-8, NULL as a cleared validity byte. It types nothing the
+# JSON reader would read differently: a value of any other kind, a column of mixed kinds, a
+# minimal image, a text with an escape in its JSON form or an integer beyond int64 marks it
+# ``failed``, and the JSON images are parsed as before (``sluice.spark.columnar.merge_source``,
+# which is the reference: a test holds the two equal).
+
+cdef extern from "string.h":
+    const void *memchr(const void *s, int c, size_t n)
+
+cdef enum:
+    _TY_NULL = 0    # no value but NULL yet
+    _TY_INT = 1     # int64
+    _TY_TEXT = 2    # UTF-8 text, int32 offsets
+
+cdef int64_t _ZERO8 = 0
+
+
+cdef inline int _i32(_Buf *o, int32_t v) except -1:
+    return _out(o, <const char *>&v, 4)
+
+
+cdef inline int _i64(_Buf *o, int64_t v) except -1:
+    return _out(o, <const char *>&v, 8)
+
+
+cdef class _TypedColumn:
+    """One column's values: data (int64 or UTF-8), int32 offsets (text), one validity byte each."""
+
+    cdef _Buf data, offsets, valid
+    cdef int kind
+    cdef Py_ssize_t length
+
+    def __cinit__(self):
+        self.data.data = self.offsets.data = self.valid.data = NULL
+        self.data.size = self.offsets.size = self.valid.size = 0
+        self.data.cap = self.offsets.cap = self.valid.cap = 0
+        self.kind = _TY_NULL
+        self.length = 0
+
+    def __dealloc__(self):
+        PyMem_Free(self.data.data)
+        PyMem_Free(self.offsets.data)
+        PyMem_Free(self.valid.data)
+
+    cdef int _start(self, int kind) except -1:
+        """The first value that is not NULL sets the kind; the NULLs before it get their slots."""
+        cdef Py_ssize_t i
+        self.kind = kind
+        if kind == _TY_INT:
+            for i in range(self.length):
+                _out(&self.data, <const char *>&_ZERO8, 8)
+        else:
+            for i in range(self.length + 1):
+                _i32(&self.offsets, 0)
+        return 0
+
+    cdef int _text(self, const char *p, Py_ssize_t n) except -1:
+        """Append a text; 0 when it cannot be (another kind, or past an Arrow string's 2 GiB)."""
+        if self.kind != _TY_TEXT:
+            if self.kind != _TY_NULL:
+                return 0
+            self._start(_TY_TEXT)
+        if self.data.size + n > 0x7FFFFFFF:
+            return 0
+        _out(&self.data, p, n)
+        _i32(&self.offsets, <int32_t>self.data.size)
+        return 1
+
+    cdef int put(self, object v, object fallback) except -1:
+        """Append ``v``: 1, or 0 when it has no typed form the JSON reader would agree with."""
+        cdef int overflow = 0
+        cdef long long i
+        cdef const char *p
+        cdef Py_ssize_t n
+        cdef char flag = 1
+        t = type(v)
+        if v is None:
+            flag = 0
+            if self.kind == _TY_INT:
+                _out(&self.data, <const char *>&_ZERO8, 8)
+            elif self.kind == _TY_TEXT:
+                _i32(&self.offsets, <int32_t>self.data.size)
+        elif t is int:
+            i = PyLong_AsLongLongAndOverflow(v, &overflow)
+            if overflow:
+                return 0
+            if self.kind != _TY_INT:
+                if self.kind != _TY_NULL:
+                    return 0
+                self._start(_TY_INT)
+            _i64(&self.data, <int64_t>i)
+        elif t is str or t is _Decimal:
+            text = v if t is str else format(v, "f")  # a DECIMAL's JSON string holds these digits
+            try:
+                p = PyUnicode_AsUTF8AndSize(text, &n)
+            except UnicodeEncodeError:
+                return 0  # lone surrogates: the JSON way says what becomes of them
+            if not self._text(p, n):
+                return 0
+        elif t is bool or t is bytes or t is float or t is dict or t is list or t is tuple:
+            return 0
+        else:  # dates, times: the JSON-lines writer's text, when it is a string without escapes
+            js = fallback(v)
+            if type(js) is not bytes:
+                return 0
+            p = PyBytes_AS_STRING(js)
+            n = PyBytes_GET_SIZE(js)
+            if n < 2 or p[0] != b'"' or p[n - 1] != b'"' or memchr(p, b'\\', n) != NULL:
+                return 0
+            if not self._text(p + 1, n - 2):
+                return 0
+        _out(&self.valid, &flag, 1)
+        self.length += 1
+        return 1
+
+    cdef int extend(self, _TypedColumn o) except -1:
+        """Append ``o``'s values: 1, or 0 when the two hold different kinds."""
+        cdef Py_ssize_t i, shift
+        cdef int32_t *offs
+        if o.length == 0:
+            return 1
+        if o.kind != _TY_NULL and o.kind != self.kind:
+            if self.kind != _TY_NULL:
+                return 0
+            self._start(o.kind)
+        if self.kind == _TY_INT:
+            if o.kind == _TY_INT:
+                _out(&self.data, o.data.data, o.data.size)
+            else:
+                for i in range(o.length):
+                    _out(&self.data, <const char *>&_ZERO8, 8)
+        elif self.kind == _TY_TEXT:
+            shift = self.data.size
+            if o.kind == _TY_TEXT:
+                if shift + o.data.size > 0x7FFFFFFF:
+                    return 0
+                _out(&self.data, o.data.data, o.data.size)
+                offs = <int32_t *>o.offsets.data
+                for i in range(1, o.length + 1):
+                    _i32(&self.offsets, <int32_t>(offs[i] + shift))
+            else:
+                for i in range(o.length):
+                    _i32(&self.offsets, <int32_t>shift)
+        _out(&self.valid, o.valid.data, o.valid.size)
+        self.length += o.length
+        return 1
+
+    cdef tuple buffers(self):
+        return (self.kind, self.length, PyBytes_FromStringAndSize(self.valid.data, self.valid.size),
+                PyBytes_FromStringAndSize(self.offsets.data, self.offsets.size),
+                PyBytes_FromStringAndSize(self.data.data, self.data.size))
+
+
+cdef class TypedImages:
+    """One table's row changes as typed columns: the op of each change (0 insert, 1 update,
+    2 delete), the after images of inserts and updates, the before images of updates and deletes."""
+
+    cdef public tuple keys      # the images' column keys, as ChangeRows takes them
+    cdef public bint failed     # some image has no typed form: use the JSON images
+    cdef public Py_ssize_t length
+    cdef _Buf ops
+    cdef list after, before
+
+    def __cinit__(self, tuple keys):
+        self.keys = keys
+        self.failed = False
+        self.length = 0
+        self.ops.data = NULL
+        self.ops.size = self.ops.cap = 0
+        self.after = [_TypedColumn() for _ in keys]
+        self.before = [_TypedColumn() for _ in keys]
+
+    def __dealloc__(self):
+        PyMem_Free(self.ops.data)
+
+    cdef int _image(self, list columns, object row, object absent, object fallback) except -1:
+        cdef Py_ssize_t j, n = len(columns)
+        if type(row) is not tuple or len(<tuple>row) != n:
+            return 0
+        for j in range(n):
+            v = (<tuple>row)[j]
+            if v is absent or not (<_TypedColumn>columns[j]).put(v, fallback):
+                return 0
+        return 1
+
+    cdef int add_rows(self, int kind, list rows, object absent, object fallback) except -1:
+        """Add a rows event's rows (as ChangeRows takes them); on any value without a typed form
+        the whole table is ``failed``."""
+        cdef Py_ssize_t i
+        cdef char op = <char>kind
+        if self.failed:
+            return 0
+        for i in range(len(rows)):
+            row = rows[i]
+            if kind == 0:
+                ok = self._image(self.after, row, absent, fallback)
+            elif kind == 2:
+                ok = self._image(self.before, row, absent, fallback)
+            else:
+                ok = (type(row) is tuple and len(<tuple>row) == 2
+                      and self._image(self.before, (<tuple>row)[0], absent, fallback)
+                      and self._image(self.after, (<tuple>row)[1], absent, fallback))
+            if not ok:
+                self.failed = True
+                return 0
+            _out(&self.ops, &op, 1)
+            self.length += 1
+        return 0
+
+    def extend(self, TypedImages other):
+        """Append ``other``'s changes (the same table's, later in the binlog)."""
+        cdef Py_ssize_t j
+        if self.failed:
+            return
+        if other.failed or other.keys != self.keys:
+            self.failed = True
+            return
+        for j in range(len(self.after)):
+            if not ((<_TypedColumn>self.after[j]).extend(<_TypedColumn>other.after[j])
+                    and (<_TypedColumn>self.before[j]).extend(<_TypedColumn>other.before[j])):
+                self.failed = True
+                return
+        _out(&self.ops, other.ops.data, other.ops.size)
+        self.length += other.length
+
+    def buffers(self):
+        """(ops: one byte per change, after columns, before columns); a column is (kind: 0 only
+        NULLs, 1 int64, 2 text; its length; validity bytes; int32 offsets; data)."""
+        return (PyBytes_FromStringAndSize(self.ops.data, self.ops.size),
+                [(<_TypedColumn>c).buffers() for c in self.after],
+                [(<_TypedColumn>c).buffers() for c in self.before])
