@@ -63,26 +63,30 @@ def spark_session(
     return session
 
 
-def start_python_workers(session: Any, modules: tuple[str, ...]) -> threading.Thread:
-    """Start the Python workers that will run SQL-side Python (data source reads) and import
-    ``modules`` in them, in a background job, so that the first batch does not wait for them.
+def start_python_workers(session: Any, modules: tuple[str, ...], *, kind: str = "sql") -> threading.Thread:
+    """Start the Python workers that will run the tasks' Python and import ``modules`` in them, in a
+    background job, so that the first tasks do not wait for them.
 
     Spark starts a Python worker only when a task needs one, and its imports (pyarrow, sluice) then
     delay the task that asked: the first batch ran on one worker and the second core's worker only
     came up, a second late, in the batch after. Run while the streaming query starts, one task per
     core brings every worker up beforehand; on two cores it delays the query's own start by about a
-    second, which pays only when a batch is waiting. Workers are kept per kind of function, so the
-    job is a ``mapInArrow``, the kind a data source read is. Best effort: a failure is logged and
-    changes nothing else.
+    second, which pays only when a batch is waiting. Workers are kept per kind of function: ``sql``
+    starts them with a ``mapInArrow``, the kind a data source read is; ``rdd`` with an RDD ``map``,
+    the kind the snapshot's chunk tasks are. Best effort: a failure is logged and changes nothing
+    else.
     """
 
-    def imports(batches: Iterator[Any]) -> Iterator[Any]:
+    def load() -> None:
         import importlib
-
-        import pyarrow as pa
 
         for name in modules:
             importlib.import_module(name)
+
+    def imports(batches: Iterator[Any]) -> Iterator[Any]:
+        import pyarrow as pa
+
+        load()
         for _ in batches:
             pass
         yield pa.RecordBatch.from_pydict({"ok": [1]})
@@ -90,7 +94,10 @@ def start_python_workers(session: Any, modules: tuple[str, ...]) -> threading.Th
     def run() -> None:
         try:
             cores = max(1, int(session.sparkContext.defaultParallelism))
-            session.range(0, cores, 1, cores).mapInArrow(imports, "ok long").collect()
+            if kind == "rdd":
+                session.sparkContext.parallelize(range(cores), cores).map(lambda _: load()).collect()
+            else:
+                session.range(0, cores, 1, cores).mapInArrow(imports, "ok long").collect()
         except Exception as exc:  # the session stopped, or a worker failed: the query will say so itself
             log.debug("starting the Python workers ahead failed: %s", exc)
 

@@ -61,6 +61,7 @@ from sluice.io.connection import Connection
 from sluice.spark.delta_sink import CHANGELOG_SCHEMA, DeltaLake, TableBatch
 from sluice.spark.layout import mirror_columns_for_schema
 from sluice.spark.mirror_columns import mirror_schema
+from sluice.spark.session import start_python_workers
 from sluice.spark.snapshot_keyless import snapshot_keyless
 from sluice.spark.snapshot_task import ChunkPayload, read_and_reconcile
 
@@ -138,6 +139,8 @@ class SnapshotRunner:
         state = SnapshotState.load(self.state_path)
         if state.complete and not only_new:
             return state
+        if not state.complete:  # the chunks' workers come up while the tables are planned
+            start_python_workers(self.spark, ("sluice.spark.snapshot_task",), kind="rdd")
         for _attempt in range(_PASSES):
             stale = self._pass(state, only)
             if not stale:
