@@ -335,6 +335,25 @@ def fold_sources(sources: Sequence[pa.Table], primary_key: Sequence[str]) -> pa.
 
     if len(sources) == 1:
         return sources[0]
+    if len(primary_key) == 1 and all(pa.types.is_integer(s.schema.field(primary_key[0]).type) for s in sources):
+        # One integer key: each row's key as numpy, the last row of each key found by a sort, and
+        # each source filtered down to its winners; nothing is copied but the rows kept.
+        keys = [s.column(primary_key[0]).to_numpy() for s in sources]
+        if all(len(k) == len(s) and k.dtype.kind in "iu" for k, s in zip(keys, sources, strict=True)):
+            flat = np.concatenate(keys)
+            _, first_from_end = np.unique(flat[::-1], return_index=True)
+            keep = np.zeros(len(flat), dtype=bool)
+            keep[len(flat) - 1 - first_from_end] = True
+            bounds = np.cumsum([0, *(len(k) for k in keys)])
+            return pa.concat_tables([s.filter(pa.array(keep[bounds[i]:bounds[i + 1]]))
+                                     for i, s in enumerate(sources)])
+    return _fold_grouped(sources, primary_key)
+
+
+def _fold_grouped(sources: Sequence[pa.Table], primary_key: Sequence[str]) -> pa.Table:
+    """``fold_sources`` for keys of any types, by an Arrow group-by."""
+    import numpy as np
+
     table = pa.concat_tables(sources).combine_chunks()
     at = pa.array(np.arange(table.num_rows, dtype=np.int64))
     keys = pa.table({**{f"k{j}": table.column(k) for j, k in enumerate(primary_key)}, "at": at})
