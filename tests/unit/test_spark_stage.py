@@ -213,3 +213,32 @@ def test_the_change_log_descriptor_carries_the_tasks_retries(tmp_path: Path) -> 
     assert 'sluice_retries_total{kind="reconnect",pipeline="p"} 3.0' in text
     assert 'sluice_retries_total{kind="task",pipeline="p"} 3.0' in text
 
+
+@pytest.mark.parametrize("seed", [21, 22])
+def test_a_batch_appended_to_an_empty_mirror_gives_what_its_merge_gives(tmp_path: Path, seed: int) -> None:
+    """Into a mirror without rows the driver appends the batch's upserts instead of a MERGE; into
+    one holding a row the batch does not touch, the MERGE runs. Past that row, the two agree."""
+    rng = random.Random(seed)
+    schema = schema_of(WIDE)
+    columns = mirror_columns_for_schema(schema, "mysql")
+    pk = ("id",)
+    live: dict[Any, dict[str, Any]] = {}
+    rows = arrow_rows(random_changes(rng, schema.name, pk, wide_row, lambda r: r.randrange(1, 60), live, 300, 5))
+    source = merge_source(columns, pk, rows)
+    assert source is not None and pc.any(source.column("_sluice_delete")).as_py()
+    empty, seeded = DeltaLake(tmp_path / "empty", "app"), DeltaLake(tmp_path / "seeded", "app")
+    other = merge_source(columns, pk, arrow_rows(random_changes(
+        random.Random(0), schema.name, pk, wide_row, lambda r: 1000, {}, 1, 1)))
+    assert other is not None
+    seeded.write_batch(0, [TableBatch("db", schema.name, columns, pk, (), other, 1)], changelog_files=[])
+    for lake, batch_id in ((empty, 0), (seeded, 1)):
+        result = lake.write_batch(batch_id, [TableBatch("db", schema.name, columns, pk, (), source, rows.num_rows)],
+                                  changelog_files=[])
+        assert result.inserted == len(live)
+    appended = mirror(tmp_path / "empty", "db", schema.name, pk)
+    merged = [r for r in mirror(tmp_path / "seeded", "db", schema.name, pk) if r["id"] != 1000]
+    assert appended == merged and len(appended) == len(live)
+    appended_table, merged_table = (DeltaTable(str(tmp_path / lake_name / "db" / schema.name))
+                                    for lake_name in ("empty", "seeded"))
+    assert appended_table.schema() == merged_table.schema()
+    assert [appended_table.history(1)[0]["operation"], merged_table.history(1)[0]["operation"]] == ["WRITE", "MERGE"]

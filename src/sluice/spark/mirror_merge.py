@@ -19,6 +19,7 @@ from datetime import date, datetime
 from typing import Any, Final
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from deltalake import CommitProperties, DeltaTable, WriterProperties
 from deltalake import Schema as DeltaSchema
 from deltalake.exceptions import DeltaError, SchemaMismatchError
@@ -28,6 +29,7 @@ from sluice.errors import DataLossError, SchemaError
 from sluice.spark.columnar import DELETE_FLAG, key_bounds
 from sluice.spark.columnar import quote_name as _quote
 from sluice.spark.mirror_columns import MirrorColumn, column_array, mirror_schema
+from sluice.spark.stage import append_data_files
 
 #: How the lake's Parquet files are written, as the tasks write theirs (``stage.write_data_file``):
 #: zstd at level 1. delta-rs' default, snappy, made a 500k-row MERGE into an empty mirror take
@@ -148,6 +150,8 @@ class TablePlan:
 
     def _merge(self, dt: DeltaTable, txn: CommitProperties) -> dict[str, Any]:
         tb = self.tb
+        if not dt.file_uris():
+            return self._append(dt, txn)
         pk = set(tb.primary_key)
         predicate = " AND ".join(f"target.{_quote(k)} = source.{_quote(k)}" for k in tb.primary_key)
         predicate += key_bounds(self.source, tb.primary_key[0])
@@ -169,6 +173,15 @@ class TablePlan:
             merger = merger.when_matched_update(updates, f"NOT source.{_DELETE_FLAG}")
         merger = merger.when_not_matched_insert(inserts, f"NOT source.{_DELETE_FLAG}")
         return merger.execute()
+
+
+    def _append(self, dt: DeltaTable, txn: CommitProperties) -> dict[str, Any]:
+        """Into a mirror without rows a MERGE inserts every upsert and nothing else: append them.
+        delta-rs' MERGE and its own writer both took 0.8-0.9 s for W1's 400,000 rows, on one core."""
+        tb = self.tb
+        rows = pa.Table.from_arrays([self.source.column(c.name) for c in tb.columns], schema=mirror_schema(tb.columns))
+        upserts = pc.invert(self.source.column(_DELETE_FLAG).combine_chunks())
+        return {"num_target_rows_inserted": append_data_files(dt, self.path, rows, txn, keep=upserts)}
 
 
 # -- planning --------------------------------------------------------------------------------------

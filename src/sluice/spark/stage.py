@@ -36,8 +36,8 @@ from sluice.cdc.schema import Catalog, SchemaTracker
 from sluice.errors import ConfigError
 
 __all__ = [
-    "BATCH_PROPERTY", "STAGE_ARROW_SCHEMA", "STAGE_SCHEMA", "delta_stats", "layout_key", "stage_range", "staging_dir",
-    "task_batch_id", "write_data_file",
+    "BATCH_PROPERTY", "STAGE_ARROW_SCHEMA", "STAGE_SCHEMA", "append_data_files", "delta_stats", "layout_key",
+    "stage_range", "staging_dir", "task_batch_id", "write_data_file",
 ]
 
 BATCH_PROPERTY: Final = "sluice.batch"
@@ -64,6 +64,7 @@ STAGE_ARROW_SCHEMA: Final = pa.schema([
 # Delta data skipping reads these bounds: exact ones for the short columns, none for the images.
 _BOUNDED: Final = ("op", "db", "table", "file", "gtid", "pos", "row", "batch_id")
 _MAX_BOUND_CHARS: Final = 32
+_APPEND_ROWS: Final = 100_000
 
 
 def staging_dir(lake: str, batch_id: int) -> str:
@@ -147,6 +148,31 @@ def write_data_file(table: pa.Table, folder: str, *, plain: Iterable[str] = (),
                    write_statistics=short)
     return {"path": name, "size": os.path.getsize(f"{folder}/{name}"), "mtime": int(time.time() * 1000),
             "stats": delta_stats(table, table.column_names if bounded is None else bounded)}
+
+
+def append_data_files(dt: Any, folder: str, rows: pa.Table, txn: Any, keep: pa.Array | None = None) -> int:
+    """Append ``rows`` (those ``keep`` marks, when given) to the Delta table ``dt`` in ``folder``
+    with the app transaction of ``txn``: data files of ``_APPEND_ROWS`` rows or more, a file per
+    core at once (Arrow filters and Parquet writes run without the GIL), committed as one
+    transaction. The number of rows appended."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from deltalake.transaction import AddAction
+
+    parts = max(1, min(os.cpu_count() or 1, -(-rows.num_rows // _APPEND_ROWS)))
+    step = -(-rows.num_rows // parts)
+
+    def write(i: int) -> dict[str, Any] | None:
+        part = rows.slice(i * step, step)
+        if keep is not None:
+            part = part.filter(keep.slice(i * step, step))
+        return write_data_file(part, folder) | {"rows": part.num_rows} if part.num_rows else None
+
+    with ThreadPoolExecutor(max_workers=parts) as pool:
+        added = [a for a in pool.map(write, range(parts)) if a is not None]
+    dt.create_write_transaction([AddAction(a["path"], a["size"], {}, a["mtime"], True, a["stats"]) for a in added],
+                                "append", rows.schema, commit_properties=txn)
+    return sum(a["rows"] for a in added)
 
 
 def _write_changelog(log: pa.Table, rows: pa.Table, lake: str) -> dict[str, Any]:
