@@ -20,29 +20,21 @@ import pytest
 from sluice.binlog.absent import ABSENT
 from sluice.cdc.change_rows import kind_metas
 from sluice.cdc.jsonl import line_parts, value_bytes
-from sluice.cdc.schema import Catalog, TableSchema, apply_ddl
+from sluice.cdc.schema import TableSchema
 from sluice.spark.changes import columns_batch
 from sluice.spark.columnar import merge_source, typed_merge_source
 from sluice.spark.layout import mirror_columns_for_schema
 from sluice.spark.typed_images import typed_rows
+from tests.unit.test_spark_columnar import schema_of
 
 pytestmark = pytest.mark.unit
 
 core = pytest.importorskip("sluice.binlog._rowcore", reason="the compiled core is not built")
 
-CATALOG = Catalog(server_charset="utf8mb4", server_collation="utf8mb4_0900_ai_ci", flavor="mysql")
 TABLE = """CREATE TABLE t (id BIGINT NOT NULL, k INT, c CHAR(20), d DECIMAL(12,3), day DATE, at DATETIME(6),
   tm TIME(1), e ENUM('a','b'), ts TIMESTAMP(2) NULL, PRIMARY KEY (id))"""
 NAMES = ("id", "k", "c", "d", "day", "at", "tm", "e", "ts")
 TEXTS = ["", "plain", "ünïcödé ✓", "emoji 😀", 'quote " and \\ back', "new\nline\ttab", "\u02bc"]
-
-
-def schema_of(sql: str) -> TableSchema:
-    catalog, _ = apply_ddl(CATALOG, "CREATE DATABASE db", None)
-    catalog, outcome = apply_ddl(catalog, sql, "db")
-    assert outcome.understood, outcome
-    (schema,) = catalog.tables("db")
-    return schema
 
 
 def value_row(rng: random.Random, key: int) -> tuple[Any, ...]:
