@@ -174,7 +174,6 @@ class TablePlan:
         merger = merger.when_not_matched_insert(inserts, f"NOT source.{_DELETE_FLAG}")
         return merger.execute()
 
-
     def _append(self, dt: DeltaTable, txn: CommitProperties) -> dict[str, Any]:
         """Into a mirror without rows a MERGE inserts every upsert and nothing else: append them.
         delta-rs' MERGE and its own writer both took 0.8-0.9 s for W1's 400,000 rows, on one core."""
