@@ -139,6 +139,17 @@ cdef class EventRun:
         self.write_lines(line_spec, kinds, absent, fallback, None)
         self.columns = True
 
+    cdef object _spec(self, long long tid, object entry, object tm, str file):
+        """The table's line spec as ``(entry, file, *line_spec(tm, file))``, kept per table id;
+        None when the table's rows are left to the parser."""
+        spec = self.specs.get(tid)
+        if spec is None or spec[0] is not entry or spec[1] != file:
+            spec = self.line_spec(tm, file)
+            if spec is None:
+                return None
+            spec = self.specs[tid] = (entry, file, *spec)
+        return spec
+
     def take_counts(self):
         """Rows counted since the last call, per kind: ``(write, update, delete)``."""
         out = (self.counts[0], self.counts[1], self.counts[2])
@@ -290,6 +301,26 @@ cdef class EventRun:
                         pos += size
                         self.taken += 1
                         continue
+                    if (<RowProgram>program).ordered and (sink is None or lines and not columns and self.kept[k]):
+                        # Counted or written as lines straight from the body, no value tuples.
+                        mark = out.size
+                        try:
+                            if sink is None:
+                                self.counts[k] += _rows_text(program, &out, buf, q, be, k, None, None, None, 0,
+                                                             None, 0, None)
+                                out.size = 0
+                            else:
+                                spec = self._spec(tid, entry, tm, file)
+                                if spec is None:
+                                    break
+                                written += _rows_text(program, &out, buf, q, be, k, spec[2][k], spec[3], spec[4],
+                                                      base + pos, gtid_ts, _u32(b + pos), self.fallback)
+                        except Exception:
+                            out.size = mark if sink is not None else 0
+                            break  # the parser decodes it again, and the checked twin says what is wrong
+                        pos += size
+                        self.taken += 1
+                        continue
                     try:
                         rows = (<RowProgram>program)._decode(buf, q, be)
                     except Exception:
@@ -298,12 +329,9 @@ cdef class EventRun:
                         self.counts[k] += len(rows)
                     elif columns:
                         if self.kept[k]:
-                            spec = self.specs.get(tid)
-                            if spec is None or spec[0] is not entry or spec[1] != file:
-                                spec = self.line_spec(tm, file)
-                                if spec is None:
-                                    break
-                                spec = self.specs[tid] = (entry, file, *spec)
+                            spec = self._spec(tid, entry, tm, file)
+                            if spec is None:
+                                break
                             if chunk is None:
                                 chunk = ChangeRows()
                             try:
@@ -313,12 +341,9 @@ cdef class EventRun:
                                 break  # the parser's path raises what is wrong, at the commit
                     elif lines:
                         if self.kept[k]:
-                            spec = self.specs.get(tid)
-                            if spec is None or spec[0] is not entry or spec[1] != file:
-                                spec = self.line_spec(tm, file)
-                                if spec is None:
-                                    break
-                                spec = self.specs[tid] = (entry, file, *spec)
+                            spec = self._spec(tid, entry, tm, file)
+                            if spec is None:
+                                break
                             mark = out.size
                             try:
                                 _write_lines(&out, k, spec[2][k], spec[3], rows, spec[4], base + pos, gtid_ts,

@@ -63,8 +63,14 @@ cdef inline bint _plain8(const char *p) noexcept nogil:
 
 cdef int _out_str(_Buf *o, str s) except -1:
     """``s`` as a JSON string, escaped as ``json`` does with ``ensure_ascii=False``."""
-    cdef Py_ssize_t n, i, run = 0
+    cdef Py_ssize_t n
     cdef const char *p = PyUnicode_AsUTF8AndSize(s, &n)
+    return _out_utf8(o, p, n)
+
+
+cdef int _out_utf8(_Buf *o, const char *p, Py_ssize_t n) except -1:
+    """The valid UTF-8 text ``p[:n]`` as a JSON string, as ``_out_str`` writes its ``str``."""
+    cdef Py_ssize_t i, run = 0
     cdef unsigned char c
     cdef char esc[8]
     if o.size + n + 2 > o.cap:
@@ -120,8 +126,6 @@ cdef inline int _out_int(_Buf *o, long long i) except -1:
 cdef int _out_value(_Buf *o, object v, object fallback) except -1:
     cdef int overflow = 0
     cdef long long i
-    cdef double d
-    cdef char *text
     t = type(v)
     if v is None:
         return _out(o, b"null", 4)
@@ -150,18 +154,23 @@ cdef int _out_value(_Buf *o, object v, object fallback) except -1:
         if _out_container(o, v, fallback) == 0:
             return 0
     elif t is float:
-        d = v
-        if isnan(d):
-            return _out(o, b"NaN", 3)
-        if isinf(d):
-            return _out(o, b"Infinity", 8) if d > 0 else _out(o, b"-Infinity", 9)
-        text = PyOS_double_to_string(d, b'r', 0, Py_DTSF_ADD_DOT_0, NULL)
-        try:
-            _out(o, text, strlen(text))
-        finally:
-            PyMem_Free(text)
-        return 0
+        return _out_double(o, v)
     return _out_bytes(o, <bytes?>fallback(v))
+
+
+cdef int _out_double(_Buf *o, double d) except -1:
+    """``d`` as ``json`` writes a float (``repr``, and its names for NaN and the infinities)."""
+    cdef char *text
+    if isnan(d):
+        return _out(o, b"NaN", 3)
+    if isinf(d):
+        return _out(o, b"Infinity", 8) if d > 0 else _out(o, b"-Infinity", 9)
+    text = PyOS_double_to_string(d, b'r', 0, Py_DTSF_ADD_DOT_0, NULL)
+    try:
+        _out(o, text, strlen(text))
+    finally:
+        PyMem_Free(text)
+    return 0
 
 
 cdef const char *_B64 = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"

@@ -121,6 +121,7 @@ cdef class RowProgram:
     cdef list objs          # per Col: its Python object (or None)
     cdef object absent
     cdef bytes codecs_keep
+    cdef readonly bint ordered  # each image's columns in table order (``_rows_text`` needs it)
 
     def __cinit__(self):
         self.cols = NULL
@@ -146,9 +147,12 @@ cdef class RowProgram:
             raise MemoryError()
         memset(self.cols, 0, max(total, 1) * sizeof(Col))
         codecs = []
+        self.ordered = True
         for i, image in enumerate(images):
             self.firsts[i] = k
             self.counts[i] = len(image)
+            if [index for index, _ in image] != sorted({index for index, _ in image}):
+                self.ordered = False
             for index, spec in image:
                 op, n, arg, obj = spec
                 c = &self.cols[k]
@@ -204,6 +208,22 @@ cdef class RowProgram:
             else:
                 rows.append(before)
         return rows
+
+    def lines(self, bytes buf, Py_ssize_t start, Py_ssize_t end, int kind, bytes head, tuple keys, bytes mid,
+              Py_ssize_t pos, bytes gtid_ts, long long ts, object fallback):
+        """What ``rows_jsonl(kind, head, keys, self.decode(buf, start, end), mid, pos, gtid_ts, ts,
+        ABSENT, fallback)`` returns, written from the body with no value tuple (``_rowjson.pxi``);
+        ``head`` None: each row's images alone. ``Reject`` as ``decode``."""
+        cdef _Buf o
+        if not self.ordered:
+            raise ValueError("the images' columns are not in table order")
+        o.data = NULL
+        o.size = o.cap = 0
+        try:
+            _rows_text(self, &o, buf, start, end, kind, head, keys, mid, pos, gtid_ts, ts, fallback)
+            return PyBytes_FromStringAndSize(o.data, o.size)
+        finally:
+            PyMem_Free(o.data)
 
     def count(self, bytes buf, Py_ssize_t start, Py_ssize_t end):
         """The number of rows in ``buf[start:end]``, by the images' lengths alone."""
@@ -320,14 +340,8 @@ cdef class RowProgram:
             return _set_members(self.objs[k], _le(b + pos, n), c.arg)
         if op == OP_DECIMAL:
             v = _decimal(b + pos, c.arg >> 8, c.arg & 0xFF, n)
-        elif op == OP_DATE:
-            v = _date(b + pos)
-        elif op == OP_DATETIME2:
-            v = _datetime2(b + pos, c.arg)
-        elif op == OP_TIMESTAMP2:
-            v = _timestamp2(b + pos, c.arg)
-        elif op == OP_TIME2:
-            v = _time2(b + pos, c.arg)
+        elif OP_DATE <= op <= OP_TIME2:
+            v = _temporal(op, b + pos, c.arg)
         else:
             v = None  # OP_CALL
         if v is None:
@@ -368,7 +382,7 @@ cdef extern from *:
     void _replace "sluice_tuple_replace" (object t, Py_ssize_t i, object v)
 
 
-cdef inline uint64_t _le(const uint8_t *p, int n) nogil:
+cdef inline uint64_t _le(const uint8_t *p, int n) noexcept nogil:
     cdef uint64_t u = 0
     cdef int i
     for i in range(n - 1, -1, -1):
@@ -376,7 +390,7 @@ cdef inline uint64_t _le(const uint8_t *p, int n) nogil:
     return u
 
 
-cdef inline uint64_t _be(const uint8_t *p, int n) nogil:
+cdef inline uint64_t _be(const uint8_t *p, int n) noexcept nogil:
     cdef uint64_t u = 0
     cdef int i
     for i in range(n):
@@ -432,6 +446,7 @@ cdef object _convert(RowProgram prog, const uint8_t *p, Py_ssize_t length, Col *
 include "_rowvalues.pxi"
 include "_jsonbinary.pxi"
 include "_jsonlines.pxi"
+include "_rowjson.pxi"
 include "_typedimages.pxi"
 include "_changerows.pxi"
 include "_eventrun.pxi"

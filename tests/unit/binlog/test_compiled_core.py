@@ -123,10 +123,21 @@ def _valid(t: int, meta: int) -> st.SearchStrategy[bytes] | None:
                          st.integers(0, 59), st.integers(0, 999999).map(lambda u: u - u % 10 ** (6 - meta)),
                          st.just(meta))
     if t == T.JSON:
-        leaf = st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.text(max_size=8)
-        return st.recursive(leaf, lambda kids: st.lists(kids, max_size=3)
-                            | st.dictionaries(st.text(max_size=4), kids, max_size=3), max_leaves=6).map(encode_json)
+        leaf = (st.none() | st.booleans() | st.integers(-(2**63), 2**64 - 1) | st.floats() | st.text(max_size=8))
+        docs = st.recursive(leaf, lambda kids: st.lists(kids, max_size=3)
+                            | st.dictionaries(st.text(max_size=4), kids, max_size=3), max_leaves=6)
+        return docs.map(encode_json) | docs.map(_server_order).map(encode_json)
     return None
+
+
+def _server_order(v: Any) -> Any:
+    """A JSON value with its objects' keys in the order the server stores them: by length, then
+    by bytes (the encoder keeps the order it is given)."""
+    if isinstance(v, dict):
+        return {k: _server_order(v[k]) for k in sorted(v, key=lambda k: (len(k.encode()), k.encode()))}
+    if isinstance(v, list):
+        return [_server_order(x) for x in v]
+    return v
 
 
 @st.composite

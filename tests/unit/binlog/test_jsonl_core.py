@@ -15,10 +15,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sluice.binlog import rowplan
+from sluice.binlog.absent import ABSENT
 from sluice.binlog.events import RowsEvent
 from sluice.binlog.header import build_header
 from sluice.binlog.rowplan import plan_for
-from sluice.cdc.jsonl import change_line, rows_event_lines
+from sluice.cdc.jsonl import KIND_CODES, change_line, gtid_ts, line_parts, rows_event_lines, value_bytes
 from sluice.cdc.records import RowChangeBuilder
 from sluice.errors import SluiceError
 from tests.unit.binlog.test_compiled_core import tables_and_bodies
@@ -54,6 +55,44 @@ def test_compiled_lines_equal_the_change_lines(case: tuple[Map, str, int, int | 
     got = rows_event_lines(rowplan._compiled_core.rows_jsonl, event, columns, (columns[0],), "binlog.000001",
                            pos, gtid)
     assert got == expected.encode()
+
+
+@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(tables_and_bodies(), st.lists(NAMES, min_size=8, max_size=8, unique=True), st.none() | st.text(max_size=12),
+       st.integers(0, 2**32 - 1), st.integers(4, 2**40))
+def test_lines_written_from_the_body_equal_those_of_its_decoded_rows(
+        case: tuple[Map, str, int, int | None, bytes], names: list[str], gtid: str | None, ts: int, pos: int) -> None:
+    """``RowProgram.lines`` writes a body's lines without a value tuple (``_rowjson.pxi``): the
+    same bytes as ``rows_jsonl`` over the program's decoded rows, or the same rejection."""
+    m, kind, present, present_after, body = case
+    plan = plan_for(m)
+    try:
+        plan.decode_rows(kind, body, 0, len(body), present, present_after, False)
+    except SluiceError:
+        pass
+    mask = (1 << m.column_count) - 1
+    after = None if kind != "update" else (present if present_after is None else present_after) & mask
+    program = plan._shapes[(kind, present & mask, after, False)][2]
+    if program is None or not program.ordered:
+        return
+    columns = tuple(names[: m.column_count])
+    head, keys, mid = line_parts(kind, "db", "t", columns, (columns[0],), "binlog.000001")
+    code = KIND_CODES[kind]
+
+    def outcome(write: Any) -> Any:
+        try:
+            return write()
+        except Exception as exc:
+            return type(exc)
+
+    core = rowplan._compiled_core
+    expected = outcome(lambda: core.rows_jsonl(code, head, keys, program.decode(body, 0, len(body)), mid, pos,
+                                               gtid_ts(gtid), ts, ABSENT, value_bytes))
+    got = outcome(lambda: program.lines(body, 0, len(body), code, head, keys, mid, pos, gtid_ts(gtid), ts,
+                                        value_bytes))
+    assert got == expected
+    counted = outcome(lambda: program.lines(body, 0, len(body), code, None, None, None, 0, None, 0, None))
+    assert isinstance(counted, bytes) == isinstance(expected, bytes)
 
 
 VALUES = st.recursive(
