@@ -18,7 +18,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 from deltalake import DeltaTable, write_deltalake
-from deltalake.transaction import AddAction
 
 from sluice.cdc.records import RowChange
 from sluice.cdc.schema import SchemaTracker, apply_ddl
@@ -26,7 +25,7 @@ from sluice.spark.batch_table import changelog_rows, row_changes, staged_rows
 from sluice.spark.columnar import _fold_grouped, fold_sources, merge_source
 from sluice.spark.delta_sink import CHANGELOG_SCHEMA, DeltaLake, TableBatch
 from sluice.spark.layout import mirror_columns_for_schema
-from sluice.spark.stage import STAGE_ARROW_SCHEMA, delta_stats, layout_key, stage_range
+from sluice.spark.stage import STAGE_ARROW_SCHEMA, add_action, delta_stats, layout_key, stage_range
 from tests.unit.test_spark_columnar import (
     CATALOG,
     COMPOSITE,
@@ -104,7 +103,7 @@ def commit_staged(lake: DeltaLake, batch_id: int, staged: list[dict[str, Any]], 
     sources = [pa.ipc.open_file(pa.memory_map(d["path"])).read_all() for d in tables]
     batch = TableBatch("db", tables[0]["table"], columns, pk, (), fold_sources(sources, pk),
                        sum(d["rows"] for d in tables))
-    actions = [AddAction(f["path"], f["size"], {}, f["mtime"], True, f["stats"]) for f in files]
+    actions = [add_action(f) for f in files]
     return lake.write_batch(batch_id, [batch], changelog_files=actions)
 
 
@@ -181,8 +180,7 @@ def test_change_log_stats_and_an_older_change_log(tmp_path: Path) -> None:
     write_deltalake(lake.changelog_path, old)
     staged = stage_all(tmp_path, rows, [(0, 2)], tracker_with("CREATE TABLE " + "t" * 40 + " (a INT PRIMARY KEY)"), 1)
     files = [d for d in staged if d["kind"] == "changes"]
-    lake.write_batch(1, [], changelog_files=[AddAction(f["path"], f["size"], {}, f["mtime"], True, f["stats"])
-                                             for f in files])
+    lake.write_batch(1, [], changelog_files=[add_action(f) for f in files])
     log = DeltaTable(lake.changelog_path).to_pyarrow_table()
     assert set(CHANGELOG_SCHEMA.names) <= set(log.column_names)
     assert pc.sum(pc.equal(log.column("batch_id"), 1)).as_py() == 2

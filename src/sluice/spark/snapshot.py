@@ -40,7 +40,6 @@ from typing import Any
 from deltalake import CommitProperties, DeltaTable, Transaction
 from deltalake import Schema as DeltaSchema
 from deltalake.exceptions import DeltaError
-from deltalake.transaction import AddAction
 
 from sluice.binlog.position import Checkpoint, position_key
 from sluice.cdc.records import RowChange
@@ -64,6 +63,7 @@ from sluice.spark.mirror_columns import mirror_schema
 from sluice.spark.session import start_python_workers
 from sluice.spark.snapshot_keyless import snapshot_keyless
 from sluice.spark.snapshot_task import ChunkPayload, read_and_reconcile
+from sluice.spark.stage import add_action
 
 __all__ = ["SnapshotRunner", "SnapshotState", "forget_tables", "stream_start"]
 
@@ -368,8 +368,7 @@ class SnapshotRunner:
                     f"the Delta mirror of {name} does not take the snapshot's rows (its columns differ from the "
                     f"table's); re-snapshot the table: remove {path} and capture the table again"
                 )
-            action = AddAction(added["path"], added["size"], {}, added["mtime"], True, added["stats"])
-            dt.create_write_transaction([action], "append", wanted, commit_properties=txn)
+            dt.create_write_transaction([add_action(added)], "append", wanted, commit_properties=txn)
         except DeltaError as exc:
             raise DataLossError(
                 f"the Delta commit of snapshot chunk {seq} to the mirror of {name} ({path}) failed ({exc}); "

@@ -150,14 +150,20 @@ def write_data_file(table: pa.Table, folder: str, *, plain: Iterable[str] = (),
             "stats": delta_stats(table, table.column_names if bounded is None else bounded)}
 
 
+def add_action(written: dict[str, Any]) -> Any:
+    """The Delta ``add`` action (``deltalake.transaction.AddAction``) of a file ``write_data_file``
+    wrote, to commit it with ``create_write_transaction``."""
+    from deltalake.transaction import AddAction
+
+    return AddAction(written["path"], written["size"], {}, written["mtime"], True, written["stats"])
+
+
 def append_data_files(dt: Any, folder: str, rows: pa.Table, txn: Any, keep: pa.Array | None = None) -> int:
     """Append ``rows`` (those ``keep`` marks, when given) to the Delta table ``dt`` in ``folder``
     with the app transaction of ``txn``: data files of ``_APPEND_ROWS`` rows or more, a file per
     core at once (Arrow filters and Parquet writes run without the GIL), committed as one
     transaction. The number of rows appended."""
     from concurrent.futures import ThreadPoolExecutor
-
-    from deltalake.transaction import AddAction
 
     parts = max(1, min(os.cpu_count() or 1, -(-rows.num_rows // _APPEND_ROWS)))
     step = -(-rows.num_rows // parts)
@@ -170,8 +176,7 @@ def append_data_files(dt: Any, folder: str, rows: pa.Table, txn: Any, keep: pa.A
 
     with ThreadPoolExecutor(max_workers=parts) as pool:
         added = [a for a in pool.map(write, range(parts)) if a is not None]
-    dt.create_write_transaction([AddAction(a["path"], a["size"], {}, a["mtime"], True, a["stats"]) for a in added],
-                                "append", rows.schema, commit_properties=txn)
+    dt.create_write_transaction([add_action(a) for a in added], "append", rows.schema, commit_properties=txn)
     return sum(a["rows"] for a in added)
 
 

@@ -23,7 +23,7 @@ from sluice.cdc.schema import SchemaHistory
 from sluice.errors import ConfigError
 from sluice.spark.batch_table import row_changes
 from sluice.spark.delta_sink import TableBatch
-from sluice.spark.stage import layout_key
+from sluice.spark.stage import add_action, layout_key
 
 __all__ = ["StagedBatch", "table_batch"]
 
@@ -46,7 +46,7 @@ class StagedBatch:
 
     def changelog_actions(self) -> list[AddAction]:
         """The staged change-log files as the add actions of one Delta commit."""
-        return [AddAction(f["path"], f["size"], {}, f["mtime"], True, f["stats"]) for f in self.files]
+        return [add_action(f) for f in self.files]
 
     def counts(self) -> list[tuple[str, str, int]]:
         """(``db.table``, insert|update|delete, changes) for every table of the batch."""
