@@ -54,6 +54,7 @@ def test_golden_files_make_the_same_change_batches(path: Path) -> None:
     data = path.read_bytes()
     twin = _table([data, data], compiled=False)
     assert twin and _table([data, data], compiled=True) == twin
+    assert _table([data, data], compiled=True, typed=True) == twin  # images from the value tuples
     for ops in ({"insert"}, {"update", "delete"}):
         assert _table([data, data], compiled=True, ops=frozenset(ops)) == _table(
             [data, data], compiled=False, ops=frozenset(ops))
@@ -62,7 +63,9 @@ def test_golden_files_make_the_same_change_batches(path: Path) -> None:
 @pytest.mark.parametrize("path", GOLDEN, ids=[p.stem for p in GOLDEN])
 def test_rows_events_cut_at_every_byte_make_the_same_batches_or_errors(path: Path) -> None:
     for index, keep, files in cut_variants(path.read_bytes(), 9):
-        assert _table(files, compiled=True) == _table(files, compiled=False), (index, keep)
+        twin = _table(files, compiled=False)
+        assert _table(files, compiled=True) == twin, (index, keep)
+        assert _table(files, compiled=True, typed=True) == twin, (index, keep)
 
 
 def test_tables_not_captured_are_left_out_alike() -> None:

@@ -106,3 +106,12 @@ def test_a_lake_path_keeps_its_meaning():
     assert lake_root("./lake/") == "./lake"
     assert lake_root("/") == "/"
     assert DeltaLake("/data/odd://name", "app").root == "/data/odd://name"
+
+
+def test_only_the_staging_tasks_keep_typed_images():
+    """The tasks that stage for the pipeline build its MERGE sources from the typed images; a plain
+    read of the source does not pay for them."""
+    from sluice.spark.source import SourceOptions
+
+    assert SourceOptions.parse({"stageTo": "/lake"}).capture_config().typed
+    assert not SourceOptions.parse({}).capture_config().typed

@@ -39,6 +39,7 @@ cdef class ChangeRows:
     cdef public Py_ssize_t length
     cdef public Py_ssize_t max_text  # bytes of JSON text a column may hold: Arrow strings' int32 offsets
     cdef public dict typed  # (db, table) -> TypedImages: the same images as typed columns
+    cdef public bint keep_typed  # whether ``_add_rows_whole`` fills ``typed`` (the pipeline's tasks)
 
     def __cinit__(self):
         cdef int i
@@ -123,8 +124,41 @@ cdef class ChangeRows:
         self._add_rows_whole(kind, keys, rows, meta, pos, ts, absent, fallback)
         return len(rows)
 
+    cdef int _add_body(self, int kind, tuple keys, RowProgram prog, bytes buf, Py_ssize_t start, Py_ssize_t end,
+                       int32_t meta, int64_t pos, int64_t ts, object fallback) except -1:
+        """The rows of ``buf[start:end]``, a body of ``prog``'s shape, written from its bytes
+        (``_image_text``) as ``_add_rows`` writes them once decoded; ``prog.ordered`` must hold."""
+        cdef const uint8_t *b = <const uint8_t *>PyBytes_AS_STRING(buf)
+        cdef Py_ssize_t p = start
+        cdef int32_t i = 0
+        if start < 0 or end > PyBytes_GET_SIZE(buf) or start > end:
+            raise Reject("body outside the buffer")
+        if len(keys) != prog.ncols:
+            raise ValueError(f"a row of {prog.ncols} values for {len(keys)} column names")
+        while p < end:
+            if kind == 0:
+                self._close_text(0, False)
+                _image_text(prog, &self.text[1], buf, b, &p, end, 0, keys, fallback)
+                self._close_text(1, True)
+            elif kind == 2:
+                _image_text(prog, &self.text[0], buf, b, &p, end, 0, keys, fallback)
+                self._close_text(0, True)
+                self._close_text(1, False)
+            else:
+                _image_text(prog, &self.text[0], buf, b, &p, end, 0, keys, fallback)
+                self._close_text(0, True)
+                _image_text(prog, &self.text[1], buf, b, &p, end, 1, keys, fallback)
+                self._close_text(1, True)
+            self._close_text(2, False)
+            self._row_numbers(meta, pos, i, ts)
+            i += 1
+        return 0
+
     cdef int _add_rows_whole(self, int kind, tuple keys, list rows, int32_t meta, int64_t pos, int64_t ts,
-                             object absent, object fallback) except -1:
+                             object absent, object fallback, RowProgram prog=None, bytes buf=None,
+                             Py_ssize_t start=0, Py_ssize_t end=0) except -1:
+        """``_add_rows``, or with ``rows`` None ``_add_body``, and the typed images when kept (from
+        ``rows``: a body alone is for a ChangeRows that keeps none); on an error nothing is kept."""
         cdef Py_ssize_t length = self.length
         cdef Py_ssize_t sizes[12]
         cdef int i
@@ -136,17 +170,26 @@ cdef class ChangeRows:
         bufs[9], bufs[10], bufs[11] = &self.row, &self.ts, &self.commit
         for i in range(12):
             sizes[i] = bufs[i].size
-        owner = self.metas[meta]
-        typed = <TypedImages>self.typed.get((owner[1], owner[2]))
-        if typed is None:
-            typed = self.typed[(owner[1], owner[2])] = TypedImages(keys)
-        elif typed.keys is not keys and typed.keys != keys:
-            typed.failed = True
+        typed = None
+        if self.keep_typed:
+            owner = self.metas[meta]
+            typed = <TypedImages>self.typed.get((owner[1], owner[2]))
+            if typed is None:
+                typed = self.typed[(owner[1], owner[2])] = TypedImages(keys)
+            elif typed.keys is not keys and typed.keys != keys:
+                typed.failed = True
         try:
-            self._add_rows(kind, keys, rows, meta, pos, ts, absent, fallback)
-            typed.add_rows(kind, rows, absent, fallback)
+            if rows is None:
+                if typed is not None:
+                    raise ValueError("typed images are made from decoded rows")
+                self._add_body(kind, keys, prog, buf, start, end, meta, pos, ts, fallback)
+            else:
+                self._add_rows(kind, keys, rows, meta, pos, ts, absent, fallback)
+            if typed is not None:
+                typed.add_rows(kind, rows, absent, fallback)
         except BaseException:
-            typed.failed = True
+            if typed is not None:
+                typed.failed = True
             for i in range(12):
                 bufs[i].size = sizes[i]
             for i in range(3):  # bits of the dropped rows: cleared, the bitmap cut to the kept rows

@@ -109,6 +109,7 @@ cdef class EventRun:
     cdef bint kept[3]
     cdef dict specs             # table id -> (entry, file, heads, keys, mid) / (entry, file, metas, keys)
     cdef bint columns           # ``write_columns``: the rows go into ChangeRows instead
+    cdef bint typed             # and their images into ChangeRows.typed as well
 
     def __init__(self, parser, build_header, build_rows):
         """``build_header`` / ``build_rows`` build ``EventHeader`` / ``RowsEvent`` from their fields."""
@@ -131,13 +132,15 @@ cdef class EventRun:
             self.kept[k] = kinds is None or _KINDS[k] in kinds
         self.specs = {}
 
-    def write_columns(self, line_spec, kinds, absent, fallback):
+    def write_columns(self, line_spec, kinds, absent, fallback, typed=False):
         """Put the rows of the kinds in ``kinds`` into change-log columns instead of rows events:
         each run that took any puts ``(file, offset, ChangeRows)`` into the sink.
         ``line_spec(table_map, file)`` gives a table's ``(metas per kind, keys)`` (see
-        ``ChangeRows``), or None to leave its rows to the parser."""
+        ``ChangeRows``), or None to leave its rows to the parser. ``typed``: keep the images as
+        typed columns too (``ChangeRows.typed``)."""
         self.write_lines(line_spec, kinds, absent, fallback, None)
         self.columns = True
+        self.typed = typed
 
     cdef object _spec(self, long long tid, object entry, object tm, str file):
         """The table's line spec as ``(entry, file, *line_spec(tm, file))``, kept per table id;
@@ -301,14 +304,25 @@ cdef class EventRun:
                         pos += size
                         self.taken += 1
                         continue
-                    if (<RowProgram>program).ordered and (sink is None or lines and not columns and self.kept[k]):
-                        # Counted or written as lines straight from the body, no value tuples.
+                    if (<RowProgram>program).ordered and (
+                            sink is None or self.kept[k] and (columns and not self.typed or lines and not columns)):
+                        # Counted, or written as lines or change-log columns, straight from the body:
+                        # no value tuples (the typed images are still made from them).
                         mark = out.size
                         try:
                             if sink is None:
                                 self.counts[k] += _rows_text(program, &out, buf, q, be, k, None, None, None, 0,
                                                              None, 0, None)
                                 out.size = 0
+                            elif columns:
+                                spec = self._spec(tid, entry, tm, file)
+                                if spec is None:
+                                    break
+                                if chunk is None:
+                                    chunk = ChangeRows()
+                                chunk._add_rows_whole(k, spec[3], None, chunk.meta_id(spec[2][k]), base + pos,
+                                                      <int64_t>_u32(b + pos) * 1000000, self.absent, self.fallback,
+                                                      program, buf, q, be)
                             else:
                                 spec = self._spec(tid, entry, tm, file)
                                 if spec is None:
@@ -334,6 +348,7 @@ cdef class EventRun:
                                 break
                             if chunk is None:
                                 chunk = ChangeRows()
+                                chunk.keep_typed = self.typed
                             try:
                                 chunk._add_rows_whole(k, spec[3], rows, chunk.meta_id(spec[2][k]), base + pos,
                                                       <int64_t>_u32(b + pos) * 1000000, self.absent, self.fallback)

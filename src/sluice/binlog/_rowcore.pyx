@@ -6,6 +6,7 @@ parser itself, which takes every event the run leaves to it. ``_framing.pxi`` (`
 ``events_of``, ``stream_events``: whole events out of a file's blocks and a stream's packets) has
 ``sluice.binlog.framing`` as its twin. ``rows_jsonl``
 (``_jsonlines.pxi``) writes the JSON lines of decoded rows; its twin is ``sluice.cdc.jsonl``.
+``RowProgram.lines`` (``_rowjson.pxi``) writes the same lines from the row bytes themselves.
 ``ChangeRows`` (``_changerows.pxi``) holds row changes as the change log's Arrow column buffers; its
 twin is ``sluice.spark.changes.record_batch``. Beside them, ``TypedImages`` (``_typedimages.pxi``)
 keeps each table's images as typed columns for the pipeline's MERGE sources; the reference it is

@@ -74,6 +74,9 @@ class CaptureConfig:
     # build the records as change-log rows (``CommittedTransaction.columns``, the compiled core's
     # ``ChangeRows``) where the core is in use; without it the records are built as usual
     columns: bool = False
+    # with columns, keep each table's images as typed columns too (``ChangeRows.typed``): the
+    # pipeline's staging tasks build their MERGE sources from them; nothing else reads them
+    typed: bool = False
     # An INCIDENT event says the server failed to log some changes there. By default capture stops
     # with DataLossError (as a replica does); True logs a warning, counts it and goes on.
     skip_incidents: bool = False
@@ -115,7 +118,7 @@ class ChangeCapture:
             self._run.skip_values = True
         elif self._run is not None and config.columns:
             self._run.write_columns(lambda table_map, file: column_spec(self.builder, table_map, file, self._pos),
-                                    self.builder.kinds, ABSENT, value_bytes)
+                                    self.builder.kinds, ABSENT, value_bytes, config.typed)
 
     @property
     def boundary(self) -> Checkpoint:

@@ -127,9 +127,11 @@ class SourceOptions:
         )
 
     def capture_config(self) -> CaptureConfig:
-        """How executors decode: table and ops filters, DDL rows, column-wise records."""
+        """How executors decode: table and ops filters, DDL rows, column-wise records (typed images
+        too when the tasks stage for the pipeline)."""
         return CaptureConfig(table_filter=table_filter(self.tables, self.exclude_tables), ops=self.ops,
-                             skip_incidents=self.skip_incidents, ddl=self.include_ddl, columns=True)
+                             skip_incidents=self.skip_incidents, ddl=self.include_ddl, columns=True,
+                             typed=bool(self.stage_to))
 
     def follow_config(self, *, until_end: bool = True) -> FollowConfig:
         """How to follow the server of option ``dsn`` (to its current end by default)."""
