@@ -59,8 +59,8 @@ cdef int _json_text(_Buf *o, const uint8_t *b, int t, Py_ssize_t pos, Py_ssize_t
     """A binary JSON value as ``_out_value`` writes ``_json_value``'s result; 1 (part written)
     for anything it leaves to that path: an opaque scalar, a large unsigned integer, text that is
     not UTF-8, keys out of the server's order (which could repeat one) or bytes out of bounds.
-    ``counting``: a double's text is not written (every double is a value; its text costs more than
-    the rest of a document)."""
+    ``counting``: the document is checked as for its text, but no text is written for a string
+    (once it is checked), a number or a key."""
     cdef Py_ssize_t n, p
     cdef int i, shift
     cdef uint8_t byte
@@ -87,7 +87,7 @@ cdef int _json_text(_Buf *o, const uint8_t *b, int t, Py_ssize_t pos, Py_ssize_t
             return 1
         if n > end - p or not _utf8_valid(b + p, n):
             return 1
-        return _out_utf8(o, <const char *>b + p, n)
+        return 0 if counting else _out_utf8(o, <const char *>b + p, n)
     if t == 0x04:
         if pos < end and b[pos] <= 2:
             return _json_literal(o, b[pos])
@@ -95,15 +95,21 @@ cdef int _json_text(_Buf *o, const uint8_t *b, int t, Py_ssize_t pos, Py_ssize_t
     if t == 0x05 or t == 0x06:
         if pos + 2 > end:
             return 1
+        if counting:
+            return 0
         return _out_int(o, <int16_t>_jle(b + pos, 2) if t == 0x05 else <long>_jle(b + pos, 2))
     if t == 0x07 or t == 0x08:
         if pos + 4 > end:
             return 1
+        if counting:
+            return 0
         return _out_int(o, <int32_t>_jle(b + pos, 4) if t == 0x07 else <long long>_jle(b + pos, 4))
     if t == 0x09 or t == 0x0A:
         if pos + 8 > end:
             return 1
         u = _le(b + pos, 8)
+        if counting:
+            return 0
         if t == 0x0A and u >> 63:
             return 1
         return _out_int(o, <int64_t>u)
@@ -170,8 +176,9 @@ cdef int _json_container_text(_Buf *o, const uint8_t *b, int t, Py_ssize_t base,
             pkey = koff
             if not _utf8_valid(b + koff, klen):
                 return 1
-            _out_utf8(o, <const char *>b + koff, klen)
-            _out(o, b":", 1)
+            if not counting:
+                _out_utf8(o, <const char *>b + koff, klen)
+                _out(o, b":", 1)
         ve = entries + keys_size + i * value_entry
         vt = b[ve]
         x = _jle(b + ve + 1, off_size)
@@ -179,6 +186,8 @@ cdef int _json_container_text(_Buf *o, const uint8_t *b, int t, Py_ssize_t base,
             if x & 0xFF > 2:
                 return 1
             _json_literal(o, x & 0xFF)
+        elif counting and 0x05 <= vt and (vt <= 0x06 or large and vt <= 0x08):
+            pass  # an inline number: any bytes are one
         elif vt == 0x05:
             _out_int(o, <int16_t>(x & 0xFFFF))
         elif vt == 0x06:
@@ -197,7 +206,11 @@ cdef int _json_container_text(_Buf *o, const uint8_t *b, int t, Py_ssize_t base,
 
 cdef int _value_text(RowProgram prog, _Buf *o, bytes buf, const uint8_t *b, Py_ssize_t *ppos,
                      Py_ssize_t end, Col *c, int k, object fallback) except -1:
-    """One non-NULL value at ``ppos[0]`` as ``_out_value`` writes it; moves ``ppos`` past it."""
+    """One non-NULL value at ``ppos[0]`` as ``_out_value`` writes it; moves ``ppos`` past it.
+    ``fallback`` None (counting): the value is checked as for its text (UTF-8, DECIMAL digit groups,
+    temporal ranges, a JSON document's structure, ENUM and SET members) or made as an object, but no
+    text is written for one that any bytes make (integers, floats, binary strings) or for text."""
+    cdef bint counting = fallback is None
     cdef Py_ssize_t pos = ppos[0], length, mark
     cdef int op = c.op, n = c.n, t
     cdef uint64_t u
@@ -216,19 +229,22 @@ cdef int _value_text(RowProgram prog, _Buf *o, bytes buf, const uint8_t *b, Py_s
             if not _utf8_valid(b + pos, length):
                 raise Reject("text")
             ppos[0] = pos + length
-            return _out_utf8(o, <const char *>b + pos, length)
+            return 0 if counting else _out_utf8(o, <const char *>b + pos, length)
         if c.conv == CONV_BYTES or (c.conv == CONV_BINPAD and length >= c.pad):
             ppos[0] = pos + length
-            return _out_base64(o, b + pos, length)
+            return 0 if counting else _out_base64(o, b + pos, length)
         if c.conv == CONV_JSON and length:
             mark = o.size
-            if _json_text(o, b, b[pos], pos + 1, pos + length, 0, fallback is None) == 0:
+            if _json_text(o, b, b[pos], pos + 1, pos + length, 0, counting) == 0:
                 ppos[0] = pos + length
                 return 0
             o.size = mark
     elif op != OP_NULL and op != OP_CALL and op != OP_SET:
         if pos + n > end:
             raise Reject("value")
+        if counting and (op <= OP_YEAR or op == OP_UINT_BE or op == OP_UINT_LE):
+            ppos[0] = pos + n  # counting: any bytes of its width are an integer or a float
+            return 0
         if op == OP_INT:
             u = _le(b + pos, n)
             if c.arg and n < 8 and u >> (8 * n - 1):
@@ -239,8 +255,6 @@ cdef int _value_text(RowProgram prog, _Buf *o, bytes buf, const uint8_t *b, Py_s
                 return _out_int(o, <int64_t>u)
         elif op == OP_FLOAT:
             ppos[0] = pos + n
-            if fallback is None:
-                return 0  # counting: any eight (four) bytes are a double (float)
             if n == 4:
                 memcpy(&f, b + pos, 4)
                 return _out_double(o, <double>f)
@@ -264,8 +278,8 @@ cdef int _value_text(RowProgram prog, _Buf *o, bytes buf, const uint8_t *b, Py_s
                 ppos[0] = pos + n
                 return _out(o, text, t + 2)
     v = prog._value(buf, b, ppos, end, c, k)
-    if fallback is None:
-        return 0  # counting: the value is made, and nothing is written
+    if counting:
+        return 0
     return _out_value(o, v, fallback)
 
 
