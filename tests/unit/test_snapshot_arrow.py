@@ -19,7 +19,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from sluice.cdc.schema.model import ColumnDef, TableSchema
@@ -205,6 +205,7 @@ def test_column_counts_must_agree() -> None:
 
 
 @settings(max_examples=200, deadline=None)
+@example(keys=[1, -(2**63)], sort=False, lower=None, upper=None, data_type="int", unsigned=False)  # a wrapped diff
 @given(st.lists(st.integers(min_value=-(2**63), max_value=2**64 - 1), max_size=30), st.booleans(),
        st.one_of(st.none(), st.integers(-50, 50)), st.one_of(st.none(), st.integers(-50, 50)),
        st.sampled_from(["int", "bigint", "varchar"]), st.booleans())

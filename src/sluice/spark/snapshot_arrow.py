@@ -185,4 +185,4 @@ def integer_keys_in_order(schema: TableSchema, key: Sequence[str], lower: Sequen
     if (low is not None and (type(low) is not int or keys[0] < low)) or (
             high is not None and (type(high) is not int or keys[-1] >= high)):
         return False
-    return bool((np.diff(keys) > 0).all())
+    return bool((keys[1:] > keys[:-1]).all())  # not np.diff, which wraps past int64 (-2**63 - 1 > 0)
