@@ -124,6 +124,14 @@ cdef class ChangeRows:
         self._add_rows_whole(kind, keys, rows, meta, pos, ts, absent, fallback)
         return len(rows)
 
+    def add_body(self, int kind, tuple keys, RowProgram prog, bytes buf, Py_ssize_t start, Py_ssize_t end, int meta,
+                 int64_t pos, int64_t ts, fallback):
+        """``add_rows`` of ``prog.decode(buf, start, end)``, written from the body itself, as the
+        event runs do; ``Reject`` where ``decode`` rejects it, and then nothing is kept."""
+        if not prog.ordered:
+            raise ValueError("the images' columns are not in table order")
+        self._add_rows_whole(kind, keys, None, meta, pos, ts, None, fallback, prog, buf, start, end)
+
     cdef int _add_body(self, int kind, tuple keys, RowProgram prog, bytes buf, Py_ssize_t start, Py_ssize_t end,
                        int32_t meta, int64_t pos, int64_t ts, object fallback) except -1:
         """The rows of ``buf[start:end]``, a body of ``prog``'s shape, written from its bytes
@@ -157,8 +165,8 @@ cdef class ChangeRows:
     cdef int _add_rows_whole(self, int kind, tuple keys, list rows, int32_t meta, int64_t pos, int64_t ts,
                              object absent, object fallback, RowProgram prog=None, bytes buf=None,
                              Py_ssize_t start=0, Py_ssize_t end=0) except -1:
-        """``_add_rows``, or with ``rows`` None ``_add_body``, and the typed images when kept (from
-        ``rows``: a body alone is for a ChangeRows that keeps none); on an error nothing is kept."""
+        """``_add_rows``, or with ``rows`` None ``_add_body`` (``prog``'s body ``buf[start:end]``),
+        and the typed images when kept; on an error nothing is kept."""
         cdef Py_ssize_t length = self.length
         cdef Py_ssize_t sizes[12]
         cdef int i
@@ -180,13 +188,13 @@ cdef class ChangeRows:
                 typed.failed = True
         try:
             if rows is None:
-                if typed is not None:
-                    raise ValueError("typed images are made from decoded rows")
                 self._add_body(kind, keys, prog, buf, start, end, meta, pos, ts, fallback)
+                if typed is not None:
+                    typed.add_body(kind, prog, buf, start, end, fallback)
             else:
                 self._add_rows(kind, keys, rows, meta, pos, ts, absent, fallback)
-            if typed is not None:
-                typed.add_rows(kind, rows, absent, fallback)
+                if typed is not None:
+                    typed.add_rows(kind, rows, absent, fallback)
         except BaseException:
             if typed is not None:
                 typed.failed = True

@@ -304,10 +304,9 @@ cdef class EventRun:
                         pos += size
                         self.taken += 1
                         continue
-                    if (<RowProgram>program).ordered and (
-                            sink is None or self.kept[k] and (columns and not self.typed or lines and not columns)):
-                        # Counted, or written as lines or change-log columns, straight from the body:
-                        # no value tuples (the typed images are still made from them).
+                    if (<RowProgram>program).ordered and (sink is None or self.kept[k] and (columns or lines)):
+                        # Counted, or written as lines or change-log columns (and typed images),
+                        # straight from the body: no value tuples.
                         mark = out.size
                         try:
                             if sink is None:
@@ -320,6 +319,7 @@ cdef class EventRun:
                                     break
                                 if chunk is None:
                                     chunk = ChangeRows()
+                                    chunk.keep_typed = self.typed
                                 chunk._add_rows_whole(k, spec[3], None, chunk.meta_id(spec[2][k]), base + pos,
                                                       <int64_t>_u32(b + pos) * 1000000, self.absent, self.fallback,
                                                       program, buf, q, be)

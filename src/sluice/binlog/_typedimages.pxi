@@ -72,29 +72,43 @@ cdef class _TypedColumn:
         _i32(&self.offsets, <int32_t>self.data.size)
         return 1
 
+    cdef int _valid(self, char flag) except -1:
+        _out(&self.valid, &flag, 1)
+        self.length += 1
+        return 1
+
+    cdef int put_null(self) except -1:
+        if self.kind == _TY_INT:
+            _out(&self.data, <const char *>&_ZERO8, 8)
+        elif self.kind == _TY_TEXT:
+            _i32(&self.offsets, <int32_t>self.data.size)
+        return self._valid(0)
+
+    cdef int put_int(self, int64_t i) except -1:
+        """Append an integer: 1, or 0 when the column holds text."""
+        if self.kind != _TY_INT:
+            if self.kind != _TY_NULL:
+                return 0
+            self._start(_TY_INT)
+        _i64(&self.data, i)
+        return self._valid(1)
+
+    cdef int put_text(self, const char *p, Py_ssize_t n) except -1:
+        """Append a text's UTF-8: 1, or 0 when the column holds integers (or would pass 2 GiB)."""
+        return self._text(p, n) and self._valid(1)
+
     cdef int put(self, object v, object fallback) except -1:
         """Append ``v``: 1, or 0 when it has no typed form the JSON reader would agree with."""
         cdef int overflow = 0
         cdef long long i
         cdef const char *p
         cdef Py_ssize_t n
-        cdef char flag = 1
         t = type(v)
         if v is None:
-            flag = 0
-            if self.kind == _TY_INT:
-                _out(&self.data, <const char *>&_ZERO8, 8)
-            elif self.kind == _TY_TEXT:
-                _i32(&self.offsets, <int32_t>self.data.size)
-        elif t is int:
+            return self.put_null()
+        if t is int:
             i = PyLong_AsLongLongAndOverflow(v, &overflow)
-            if overflow:
-                return 0
-            if self.kind != _TY_INT:
-                if self.kind != _TY_NULL:
-                    return 0
-                self._start(_TY_INT)
-            _i64(&self.data, <int64_t>i)
+            return 0 if overflow else self.put_int(<int64_t>i)
         elif t is str or t is _Decimal:
             text = v if t is str else format(v, "f")  # a DECIMAL's JSON string holds these digits
             try:
@@ -115,9 +129,7 @@ cdef class _TypedColumn:
                 return 0
             if not self._text(p + 1, n - 2):
                 return 0
-        _out(&self.valid, &flag, 1)
-        self.length += 1
-        return 1
+        return self._valid(1)
 
     cdef int extend(self, _TypedColumn o) except -1:
         """Append ``o``'s values: 1, or 0 when the two hold different kinds."""
@@ -213,6 +225,57 @@ cdef class TypedImages:
             self.length += 1
         return 0
 
+    cdef int add_body(self, int kind, RowProgram prog, bytes buf, Py_ssize_t start, Py_ssize_t end,
+                      object fallback) except -1:
+        """``add_rows`` of ``prog.decode(buf, start, end)``, read from the body itself; ``Reject``
+        where ``decode`` rejects it. ``prog.ordered`` must hold."""
+        cdef const uint8_t *b = <const uint8_t *>PyBytes_AS_STRING(buf)
+        cdef Py_ssize_t p = start
+        cdef char op = <char>kind
+        cdef int ok
+        if self.failed:
+            return 0
+        if start < 0 or end > PyBytes_GET_SIZE(buf) or start > end:
+            raise Reject("body outside the buffer")
+        while p < end:
+            if kind == 0:
+                ok = self._image_body(self.after, prog, buf, b, &p, end, 0, fallback)
+            elif kind == 2:
+                ok = self._image_body(self.before, prog, buf, b, &p, end, 0, fallback)
+            else:
+                ok = (self._image_body(self.before, prog, buf, b, &p, end, 0, fallback)
+                      and self._image_body(self.after, prog, buf, b, &p, end, 1, fallback))
+            if not ok:
+                self.failed = True
+                return 0
+            _out(&self.ops, &op, 1)
+            self.length += 1
+        return 0
+
+    cdef int _image_body(self, list columns, RowProgram prog, bytes buf, const uint8_t *b, Py_ssize_t *ppos,
+                         Py_ssize_t end, int image, object fallback) except -1:
+        """``_image`` of one image's tuple, value by value from the body; 0 (``ppos`` left where
+        it was) at the first value without a typed form, or for a minimal image."""
+        cdef int count = prog.counts[image]
+        cdef int first = prog.firsts[image]
+        cdef int nbytes = (count + 7) >> 3
+        cdef Py_ssize_t pos = ppos[0]
+        cdef const uint8_t *nulls = b + pos
+        cdef int j
+        if count != len(columns):
+            return 0  # a minimal image: its columns are in table order, so this says it is whole
+        if pos + nbytes > end:
+            raise Reject("null bitmap")
+        pos += nbytes
+        for j in range(count):
+            if nulls[j >> 3] >> (j & 7) & 1:
+                (<_TypedColumn>columns[j]).put_null()
+            elif not _typed_value(prog, <_TypedColumn>columns[j], buf, b, &pos, end, &prog.cols[first + j],
+                                  first + j, fallback):
+                return 0
+        ppos[0] = pos
+        return 1
+
     def extend(self, TypedImages other):
         """Append ``other``'s changes (the same table's, later in the binlog)."""
         cdef Py_ssize_t j
@@ -235,3 +298,59 @@ cdef class TypedImages:
         return (PyBytes_FromStringAndSize(self.ops.data, self.ops.size),
                 [(<_TypedColumn>c).buffers() for c in self.after],
                 [(<_TypedColumn>c).buffers() for c in self.before])
+
+
+cdef int _typed_value(RowProgram prog, _TypedColumn col, bytes buf, const uint8_t *b, Py_ssize_t *ppos,
+                      Py_ssize_t end, Col *c, int k, object fallback) except -1:
+    """``col.put`` of the value ``prog`` decodes at ``ppos[0]``, read from the bytes where its
+    typed form is plain (integers, UTF-8 text, DECIMAL and temporal text) and made as its object
+    otherwise; moves ``ppos`` past it unless it returns 0 (no typed form)."""
+    cdef Py_ssize_t pos = ppos[0], length
+    cdef int op = c.op, n = c.n, t
+    cdef uint64_t u
+    cdef char text[128]
+    if op == OP_VAR:
+        if pos + n > end:
+            raise Reject("length prefix")
+        length = _le(b + pos, n)
+        if length > end - pos - n:
+            raise Reject("value")
+        if c.conv == CONV_UTF8:
+            if not _utf8_valid(b + pos + n, length):
+                raise Reject("text")
+            if not col.put_text(<const char *>b + pos + n, length):
+                return 0
+            ppos[0] = pos + n + length
+            return 1
+        if c.conv == CONV_BYTES or c.conv == CONV_BINPAD:
+            return 0  # bytes: the JSON images hold them as base64
+    elif op != OP_NULL and op != OP_CALL and op != OP_SET and op != OP_ENUM:
+        if pos + n > end:
+            raise Reject("value")
+        if op == OP_FLOAT:
+            return 0
+        if op == OP_DECIMAL or OP_DATE <= op <= OP_TIME2:
+            if op == OP_DECIMAL:
+                t = _decimal_f(b + pos, c.arg >> 8, c.arg & 0xFF, n, text)
+            else:
+                t = _temporal_t(op, b + pos, c.arg, text)
+            if t >= 0:
+                if not col.put_text(text, t):
+                    return 0
+                ppos[0] = pos + n
+                return 1
+        else:
+            if op == OP_YEAR:
+                u = b[pos] + 1900 if b[pos] else 0
+            else:
+                u = _be(b + pos, n) if op == OP_UINT_BE else _le(b + pos, n)
+                if op == OP_INT and c.arg:
+                    if n < 8 and u >> (8 * n - 1):
+                        u -= <uint64_t>1 << (8 * n)  # two's complement: the int64 below is negative
+                elif u >> 63:
+                    return 0  # past int64, as the JSON reader would read it
+            if not col.put_int(<int64_t>u):
+                return 0
+            ppos[0] = pos + n
+            return 1
+    return col.put(prog._value(buf, b, ppos, end, c, k), fallback)
