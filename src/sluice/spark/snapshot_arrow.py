@@ -162,7 +162,6 @@ def integer_keys_in_order(schema: TableSchema, key: Sequence[str], lower: Sequen
     checked column-wise (what ``reconcile_keys`` checks row by row before it looks at changes).
     False when that cannot be shown this way (another key, a value Arrow does not read as an int64,
     rows out of order): the caller then takes the row-by-row path, which also names the bad row."""
-    import numpy as np
     import pyarrow.compute as pc
 
     if len(key) != 1:

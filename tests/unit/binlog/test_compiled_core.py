@@ -141,14 +141,16 @@ def _server_order(v: Any) -> Any:
 
 
 @st.composite
-def tables_and_bodies(draw: Any) -> tuple[Map, str, int, int | None, bytes]:
+def tables_and_bodies(draw: Any, whole: bool = False) -> tuple[Map, str, int, int | None, bytes]:
+    """A random table, a rows-event kind, its images' column bitmaps (every column: ``whole``) and a
+    body of one to three rows."""
     picks = draw(st.lists(st.sampled_from(COLUMNS), min_size=1, max_size=8))
     m = Map(tuple(t for t, _, _ in picks), tuple(meta for _, meta, _ in picks), tuple(i for _, _, i in picks))
     plan = plan_for(m)
     kind = draw(st.sampled_from(["write", "delete", "update"]))
     full = (1 << m.column_count) - 1
-    present = draw(st.integers(1, full))
-    present_after = draw(st.integers(1, full)) if kind == "update" else None
+    present = full if whole else draw(st.integers(1, full))
+    present_after = (full if whole else draw(st.integers(1, full))) if kind == "update" else None
     body = bytearray()
     for _ in range(draw(st.integers(1, 3))):
         for image in [present] if present_after is None else [present, present_after]:
@@ -178,6 +180,20 @@ def _image(draw: Any, plan: RowPlan, present: int) -> bytes:
             else:
                 out += draw(st.binary(min_size=c.size, max_size=c.size))
     return bytes(out)
+
+
+def program_of(m: Map, kind: str, present: int, present_after: int | None, body: bytes) -> Any:
+    """The compiled program the plan of ``m`` made for this body's shape (after decoding it once),
+    or None when it has none or its images' columns are not in table order."""
+    plan = plan_for(m)
+    try:
+        plan.decode_rows(kind, body, 0, len(body), present, present_after, False)
+    except SluiceError:
+        pass
+    mask = (1 << m.column_count) - 1
+    after = None if kind != "update" else (present if present_after is None else present_after) & mask
+    program = plan._shapes[(kind, present & mask, after, False)][2]
+    return program if program is not None and program.ordered else None
 
 
 def _outcome(m: Map, kind: str, body: bytes, present: int, present_after: int | None,
