@@ -301,7 +301,7 @@ class ChangeCapture:
 
     def _columns(self, tx: Transaction) -> tuple[Any, int]:
         self.builder.gtid = tx.rows_gtid
-        return transaction_columns(tx, self.builder, self._event_records, self._core)
+        return transaction_columns(tx, self.builder, self._event_records, self._core, typed=self.config.typed)
 
     def _event_records(self, tx: Transaction, file: str, pos: int, event: Any) -> Iterator[RowChange | DdlRecord]:
         kind = type(event)

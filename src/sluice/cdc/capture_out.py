@@ -80,10 +80,12 @@ def transaction_lines(tx: Transaction, builder: RowChangeBuilder, event_records:
 
 
 def transaction_columns(tx: Transaction, builder: RowChangeBuilder, event_records: EventRecords,
-                        core: Any) -> tuple[Any, int]:
+                        core: Any, *, typed: bool = False) -> tuple[Any, int]:
     """A transaction's records as change-log rows (the core's ``ChangeRows``) and their number of
-    row changes; rows events go in through the core, other records one by one."""
+    row changes; rows events go in through the core, other records one by one. ``typed``: the rows
+    events the parser decoded get typed images too, as the event runs' do."""
     rows = core.ChangeRows()
+    rows.keep_typed = typed
     kinds = builder.kinds
     count = 0
     for file, pos, event in tx.events:
