@@ -1,8 +1,9 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
 """The compiled core: row images to value tuples, and runs of TABLE_MAP and rows events, in C.
 
-The event runs (``EventRun``, ``crc32``) are in ``_eventrun.pxi``; their Python twin is the event
-parser itself, which takes every event the run leaves to it. ``_framing.pxi`` (``whole_events``,
+The event runs (``EventRun``) are in ``_eventrun.pxi``, their CRC-32 (``crc32``, twin ``zlib.crc32``)
+in ``_crc32.pxi``; their Python twin is the event parser itself, which takes every event the run
+leaves to it. ``_framing.pxi`` (``whole_events``,
 ``events_of``, ``stream_events``: whole events out of a file's blocks and a stream's packets) has
 ``sluice.binlog.framing`` as its twin. ``rows_jsonl``
 (``_jsonlines.pxi``) writes the JSON lines of decoded rows; its twin is ``sluice.cdc.jsonl``.
@@ -450,6 +451,7 @@ include "_jsonlines.pxi"
 include "_rowjson.pxi"
 include "_typedimages.pxi"
 include "_changerows.pxi"
+include "_crc32.pxi"
 include "_eventrun.pxi"
 include "_framing.pxi"
 include "_textrows.pxi"
