@@ -34,12 +34,18 @@ def _next_file(name: str) -> str:
 
 
 def bench_remote(box: Sandbox, files: list[str]) -> dict[str, object]:
-    """Time sluice tail and the binlog tool's remote reader over ``files`` of ``box``."""
-    tail = timed([*SLUICE, "tail", box.dsn("repl"), "--from", f"{files[0]}:4", "--until", f"{_next_file(files[-1])}:4",
-                  "--until-end", "--heartbeat", "0"])
-    tool = timed(box.binlog_tool_argv(
+    """Time sluice tail and the binlog tool's remote reader over ``files`` of ``box``, each after
+    an untimed run of its own (as ``decode.bench_one`` does: the first run after the server's start
+    is slower)."""
+    tail_argv = [*SLUICE, "tail", box.dsn("repl"), "--from", f"{files[0]}:4", "--until",
+                 f"{_next_file(files[-1])}:4", "--until-end", "--heartbeat", "0"]
+    tool_argv = box.binlog_tool_argv(
         "--read-from-remote-server", f"--host={box.host}", f"--port={box.port}", "--user=repl",
-        f"--password={PASSWORDS['repl']}", "-vv", "--base64-output=decode-rows", *files))
+        f"--password={PASSWORDS['repl']}", "-vv", "--base64-output=decode-rows", *files)
+    timed(tail_argv)
+    timed(tool_argv)
+    tail = timed(tail_argv)
+    tool = timed(tool_argv)
     return {"sluice-tail": tail.__dict__, "tool-remote": tool.__dict__}
 
 
