@@ -5,12 +5,9 @@ a binlog position. ``read_schema`` ties the two: it reads the binlog position ``
 and the position ``p2`` again, then reads the binlog between ``p1`` and ``p2``: when no DDL was
 logged there the catalog was in force at every position from ``p1`` to ``p2`` and ``p1`` is
 returned with it; otherwise it tries again (a DDL running right then), up to ``attempts`` times.
-``schema_at`` answers for an older start position ``s``: it reads the binlog from ``s`` to
-``p1`` for DDL; a table whose first DDL there is its ``CREATE TABLE`` did not exist at ``s`` and is
-left out of the catalog (replaying the binlog creates it); a table altered, renamed or dropped
-there keeps today's definition, with a warning naming it and the position, since the definition
-before that DDL cannot be known from the server (with ``binlog_row_metadata=FULL`` the binlog's
-own column names and types win anyway, and otherwise any mismatch stops with ``SchemaError``).
+A capture from an older start takes this catalog with ``p1`` as its ``read_at``: the
+``SchemaTracker`` sorts out the DDL logged between the start and ``p1`` as the capture meets it, so
+the binlog is read once, not once for DDL and once more for the rows.
 """
 
 from __future__ import annotations
@@ -31,7 +28,7 @@ from sluice.errors import SchemaError
 from sluice.io.connection import Connection
 from sluice.io.replication import RawEvent, ReplicationStream, StreamConfig, server_binlog_status
 
-__all__ = ["LoggedDdl", "ddl_between", "read_schema", "schema_at"]
+__all__ = ["LoggedDdl", "ddl_between", "read_schema"]
 
 # What the DDL scan parses: statements (plain and MariaDB's compressed) and the FORMAT_DESCRIPTION
 # they are read with.
@@ -119,30 +116,3 @@ def read_schema(conn: Connection, include: Callable[[str, str], bool] | None = N
         f"the schema could not be read consistently with the binlog position: DDL kept running during "
         f"{attempts} reads. Start again when the server's DDL is done"
     )
-
-
-def schema_at(conn: Connection, start: Checkpoint, include: Callable[[str, str], bool] | None = None) -> Catalog:
-    """The catalog in force at ``start`` as far as the server and its binlog tell (module docstring)."""
-    catalog, now = read_schema(conn, include)
-    if not start.file:  # a GTID start: the position is known only once the stream runs
-        return catalog
-    first: dict[tuple[str, str], LoggedDdl] = {}
-    for ddl in ddl_between(conn, start, now):
-        for key in ddl.tables:
-            first.setdefault(key, ddl)
-    unknown = []
-    for (db, table), ddl in first.items():
-        if catalog.get(db, table) is None:
-            continue
-        if ddl.kind == "create_table":
-            catalog = catalog.without_table(db, table)  # created after the start: the replay creates it
-        else:
-            unknown.append(f"{db}.{table} ({ddl.kind} at {ddl.file}:{ddl.pos})")
-    if unknown:
-        log.warning(
-            "tables changed by DDL between the start %s and now: %s. Their definition before that DDL "
-            "is not known; today's is used (with binlog_row_metadata=FULL the binlog's own wins, "
-            "otherwise a row that does not fit stops the capture with the table and position named)",
-            start, ", ".join(unknown[:10]) + (" ..." if len(unknown) > 10 else ""),
-        )
-    return catalog

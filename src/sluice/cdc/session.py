@@ -8,8 +8,9 @@
 * otherwise from ``--from FILE:POS``, ``--gtid SET``, ``--from-now`` (the server's current end) or,
   by default, the start of the earliest binlog file still on the server;
 * a schema history that does not reach back to the start is bootstrapped from the server's
-  ``information_schema`` (the tables as they are *now*, taken as the schema at the start; where
-  the binlog later disagrees, the TABLE_MAP cross-check fails loudly or, with
+  ``information_schema`` (the tables as they are *now*, taken as the schema at the start; DDL
+  logged since the start is sorted out by the tracker as the capture meets it, and where the
+  binlog later disagrees, the TABLE_MAP cross-check fails loudly or, with
   ``binlog_row_metadata=FULL``, the binlog wins and the correction is recorded).
 
 The checkpoint directory holds ``checkpoint.json`` (written atomically after every flushed
@@ -27,7 +28,7 @@ from typing import Any
 
 from sluice.binlog.position import Checkpoint
 from sluice.cdc.schema import Catalog, SchemaHistory, SchemaTracker
-from sluice.cdc.schema_start import schema_at
+from sluice.cdc.schema_start import read_schema
 from sluice.dsn import ConnectionConfig
 from sluice.errors import ConfigError, SluiceError
 from sluice.io.checkpoint_file import CheckpointFile
@@ -105,11 +106,16 @@ def prepare_capture(
             start, how = _choose_start(conn, request)
             extra, resumed = {}, False
         catalog = history.catalog_at(start.file, start.pos) if history is not None and start.file else None
-        if catalog is None:
-            catalog = _bootstrap(conn, start, include)
+        read_at: tuple[str, int] | None = None
+        met: set[tuple[str, str]] = set()
+        if catalog is not None:
+            assert history is not None
+            read_at, met = history.read_ahead(start.file, start.pos)
+        else:
+            catalog, read_at = _bootstrap(conn, include)
             if history is not None:
-                history.record_bootstrap(start.file, start.pos, catalog)
-    tracker = SchemaTracker(catalog, history, flavor=flavor)
+                history.record_bootstrap(start.file, start.pos, catalog, read_at)
+    tracker = SchemaTracker(catalog, history, flavor=flavor, read_at=read_at, met=met)
     return CaptureStart(start, tracker, flavor, checkpoint, extra, resumed, how)
 
 
@@ -135,13 +141,14 @@ def _choose_start(conn: Connection, request: StartRequest) -> tuple[Checkpoint, 
     )
 
 
-def _bootstrap(conn: Connection, start: Checkpoint, include: Callable[[str, str], bool] | None) -> Catalog:
+def _bootstrap(conn: Connection, include: Callable[[str, str], bool] | None) -> tuple[Catalog, tuple[str, int] | None]:
     try:
-        return schema_at(conn, start, include)
+        catalog, now = read_schema(conn, include)
+        return catalog, (now.file, now.pos) if now.file else None
     except SluiceError as exc:
         log.warning(
             "could not read the schema from information_schema (%s); column names must then come from "
             "the binlog (binlog_row_metadata=FULL) or from CREATE/ALTER statements that follow",
             exc,
         )
-        return Catalog()
+        return Catalog(), None

@@ -1,7 +1,9 @@
 """The persisted schema history: which table definitions were in force at each binlog position.
 
 A JSON-lines file owned by this module. The first line names the format; every other line is one
-entry: a ``bootstrap`` (a whole catalog read from a server while it stood at a binlog position) or
+entry: a ``bootstrap`` (a whole catalog read from a server, for a capture starting at a binlog
+position; ``read_at`` is where the server stood when it was read, when that is later: DDL logged
+between the two is already in the catalog, see ``SchemaTracker``) or
 a ``change`` (the new definitions of the tables a DDL statement, or a FULL-metadata correction,
 touched at its position; ``null`` for a dropped table; plus the database defaults when they changed).
 ``catalog_at(file, pos)`` rebuilds the catalog an event at that position was written under: the
@@ -50,6 +52,7 @@ class HistoryEntry:
     catalog: Catalog | None = None  # bootstrap only
     tables: tuple[tuple[str, str, TableSchema | None], ...] = ()  # change: new definitions, None = dropped
     databases: dict[str, DbDefaults] | None = None  # change: database defaults after it, when changed
+    read_at: tuple[str, int] | None = None  # bootstrap: the server's position when the catalog was read
 
     @property
     def key(self) -> tuple[tuple[int, str, int], int]:
@@ -62,6 +65,8 @@ class HistoryEntry:
         if self.kind == "bootstrap":
             assert self.catalog is not None
             out["catalog"] = self.catalog.to_json()
+            if self.read_at is not None:
+                out["read_at"] = {"file": self.read_at[0], "pos": self.read_at[1]}
             return out
         out["gtid"] = self.gtid
         out["sql"] = self.sql
@@ -80,7 +85,12 @@ class HistoryEntry:
         if kind not in ("bootstrap", "change") or not isinstance(file, str) or not isinstance(pos, int):
             raise ConfigError("expected 'kind' (bootstrap or change), a string 'file' and an integer 'pos'")
         if kind == "bootstrap":
-            return cls(kind, file, pos, catalog=Catalog.from_json(d.get("catalog")))
+            at = d.get("read_at")
+            if at is not None and not (isinstance(at, dict) and isinstance(at.get("file"), str)
+                                       and isinstance(at.get("pos"), int)):
+                raise ConfigError(f"'read_at' must be {{'file': ..., 'pos': ...}}, found {at!r:.200}")
+            read_at = None if at is None else (at["file"], at["pos"])
+            return cls(kind, file, pos, catalog=Catalog.from_json(d.get("catalog")), read_at=read_at)
         tables = []
         for t in d.get("tables") or []:
             if not isinstance(t, dict) or not isinstance(t.get("db"), str) or not isinstance(t.get("table"), str):
@@ -164,12 +174,15 @@ class SchemaHistory:
                              tables=tuple((db, t, catalog.get(db, t)) for db, t in names), databases=changed_dbs)
         self._append(entry)
 
-    def record_bootstrap(self, file: str, pos: int, catalog: Catalog) -> None:
-        """Append a whole catalog read from a server standing at ``(file, pos)``; nothing when a
-        bootstrap at that position is already recorded."""
+    def record_bootstrap(self, file: str, pos: int, catalog: Catalog, read_at: tuple[str, int] | None = None) -> None:
+        """Append a whole catalog for events from ``(file, pos)`` on, read from a server standing at
+        ``read_at`` (None: at ``(file, pos)`` itself); nothing when a bootstrap at that position is
+        already recorded."""
         if ("bootstrap", file, pos) in self._seen:
             return
-        self._append(HistoryEntry("bootstrap", file, pos, catalog=catalog))
+        if read_at is not None and binlog_order(*read_at) <= binlog_order(file, pos):
+            read_at = None
+        self._append(HistoryEntry("bootstrap", file, pos, catalog=catalog, read_at=read_at))
 
     def _append(self, entry: HistoryEntry) -> None:
         line = json.dumps(entry.to_json(), separators=(",", ":")) + "\n"
@@ -204,6 +217,18 @@ class SchemaHistory:
     def catalog_at(self, file: str, pos: int) -> Catalog | None:
         """The catalog in force for an event at ``(file, pos)``; None when no bootstrap precedes it."""
         return self._fold(binlog_order(file, pos))
+
+    def read_ahead(self, file: str, pos: int) -> tuple[tuple[str, int] | None, set[tuple[str, str]]]:
+        """For an event at ``(file, pos)``: the ``read_at`` of the bootstrap in force (None when it
+        was read at its own position, or none precedes) and the tables changed since that bootstrap
+        up to the event, for ``SchemaTracker(read_at=..., met=...)``."""
+        entries = self._entries[:bisect.bisect_right(self._keys, (binlog_order(file, pos), 0))]
+        met: set[tuple[str, str]] = set()
+        for e in reversed(entries):
+            if e.kind == "bootstrap":
+                return e.read_at, met
+            met.update((db, t) for db, t, _ in e.tables)
+        return None, set()
 
     def latest(self) -> Catalog | None:
         """The catalog after every recorded entry; None without any bootstrap."""

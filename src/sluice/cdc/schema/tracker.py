@@ -13,6 +13,18 @@ answer by ``(table_map.raw, tracker.version)``). ``resolve`` follows three rules
    definition; whatever the map itself carries (MINIMAL metadata: signedness, charsets) wins.
 3. An unknown table whose map has no names: ``SchemaError`` saying how to give sluice its columns.
 
+A catalog read from a live server for an older start (``read_at`` later than the start) already
+holds the effect of the DDL logged between the two, so a statement there is replayed by what it
+does to a table it is the first since the start to touch, when the catalog holds that table:
+
+* it creates the table (``CREATE TABLE``, also ``IF NOT EXISTS``, or the new name of a rename):
+  the table did not exist before it, and it is replayed without today's definition;
+* it alters the table: the table's definition before it is not known, a warning says so and
+  today's is used up to ``read_at`` (an ALTER of it there is already in it and is not replayed);
+  a DROP or rename ends that, and what follows is replayed as logged.
+
+Nothing has to read the binlog ahead of the capture for this.
+
 A DDL statement that is not understood never stops anything: it is kept in ``unparsed`` for the
 caller to report and the tables it touched keep their old definition, so ``resolve`` fails loudly
 later only if the binlog then disagrees with it.
@@ -20,6 +32,7 @@ later only if the binlog then disagrees with it.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -28,7 +41,7 @@ from sluice.binlog.constants import ColumnType
 from sluice.binlog.events import TableMapEvent
 from sluice.binlog.values.charsets import COLLATION_CHARSETS
 from sluice.cdc.schema.ddl_detect import is_ddl
-from sluice.cdc.schema.history import SchemaHistory
+from sluice.cdc.schema.history import SchemaHistory, binlog_order
 from sluice.cdc.schema.model import Catalog, ColumnDef, TableSchema
 from sluice.cdc.schema.typemap import check_column, check_table_map, collation_name, column_from_map
 from sluice.errors import SchemaError
@@ -37,6 +50,8 @@ if TYPE_CHECKING:
     from sluice.cdc.schema.ddl import DdlOutcome
 
 __all__ = ["Correction", "ResolvedTable", "SchemaTracker"]
+
+log = logging.getLogger(__name__)
 
 _REMEDY_MISMATCH = (
     "The schema history is out of step with the server. Re-bootstrap the schema from the server "
@@ -88,10 +103,14 @@ class SchemaTracker:
     live server, or ``history.catalog_at(file, pos)`` on a restart); None starts empty, for binlogs
     with FULL metadata or that hold every table's CREATE TABLE. ``flavor`` ("mysql" / "mariadb")
     decides how DDL types map (MariaDB's JSON is a LONGTEXT) and which binlog types to expect.
+    ``read_at`` is where the server stood when ``catalog`` was read, when that is after the start;
+    ``met`` the tables changed since the start up to where this tracker begins (a restart's, from
+    ``SchemaHistory.read_ahead``).
     """
 
     def __init__(self, catalog: Catalog | None = None, history: SchemaHistory | None = None, *,
-                 flavor: str | None = None) -> None:
+                 flavor: str | None = None, read_at: tuple[str, int] | None = None,
+                 met: set[tuple[str, str]] | None = None) -> None:
         cat = catalog if catalog is not None else Catalog(flavor=flavor)
         if flavor is not None and cat.flavor is None:
             cat = cat.with_server_defaults(flavor=flavor)
@@ -101,6 +120,10 @@ class SchemaTracker:
         self.version = 0
         self.unparsed: list[tuple[str, int, str, str]] = []
         self.corrections: list[Correction] = []
+        self.read_at = read_at
+        self._ahead = None if read_at is None else binlog_order(*read_at)
+        self._met: set[tuple[str, str]] = set(met or ())
+        self._later: set[tuple[str, str]] = set()  # met first by an ALTER: their definition is read_at's
 
     def _set(self, catalog: Catalog) -> None:
         self.catalog = catalog
@@ -123,6 +146,11 @@ class SchemaTracker:
         from sluice.cdc.schema.ddl import apply_ddl  # sqlglot, imported at the first DDL
 
         new, outcome = apply_ddl(self.catalog, sql, default_db)
+        if self._ahead is not None:
+            if binlog_order(file, pos) < self._ahead:
+                new, outcome = self._replay_ahead(new, outcome, sql, default_db, file, pos)
+            else:
+                self._ahead = None
         if not outcome.understood:
             self.unparsed.append((file, pos, sql, outcome.message or "not understood"))
         if new is not self.catalog:
@@ -130,6 +158,41 @@ class SchemaTracker:
             if self.history is not None:
                 self.history.record(file, pos, gtid, new, sql=sql, tables=outcome.tables)
         return outcome
+
+    def _replay_ahead(self, new: Catalog, outcome: DdlOutcome, sql: str, default_db: str, file: str,
+                      pos: int) -> tuple[Catalog, DdlOutcome]:
+        """A DDL logged before the catalog was read (module docstring)."""
+        from sluice.cdc.schema.ddl import apply_ddl
+
+        first = [key for key in dict.fromkeys(outcome.tables) if key not in self._met]
+        self._met.update(outcome.tables)
+        known = [key for key in first if self.catalog.get(*key) is not None]
+        made = set(_brought_into_being(outcome)).intersection(known)
+        if made:
+            # The first statement on them since the start makes them: they did not exist before it, and
+            # today's definitions are later ones.
+            before = self.catalog
+            for db, table in made:
+                before = before.without_table(db, table)
+            again, redone = apply_ddl(before, sql, default_db)
+            if redone.understood:
+                new, outcome = again, redone
+        later = [key for key in known if key not in made]
+        if later:
+            assert self.read_at is not None
+            self._later.update(later)
+            log.warning(
+                "%s: %s at %s:%d, before the position the schema was read at (%s:%d). The definition "
+                "before that statement is not known; the one read then is used up to there (with "
+                "binlog_row_metadata=FULL the binlog's own names and types win; otherwise a row that does "
+                "not fit stops the capture with the table and position named)",
+                ", ".join(f"{db}.{table}" for db, table in later), outcome.kind, file, pos, *self.read_at,
+            )
+        if outcome.kind == "alter_table" and len(outcome.tables) == 1 and outcome.tables[0] in self._later:
+            # Today's definition already has this change (and every later one up to read_at).
+            return self.catalog, replace(outcome, understood=True, message=None)
+        self._later.difference_update(outcome.tables)
+        return new, outcome
 
     # ------------------------------------------------------------------ TABLE_MAP
 
@@ -191,8 +254,18 @@ class SchemaTracker:
         after = TableSchema(tracked.db, tracked.name, tuple(columns), pk, tracked.charset, tracked.collation)
         self._set(self.catalog.with_table(after))
         self.corrections.append(Correction(file, pos, tracked.db, tracked.name, tracked, after, reason))
+        self._met.add((tracked.db, tracked.name))  # it exists here: a CREATE ... IF NOT EXISTS after this does nothing
         if self.history is not None:
             self.history.record(file, pos, None, self.catalog, sql=None, tables=[(tracked.db, tracked.name)])
+
+
+def _brought_into_being(outcome: DdlOutcome) -> tuple[tuple[str, str], ...]:
+    """The tables a statement creates: CREATE's, and the new names of a rename (listed old, new)."""
+    if outcome.kind == "create_table":
+        return outcome.tables
+    if outcome.kind == "rename_table" or (outcome.kind == "alter_table" and len(outcome.tables) == 2):
+        return outcome.tables[1::2]
+    return ()
 
 
 def _refresh(old: ColumnDef, info: ColumnInfo, name: str, nullable: bool) -> ColumnDef:
