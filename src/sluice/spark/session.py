@@ -3,9 +3,11 @@
 Spark runs the data source's Python code in worker processes started with ``PYSPARK_PYTHON``;
 sluice points it at the interpreter that runs sluice, so the workers import the same package.
 Settings are sized for one machine by default (``local[*]``, few shuffle partitions, no UI) and
-``--master`` / ``conf`` change them. Spark logs errors only and draws no stage bars: its
-``log4j2.properties`` comes from ``sluice/spark/conf`` unless ``SPARK_CONF_DIR`` is set, and
-``conf={"spark.log.level": "WARN"}`` brings its warnings back.
+``--master`` / ``conf`` change them. Spark logs errors only and draws no stage bars: the driver's
+``log4j2.properties`` comes from ``sluice/spark/conf`` (a JVM option, not ``SPARK_CONF_DIR``,
+whose directory on the classpath would keep the driver from its class archive) unless
+``SPARK_CONF_DIR`` is set, and ``conf={"spark.log.level": "WARN"}`` brings its warnings back.
+The driver JVM maps the class archive of ``jvm_archive`` (or makes it, on a machine's first run).
 """
 
 from __future__ import annotations
@@ -29,7 +31,10 @@ def spark_session(
     """A (new or running) SparkSession with ``format("binlog")`` available."""
     # Spark's log lines and stage bars stay out of the terminal (sluice prints one progress line);
     # a SPARK_CONF_DIR of the user's own wins.
-    os.environ.setdefault("SPARK_CONF_DIR", str(Path(__file__).resolve().parent / "conf"))
+    java_options = []
+    if not os.environ.get("SPARK_CONF_DIR"):
+        logging_conf = Path(__file__).resolve().parent / "conf" / "log4j2.properties"
+        java_options.append(f"-Dlog4j2.configurationFile={logging_conf.as_uri()}")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     local = (master or "local[*]").startswith("local")
@@ -37,6 +42,7 @@ def spark_session(
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # a local run needs no network beyond loopback
     from pyspark.sql import SparkSession
 
+    from sluice.spark.jvm_archive import driver_options
     from sluice.spark.source import BinlogDataSource
 
     builder = SparkSession.builder.appName(app_name).master(master or "local[*]")
@@ -55,7 +61,11 @@ def spark_session(
     if local:
         settings["spark.driver.host"] = "127.0.0.1"
         settings["spark.driver.bindAddress"] = "127.0.0.1"
-    settings.update(conf or {})
+    mine = dict(conf or {})
+    java_options.append(driver_options())
+    java_options.append(mine.pop("spark.driver.extraJavaOptions", ""))
+    settings["spark.driver.extraJavaOptions"] = " ".join(o for o in java_options if o)
+    settings.update(mine)
     for key, value in settings.items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
