@@ -23,7 +23,7 @@ from sluice.binlog.events import QueryEvent
 from sluice.binlog.framing import events_of, type_table
 from sluice.binlog.parser import EventParser, ParserConfig
 from sluice.binlog.position import Checkpoint, position_key
-from sluice.cdc.schema import Catalog, apply_ddl, bootstrap_catalog, is_ddl
+from sluice.cdc.schema import Catalog, is_ddl
 from sluice.errors import SchemaError
 from sluice.io.connection import Connection
 from sluice.io.replication import RawEvent, ReplicationStream, StreamConfig, server_binlog_status
@@ -56,6 +56,8 @@ def ddl_between(conn: Connection, start: Checkpoint, end: Checkpoint) -> list[Lo
     """Every DDL statement logged from ``start`` up to (not including) ``end``, in binlog order."""
     if not start.file or position_key(start.file, start.pos) >= position_key(end.file, end.pos):
         return []
+    from sluice.cdc.schema.ddl import apply_ddl  # sqlglot: loaded only when there is a range to check
+
     found: list[LoggedDdl] = []
     parser = EventParser(ParserConfig(table_filter=lambda _db, _table: False))
     config = StreamConfig(connection=conn.config, file=start.file, pos=start.pos, until_end=True, server_id=0)
@@ -102,6 +104,8 @@ def _statements(stream: ReplicationStream, end: Checkpoint) -> Iterator[RawEvent
 def read_schema(conn: Connection, include: Callable[[str, str], bool] | None = None, *,
                 attempts: int = 8) -> tuple[Catalog, Checkpoint]:
     """The catalog and a binlog position it was in force at, read so that no DDL falls between them."""
+    from sluice.cdc.schema.bootstrap import bootstrap_catalog
+
     for attempt in range(attempts):
         s1 = server_binlog_status(conn)
         catalog = bootstrap_catalog(conn, include)
