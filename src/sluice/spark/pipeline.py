@@ -167,7 +167,12 @@ class Pipeline:
         cfg = self.config
         shutil.rmtree(cfg.state_dir / "staging", ignore_errors=True)  # an earlier run's unfinished batch
         drop_unfinished_writes(self.checkpoint_path)
-        spark = spark_session(cfg.master, conf=dict(cfg.conf))
+        conf = dict(cfg.conf)
+        # The driver JVM plans and commits; the rows never pass through it. Its client compiler
+        # alone starts the query about a second sooner (a later -XX:TieredStopAtLevel wins).
+        mine = conf.get("spark.driver.extraJavaOptions", "")
+        conf["spark.driver.extraJavaOptions"] = f"-XX:TieredStopAtLevel=1 {mine}".strip()
+        spark = spark_session(cfg.master, conf=conf)
         self._spark = spark
         starting = cfg.starting_position
         if cfg.snapshot != "never" or (cfg.state_dir / "snapshot.json").exists():
