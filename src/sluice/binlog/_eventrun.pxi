@@ -133,7 +133,7 @@ cdef class EventRun:
         cdef bint columns = sink is not None and self.line_spec is not None and self.columns
         cdef ChangeRows chunk = None
         cdef _Buf out
-        cdef Py_ssize_t written = 0, mark, start = pos
+        cdef Py_ssize_t written = 0, counted, mark, start = pos
         out.data = NULL
         out.size = out.cap = 0
         if pos < 0:
@@ -256,15 +256,17 @@ cdef class EventRun:
                         pos += size
                         self.taken += 1
                         continue
-                    if (<RowProgram>program).ordered and (sink is None or self.kept[k] and (columns or lines)):
+                    if (<RowProgram>program).ordered and (sink is None or columns or lines):
                         # Counted, or written as lines or change-log columns (and typed images),
                         # straight from the body: no value tuples.
                         mark = out.size
                         try:
-                            if sink is None:
-                                self.counts[k] += _rows_text(program, &out, buf, q, be, k, None, None, None, 0,
-                                                             None, 0, None)
-                                out.size = 0
+                            if sink is None or not self.kept[k]:
+                                # Counted, or an operation not kept: its values checked, nothing written.
+                                counted = _rows_text(program, &out, buf, q, be, k, None, None, None, 0, None, 0, None)
+                                out.size = mark
+                                if sink is None:
+                                    self.counts[k] += counted
                             elif columns:
                                 spec = self._spec(tid, entry, tm, file)
                                 if spec is None:
@@ -282,43 +284,19 @@ cdef class EventRun:
                                 written += _rows_text(program, &out, buf, q, be, k, spec[2][k], spec[3], spec[4],
                                                       base + pos, gtid_ts, _u32(b + pos), self.fallback)
                         except Exception:
-                            out.size = mark if sink is not None else 0
+                            out.size = mark
                             break  # the parser decodes it again, and the checked twin says what is wrong
                         pos += size
                         self.taken += 1
                         continue
+                    if columns or lines:
+                        break  # images out of table order (rowplan makes none): the parser takes them
                     try:
                         rows = (<RowProgram>program)._decode(buf, q, be)
                     except Exception:
                         break  # the parser decodes it again, and the checked twin says what is wrong
                     if sink is None:
                         self.counts[k] += len(rows)
-                    elif columns:
-                        if self.kept[k]:
-                            spec = self._spec(tid, entry, tm, file)
-                            if spec is None:
-                                break
-                            if chunk is None:
-                                chunk = ChangeRows()
-                                chunk.keep_typed = self.typed
-                            try:
-                                chunk._add_rows_whole(k, spec[3], rows, chunk.meta_id(spec[2][k]), base + pos,
-                                                      <int64_t>_u32(b + pos) * 1000000, self.absent, self.fallback)
-                            except Exception:
-                                break  # the parser's path raises what is wrong, at the commit
-                    elif lines:
-                        if self.kept[k]:
-                            spec = self._spec(tid, entry, tm, file)
-                            if spec is None:
-                                break
-                            mark = out.size
-                            try:
-                                _write_lines(&out, k, spec[2][k], spec[3], rows, spec[4], base + pos, gtid_ts,
-                                             _u32(b + pos), self.absent, self.fallback)
-                            except Exception:
-                                out.size = mark
-                                break  # the parser's path raises what is wrong, at the commit
-                            written += len(rows)
                     else:
                         header = self.build_header(
                             _u32(b + pos), tc, _u32(b + pos + 5), size, _u32(b + pos + 13),

@@ -317,10 +317,8 @@ cdef class RowProgram:
         ppos[0] = pos + n
         if op == OP_INT:
             u = _le(b + pos, n)
-            if c.arg and n < 8 and u >> (8 * n - 1):
-                return PyLong_FromLongLong(<int64_t>u - (<int64_t>1 << (8 * n)))
             if c.arg:
-                return PyLong_FromLongLong(<int64_t>u)
+                return PyLong_FromLongLong(_signed(u, n))
             return PyLong_FromUnsignedLongLong(u)
         if op == OP_FLOAT:
             return _float(b + pos, n)
@@ -390,6 +388,13 @@ cdef inline uint64_t _le(const uint8_t *p, int n) noexcept nogil:
     for i in range(n - 1, -1, -1):
         u = u << 8 | p[i]
     return u
+
+
+cdef inline int64_t _signed(uint64_t u, int n) noexcept nogil:
+    """An ``n``-byte two's-complement integer read by ``_le``, widened to 64 bits."""
+    if n < 8 and u >> (8 * n - 1):
+        return <int64_t>u - (<int64_t>1 << (8 * n))
+    return <int64_t>u
 
 
 cdef inline uint64_t _be(const uint8_t *p, int n) noexcept nogil:

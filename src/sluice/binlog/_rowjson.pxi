@@ -247,10 +247,10 @@ cdef int _value_text(RowProgram prog, _Buf *o, bytes buf, const uint8_t *b, Py_s
             return 0
         if op == OP_INT:
             u = _le(b + pos, n)
-            if c.arg and n < 8 and u >> (8 * n - 1):
+            if c.arg:
                 ppos[0] = pos + n
-                return _out_int(o, <int64_t>u - (<int64_t>1 << (8 * n)))
-            if c.arg or not u >> 63:
+                return _out_int(o, _signed(u, n))
+            if not u >> 63:
                 ppos[0] = pos + n
                 return _out_int(o, <int64_t>u)
         elif op == OP_FLOAT:

@@ -345,8 +345,7 @@ cdef int _typed_value(RowProgram prog, _TypedColumn col, bytes buf, const uint8_
             else:
                 u = _be(b + pos, n) if op == OP_UINT_BE else _le(b + pos, n)
                 if op == OP_INT and c.arg:
-                    if n < 8 and u >> (8 * n - 1):
-                        u -= <uint64_t>1 << (8 * n)  # two's complement: the int64 below is negative
+                    u = <uint64_t>_signed(u, n)
                 elif u >> 63:
                     return 0  # past int64, as the JSON reader would read it
             if not col.put_int(<int64_t>u):
