@@ -81,3 +81,20 @@ def test_the_archive_is_kept_only_when_the_jvm_exited_cleanly(fresh: Path, monke
         jvm_archive._finish(part, fresh, "spark-k")
         assert not part.exists()
         assert (fresh / "spark-k-42.jsa").exists() == kept
+
+
+def test_one_run_at_a_time_makes_the_archive(fresh: Path) -> None:
+    fresh.mkdir()
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    (fresh / f"{name()}.{gone.pid}.making").touch()  # its maker died: another run may make it
+    assert "ArchiveClassesAtExit" in jvm_archive._choose()
+    assert not (fresh / f"{name()}.{gone.pid}.making").exists()
+    assert (fresh / f"{name()}.{os.getpid()}.making").exists()
+    os.unlink(fresh / f"{name()}.{os.getpid()}.making")
+    with subprocess.Popen(["sleep", "30"]) as maker:
+        (fresh / f"{name()}.{maker.pid}.making").touch()
+        try:
+            assert jvm_archive._choose() == ""
+        finally:
+            maker.kill()

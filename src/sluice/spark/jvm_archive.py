@@ -13,7 +13,9 @@ the name later runs map, and an archive whose size is not the one in its name is
 mapped (a JVM mapping a cut-short archive crashes). The archive lives in ``$SLUICE_CACHE_DIR``
 (default ``$XDG_CACHE_HOME/sluice``, else ``~/.cache/sluice``), about 150 MB, named by a digest of
 the Java binary and pyspark's jars; ``SLUICE_NO_CLASS_ARCHIVE=1`` turns it off. The JVM refuses an archive
-for another classpath or Java build by itself, silently (its ``cds`` logging is off).
+for another classpath or Java build by itself, silently (its ``cds`` logging is off). One run at a
+time makes it (a ``.making`` file names the maker's pid); ``python -m sluice.spark.jvm_archive``
+makes it ahead, as ``./run setup`` does.
 """
 
 from __future__ import annotations
@@ -91,7 +93,10 @@ def _choose() -> str:
             return f"{_option('-XX:SharedArchiveFile=', archive)} {_QUIET}"
         directory.mkdir(parents=True, exist_ok=True)
         _drop_stale(directory)
+        if _another_maker(directory, name):
+            return ""  # one run at a time makes it: making costs the run a slower JVM and its exit
         partial = directory / f"{name}.{os.getpid()}.part"
+        (directory / f"{name}.{os.getpid()}.making").touch()
     except OSError as exc:
         log.debug("no class archive for the Spark driver: %s", exc)
         return ""
@@ -126,6 +131,27 @@ def _drop_stale(directory: Path) -> None:
             pass
 
 
+def _another_maker(directory: Path, name: str) -> bool:
+    """Whether a live process is making the archive ``name`` (its ``.making`` file names its pid)."""
+    for marker in directory.glob(f"{name}.*.making"):
+        pid = marker.name[len(name) + 1:-len(".making")]
+        if pid.isdigit() and int(pid) != os.getpid() and _alive(int(pid)) \
+                and time.time() - marker.stat().st_mtime < 4 * _STALE_SECONDS:
+            return True
+        marker.unlink(missing_ok=True)
+    return False
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def _finish(partial: Path, directory: Path, name: str) -> None:
     """Let the driver JVM exit (it writes the archive as it does) and keep the file if it did so cleanly."""
     try:
@@ -145,6 +171,7 @@ def _finish(partial: Path, directory: Path, name: str) -> None:
     finally:
         try:
             partial.unlink(missing_ok=True)
+            (directory / f"{name}.{os.getpid()}.making").unlink(missing_ok=True)
         except OSError:
             pass
 
@@ -161,3 +188,22 @@ def _gateway_process() -> Any:
     if proc is not None and SparkContext._active_spark_context is not None:
         SparkContext._active_spark_context.stop()
     return proc
+
+
+def main() -> int:
+    """Make the archive now, with a short Spark run, unless it is there."""
+    from sluice.spark.session import spark_session
+
+    options = driver_options()
+    if "ArchiveClassesAtExit" not in options:
+        print("sluice: the Spark driver's class archive is there" if options else "sluice: no class archive "
+              "for the Spark driver (turned off, no java, or another run is making it)", file=sys.stderr)
+        return 0
+    spark = spark_session("local[1]", app_name="sluice-class-archive")
+    spark.range(0, 1000, 1, 1).selectExpr("sum(id)").collect()
+    spark.range(0, 2, 1, 1).mapInArrow(lambda batches: batches, "id long").collect()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
