@@ -206,4 +206,7 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # The package's own module, not this __main__ copy: spark_session asks that one for the options.
+    from sluice.spark.jvm_archive import main as _main
+
+    sys.exit(_main())
