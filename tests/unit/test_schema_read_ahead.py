@@ -111,6 +111,9 @@ def test_a_restart_takes_read_at_and_the_tables_met_from_the_history(tmp_path: P
         tracker.on_query("CREATE TABLE IF NOT EXISTS w (x int)", "shop", "b.000001", 70)
     assert resumed.catalog == first.catalog
     assert names(resumed, "t") == ("a",) and names(resumed, "w") == ("x",)
+    # An ALTER already in today's definition changes nothing, yet a restart after it knows the table.
+    first.on_query("ALTER TABLE u ADD c int", "shop", "b.000001", 80)
+    assert SchemaHistory.open(tmp_path / "h.jsonl").read_ahead("b.000001", 81)[1] >= {("shop", "u")}
 
 
 def test_history_keeps_read_at_only_when_it_is_after_the_start(tmp_path: Path) -> None:

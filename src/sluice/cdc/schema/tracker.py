@@ -148,7 +148,7 @@ class SchemaTracker:
         new, outcome = apply_ddl(self.catalog, sql, default_db)
         if self._ahead is not None:
             if binlog_order(file, pos) < self._ahead:
-                new, outcome = self._replay_ahead(new, outcome, sql, default_db, file, pos)
+                new, outcome = self._replay_ahead(new, outcome, sql, default_db, file, pos, gtid)
             else:
                 self._ahead = None
         if not outcome.understood:
@@ -160,7 +160,7 @@ class SchemaTracker:
         return outcome
 
     def _replay_ahead(self, new: Catalog, outcome: DdlOutcome, sql: str, default_db: str, file: str,
-                      pos: int) -> tuple[Catalog, DdlOutcome]:
+                      pos: int, gtid: str | None) -> tuple[Catalog, DdlOutcome]:
         """A DDL logged before the catalog was read (module docstring)."""
         from sluice.cdc.schema.ddl import apply_ddl
 
@@ -189,7 +189,10 @@ class SchemaTracker:
                 ", ".join(f"{db}.{table}" for db, table in later), outcome.kind, file, pos, *self.read_at,
             )
         if outcome.kind == "alter_table" and len(outcome.tables) == 1 and outcome.tables[0] in self._later:
-            # Today's definition already has this change (and every later one up to read_at).
+            # Today's definition already has this change (and every later one up to read_at). The
+            # history still gets the statement: a restart after it knows the table was met.
+            if self.history is not None:
+                self.history.record(file, pos, gtid, self.catalog, sql=sql, tables=outcome.tables)
             return self.catalog, replace(outcome, understood=True, message=None)
         self._later.difference_update(outcome.tables)
         return new, outcome
