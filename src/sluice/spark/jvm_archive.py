@@ -30,6 +30,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from sluice.sandbox.process import pid_alive
+
 __all__ = ["archive_dir", "driver_options"]
 
 log = logging.getLogger(__name__)
@@ -135,21 +137,12 @@ def _another_maker(directory: Path, name: str) -> bool:
     """Whether a live process is making the archive ``name`` (its ``.making`` file names its pid)."""
     for marker in directory.glob(f"{name}.*.making"):
         pid = marker.name[len(name) + 1:-len(".making")]
-        if pid.isdigit() and int(pid) != os.getpid() and _alive(int(pid)) \
+        if pid.isdigit() and int(pid) != os.getpid() and pid_alive(int(pid)) \
                 and time.time() - marker.stat().st_mtime < 4 * _STALE_SECONDS:
             return True
         marker.unlink(missing_ok=True)
     return False
 
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _finish(partial: Path, directory: Path, name: str) -> None:
