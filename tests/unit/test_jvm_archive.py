@@ -5,7 +5,6 @@ from __future__ import annotations
 import atexit
 import os
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -49,14 +48,19 @@ def test_a_whole_archive_is_mapped_and_a_cut_one_removed(fresh: Path) -> None:
     assert jvm_archive._choose() == f'"-XX:SharedArchiveFile={whole}" -Xlog:cds*=off'
 
 
-def test_stale_partial_archives_go_and_recent_ones_stay(fresh: Path) -> None:
+def test_what_dead_makers_left_goes_and_a_live_makers_stays(fresh: Path) -> None:
     fresh.mkdir()
-    old, recent = fresh / f"{name()}.1.part", fresh / f"{name()}.2.part"
-    old.write_bytes(b"x")
-    recent.write_bytes(b"x")
-    os.utime(old, (time.time() - 7200, time.time() - 7200))
-    jvm_archive._choose()
-    assert not old.exists() and recent.exists()
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    with subprocess.Popen(["sleep", "30"]) as live:
+        try:
+            left, kept = fresh / f"{name()}.{gone.pid}.part", fresh / f"{name()}.{live.pid}.part"
+            left.write_bytes(b"x")
+            kept.write_bytes(b"x")
+            assert "ArchiveClassesAtExit" in jvm_archive._choose()
+            assert not left.exists() and kept.exists()
+        finally:
+            live.kill()
 
 
 @pytest.mark.parametrize("setting", ["no-archive", "conf-dir"])

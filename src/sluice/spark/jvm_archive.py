@@ -7,7 +7,7 @@ and ran its first job in 0.9 s instead of 2.1 s.
 
 ``driver_options()`` gives the driver's extra JVM options: ``-XX:SharedArchiveFile`` when the
 archive for this Java and this pyspark exists, else ``-XX:ArchiveClassesAtExit`` into a file of
-this process's own, which ``finish()`` (at the interpreter's exit) renames to the archive once
+this process's own, which ``_finish`` (at the interpreter's exit) renames to the archive once
 the JVM has exited cleanly, so a run killed half-way never leaves a half-written archive under
 the name later runs map, and an archive whose size is not the one in its name is removed, not
 mapped (a JVM mapping a cut-short archive crashes). The archive lives in ``$SLUICE_CACHE_DIR``
@@ -37,7 +37,7 @@ __all__ = ["archive_dir", "driver_options"]
 log = logging.getLogger(__name__)
 
 _QUIET = "-Xlog:cds*=off"
-_STALE_SECONDS = 3600.0  # a partial archive this old was left by a run that died
+_STALE_SECONDS = 4 * 3600.0  # a maker's mark this old is another process that took its pid
 
 
 def archive_dir() -> Path:
@@ -94,7 +94,6 @@ def _choose() -> str:
         if archive is not None:
             return f"{_option('-XX:SharedArchiveFile=', archive)} {_QUIET}"
         directory.mkdir(parents=True, exist_ok=True)
-        _drop_stale(directory)
         if _another_maker(directory, name):
             return ""  # one run at a time makes it: making costs the run a slower JVM and its exit
         partial = directory / f"{name}.{os.getpid()}.part"
@@ -123,26 +122,19 @@ def _whole_archive(directory: Path, name: str) -> Path | None:
     return None
 
 
-def _drop_stale(directory: Path) -> None:
-    now = time.time()
-    for part in directory.glob("spark-*.part"):
-        try:
-            if now - part.stat().st_mtime > _STALE_SECONDS:
-                part.unlink()
-        except OSError:
-            pass
-
-
 def _another_maker(directory: Path, name: str) -> bool:
-    """Whether a live process is making the archive ``name`` (its ``.making`` file names its pid)."""
-    for marker in directory.glob(f"{name}.*.making"):
-        pid = marker.name[len(name) + 1:-len(".making")]
-        if pid.isdigit() and int(pid) != os.getpid() and pid_alive(int(pid)) \
-                and time.time() - marker.stat().st_mtime < 4 * _STALE_SECONDS:
-            return True
-        marker.unlink(missing_ok=True)
-    return False
+    """Whether a live process is making the archive ``name``; what dead makers left is removed.
 
+    A maker holds ``NAME.PID.making`` while it runs and its JVM writes ``NAME.PID.part`` at exit."""
+    busy = False
+    for path in [*directory.glob(f"{name}.*.making"), *directory.glob(f"{name}.*.part")]:
+        pid = path.name[len(name) + 1:].partition(".")[0]
+        alive = pid.isdigit() and int(pid) != os.getpid() and pid_alive(int(pid))
+        if alive and path.suffix == ".making" and time.time() - path.stat().st_mtime < _STALE_SECONDS:
+            busy = True
+        elif not alive or path.suffix == ".making":
+            path.unlink(missing_ok=True)  # left by a maker that is gone (or, that old, by a pid reused)
+    return busy
 
 
 def _finish(partial: Path, directory: Path, name: str) -> None:
