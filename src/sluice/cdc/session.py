@@ -35,7 +35,7 @@ from sluice.io.checkpoint_file import CheckpointFile
 from sluice.io.connection import Connection
 from sluice.io.replication import server_binlog_files, server_binlog_status
 
-__all__ = ["CaptureStart", "StartRequest", "prepare_capture"]
+__all__ = ["CaptureStart", "StartRequest", "prepare_capture", "tracker_at"]
 
 log = logging.getLogger(__name__)
 
@@ -105,17 +105,7 @@ def prepare_capture(
         else:
             start, how = _choose_start(conn, request)
             extra, resumed = {}, False
-        catalog = history.catalog_at(start.file, start.pos) if history is not None and start.file else None
-        read_at: tuple[str, int] | None = None
-        met: set[tuple[str, str]] = set()
-        if catalog is not None:
-            assert history is not None
-            read_at, met = history.read_ahead(start.file, start.pos)
-        else:
-            catalog, read_at = _bootstrap(conn, include)
-            if history is not None:
-                history.record_bootstrap(start.file, start.pos, catalog, read_at)
-    tracker = SchemaTracker(catalog, history, flavor=flavor, read_at=read_at, met=met)
+        tracker = tracker_at(conn, start, history, include, lenient=True)
     return CaptureStart(start, tracker, flavor, checkpoint, extra, resumed, how)
 
 
@@ -141,14 +131,30 @@ def _choose_start(conn: Connection, request: StartRequest) -> tuple[Checkpoint, 
     )
 
 
-def _bootstrap(conn: Connection, include: Callable[[str, str], bool] | None) -> tuple[Catalog, tuple[str, int] | None]:
+def tracker_at(conn: Connection, start: Checkpoint, history: SchemaHistory | None,
+               include: Callable[[str, str], bool] | None = None, *, lenient: bool = False) -> SchemaTracker:
+    """The schema tracker for a capture from ``start``: the history's catalog there, with the
+    position it was read at and the tables met since, or else one read from the server now and
+    recorded in the history at ``start``. ``lenient``: a schema the server cannot give leaves an
+    empty catalog, with a warning, instead of the error."""
+    flavor = "mariadb" if conn.is_mariadb else "mysql"
+    catalog = history.catalog_at(start.file, start.pos) if history is not None and start.file else None
+    if catalog is not None:
+        assert history is not None
+        read_at, met = history.read_ahead(start.file, start.pos)
+        return SchemaTracker(catalog, history, flavor=flavor, read_at=read_at, met=met)
     try:
         catalog, now = read_schema(conn, include)
-        return catalog, (now.file, now.pos) if now.file else None
     except SluiceError as exc:
+        if not lenient:
+            raise
         log.warning(
             "could not read the schema from information_schema (%s); column names must then come from "
             "the binlog (binlog_row_metadata=FULL) or from CREATE/ALTER statements that follow",
             exc,
         )
-        return Catalog(), None
+        catalog, now = Catalog(), Checkpoint("", 4)
+    read_at = (now.file, now.pos) if now.file else None
+    if history is not None:
+        history.record_bootstrap(start.file, start.pos, catalog, read_at)
+    return SchemaTracker(catalog, history, flavor=flavor, read_at=read_at)

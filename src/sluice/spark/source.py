@@ -49,7 +49,7 @@ from sluice.cdc.filters import parse_ops, table_filter
 from sluice.cdc.follow import FollowConfig, follow
 from sluice.cdc.records import RowChange
 from sluice.cdc.schema import Catalog, SchemaHistory, SchemaTracker
-from sluice.cdc.schema_start import read_schema
+from sluice.cdc.session import tracker_at
 from sluice.dsn import parse_dsn
 from sluice.errors import ConfigError, DataLossError
 from sluice.io.connection import Connection
@@ -149,19 +149,9 @@ def _flag(name: str, text: str | None) -> bool:
 
 
 def _tracker_at(options: SourceOptions, conn: Connection, start: Checkpoint) -> SchemaTracker:
-    flavor = "mariadb" if conn.is_mariadb else "mysql"
     history = SchemaHistory.open(options.schema_history) if options.schema_history else None
-    catalog = history.catalog_at(start.file, start.pos) if history is not None and start.file else None
-    if catalog is not None:
-        assert history is not None
-        read_at, met = history.read_ahead(start.file, start.pos)
-        return SchemaTracker(catalog, history, flavor=flavor, read_at=read_at, met=met)
     # Every table, not only the captured ones: a table added to the capture later is known already.
-    catalog, now = read_schema(conn)
-    read_at = (now.file, now.pos) if now.file else None
-    if history is not None:
-        history.record_bootstrap(start.file, start.pos, catalog, read_at)
-    return SchemaTracker(catalog, history, flavor=flavor, read_at=read_at)
+    return tracker_at(conn, start, history)
 
 
 class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
