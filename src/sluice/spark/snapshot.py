@@ -14,7 +14,8 @@ one consistent scan into the change log as ``read`` records (``sluice.spark.snap
 The stream then starts at ``start``; ``SnapshotFilter`` (``sluice.spark.snapshot_filter``) tells
 the pipeline which early changes a chunk already holds (same table, key inside the chunk, before
 its high watermark): they stay out of the mirror's MERGE but go to the change log, which so holds
-every committed change once. A table DDL changed while it was read is read again.
+every committed change once. A table DDL changed while it was planned or read is planned again;
+one found gone then (renamed or dropped) is left to the stream, which meets its RENAME or DROP.
 
 Resumable: ``LAKE/_sluice/snapshot.json`` holds the start, the chunk plan (with the table's write
 mode, append or MERGE) and every finished chunk with its watermarks; a chunk's watermarks are saved
@@ -47,6 +48,7 @@ from sluice.cdc.schema import Catalog, SchemaHistory, TableSchema, bootstrap_cat
 from sluice.cdc.schema_start import ddl_between, read_schema
 from sluice.cdc.snapshot.chunks import Chunk
 from sluice.cdc.snapshot.reader import (
+    TABLE_CHANGED,
     LowMark,
     binlog_position,
     low_mark,
@@ -54,7 +56,7 @@ from sluice.cdc.snapshot.reader import (
     prepare_session,
 )
 from sluice.dsn import parse_dsn
-from sluice.errors import ConfigError, DataLossError, SchemaError
+from sluice.errors import ConfigError, DataLossError, SchemaError, ServerError
 from sluice.io.atomic import write_atomically
 from sluice.io.connection import Connection
 from sluice.spark.delta_sink import CHANGELOG_SCHEMA, DeltaLake, TableBatch
@@ -158,6 +160,7 @@ class SnapshotRunner:
         """Plan the tables not snapshotted yet and read their chunks; returns the names of tables a
         DDL changed (or removed) while they were read: their reads are dropped, to be planned again."""
         config = parse_dsn(self.source)
+        moved: set[str] = set()
         with Connection.open(config) as conn:
             prepare_session(conn)
             state.flavor = "mariadb" if conn.is_mariadb else "mysql"
@@ -191,7 +194,13 @@ class SnapshotRunner:
                     state.save(self.state_path)
                     continue
                 append = self._mirror_empty(schema.db, schema.name)
-                plan = plan_table(conn, schema, self.chunk_rows, merged=not append)  # keyed by the primary key
+                try:
+                    plan = plan_table(conn, schema, self.chunk_rows, merged=not append)  # keyed by the primary key
+                except ServerError as exc:
+                    if exc.errno not in TABLE_CHANGED:
+                        raise
+                    moved.add(name)  # renamed, dropped or altered since the catalog was read: plan it again
+                    continue
                 state.tables[name] = {
                     "schema": schema.to_json(), "key": list(plan.key), "estimate": plan.rows_estimate,
                     "chunks": [c.to_json() for c in plan.chunks], "done": {}, "writing": None,
@@ -214,21 +223,34 @@ class SnapshotRunner:
             unexplained = {n: why for n, why in self._failed.items() if n not in touched}
             if unexplained:
                 raise SchemaError("; ".join(unexplained.values()))
+        stale = (stale | moved) or self._scan_keyless(state)
         for name in stale:
             self.progress(f"snapshot: {name} changed (DDL) while it was read: reading it again")
-            del state.tables[name]
+            state.tables.pop(name, None)
             path = self.lake.table_path(*name.split(".", 1))
             self._mirrors.pop(path, None)  # a handle would commit on top of the log removed here
             shutil.rmtree(path, ignore_errors=True)
         if stale:
             state.save(self.state_path)
             return stale
-        for table in state.tables.values():
-            if "read" in table and table["read"] is None:  # key-less: one consistent scan (not in older states)
-                snapshot_keyless(self.source, self.lake, table, lambda: state.save(self.state_path), self.progress)
         state.complete = True
         state.save(self.state_path)
         return set()
+
+    def _scan_keyless(self, state: SnapshotState) -> set[str]:
+        """Read each key-less table not read yet in one consistent scan; returns the names of those
+        a DDL renamed, dropped or altered before their scan, to be planned again."""
+        moved = set()
+        for name, table in state.tables.items():
+            if "read" in table and table["read"] is None:  # key-less (not in older states)
+                try:
+                    snapshot_keyless(self.source, self.lake, table, lambda: state.save(self.state_path),
+                                     self.progress)
+                except ServerError as exc:
+                    if exc.errno not in TABLE_CHANGED:
+                        raise
+                    moved.add(name)
+        return moved
 
     # -- chunks --------------------------------------------------------------------------------------
     def _pending(self, state: SnapshotState) -> list[tuple[str, dict[str, Any]]]:

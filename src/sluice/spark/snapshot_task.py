@@ -3,7 +3,7 @@
 The task reads the chunk between a low and a high binlog watermark with a connection of its own,
 reads the table's binlog changes between the two and reconciles them with the rows, so the chunk
 holds the table's rows as of its high watermark. A table that was renamed, dropped or altered
-since it was planned (the chunk's ``SELECT`` fails with one of ``_TABLE_CHANGED``) returns no rows
+since it was planned (the chunk's ``SELECT`` fails with one of ``TABLE_CHANGED``) returns no rows
 (``None``): the runner plans it again. Values that do not fit the planned columns return the error's
 text instead: the runner re-plans when the binlog shows DDL on the table, else raises it.
 """
@@ -20,7 +20,14 @@ from sluice.cdc.follow import FollowConfig, follow
 from sluice.cdc.records import RowChange
 from sluice.cdc.schema import Catalog, SchemaTracker, TableSchema
 from sluice.cdc.snapshot.chunks import Chunk
-from sluice.cdc.snapshot.reader import LowMark, TablePlan, prepare_session, read_chunk, read_chunk_raw
+from sluice.cdc.snapshot.reader import (
+    TABLE_CHANGED,
+    LowMark,
+    TablePlan,
+    prepare_session,
+    read_chunk,
+    read_chunk_raw,
+)
 from sluice.cdc.snapshot.reconcile import key_order, reconcile, reconcile_keys
 from sluice.dsn import parse_dsn
 from sluice.errors import SchemaError, ServerError
@@ -72,15 +79,11 @@ def read_and_reconcile(payload: ChunkPayload
     try:
         return _read_chunk_task(payload)
     except ServerError as exc:
-        if exc.errno in _TABLE_CHANGED:  # renamed, dropped or altered since it was planned: plan it again
+        if exc.errno in TABLE_CHANGED:  # renamed, dropped or altered since it was planned: plan it again
             return payload[4], None, None, 0, None
         raise
     except SchemaError as exc:  # values that do not fit the planned columns: the runner asks the binlog why
         return payload[4], None, None, 0, str(exc)
-
-
-# ER_NO_SUCH_TABLE, ER_BAD_FIELD_ERROR, ER_WRONG_VALUE_COUNT (the chunk's SELECT no longer fits the table)
-_TABLE_CHANGED = frozenset({1146, 1054, 1136})
 
 
 def _read_chunk_task(payload: ChunkPayload) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], int,

@@ -48,13 +48,18 @@ from sluice.io.replication import server_binlog_status
 from sluice.wire.commands import com_query
 from sluice.wire.resultset import RawResultSet, RawResultSetReader
 
-__all__ = ["SESSION_SETTINGS", "LowMark", "TablePlan", "binlog_position", "low_mark", "plan_table", "prepare_session",
-           "read_chunk", "read_chunk_raw", "read_chunk_text", "snapshot_position", "table_rows_estimate", "unique_keys"]
+__all__ = ["SESSION_SETTINGS", "TABLE_CHANGED", "LowMark", "TablePlan", "binlog_position", "low_mark", "plan_table",
+           "prepare_session", "read_chunk", "read_chunk_raw", "read_chunk_text", "snapshot_position",
+           "table_rows_estimate", "unique_keys"]
 
 _Result = TypeVar("_Result")
 
 #: Session settings the text values are read under (see ``sluice.cdc.textvalues``).
 SESSION_SETTINGS = ("SET NAMES utf8mb4", "SET time_zone = '+00:00'", "SET SESSION sql_mode = ''")
+
+#: Server errors that say a table is not what its plan was made for (renamed, dropped or altered
+#: since): ER_NO_SUCH_TABLE, ER_BAD_FIELD_ERROR, ER_WRONG_VALUE_COUNT. Its read is planned again.
+TABLE_CHANGED = frozenset({1146, 1054, 1136})
 
 
 def _quote(name: str) -> str:
