@@ -21,7 +21,8 @@ import pytest
 from sluice.cdc.snapshot.chunks import Chunk
 from sluice.dsn import parse_dsn
 from sluice.io.connection import Connection
-from sluice.spark.snapshot import SnapshotRunner, SnapshotState
+from sluice.spark.snapshot import SnapshotRunner
+from sluice.spark.snapshot_state import SnapshotState
 from sluice.spark.verify import verify_lake
 
 pytestmark = [pytest.mark.spark]

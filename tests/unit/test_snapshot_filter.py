@@ -8,8 +8,8 @@ import pytest
 from sluice.binlog.position import Checkpoint
 from sluice.cdc.schema.model import ColumnDef, TableSchema
 from sluice.cdc.snapshot.chunks import Chunk
-from sluice.spark.snapshot import SnapshotState
 from sluice.spark.snapshot_filter import SnapshotFilter
+from sluice.spark.snapshot_state import SnapshotState
 
 pytestmark = pytest.mark.unit
 

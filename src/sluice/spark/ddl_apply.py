@@ -32,7 +32,7 @@ from sluice.spark.ddl_plan import MirrorStep
 from sluice.spark.delta_sink import DeltaLake
 from sluice.spark.mirror_columns import column_array
 from sluice.spark.mirror_merge import LAKE_WRITER
-from sluice.spark.snapshot import SnapshotState
+from sluice.spark.snapshot_state import SnapshotState
 
 __all__ = ["CannotRewrite", "MirrorDdl"]
 

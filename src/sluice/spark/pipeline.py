@@ -132,8 +132,9 @@ class Pipeline:
         """Run or resume the initial snapshot (``snapshot="initial"|"only"``) unless the stream has
         already started; returns where the stream must start, None when the snapshot does not decide."""
         from sluice.cdc.filters import table_filter
-        from sluice.spark.snapshot import SnapshotRunner, SnapshotState, stream_start
+        from sluice.spark.snapshot import SnapshotRunner
         from sluice.spark.snapshot_filter import SnapshotFilter
+        from sluice.spark.snapshot_state import SnapshotState, stream_start
 
         cfg = self.config
         state_path = cfg.state_dir / "snapshot.json"

@@ -27,14 +27,12 @@ unfinished chunk.
 
 from __future__ import annotations
 
-import json
 import logging
 import shutil
 import time
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -56,59 +54,22 @@ from sluice.cdc.snapshot.reader import (
     prepare_session,
 )
 from sluice.dsn import parse_dsn
-from sluice.errors import ConfigError, DataLossError, SchemaError, ServerError
-from sluice.io.atomic import write_atomically
+from sluice.errors import DataLossError, SchemaError, ServerError
 from sluice.io.connection import Connection
 from sluice.spark.delta_sink import CHANGELOG_SCHEMA, DeltaLake, TableBatch
 from sluice.spark.layout import mirror_columns_for_schema
 from sluice.spark.mirror_columns import mirror_schema
 from sluice.spark.session import start_python_workers
 from sluice.spark.snapshot_keyless import snapshot_keyless
+from sluice.spark.snapshot_state import SnapshotState
 from sluice.spark.snapshot_task import ChunkPayload, read_and_reconcile
 from sluice.spark.stage import add_action
 
-__all__ = ["SnapshotRunner", "SnapshotState", "forget_tables", "stream_start"]
+__all__ = ["SnapshotRunner"]
 
 log = logging.getLogger(__name__)
 
-STATE_VERSION = 1
 _PASSES = 5  # snapshot passes over tables that DDL changed under the read, before giving up
-
-
-@dataclass
-class SnapshotState:
-    """What ``snapshot.json`` holds."""
-
-    start: dict[str, Any] | None = None
-    tables: dict[str, dict[str, Any]] = field(default_factory=dict)  # "db.t" -> {schema, key, chunks, done, ...}
-    complete: bool = False
-    flavor: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        """The state as the JSON object of ``snapshot.json``, with its format version."""
-        return {"version": STATE_VERSION, "start": self.start, "tables": self.tables, "complete": self.complete,
-                "flavor": self.flavor}
-
-    @classmethod
-    def load(cls, path: Path) -> SnapshotState:
-        """Read ``snapshot.json`` (an empty state when absent); ``ConfigError`` when damaged."""
-        if not path.exists():
-            return cls()
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-            if data.get("version") != STATE_VERSION:
-                raise ValueError(f"version {data.get('version')!r}")
-            return cls(data["start"], data["tables"], bool(data["complete"]), data.get("flavor"))
-        except (ValueError, KeyError, TypeError) as exc:
-            raise ConfigError(f"{path} is damaged ({exc}); delete the lake's _sluice directory to start over") from None
-
-    def save(self, path: Path) -> None:
-        """Write ``snapshot.json`` atomically."""
-        write_atomically(path, json.dumps(self.to_json()).encode("utf-8"), what="the snapshot state")
-
-
-def _cp(data: dict[str, Any]) -> Checkpoint:
-    return Checkpoint.from_json(data)
 
 
 def _as_list(rows: Iterator[Any]) -> list[Any]:
@@ -214,7 +175,8 @@ class SnapshotRunner:
         reading = {name for name, _ in self._pending(state)}
         stale = self._chunks(catalog, state)
         if reading:  # DDL on a table between its planning and its last chunk makes its read stale
-            since = min((_cp(state.tables[n]["planned_at"]) for n in reading if state.tables[n].get("planned_at")),
+            since = min((Checkpoint.from_json(state.tables[n]["planned_at"]) for n in reading
+                         if state.tables[n].get("planned_at")),
                         key=lambda c: position_key(c.file, c.pos), default=planned_at)
             with Connection.open(config) as conn:
                 touched = {f"{db}.{t}" for ddl in ddl_between(conn, since, binlog_position(conn))
@@ -286,7 +248,7 @@ class SnapshotRunner:
             if isinstance(rows, dict):
                 self._append(table, seq, rows, state.flavor)
             else:
-                self._write(table, seq, rows, _cp(high), state.flavor)
+                self._write(table, seq, rows, Checkpoint.from_json(high), state.flavor)
             table["done"][chunk.id] = {"low": low, "high": high, "rows": count}
             table["writing"] = None
             state.save(self.state_path)
@@ -408,28 +370,3 @@ class SnapshotRunner:
                    for i, row in enumerate(rows)]
         empty_log = CHANGELOG_SCHEMA.empty_table()
         self.lake.write_batch(seq, [TableBatch(schema.db, schema.name, columns, pk, changes)], changelog=empty_log)
-
-
-def forget_tables(state_dir: Path, lake: DeltaLake, names: Sequence[str]) -> list[str]:
-    """Drop the snapshot (state and Delta mirror) of ``db.table`` names, so the next run reads them again."""
-    import shutil
-
-    path = state_dir / "snapshot.json"
-    state = SnapshotState.load(path)
-    dropped = [n for n in names if n in state.tables]
-    for name in dropped:
-        del state.tables[name]
-        db, _, table = name.partition(".")
-        shutil.rmtree(lake.table_path(db, table), ignore_errors=True)
-    if dropped:
-        state.complete = False
-        state.save(path)
-    return dropped
-
-
-def stream_start(state: SnapshotState) -> str:
-    """Where the stream starts after the snapshot: ``FILE:POS`` recorded before any chunk was read."""
-    if state.start is None:
-        raise ConfigError("the snapshot has no start position recorded")
-    cp = _cp(state.start)
-    return f"{cp.file}:{cp.pos}"

@@ -16,7 +16,7 @@ from sluice.cdc.records import RowChange
 from sluice.cdc.schema import TableSchema
 from sluice.cdc.snapshot.chunks import Chunk, ChunkRead
 from sluice.cdc.snapshot.reconcile import KeyOrder, after_high, key_order, split_key_move
-from sluice.spark.snapshot import SnapshotState
+from sluice.spark.snapshot_state import SnapshotState
 
 __all__ = ["SnapshotFilter"]
 
