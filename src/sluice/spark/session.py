@@ -8,6 +8,9 @@ Settings are sized for one machine by default (``local[*]``, few shuffle partiti
 whose directory on the classpath would keep the driver from its class archive) unless
 ``SPARK_CONF_DIR`` is set, and ``conf={"spark.log.level": "WARN"}`` brings its warnings back.
 The driver JVM maps the class archive of ``jvm_archive`` (or makes it, on a machine's first run).
+sluice starts the driver JVM itself, as ``getOrCreate`` would, to read its standard error: the
+line the JVM prints on every start about the incubator module Spark's launcher adds stays out of
+the terminal, every other line goes through.
 """
 
 from __future__ import annotations
@@ -18,7 +21,9 @@ import sys
 import threading
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
+
+from sluice.errors import ConfigError
 
 __all__ = ["spark_session", "start_python_workers"]
 
@@ -68,9 +73,61 @@ def spark_session(
     settings.update(mine)
     for key, value in settings.items():
         builder = builder.config(key, value)
+    _launch_driver(app_name, master or "local[*]", settings)
     session = builder.getOrCreate()
     session.dataSource.register(BinlogDataSource)
     return session
+
+
+#: Lines the driver JVM writes to standard error that tell a sluice user nothing: Spark's launcher
+#: adds the vector API's incubator module, and the JVM announces it on every start (no option quiets it).
+_JVM_NOISE = (b"WARNING: Using incubator modules:",)
+
+
+def _launch_driver(app_name: str, master: str, settings: Mapping[str, str]) -> None:
+    """Start the driver JVM as ``getOrCreate`` would, but with its standard error read through
+    ``_forward_stderr``, unless a driver is up already (or this process runs under ``spark-submit``,
+    which started it)."""
+    from pyspark import SparkConf, SparkContext
+    from pyspark.errors import PySparkRuntimeError
+    from pyspark.java_gateway import launch_gateway
+
+    if SparkContext._gateway is not None or "PYSPARK_GATEWAY_PORT" in os.environ:
+        return
+    conf = SparkConf().setAppName(app_name).setMaster(master).setAll(list(settings.items()))
+    read_end, write_end = os.pipe()  # read from the JVM's first line on: a full pipe would stop it
+    reader = threading.Thread(target=_forward_stderr, args=(os.fdopen(read_end, "rb"),), name="sluice-jvm-stderr",
+                              daemon=True)
+    reader.start()
+    try:
+        gateway = launch_gateway(conf, popen_kwargs={"stderr": write_end})
+    except PySparkRuntimeError as exc:
+        if exc.getCondition() != "JAVA_GATEWAY_EXITED":
+            raise
+        os.close(write_end)
+        reader.join(10)  # the JVM's own words come first
+        raise ConfigError(
+            "Spark's driver JVM exited before it started (its own message, if any, is above): check that Java 17 "
+            "or newer is installed (JAVA_HOME) and the driver's options (spark.driver.memory, "
+            "spark.driver.extraJavaOptions)"
+        ) from None
+    os.close(write_end)
+    SparkContext._gateway = gateway
+    SparkContext._jvm = gateway.jvm
+
+
+def _forward_stderr(stream: BinaryIO, fd: int = 2) -> None:
+    """Copy the driver JVM's standard error to ``fd`` line by line, without ``_JVM_NOISE``, until it
+    closes; a write that fails (the terminal gone) drops the line, and reading goes on so the JVM never
+    blocks on a full pipe."""
+    for line in iter(stream.readline, b""):
+        if line.startswith(_JVM_NOISE):
+            continue
+        try:
+            while line:
+                line = line[os.write(fd, line):]
+        except OSError:
+            pass
 
 
 def start_python_workers(session: Any, modules: tuple[str, ...], *, kind: str = "sql") -> threading.Thread:
