@@ -21,10 +21,6 @@ from sluice.spark.snapshot_state import SnapshotState
 __all__ = ["SnapshotFilter"]
 
 
-def _cp(data: dict) -> Checkpoint:
-    return Checkpoint.from_json(data)
-
-
 class SnapshotFilter:
     """Which streamed changes a finished snapshot already contains (left out of the mirror MERGE)."""
 
@@ -41,7 +37,8 @@ class SnapshotFilter:
                 chunk = Chunk.from_json(c)
                 done = table["done"].get(chunk.id)
                 if done is not None:
-                    reads.append(ChunkRead(chunk, _cp(done["low"]), _cp(done["high"]), []))
+                    low, high = Checkpoint.from_json(done["low"]), Checkpoint.from_json(done["high"])
+                    reads.append(ChunkRead(chunk, low, high, []))
             if reads:
                 last = max(position_key(r.high.file, r.high.pos) for r in reads)
                 self._tables[(schema.db, schema.name)] = (order, reads, last)
