@@ -114,3 +114,41 @@ def test_every_ddl_reaches_the_mirror(spark, server, row_metadata, tmp_path):
         again = _run(server, lake, db)
         assert again.rows == 0
         conn.execute(f"DROP DATABASE {db}")
+
+
+def test_partition_maintenance_reaches_the_mirror(spark, server, tmp_path):
+    """Dropped, truncated, exchanged and (MariaDB) converted partitions move rows with no row event
+    in the binlog: the mirrors of the tables they touch are read again and equal the server's."""
+    db = f"mp_{uuid.uuid4().hex[:8]}"
+    lake = str(tmp_path / "lake")
+    with Connection.open(parse_dsn(server.dsn("root"))) as conn:
+        x = conn.execute
+        x(f"CREATE DATABASE {db}")
+        x(f"CREATE TABLE {db}.p (id INT PRIMARY KEY, v INT) PARTITION BY RANGE (id) (PARTITION p0 VALUES LESS "
+          "THAN (10), PARTITION p1 VALUES LESS THAN (20), PARTITION p2 VALUES LESS THAN (30), "
+          "PARTITION p3 VALUES LESS THAN (40), PARTITION p4 VALUES LESS THAN MAXVALUE)")
+        x(f"INSERT INTO {db}.p VALUES " + ", ".join(f"({i}, {i})" for i in range(1, 50)))
+        x(f"CREATE TABLE {db}.x (id INT PRIMARY KEY, v INT)")
+        x(f"INSERT INTO {db}.x VALUES (11, -11), (12, -12)")
+        _run(server, lake, db, snapshot="only")
+        x(f"ALTER TABLE {db}.p TRUNCATE PARTITION p0")
+        x(f"INSERT INTO {db}.p VALUES (5, 55)")
+        x(f"ALTER TABLE {db}.p DROP PARTITION p2")
+        x(f"ALTER TABLE {db}.p EXCHANGE PARTITION p1 WITH TABLE {db}.x")
+        x(f"UPDATE {db}.x SET v = v + 1000 WHERE id = 15")
+        x(f"ALTER TABLE {db}.p REORGANIZE PARTITION p4 INTO (PARTITION p4a VALUES LESS THAN (45), "
+          "PARTITION p4b VALUES LESS THAN MAXVALUE)")
+        x(f"UPDATE {db}.p SET v = 0 WHERE id = 11")
+        tables = {"p", "x"}
+        if conn.is_mariadb:
+            x(f"ALTER TABLE {db}.p CONVERT PARTITION p3 TO TABLE {db}.q")
+            x(f"UPDATE {db}.q SET v = -v WHERE id = 33")
+            tables.add("q")
+        _run(server, lake, db)
+        verdicts = verify_lake(parse_dsn(server.dsn("root")), lake, tables=lambda d, _t: d == db)
+        assert {v.table for v in verdicts} == tables, verdicts
+        assert all(v.ok for v in verdicts), [v for v in verdicts if not v.ok]
+        ids = [r["id"] for r in _mirror(lake, db, "p")]
+        assert 5 in ids and 1 not in ids and 25 not in ids and 11 in ids and 15 not in ids
+        assert _run(server, lake, db).rows == 0
+        conn.execute(f"DROP DATABASE {db}")

@@ -140,3 +140,64 @@ def test_widening_rules():
     a, b, c = cat.get("shop", "w").columns
     big = catalog("CREATE TABLE w (a BIGINT, b INT UNSIGNED, c SMALLINT)").get("shop", "w").columns
     assert widening(a, big[0]) and not widening(b, big[1]) and widening(c, big[2])
+
+
+PARTITIONED = catalog(
+    "CREATE TABLE p (id INT PRIMARY KEY, v INT) PARTITION BY RANGE (id) "
+    "(PARTITION p0 VALUES LESS THAN (10), PARTITION p1 VALUES LESS THAN MAXVALUE)",
+    "CREATE TABLE x (id INT PRIMARY KEY, v INT)",
+)
+
+
+def partition_plan(sql: str, captured=everything):
+    return kinds(plan_ddl(PARTITIONED, sql, "shop", captured, "mariadb"))
+
+
+@pytest.mark.parametrize("sql", [
+    "ALTER TABLE p DROP PARTITION p0",
+    "ALTER TABLE shop.p TRUNCATE PARTITION p0, p1",
+    "ALTER TABLE p TRUNCATE PARTITION ALL",
+    "ALTER TABLE p IMPORT PARTITION p0 TABLESPACE",
+])
+def test_partition_maintenance_that_removes_rows_rereads_the_table(sql):
+    assert partition_plan(sql) == [("reread", "shop.p")]
+
+
+def test_an_exchanged_partition_rereads_both_tables():
+    sql = "ALTER TABLE p EXCHANGE PARTITION p1 WITH TABLE `shop`.`x` WITHOUT VALIDATION"
+    assert partition_plan(sql) == [("reread", "shop.p"), ("reread", "shop.x")]
+    assert partition_plan(sql, captured=lambda _d, t: t == "x") == [("reread", "shop.x")]
+
+
+def test_an_imported_tablespace_rereads_the_table():
+    assert partition_plan("ALTER TABLE x IMPORT TABLESPACE") == [("reread", "shop.x")]
+
+
+def test_mariadb_convert_partition_to_table_makes_a_table_with_its_rows():
+    after, outcome = apply_ddl(PARTITIONED, "ALTER TABLE p CONVERT PARTITION p0 TO TABLE q", "shop")
+    q = after.get("shop", "q")
+    assert q is not None and [c.name for c in q.columns] == ["id", "v"] and q.primary_key == ("id",)
+    assert outcome.rows_replaced == (("shop", "p"), ("shop", "q"))
+    steps = partition_plan("ALTER TABLE p CONVERT PARTITION p0 TO TABLE q")
+    assert steps == [("reread", "shop.p"), ("reread", "shop.q")]
+
+
+def test_mariadb_convert_table_to_partition_archives_the_table_it_took():
+    sql = "ALTER TABLE p CONVERT TABLE x TO PARTITION p2 VALUES LESS THAN (100)"
+    after, _ = apply_ddl(PARTITIONED, sql, "shop")
+    assert after.get("shop", "x") is None
+    assert partition_plan(sql) == [("archive", "shop.x"), ("reread", "shop.p")]
+
+
+@pytest.mark.parametrize("sql", [
+    "ALTER TABLE p ADD PARTITION (PARTITION p2 VALUES LESS THAN (30))",
+    "ALTER TABLE p REORGANIZE PARTITION p1 INTO "
+    "(PARTITION a VALUES LESS THAN (20), PARTITION b VALUES LESS THAN MAXVALUE)",
+    "ALTER TABLE p COALESCE PARTITION 1",
+    "ALTER TABLE p REBUILD PARTITION p0",
+    "ALTER TABLE p ANALYZE PARTITION p0",
+    "ALTER TABLE p REMOVE PARTITIONING",
+    "ALTER TABLE x DISCARD TABLESPACE",
+])
+def test_partition_maintenance_that_keeps_every_row_changes_no_mirror(sql):
+    assert partition_plan(sql) == []

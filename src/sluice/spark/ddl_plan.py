@@ -15,6 +15,9 @@ catalog before the statement, the statement itself and its column lineage (``cdc
   re-read from the server.
 - A primary-key change: nothing to rewrite, later MERGEs match on the new key. Anything else
   (indexes, options): nothing.
+- Partition and tablespace maintenance that moves rows with no row event in the binlog (DROP,
+  TRUNCATE, EXCHANGE, IMPORT PARTITION; IMPORT TABLESPACE; MariaDB's CONVERT PARTITION / TABLE):
+  each table whose rows changed is re-read; one converted into a partition is archived.
 """
 
 from __future__ import annotations
@@ -82,6 +85,15 @@ def plan_ddl(before: Catalog, sql: str, default_db: str | None, captured: Callab
         was, now = before.get(*old), after.get(*new)
         if was is not None and now is not None:
             steps += _alter(was, now, change.columns, flavor)
+    stepped = {(s.db, s.table) for s in steps}
+    for db, t in tables:  # MariaDB's CONVERT TABLE t TO PARTITION: t is gone into the other table
+        if (db, t) not in stepped and before.get(db, t) is not None and after.get(db, t) is None and captured(db, t):
+            steps.append(MirrorStep("archive", db, t, why="it became a partition of another table"))
+    for db, t in outcome.rows_replaced:
+        if captured(db, t) and after.get(db, t) is not None and \
+                not any(s.kind == "reread" and (s.db, s.table) == (db, t) for s in steps):
+            steps.append(MirrorStep("reread", db, t, why="the statement changed its rows with no row event in the "
+                                                         "binlog (partition or tablespace maintenance)"))
     return steps
 
 

@@ -64,6 +64,9 @@ class DdlOutcome:
     understood: bool  # False: not parsed or a clause not modelled; those tables keep their definition
     message: str | None = None  # why not understood
     changes: tuple[TableChange, ...] = ()  # renames and column lineage of the tables changed (lineage.py)
+    # Tables whose rows the statement changed with no row event in the binlog (partitions dropped,
+    # truncated, exchanged or converted, a tablespace imported): only the server has their rows now.
+    rows_replaced: tuple[tuple[str, str], ...] = ()
 
 
 # ---------------------------------------------------------------------------------------- dispatch
@@ -93,7 +96,8 @@ def apply_ddl(catalog: Catalog, sql: str, default_db: str | None) -> tuple[Catal
     except Exception as exc:  # the contract: a statement never stops the stream; the message says why
         return catalog, DdlOutcome(ctx.kind, ctx.db, tuple(ctx.tables), False,
                                    f"cannot replay it ({type(exc).__name__}: {exc})")
-    return new, DdlOutcome(ctx.kind, ctx.db, tuple(ctx.tables), True, None, tuple(ctx.changes))
+    return new, DdlOutcome(ctx.kind, ctx.db, tuple(ctx.tables), True, None, tuple(ctx.changes),
+                           tuple(dict.fromkeys(ctx.rows_replaced)))
 
 
 def _dispatch(ctx: _Ctx, sql: str) -> Catalog:

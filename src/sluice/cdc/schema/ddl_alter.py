@@ -58,8 +58,11 @@ def _alter_table(ctx: _Ctx, k: int) -> Catalog:
     end = _top_level_cut(ctx, i, ("PARTITION BY", "REMOVE PARTITIONING"))
     ops: list[tuple[Any, ...]] = []
     for a, b in _groups(ctx.toks, i, end):
-        if ctx.word(a + 1) == "PARTITION":
+        if ctx.word(a + 1) == "PARTITION" or (ctx.word(a) == "CONVERT" and ctx.word(a + 1) == "TABLE"):
+            _partition_clause(ctx, db, name, a, b)
             break  # partition maintenance: the rest of the statement is about partitions too
+        if ctx.word(a) == "IMPORT":  # IMPORT TABLESPACE: the rows come from a file
+            ctx.rows_replaced.append((db, name))
         ops += _alter_clause(ctx, a, b)
     table = ctx.catalog.get(db, name)
     if all(op[0] == "noop" for op in ops):
@@ -73,6 +76,34 @@ def _alter_table(ctx: _Ctx, k: int) -> Catalog:
         ctx.touch(new.db, new.name)
         catalog = catalog.without_table(db, name)
     return catalog.with_table(new)
+
+
+def _partition_clause(ctx: _Ctx, db: str, name: str, a: int, b: int) -> None:
+    """A partition clause that moves rows with no row event: DROP, TRUNCATE, IMPORT PARTITION;
+    EXCHANGE PARTITION p WITH TABLE t (both tables); MariaDB's CONVERT PARTITION p TO TABLE t (a new
+    table with the partitioned one's definition) and CONVERT TABLE t TO PARTITION p (t is gone).
+    ADD, COALESCE, REORGANIZE, REBUILD and the rest keep every row where it was."""
+    head = ctx.word(a)
+    if head not in ("DROP", "TRUNCATE", "IMPORT", "EXCHANGE", "CONVERT"):
+        return
+    ctx.rows_replaced.append((db, name))
+    words = [ctx.word(k) for k in range(a, b)]
+    if head == "EXCHANGE" and "WITH" in words and words[words.index("WITH") + 1:][:1] == ["TABLE"]:
+        other_db, other, _ = _read_name(ctx, a + words.index("WITH") + 2)
+        ctx.touch(other_db, other)
+        ctx.rows_replaced.append((other_db, other))
+    elif head == "CONVERT" and ctx.word(a + 1) == "TABLE":  # CONVERT TABLE t TO PARTITION p ...
+        other_db, other, _ = _read_name(ctx, a + 2)
+        ctx.touch(other_db, other)
+        ctx.catalog = ctx.catalog.without_table(other_db, other)
+    elif head == "CONVERT" and "TO" in words and words[words.index("TO") + 1:][:1] == ["TABLE"]:
+        other_db, other, _ = _read_name(ctx, a + words.index("TO") + 2)
+        table = ctx.catalog.get(db, name)
+        if table is None:
+            raise _NotUnderstood(f"CONVERT PARTITION of {db}.{name}, a table the schema history does not know")
+        ctx.touch(other_db, other)
+        ctx.catalog = ctx.catalog.with_table(replace(table, db=other_db, name=other))
+        ctx.rows_replaced.append((other_db, other))
 
 
 def _alter_clause(ctx: _Ctx, a: int, b: int) -> list[tuple[Any, ...]]:

@@ -166,6 +166,7 @@ class _Ctx:
     db: str | None = None
     tables: list[tuple[str, str]] = field(default_factory=list)
     changes: list[TableChange] = field(default_factory=list)
+    rows_replaced: list[tuple[str, str]] = field(default_factory=list)
 
     def word(self, i: int) -> str:
         """Upper-case text of token i unless it is quoted ("" past the end or for quoted tokens)."""
