@@ -145,7 +145,8 @@ class SnapshotRunner:
                 if name in state.tables or (only is not None and name not in only):
                     continue
                 if state.complete:
-                    self.progress(f"snapshot: {name} is newly captured: snapshotting it before the stream goes on")
+                    why = "is read again" if only is not None else "is newly captured: snapshotting it"
+                    self.progress(f"snapshot: {name} {why} before the stream goes on")
                     state.complete = False
                 if not schema.primary_key:
                     self.progress(f"snapshot: {name} has no primary key: not mirrorable; it is read in one "
