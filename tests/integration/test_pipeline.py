@@ -176,3 +176,30 @@ def test_kill_9_of_the_driver_loses_and_repeats_nothing(server, tmp_path):
     assert [(r["id"], r["name"], r["tier"]) for r in mirrored] == [(int(i), n, t) for i, n, t in customers]
     mirrored_orders = mirror_rows(lake, db, "orders")
     assert sorted((k, r["amount"]) for k, r in mirrored_orders.items()) == [(int(i), Decimal(a)) for i, a in orders]
+
+
+def test_a_failing_batch_ends_sluice_run_with_its_error_in_one_line(server, tmp_path):
+    """A batch that fails (here: a mirror whose column another writer changed to another type)
+    ends the run with exit code 1 and sluice's own error, without Spark's or py4j's tracebacks."""
+    import deltalake
+    import pyarrow as pa
+
+    db = f"pf_{uuid.uuid4().hex[:8]}"
+    lake = str(tmp_path / "lake")
+    with Connection.open(parse_dsn(server.dsn("root"))) as conn:
+        conn.execute(f"CREATE DATABASE {db}")
+        conn.execute(f"CREATE TABLE {db}.t (id INT PRIMARY KEY, v INT)")
+        conn.execute(f"INSERT INTO {db}.t VALUES (1, 1)")
+        args = [sys.executable, "-m", "sluice.cli", "run", "--source", server.dsn("root"), "--lake", lake,
+                "--tables", rf"{db}\..*", "--trigger", "once"]
+        first = subprocess.run(args, capture_output=True, text=True, timeout=600)
+        assert first.returncode == 0, first.stderr
+        deltalake.write_deltalake(f"{lake}/{db}/t", pa.table({"id": pa.array([1], pa.int32()), "v": ["one"]}),
+                                  mode="overwrite", schema_mode="overwrite")
+        conn.execute(f"INSERT INTO {db}.t VALUES (2, 2)")
+        failed = subprocess.run(args, capture_output=True, text=True, timeout=600)
+        conn.execute(f"DROP DATABASE {db}")
+    assert failed.returncode == 1, failed.stderr
+    lines = [line for line in failed.stderr.splitlines() if line.strip()]
+    assert lines[-1].startswith(f"sluice: error: column 'v' of {db}.t is now int"), failed.stderr
+    assert all(line.startswith("sluice") for line in lines), failed.stderr

@@ -174,6 +174,8 @@ class Pipeline:
         mine = conf.get("spark.driver.extraJavaOptions", "")
         conf["spark.driver.extraJavaOptions"] = f"-XX:TieredStopAtLevel=1 {mine}".strip()
         self._warn_silent_cascades()
+        if not log.isEnabledFor(logging.DEBUG):  # a batch's error is reported once, by run(), not by py4j too
+            logging.getLogger("py4j.clientserver").setLevel(logging.CRITICAL)
         spark = spark_session(cfg.master, conf=conf)
         self._spark = spark
         starting = cfg.starting_position
@@ -256,7 +258,10 @@ class Pipeline:
                 if self._stop.is_set():
                     self._stop_at_boundary(query)
                     break
-                query.awaitTermination(0.5)
+                try:
+                    query.awaitTermination(0.5)
+                except Exception:  # the query ended with an error: reported as sluice's own below
+                    break
                 if time.monotonic() - last >= report_every:
                     last = time.monotonic()
                     self.progress(self.stats.line())
