@@ -1,8 +1,9 @@
 """One table's share of a micro-batch, folded and MERGEd into its Delta mirror.
 
 ``TableBatch`` is what the pipeline hands over per table; ``plan`` folds its changes into the last
-state per primary key (an update that moves the key deletes the old key; a minimal image patches
-only the columns it carries, the mirror row supplying the rest when the key moved), checks the
+state per primary key (``sluice.spark.mirror_fold``: an update that moves the key deletes the old
+key; a minimal image patches only the columns it carries, the mirror row supplying the rest when the
+key moved; a partial JSON update is replayed on the document it changes), checks the
 mirror's schema (new columns are added; a type Delta cannot take raises ``SchemaError`` — DDL has
 rewritten the mirror before this point, ``sluice.spark.ddl_apply``) and builds the MERGE source: one
 Arrow table per table per batch, never a call per row. ``TablePlan.execute`` runs the MERGE through
@@ -15,7 +16,6 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import date, datetime
 from typing import Any, Final
 
 import pyarrow as pa
@@ -29,6 +29,7 @@ from sluice.errors import DataLossError, SchemaError
 from sluice.spark.columnar import DELETE_FLAG, key_bounds
 from sluice.spark.columnar import quote_name as _quote
 from sluice.spark.mirror_columns import MirrorColumn, column_array, mirror_schema
+from sluice.spark.mirror_fold import DELETE, MOVE, PATCH, Entry, fold, from_mirror
 from sluice.spark.stage import append_data_files
 
 #: How the lake's Parquet files are written, as the tasks write theirs (``stage.write_data_file``):
@@ -41,10 +42,6 @@ __all__ = ["TableBatch", "TablePlan", "TableResult", "commit_error", "plan"]
 _DELETE_FLAG = DELETE_FLAG
 
 _PRESENT = "_sluice_has_"  # + column index: the value of that column is in the row image
-
-# Fold states of one primary key within a batch.
-_DELETE, _REPLACE, _PATCH, _MOVE = 0, 1, 2, 3
-
 
 @dataclass(frozen=True, slots=True)
 class TableBatch:
@@ -91,22 +88,6 @@ def commit_error(what: str, batch_id: int, exc: Exception) -> DataLossError:
         "Fix the cause (storage, permissions, another writer) and restart: the batch is replayed and "
         "tables that already hold it are skipped"
     )
-
-
-def _hashable(v: Any) -> Any:
-    return tuple(v) if isinstance(v, list) else v
-
-
-class _Entry:
-    """The state of one primary key after the batch's changes so far."""
-
-    __slots__ = ("base", "base_row", "image", "mode")
-
-    def __init__(self, mode: int, image: dict[str, Any], base: tuple[Any, ...] | None = None) -> None:
-        self.mode = mode
-        self.image = image  # decoded values by column name (not converted)
-        self.base = base  # MOVE: the key whose mirror row the image patches
-        self.base_row: dict[str, Any] | None = None  # MOVE: that row, converted values
 
 
 class TablePlan:
@@ -203,8 +184,8 @@ def plan(tb: TableBatch, path: str, dt: DeltaTable | None) -> TablePlan:
     add = _schema_changes(tb, dt, name)
     if tb.source is not None:
         return TablePlan(tb, path, dt, tb.source, [], add)
-    entries = _fold(tb, name)
-    _resolve_moves(tb, dt, entries)
+    entries = fold(tb, name)
+    from_mirror(tb, dt, entries)
     source, partial = _source(tb, entries)
     return TablePlan(tb, path, dt, source, partial, add)
 
@@ -233,153 +214,15 @@ def _type_text(t: Any) -> str:
     return t if isinstance(t, str) else json.dumps(t, separators=(",", ":"))
 
 
-def _fold(tb: TableBatch, name: str) -> dict[tuple[Any, ...], _Entry]:
-    """The last state per primary key after the batch's changes, in first-seen key order."""
-    layout = frozenset(c.name for c in tb.columns)
-    by_name = {c.name: c for c in tb.columns}
-    pk = tuple((k, by_name[k].convert) for k in tb.primary_key)
-    state: dict[tuple[Any, ...], _Entry] = {}
-
-    def slow_key(image: dict[str, Any], fallback: dict[str, Any] | None, change: RowChange) -> tuple[Any, ...]:
-        key = []
-        for k, convert in pk:
-            if k in image:
-                v = image[k]
-            elif fallback is not None and k in fallback:
-                v = fallback[k]
-            else:
-                raise SchemaError(
-                    f"{name}: the row change at {change.file}:{change.pos} row {change.row} carries no value "
-                    f"for primary key column {k!r}; the primary key sluice holds for the table is not the "
-                    "one the server logs — re-read the table's schema"
-                )
-            v = _hashable(convert(v))
-            if v is None:
-                raise SchemaError(
-                    f"{name}: primary key column {k!r} of the row change at {change.file}:{change.pos} row "
-                    f"{change.row} has no mirror value ({image.get(k, fallback and fallback.get(k))!r}, e.g. a "
-                    "zero date); such a row cannot be mirrored — exclude the table from the mirror"
-                )
-            key.append(v)
-        return tuple(key)
-
-    key_of = slow_key
-    if len(pk) == 1:  # the common case, once per change: no loop, no error bookkeeping
-        ((k1, convert1),) = pk
-
-        def key_of(image: dict[str, Any], fallback: dict[str, Any] | None, change: RowChange) -> tuple[Any, ...]:
-            v = image.get(k1)
-            if v is not None:
-                v = convert1(v)
-                if v is not None and v.__class__ is not list:
-                    return (v,)
-            return slow_key(image, fallback, change)
-
-    for change in tb.changes:
-        op = change.op
-        if change.json_diffs:
-            raise DataLossError(
-                f"{name}: the update at {change.file}:{change.pos} row {change.row} is a partial JSON update "
-                f"of {', '.join(change.json_diffs)}, which the mirror cannot apply. Set "
-                "binlog_row_value_options='' on the server and re-snapshot the table"
-            )
-        if op == "insert":
-            after = change.after or {}
-            state[key_of(after, None, change)] = _Entry(_REPLACE, after)
-        elif op == "delete":
-            before = change.before or {}
-            state[key_of(before, None, change)] = _Entry(_DELETE, {})
-        elif op == "update":
-            before = change.before or {}
-            after = change.after or {}
-            old = key_of(before, None, change)
-            new = key_of(after, before, change)
-            prev = state.get(old)
-            if prev is None:
-                mode, image, base = _PATCH, {**before, **after}, old
-            elif prev.mode == _DELETE:  # not a consistent stream; trust the images
-                mode, image, base = _REPLACE, {**before, **after}, None
-            else:
-                mode, image, base = prev.mode, {**prev.image, **before, **after}, prev.base
-                if mode == _PATCH:
-                    base = old
-            if new == old:
-                entry = _Entry(mode, image, base if mode == _MOVE else None)
-            else:
-                state[old] = _Entry(_DELETE, {})
-                state.pop(new, None)
-                if mode == _REPLACE or image.keys() >= layout:
-                    entry = _Entry(_REPLACE, image)
-                else:
-                    entry = _Entry(_MOVE, image, base)
-            state[new] = entry
-        else:
-            raise SchemaError(f"{name}: unknown row change op {op!r} at {change.file}:{change.pos}")
-    return state
-
-
-def _resolve_moves(tb: TableBatch, dt: DeltaTable | None, entries: dict[tuple[Any, ...], _Entry]) -> None:
-    """Fetch the mirror rows that key-changing updates with partial images carry over."""
-    moves = [e for e in entries.values() if e.mode == _MOVE]
-    if not moves:
-        return
-    if dt is None:  # no mirror yet: nothing to carry over
-        for e in moves:
-            e.mode = _PATCH
-        return
-    existing = {f["name"] for f in json.loads(dt.schema().to_json())["fields"]}
-    names = [c.name for c in tb.columns if c.name in existing]
-    pk = tb.primary_key
-    types = {c.name: c.arrow_type for c in tb.columns}
-    bases = {e.base for e in moves if e.base is not None}
-    # delta-rs 1.x scans with a predicate on a DECIMAL column return wrong values for that column
-    # (decimal(20,0) read as if it were int64): narrow by the other key columns only, then match the
-    # whole key here.
-    narrow = [(j, k) for j, k in enumerate(pk) if not pa.types.is_decimal(types[k])]
-    predicate: str | None = None
-    if len(narrow) == 1:
-        j, k = narrow[0]
-        predicate = f"{_quote(k)} IN ({', '.join(sorted({_sql_literal(b[j]) for b in bases}))})"
-    elif narrow:
-        predicate = " OR ".join(sorted({
-            "(" + " AND ".join(f"{_quote(k)} = {_sql_literal(b[j])}" for j, k in narrow) + ")" for b in bases
-        }))
-    rows = pa.table(dt.scan(columns=names, predicate=predicate)).to_pylist()
-    found = {tuple(_hashable(row[k]) for k in pk): row for row in rows}
-    for e in moves:
-        row = found.get(e.base) if e.base is not None else None
-        if row is None:
-            e.mode = _PATCH  # nothing to carry over: insert what the images hold
-        else:
-            e.base_row = row
-
-
-def _sql_literal(v: Any) -> str:
-    """A primary key value (not DECIMAL) as a DataFusion SQL literal."""
-    if isinstance(v, bool):
-        return "TRUE" if v else "FALSE"
-    if isinstance(v, int | float):
-        return repr(v)
-    if isinstance(v, str):
-        return "'" + v.replace("'", "''") + "'"
-    if isinstance(v, bytes):
-        return "X'" + v.hex() + "'"
-    if isinstance(v, datetime):
-        return f"TIMESTAMP '{v.isoformat()}'"
-    if isinstance(v, date):
-        return f"DATE '{v.isoformat()}'"
-    raise SchemaError(f"a primary key value of type {type(v).__name__} cannot be looked up in the mirror")
-
-
-def _source(tb: TableBatch, entries: dict[tuple[Any, ...], _Entry]) -> tuple[pa.Table, list[int]]:
+def _source(tb: TableBatch, entries: dict[tuple[Any, ...], Entry]) -> tuple[pa.Table, list[int]]:
     """The MERGE source: one row per key with the mirror's columns, a delete flag and presence flags."""
     keys = list(entries)
     items = list(entries.values())
     pk_index = {k: j for j, k in enumerate(tb.primary_key)}
     images = [e.image for e in items]
-    moved = [(i, e.base_row) for i, e in enumerate(items) if e.mode == _MOVE and e.base_row is not None]
+    moved = [(i, e.base_row) for i, e in enumerate(items) if e.mode == MOVE and e.base_row is not None]
     layout = {c.name for c in tb.columns}
-    patches = [e.image for e in items if e.mode == _PATCH and not e.image.keys() >= layout]  # partial images
+    patches = [e.image for e in items if e.mode == PATCH and not e.image.keys() >= layout]  # partial images
     arrays: list[pa.Array] = []
     fields: list[pa.Field] = []
     partial: list[int] = []
@@ -398,11 +241,11 @@ def _source(tb: TableBatch, entries: dict[tuple[Any, ...], _Entry]) -> tuple[pa.
                     values[row_index] = base_row.get(name)
             if any(name not in img for img in patches):
                 partial.append(i)
-                flags = [e.mode != _PATCH or name in e.image for e in items]
+                flags = [e.mode != PATCH or name in e.image for e in items]
                 presence.append((i, pa.array(flags, pa.bool_())))
         arrays.append(column_array(col, values))
         fields.append(pa.field(name, col.arrow_type))
-    arrays.append(pa.array([e.mode == _DELETE for e in items], pa.bool_()))
+    arrays.append(pa.array([e.mode == DELETE for e in items], pa.bool_()))
     fields.append(pa.field(_DELETE_FLAG, pa.bool_()))
     for i, flags in presence:
         arrays.append(flags)
