@@ -4,7 +4,8 @@ With ``binlog_row_value_options=PARTIAL_JSON`` MySQL logs what ``JSON_SET`` / ``
 ``JSON_REMOVE`` changed in a document instead of the new document. The workload changes documents
 in every way those functions can (members replaced, added in the middle of the key order, removed;
 array cells replaced, appended, removed; nested; twice in one batch; with the key moving in the same
-and in an earlier statement) under each row image; ``sluice verify`` then compares every document
+and in an earlier statement) under each row image, and in compressed transactions (``binlog_transaction_compression``);
+``sluice verify`` then compares every document
 with the server's, as text, so the key order and the digits of every number count.
 """
 
@@ -31,8 +32,9 @@ def _run(server, lake: str, db: str, snapshot: str = "initial") -> None:
     Pipeline(config).run(handle_signals=False)
 
 
-@pytest.mark.parametrize("row_image", ["MINIMAL", "NOBLOB", "FULL"])
-def test_partial_json_updates_reach_the_mirror(spark, mysql_server, tmp_path, row_image):
+@pytest.mark.parametrize(("row_image", "compressed"), [("MINIMAL", False), ("NOBLOB", False), ("FULL", False),
+                                                       ("MINIMAL", True)])
+def test_partial_json_updates_reach_the_mirror(spark, mysql_server, tmp_path, row_image, compressed):
     db = f"pj_{uuid.uuid4().hex[:8]}"
     lake = str(tmp_path / "lake")
     with Connection.open(parse_dsn(mysql_server.dsn("root"))) as conn:
@@ -43,6 +45,7 @@ def test_partial_json_updates_reach_the_mirror(spark, mysql_server, tmp_path, ro
         _run(mysql_server, lake, db, snapshot="only")
         x(f"SET SESSION binlog_row_image = '{row_image}'")
         x("SET SESSION binlog_row_value_options = 'PARTIAL_JSON'")
+        x(f"SET SESSION binlog_transaction_compression = {'ON' if compressed else 'OFF'}")
         t = f"{db}.j"
         x(f"UPDATE {t} SET doc = JSON_SET(doc, '$.a', 1000) WHERE id <= 10")
         x(f"UPDATE {t} SET doc = JSON_REPLACE(doc, '$.s', 'short', '$.obj.k', JSON_ARRAY(1.25, 'w')) WHERE id <= 20")
