@@ -152,3 +152,38 @@ def test_partition_maintenance_reaches_the_mirror(spark, server, tmp_path):
         assert 5 in ids and 1 not in ids and 25 not in ids and 11 in ids and 15 not in ids
         assert _run(server, lake, db).rows == 0
         conn.execute(f"DROP DATABASE {db}")
+
+
+def test_mariadb_sequences_are_captured(spark, mariadb_server, tmp_path):
+    """A MariaDB sequence is a one-row table the server writes as row events (NEXTVAL past its
+    cache, SETVAL, ALTER SEQUENCE ... RESTART): the capture knows its columns from the server and
+    from CREATE / ALTER / DROP SEQUENCE, and its rows go to the change log (it has no key)."""
+    db = f"sq_{uuid.uuid4().hex[:8]}"
+    lake = str(tmp_path / "lake")
+    with Connection.open(parse_dsn(mariadb_server.dsn("root"))) as conn:
+        x = conn.execute
+        x(f"CREATE DATABASE {db}")
+        x(f"CREATE SEQUENCE {db}.seq CACHE 2")
+        x(f"CREATE TABLE {db}.t (id BIGINT PRIMARY KEY DEFAULT NEXTVAL({db}.seq), v INT)")
+        x(f"INSERT INTO {db}.t (v) VALUES (1), (2), (3)")
+        _run(mariadb_server, lake, db, snapshot="only")
+        x(f"INSERT INTO {db}.t (v) VALUES (4), (5), (6)")
+        conn.query(f"SELECT SETVAL({db}.seq, 100)")
+        x(f"ALTER SEQUENCE {db}.seq RESTART WITH 500")
+        x(f"INSERT INTO {db}.t (v) VALUES (7)")
+        x(f"CREATE SEQUENCE {db}.other START WITH 7 CACHE 0")
+        conn.query(f"SELECT NEXTVAL({db}.other)")
+        x(f"DROP SEQUENCE {db}.other")
+        x(f"CREATE OR REPLACE SEQUENCE {db}.seq START WITH 1000 CACHE 0")
+        x(f"INSERT INTO {db}.t (v) VALUES (8)")
+        _run(mariadb_server, lake, db)
+        verdicts = verify_lake(parse_dsn(mariadb_server.dsn("root")), lake, tables=lambda d, _t: d == db)
+        assert [(v.table, v.ok) for v in verdicts] == [("t", True)], verdicts
+        ids = sorted(r["id"] for r in _mirror(lake, db, "t"))
+        assert ids[-2:] == [500, 1000], ids
+        log = deltalake.DeltaTable(f"{lake}/_sluice/changes").to_pyarrow_table().to_pylist()
+        sequence_rows = [r for r in log if r["table"] in ("seq", "other") and r["op"] != "ddl"]
+        assert {r["table"] for r in sequence_rows} == {"seq", "other"}, sequence_rows
+        assert any(r["op"] == "read" and r["table"] == "seq" for r in sequence_rows)
+        assert all(r["op"] in ("read", "insert", "update", "delete") for r in sequence_rows)
+        x(f"DROP DATABASE {db}")

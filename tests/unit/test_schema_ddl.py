@@ -584,3 +584,29 @@ def test_cut_statements_never_raise(a: int, b: int) -> None:
     lo, hi = min(a, b), max(a, b)
     after, outcome = apply_ddl(MYSQL, sql[:lo] + sql[hi:], "shop")
     assert isinstance(after, Catalog) and (outcome.understood or outcome.message)
+
+
+def test_mariadb_sequences_are_tables_of_fixed_columns():
+    from sluice.cdc.schema.ddl_sequence import sequence_columns
+
+    cat = Catalog(flavor="mariadb")
+    cat, out = apply_ddl(cat, "CREATE SEQUENCE IF NOT EXISTS s START WITH 10 INCREMENT BY 5 CACHE 20", "d")
+    assert out.understood and out.kind == "create_table" and out.tables == (("d", "s"),)
+    s = cat.get("d", "s")
+    assert s is not None and s.columns == sequence_columns() and s.primary_key == ()
+    assert [c.name for c in s.columns] == ["next_not_cached_value", "minimum_value", "maximum_value", "start_value",
+                                           "increment", "cache_size", "cycle_option", "cycle_count"]
+    cat, _ = apply_ddl(cat, "CREATE OR REPLACE SEQUENCE e.u AS INT UNSIGNED", "d")
+    u = cat.get("e", "u")
+    assert u is not None
+    assert [(c.data_type, c.unsigned) for c in u.columns[:5]] == [("int", True)] * 4 + [("bigint", False)]
+    cat, out = apply_ddl(cat, "ALTER SEQUENCE s RESTART WITH 5", "d")
+    assert out.understood and cat.get("d", "s") == s
+    cat, _ = apply_ddl(cat, "ALTER SEQUENCE IF EXISTS s AS SMALLINT", "d")
+    assert cat.get("d", "s").columns[0].data_type == "smallint"
+    same, out = apply_ddl(cat, "CREATE TEMPORARY SEQUENCE tmp", "d")
+    assert same is cat and out.kind == "other_ddl"
+    cat, out = apply_ddl(cat, "DROP SEQUENCE IF EXISTS s, e.u", "d")
+    assert out.kind == "drop_table" and list(cat) == []
+    _, out = apply_ddl(cat, "CREATE SEQUENCE x AS FLOAT", "d")
+    assert not out.understood

@@ -145,7 +145,7 @@ def bootstrap_catalog(conn: Connection, include: Callable[[str, str], bool] | No
     wanted: dict[tuple[str, str], str | None] = {}
     for db, table, coll in conn.query(
         "SELECT TABLE_SCHEMA, TABLE_NAME, TABLE_COLLATION FROM information_schema.TABLES "
-        f"WHERE TABLE_TYPE IN ('BASE TABLE', 'SYSTEM VERSIONED') AND TABLE_SCHEMA {_NOT_SYSTEM}"
+        f"WHERE TABLE_TYPE IN ('BASE TABLE', 'SYSTEM VERSIONED', 'SEQUENCE') AND TABLE_SCHEMA {_NOT_SYSTEM}"
     ).rows:
         if db is not None and table is not None and (include is None or include(db, table)):
             wanted[(db, table)] = normalize_collation(coll)

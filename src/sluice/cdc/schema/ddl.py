@@ -3,13 +3,13 @@
 ``apply_ddl`` replays one statement on a catalog and reports what it did as a ``DdlOutcome``,
 with the lineage of every table it changed (``lineage``). It dispatches on the statement's verb and
 object: CREATE / DROP / TRUNCATE / RENAME TABLE and the database statements are here, ALTER TABLE
-in ``ddl_alter``, column definitions in ``ddl_columns``, the dialect and token helpers in
-``ddl_text``. Pre-processing of the text is limited to unwrapping executable comments, cutting
-partition clauses and MySQL's ``START TRANSACTION`` suffix, and re-shaping what sqlglot reads as
-opaque commands into statements it parses. Temporary tables are not in row-based binlogs and do
-not change the catalog. ``apply_ddl`` never raises: anything sqlglot cannot parse, or a clause
-sluice does not model, comes back with ``understood=False`` and the reason, and the tables
-concerned keep their old definition.
+in ``ddl_alter``, MariaDB's sequences in ``ddl_sequence``, column definitions in ``ddl_columns``,
+the dialect and token helpers in ``ddl_text``. Pre-processing of the text is limited to
+unwrapping executable comments, cutting partition clauses and MySQL's ``START TRANSACTION``
+suffix, and re-shaping what sqlglot reads as opaque commands into statements it parses. Temporary
+tables are not in row-based binlogs and do not change the catalog. ``apply_ddl`` never raises:
+anything sqlglot cannot parse, or a clause sluice does not model, comes back with
+``understood=False`` and the reason, and the tables concerned keep their old definition.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ from sluice.cdc.schema.ddl_columns import (
     enum_members,
 )
 from sluice.cdc.schema.ddl_detect import is_ddl
+from sluice.cdc.schema.ddl_sequence import alter_sequence, create_sequence, drop_sequence
 from sluice.cdc.schema.ddl_text import (
     _DIALECT,
     _Ctx,
@@ -125,7 +126,7 @@ def _dispatch(ctx: _Ctx, sql: str) -> Catalog:
     obj = ctx.word(k)
     if not obj:
         raise _NotUnderstood(f"{verb} of what? no TABLE, DATABASE or other object keyword found")
-    if obj in ("TABLE", "TABLES") and temporary:
+    if obj in ("TABLE", "TABLES", "SEQUENCE") and temporary:
         ctx.kind = "other_ddl"  # temporary tables are not in row-based binlogs
         return ctx.catalog
     handler = _HANDLERS.get((verb, "TABLE" if obj == "TABLES" else "DATABASE" if obj == "SCHEMA" else obj))
@@ -307,4 +308,7 @@ _HANDLERS = {
     ("CREATE", "DATABASE"): _create_database,
     ("ALTER", "DATABASE"): _alter_database,
     ("DROP", "DATABASE"): _drop_database,
+    ("CREATE", "SEQUENCE"): create_sequence,
+    ("ALTER", "SEQUENCE"): alter_sequence,
+    ("DROP", "SEQUENCE"): drop_sequence,
 }
