@@ -26,6 +26,7 @@ from sluice.cdc.schema.ddl_columns import (
 from sluice.cdc.schema.ddl_text import (
     _Ctx,
     _groups,
+    _if_exists,
     _name,
     _NotUnderstood,
     _parse,
@@ -46,9 +47,7 @@ _NOOP_HEADS = frozenset({"DISABLE", "ENABLE", "DISCARD", "IMPORT", "FORCE", "ORD
 
 def _alter_table(ctx: _Ctx, k: int) -> Catalog:
     ctx.kind = "alter_table"
-    i = k + 1
-    if ctx.word(i) == "IF" and ctx.word(i + 1) == "EXISTS":
-        i += 2
+    _, i = _if_exists(ctx, k + 1)
     db, name, i = _read_name(ctx, i)
     ctx.touch(db, name)
     if ctx.word(i) == "NOWAIT":

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from sluice.cdc.schema.ddl_text import _Ctx, _NotUnderstood, _read_name
+from sluice.cdc.schema.ddl_text import _Ctx, _if_exists, _NotUnderstood, _read_name
 from sluice.cdc.schema.model import Catalog, ColumnDef, TableSchema
 
 _VALUE_COLUMNS = ("next_not_cached_value", "minimum_value", "maximum_value", "start_value")
@@ -33,10 +33,7 @@ def sequence_columns(data_type: str = "bigint", unsigned: bool = False) -> tuple
 def create_sequence(ctx: _Ctx, k: int) -> Catalog:
     """``CREATE [OR REPLACE] SEQUENCE [IF NOT EXISTS] name [AS type] ...``."""
     ctx.kind = "create_table"
-    i = k + 1
-    exists = ctx.word(i) == "IF" and ctx.word(i + 1) == "NOT" and ctx.word(i + 2) == "EXISTS"
-    if exists:
-        i += 3
+    exists, i = _if_exists(ctx, k + 1)
     db, name, i = _read_name(ctx, i)
     ctx.touch(db, name)
     if exists and ctx.catalog.get(db, name) is not None:
@@ -48,9 +45,7 @@ def create_sequence(ctx: _Ctx, k: int) -> Catalog:
 def alter_sequence(ctx: _Ctx, k: int) -> Catalog:
     """``ALTER SEQUENCE [IF EXISTS] name ...``: only ``AS type`` changes its columns."""
     ctx.kind = "alter_table"
-    i = k + 1
-    if ctx.word(i) == "IF" and ctx.word(i + 1) == "EXISTS":
-        i += 2
+    _, i = _if_exists(ctx, k + 1)
     db, name, i = _read_name(ctx, i)
     ctx.touch(db, name)
     value_type = _value_type(ctx, i)
@@ -63,9 +58,7 @@ def alter_sequence(ctx: _Ctx, k: int) -> Catalog:
 def drop_sequence(ctx: _Ctx, k: int) -> Catalog:
     """``DROP SEQUENCE [IF EXISTS] name [, name ...]``."""
     ctx.kind = "drop_table"
-    i = k + 1
-    if ctx.word(i) == "IF" and ctx.word(i + 1) == "EXISTS":
-        i += 2
+    _, i = _if_exists(ctx, k + 1)
     catalog = ctx.catalog
     while True:
         db, name, i = _read_name(ctx, i)

@@ -236,6 +236,16 @@ _PUNCT = frozenset({TokenType.COMMA, TokenType.L_PAREN, TokenType.R_PAREN, Token
                     TokenType.STRING, TokenType.NUMBER, TokenType.EQ})
 
 
+def _if_exists(ctx: _Ctx, i: int) -> tuple[bool, int]:
+    """Whether ``IF EXISTS`` or ``IF NOT EXISTS`` is at token i, and the index after it."""
+    if ctx.word(i) != "IF":
+        return False, i
+    words = 3 if ctx.word(i + 1) == "NOT" else 2
+    if ctx.word(i + words - 1) != "EXISTS":
+        raise _NotUnderstood("IF without EXISTS")
+    return True, i + words
+
+
 def _read_name(ctx: _Ctx, i: int) -> tuple[str, str, int]:
     """A (possibly qualified) table name starting at token i: (db, table, index after it)."""
     toks = ctx.toks
