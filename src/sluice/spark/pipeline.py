@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import shutil
 import signal
 import threading
@@ -173,7 +174,7 @@ class Pipeline:
         # alone starts the query about a second sooner (a later -XX:TieredStopAtLevel wins).
         mine = conf.get("spark.driver.extraJavaOptions", "")
         conf["spark.driver.extraJavaOptions"] = f"-XX:TieredStopAtLevel=1 {mine}".strip()
-        self._warn_silent_cascades()
+        self._check_source()
         if not log.isEnabledFor(logging.DEBUG):  # a batch's error is reported once, by run(), not by py4j too
             logging.getLogger("py4j.clientserver").setLevel(logging.CRITICAL)
         spark = spark_session(cfg.master, conf=conf)
@@ -219,19 +220,30 @@ class Pipeline:
         self._query = writer.start()
         return self._query
 
-    def _warn_silent_cascades(self) -> None:
-        """Name the captured tables whose foreign keys' cascades the server does not log: their
-        mirrors and change log miss those changes (``sluice.cdc.foreign_keys``)."""
+    def _check_source(self) -> None:
+        """Refuse the captured tables sluice cannot mirror yet, and name those whose foreign keys'
+        cascades the server does not log: their mirrors and change log miss those changes
+        (``sluice.cdc.source_checks``)."""
         from sluice.cdc.filters import table_filter
-        from sluice.cdc.foreign_keys import silent_cascades
+        from sluice.cdc.source_checks import silent_cascades, versioned_tables
 
         cfg = self.config
+        include = table_filter(cfg.tables, cfg.exclude_tables)
         try:
             with Connection.open(parse_dsn(cfg.source)) as conn:
-                found = silent_cascades(conn, table_filter(cfg.tables, cfg.exclude_tables))
+                versioned = versioned_tables(conn, include)
+                found = silent_cascades(conn, include)
         except SluiceError as exc:  # the run itself reports a server it cannot use
-            log.debug("reading the source's foreign keys failed: %s", exc)
+            log.debug("checking the source's tables failed: %s", exc)
             return
+        if versioned:
+            names = ", ".join(versioned)
+            pattern = "|".join(re.escape(name) for name in versioned)
+            raise ConfigError(
+                f"sluice does not capture MariaDB's system-versioned tables yet ({names}): their history rows "
+                f"and hidden row_start / row_end columns would not mirror as the table. Leave them out of the "
+                f"capture: --exclude-tables '{pattern}'"
+            )
         if found:
             names = "; ".join(c.describe() for c in found[:5])
             if len(found) > 5:

@@ -1,10 +1,15 @@
-"""Foreign-key cascades and the binlog, on real servers: which servers log the child rows, and the
-warning ``sluice run`` gives for the captured tables whose cascades are not logged.
+"""What ``sluice run`` checks of its source before it starts, on real servers.
+
+Foreign-key cascades and the binlog: which servers log the child rows, and the warning ``sluice
+run`` gives for the captured tables whose cascades are not logged.
 
 MariaDB changes the child rows inside InnoDB and logs the parent's row only; so does MySQL with
 ``innodb_native_foreign_keys=ON`` (a read-only setting: a server of its own is started). MySQL's
 server-layer handling (9.x's default) logs the child rows as row events. The test asserts what the
 binlog really holds on each, then what ``silent_cascades`` and the pipeline's warning say of it.
+
+MariaDB's system-versioned tables: refused before the run, naming the exclusion that lets the run
+go on; with it, the run mirrors the other tables while the versioned one is written.
 """
 
 from __future__ import annotations
@@ -15,11 +20,13 @@ from typing import Any
 import pytest
 
 import sluice
-from sluice.cdc.foreign_keys import cascades_logged, silent_cascades
+from sluice.cdc.source_checks import cascades_logged, silent_cascades
 from sluice.dsn import parse_dsn
+from sluice.errors import ConfigError
 from sluice.io.connection import Connection
 from sluice.io.replication import server_binlog_status
 from sluice.spark.pipeline import Pipeline, PipelineConfig
+from sluice.spark.verify import verify_lake
 
 
 @pytest.fixture(params=["mariadb", "mysql", "mysql-innodb-fk"])
@@ -65,7 +72,7 @@ def test_silent_cascades_name_exactly_the_child_rows_the_binlog_lacks(fk_server,
         assert [c.describe() for c in found] == [f"{db}.ch (fk_ch on {db}.par: ON DELETE CASCADE)"]
     lines: list[str] = []
     config = PipelineConfig(source=fk_server.dsn("root"), lake=str(tmp_path / "lake"), tables=rf"{db}\..*")
-    Pipeline(config, progress=lines.append)._warn_silent_cascades()
+    Pipeline(config, progress=lines.append)._check_source()
     warned = [line for line in lines if line.startswith("warning:")]
     if logged:
         assert warned == []
@@ -74,3 +81,31 @@ def test_silent_cascades_name_exactly_the_child_rows_the_binlog_lacks(fk_server,
         assert f"{db}.strict" not in warned[0]
     with Connection.open(parse_dsn(fk_server.dsn("root"))) as conn:
         conn.execute(f"DROP DATABASE {db}")
+
+
+@pytest.mark.spark
+def test_system_versioned_tables_are_refused_before_the_run(spark, mariadb_server, tmp_path) -> None:
+    db = f"sv_{uuid.uuid4().hex[:8]}"
+    lake = str(tmp_path / "lake")
+    with Connection.open(parse_dsn(mariadb_server.dsn("root"))) as conn:
+        x = conn.execute
+        x(f"CREATE DATABASE {db}")
+        x(f"CREATE TABLE {db}.v (id INT PRIMARY KEY, a INT) WITH SYSTEM VERSIONING")
+        x(f"CREATE TABLE {db}.t (id INT PRIMARY KEY, a INT)")
+        x(f"INSERT INTO {db}.v VALUES (1, 1)")
+        x(f"INSERT INTO {db}.t VALUES (1, 1)")
+        config = PipelineConfig(source=mariadb_server.dsn("root"), lake=lake, tables=rf"{db}\..*", trigger="once")
+        with pytest.raises(ConfigError, match=rf"system-versioned tables yet \({db}\.v\)") as refused:
+            Pipeline(config).run(handle_signals=False)
+        exclude = str(refused.value).rsplit("--exclude-tables ", 1)[1].strip("'")
+        config = PipelineConfig(source=mariadb_server.dsn("root"), lake=lake, tables=rf"{db}\..*",
+                                exclude_tables=exclude, trigger="once", snapshot="only")
+        Pipeline(config).run(handle_signals=False)
+        x(f"UPDATE {db}.v SET a = 2")
+        x(f"DELETE FROM {db}.v")
+        x(f"INSERT INTO {db}.t VALUES (2, 2)")
+        Pipeline(PipelineConfig(source=mariadb_server.dsn("root"), lake=lake, tables=rf"{db}\..*",
+                                exclude_tables=exclude, trigger="once")).run(handle_signals=False)
+        verdicts = verify_lake(parse_dsn(mariadb_server.dsn("root")), lake, tables=lambda d, t: d == db)
+        assert [(v.table, v.ok) for v in verdicts] == [("t", True)], verdicts
+        x(f"DROP DATABASE {db}")
