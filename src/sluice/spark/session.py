@@ -104,14 +104,16 @@ def _launch_driver(app_name: str, master: str, settings: Mapping[str, str]) -> N
     except PySparkRuntimeError as exc:
         if exc.getCondition() != "JAVA_GATEWAY_EXITED":
             raise
-        os.close(write_end)
+        gateway = None
+    finally:
+        os.close(write_end)  # the JVM holds its own copy
+    if gateway is None:
         reader.join(10)  # the JVM's own words come first
         raise ConfigError(
             "Spark's driver JVM exited before it started (its own message, if any, is above): check that Java 17 "
             "or newer is installed (JAVA_HOME) and the driver's options (spark.driver.memory, "
             "spark.driver.extraJavaOptions)"
-        ) from None
-    os.close(write_end)
+        )
     SparkContext._gateway = gateway
     SparkContext._jvm = gateway.jvm
 
