@@ -27,7 +27,7 @@ from sluice.cdc.records import RowChange
 from sluice.errors import ProtocolError, SchemaError
 from sluice.spark.mirror_columns import GEOMETRY_TYPE, MirrorColumn
 
-__all__ = ["ImageDecoder", "decode_image", "image_decoder", "row_change_from_record"]
+__all__ = ["ImageDecoder", "decode_image", "image_decoder", "json_document", "row_change_from_record"]
 
 ImageDecoder = Callable[[str | None], dict[str, Any] | None]
 
@@ -45,6 +45,12 @@ def _exact_number(text: str) -> float | JsonDecimal:
 
 _loads = json.loads
 _loads_exact = json.JSONDecoder(parse_float=_exact_number).decode
+
+
+def json_document(text: str) -> Any:
+    """A JSON document from its text in sluice's encoding (an image's JSON column, a mirror's JSON
+    value), numbers kept exact: ``json_text`` of it writes the same text again."""
+    return _loads_exact(text)
 
 
 def _decimal(v: Any) -> Decimal:

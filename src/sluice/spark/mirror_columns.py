@@ -15,7 +15,6 @@ and one ``pa.array`` call per column, never per row.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
@@ -29,7 +28,6 @@ from sluice.binlog.columns import BINARY_COLLATION, ColumnInfo
 from sluice.binlog.constants import ColumnType
 from sluice.binlog.rowplan import ABSENT
 from sluice.binlog.values.geometry import Geometry
-from sluice.binlog.values.json_binary import JsonDecimal
 from sluice.cdc import jsonl
 from sluice.errors import SchemaError
 
@@ -112,18 +110,6 @@ def json_text(value: Any) -> str | None:
     if jsonl._MARKED in text:
         text = jsonl._UNMARK.sub(r"\1", text)
     return text
-
-
-def json_value(text: str) -> Any:
-    """The document a mirror's JSON text holds, as ``json_text`` would write it again byte for byte:
-    a number it wrote from a float reads back as that float, any other (a DECIMAL inside the
-    document, e.g. ``1.50``) as a ``JsonDecimal`` with its digits."""
-    return json.loads(text, parse_float=_json_number)
-
-
-def _json_number(text: str) -> float | JsonDecimal:
-    number = float(text)
-    return number if repr(number) == text else JsonDecimal(text)
 
 
 def json_texts(values: Sequence[Any]) -> list[str | None]:

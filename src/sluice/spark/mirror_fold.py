@@ -25,7 +25,7 @@ from sluice.cdc.json_diffs import apply_json_diffs
 from sluice.cdc.records import RowChange
 from sluice.errors import DataLossError, SchemaError
 from sluice.spark.columnar import quote_name as _quote
-from sluice.spark.mirror_columns import json_value
+from sluice.spark.images import json_document
 
 if TYPE_CHECKING:
     from sluice.spark.mirror_merge import TableBatch
@@ -157,7 +157,7 @@ def from_mirror(tb: TableBatch, dt: DeltaTable | None, entries: dict[tuple[Any, 
                 f"mirror {'holds no document there' if row is not None else 'does not hold the row'}, so the "
                 "document cannot be rebuilt; the mirror differs from the table: re-snapshot it (sluice snapshot)"
             )
-        e.image[column] = _replayed(json_value(text), p.diffs, name, column, p.at)
+        e.image[column] = _replayed(json_document(text), p.diffs, name, column, p.at)
 
 
 def _mirror_rows(tb: TableBatch, dt: DeltaTable | None, keys: set[tuple[Any, ...]]) -> dict[tuple[Any, ...], Any]:
