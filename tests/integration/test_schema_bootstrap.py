@@ -277,3 +277,37 @@ def test_tracker_follows_the_binlog_and_decodes_rows(setup: Setup) -> None:
         assert special["i6"] == bytes.fromhex("20010db8000000000000000000000001")
         assert special["i4"] == bytes([192, 0, 2, 7])
         assert isinstance(special["u"], bytes) and len(special["u"]) == 16
+
+
+class _DdlAfterTablesRead:
+    """A connection that runs ``ddl`` on another one right after the bootstrap's list of tables."""
+
+    def __init__(self, conn: Connection, other: Connection, ddl: str) -> None:
+        self.conn, self.other, self.ddl, self.done = conn, other, ddl, False
+
+    @property
+    def is_mariadb(self) -> bool:
+        return self.conn.is_mariadb
+
+    def query(self, sql: str) -> Any:
+        result = self.conn.query(sql)
+        if "information_schema.TABLES" in sql and not self.done:
+            self.done = True
+            self.other.execute(self.ddl)
+        return result
+
+
+@pytest.mark.parametrize("ddl", ["DROP TABLE {db}.gone", "RENAME TABLE {db}.gone TO {db}.moved"])
+def test_a_table_gone_between_the_bootstraps_reads_is_left_out(setup: Setup, ddl: str) -> None:
+    db = f"{DB}_gone"
+    with Connection.open(parse_dsn(setup.server.dsn())) as conn, \
+            Connection.open(parse_dsn(setup.server.dsn())) as other:
+        conn.execute(f"DROP DATABASE IF EXISTS {db}")
+        conn.execute(f"CREATE DATABASE {db}")
+        conn.execute(f"CREATE TABLE {db}.kept (id int PRIMARY KEY)")
+        conn.execute(f"CREATE TABLE {db}.gone (id int PRIMARY KEY, v int)")
+        racing = _DdlAfterTablesRead(conn, other, ddl.format(db=db))
+        catalog = bootstrap_catalog(racing, lambda d, _t: d == db)  # type: ignore[arg-type]
+        assert racing.done
+        assert [t.name for t in catalog.tables(db)] == ["kept"], catalog.tables(db)
+        conn.execute(f"DROP DATABASE {db}")

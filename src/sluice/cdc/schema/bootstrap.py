@@ -3,9 +3,11 @@
 ``bootstrap_catalog`` takes an already open ``Connection`` and reads the server's default character
 set and collation (``@@character_set_server``, ``@@collation_server``, and the default collation
 of every character set, with MySQL's ``default_collation_for_utf8mb4`` and MariaDB's
-``character_set_collations`` applied), every database's defaults (SCHEMATA), the base tables
-(TABLES), their columns in order (COLUMNS) and primary keys (STATISTICS), skipping the system
-schemas. Column facts come from the dedicated columns (DATA_TYPE, lengths, precision, charset,
+``character_set_collations`` applied), every database's defaults (SCHEMATA), the tables (TABLES:
+base tables, MariaDB's system-versioned ones and sequences), their columns in order (COLUMNS) and
+primary keys (STATISTICS), skipping the system schemas. A table that a DDL removes between the
+reads (listed, but without columns) is left out, as the binlog will say.
+Column facts come from the dedicated columns (DATA_TYPE, lengths, precision, charset,
 collation, IS_NULLABLE); COLUMN_TYPE only for UNSIGNED and ENUM/SET members, which are read by the
 DDL parser. The result describes each table exactly as ``apply_ddl`` of its CREATE TABLE does.
 The caller makes the read consistent with the binlog position it records (for instance under
@@ -167,6 +169,8 @@ def bootstrap_catalog(conn: Connection, include: Callable[[str, str], bool] | No
         keys.setdefault((db or "", table or ""), []).append(column or "")
     tables = []
     for (db, table), coll in wanted.items():
+        if not columns[(db, table)]:
+            continue  # dropped or renamed between the two reads: gone, as the binlog will say
         cs = charset_of_collation(coll)
         tables.append(TableSchema(db, table, tuple(columns[(db, table)]), tuple(keys.get((db, table), ())), cs, coll))
     return Catalog(
