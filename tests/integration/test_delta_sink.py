@@ -26,7 +26,7 @@ import sluice
 from sluice.binlog.columns import ColumnInfo
 from sluice.binlog.constants import ColumnType as T
 from sluice.binlog.events import TableMapEvent
-from sluice.binlog.values.json_binary import JsonDecimal
+from sluice.binlog.values.json_binary import JsonDecimal, JsonDiff, JsonDiffs
 from sluice.cdc.records import RowChange
 from sluice.errors import ConfigError, DataLossError, SchemaError
 from sluice.spark import mirror_merge
@@ -324,14 +324,32 @@ def test_table_without_primary_key_goes_to_the_change_log_only(lake: DeltaLake) 
     assert changelog(lake)[0]["pk"] == []
 
 
-def test_partial_json_update_is_refused(lake: DeltaLake) -> None:
-    cols = layout([("id", T.LONG, 0), ("doc", T.JSON, 4)])
+def test_partial_json_updates_are_replayed_on_the_mirrors_document(lake: DeltaLake) -> None:
+    cols = layout([("id", T.LONG, 0), ("doc", T.JSON, 4), ("n", T.LONG, 0)])
     log = Log("docs")
-    lake.write_batch(0, [TableBatch("shop", "docs", cols, ("id",), [log.insert(id=1, doc={"a": 1})])])
-    change = log.update({"id": 1}, {}, json_diffs={"doc": ()})
-    with pytest.raises(DataLossError, match="partial JSON update of doc"):
-        lake.write_batch(1, [TableBatch("shop", "docs", cols, ("id",), [change])])
-    assert lake.committed_batch() == 0
+    doc = {"a": 1, "arr": [1, JsonDecimal("2.50")]}
+    lake.write_batch(0, [TableBatch("shop", "docs", cols, ("id",), [log.insert(id=1, doc=doc, n=1),
+                                                                     log.insert(id=2, doc=doc, n=2)])])
+    diffs = JsonDiffs([JsonDiff("replace", "$.a", 2), JsonDiff("insert", "$.b", "x")])
+    in_batch = [
+        log.update({"id": 1}, {"n": 10}, json_diffs={"doc": diffs}),  # the mirror's document
+        log.update({"id": 1}, {}, json_diffs={"doc": JsonDiffs([JsonDiff("remove", "$.arr[0]")])}),  # pending
+        log.update({"id": 2}, {"id": 3}),  # the key moves; the document comes from the mirror's row 2
+        log.update({"id": 3}, {}, json_diffs={"doc": diffs}),
+    ]
+    lake.write_batch(1, [TableBatch("shop", "docs", cols, ("id",), in_batch)])
+    rows = read(lake.table_path("shop", "docs"))
+    assert [(r["id"], r["doc"], r["n"]) for r in rows] == [
+        (1, '{"a":2,"b":"x","arr":[2.50]}', 10),
+        (3, '{"a":2,"b":"x","arr":[1,2.50]}', 2),
+    ]
+    misfit = log.update({"id": 1}, {}, json_diffs={"doc": JsonDiffs([JsonDiff("replace", "$.nope", 1)])})
+    with pytest.raises(DataLossError, match="does not fit the document"):
+        lake.write_batch(2, [TableBatch("shop", "docs", cols, ("id",), [misfit])])
+    unknown = log.update({"id": 9}, {}, json_diffs={"doc": diffs})
+    with pytest.raises(DataLossError, match="does not hold the row"):
+        lake.write_batch(2, [TableBatch("shop", "docs", cols, ("id",), [unknown])])
+    assert lake.committed_batch() == 1
 
 
 def test_bad_calls(lake: DeltaLake, tmp_path: Path) -> None:
