@@ -131,8 +131,11 @@ def _seek(doc: Any, legs: list[Leg], diff: JsonDiff) -> Any:
     for leg in legs:
         if isinstance(doc, dict) and isinstance(leg, str) and leg in doc:
             doc = doc[leg]
-        elif isinstance(doc, list) and not isinstance(leg, str) and 0 <= _position(leg, len(doc)) < len(doc):
-            doc = doc[_position(leg, len(doc))]
-        else:
-            raise ValueError(f"JSON diff {diff.op} at {diff.path!r}: the path does not fit the document")
+            continue
+        if isinstance(doc, list) and not isinstance(leg, str):
+            at = _position(leg, len(doc))
+            if 0 <= at < len(doc):
+                doc = doc[at]
+                continue
+        raise ValueError(f"JSON diff {diff.op} at {diff.path!r}: the path does not fit the document")
     return doc
