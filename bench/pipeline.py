@@ -41,7 +41,7 @@ import decode
 from sluice.dsn import parse_dsn
 from sluice.io.connection import Connection
 from sluice.io.replication import server_binlog_status
-from sluice.spark.pipeline import Pipeline, PipelineConfig
+from sluice.spark.pipeline.runner import Pipeline, PipelineConfig
 
 OUT = decode.OUT
 

@@ -105,8 +105,8 @@ def snapshot(box: Sandbox, rows: int) -> dict[str, object]:
 
 
 def phase(box: Sandbox, repeat: int) -> dict[str, float]:
-    from sluice.spark.session import spark_session
-    from sluice.spark.snapshot import SnapshotRunner
+    from sluice.spark.runtime.session import spark_session
+    from sluice.spark.snapshot.runner import SnapshotRunner
 
     started = time.perf_counter()
     spark = spark_session()

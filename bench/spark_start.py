@@ -1,5 +1,5 @@
 """Spark's start on this machine: a bare ``local[*]`` session and its first job, with the driver's
-class archive (``sluice/spark/jvm_archive.py``) and without it, and with ``sluice run``'s client
+class archive (``sluice/spark/runtime/jvm_archive.py``) and without it, and with ``sluice run``'s client
 compiler (``-XX:TieredStopAtLevel=1``) and without it, alternating, each in a process of its own.
 
     .venv/bin/python bench/spark_start.py --rounds 3
@@ -19,7 +19,7 @@ import sys
 _CHILD = """
 import json, sys, time
 t0 = time.monotonic()
-from sluice.spark.session import spark_session
+from sluice.spark.runtime.session import spark_session
 conf = {"spark.driver.extraJavaOptions": sys.argv[1]} if sys.argv[1] else {}
 spark = spark_session(conf=conf)
 t1 = time.monotonic()

@@ -91,7 +91,7 @@ def spark() -> Iterator[object]:
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    from sluice.spark.session import spark_session
+    from sluice.spark.runtime.session import spark_session
 
     session = spark_session(master="local[2]", app_name="sluice-tests")
     yield session

@@ -29,9 +29,9 @@ from sluice.binlog.events import TableMapEvent
 from sluice.binlog.values.json_binary import JsonDecimal, JsonDiff, JsonDiffs
 from sluice.cdc.records import RowChange
 from sluice.errors import ConfigError, DataLossError, SchemaError
-from sluice.spark import mirror_merge
-from sluice.spark.delta_sink import CHANGELOG_SCHEMA, DeltaLake, TableBatch
-from sluice.spark.mirror_columns import MirrorColumn, mirror_columns
+from sluice.spark.lake import merge as mirror_merge
+from sluice.spark.lake.columns import MirrorColumn, mirror_columns
+from sluice.spark.lake.sink import CHANGELOG_SCHEMA, DeltaLake, TableBatch
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 

@@ -12,8 +12,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from sluice.dsn import parse_dsn
 from sluice.io.connection import Connection
 from sluice.io.replication import server_binlog_status
-from sluice.spark.metrics import PipelineMetrics
-from sluice.spark.pipeline import Pipeline, PipelineConfig
+from sluice.spark.pipeline.metrics import PipelineMetrics
+from sluice.spark.pipeline.runner import Pipeline, PipelineConfig
 
 pytestmark = pytest.mark.spark
 

@@ -27,7 +27,7 @@ import pytest
 
 from sluice.dsn import parse_dsn
 from sluice.io.connection import Connection
-from sluice.spark.verify import lake_tables, verify_lake
+from sluice.spark.verify.check import lake_tables, verify_lake
 
 pytestmark = pytest.mark.spark
 

@@ -19,8 +19,8 @@ import pytest
 
 from sluice.dsn import parse_dsn
 from sluice.io.connection import Connection
-from sluice.spark.pipeline import Pipeline, PipelineConfig
-from sluice.spark.verify import verify_lake
+from sluice.spark.pipeline.runner import Pipeline, PipelineConfig
+from sluice.spark.verify.check import verify_lake
 
 pytestmark = pytest.mark.spark
 

@@ -20,8 +20,8 @@ import pytest
 from sluice.dsn import parse_dsn
 from sluice.io.connection import Connection
 from sluice.io.replication import server_binlog_status
-from sluice.spark.pipeline import Pipeline, PipelineConfig
-from sluice.spark.verify import verify_lake
+from sluice.spark.pipeline.runner import Pipeline, PipelineConfig
+from sluice.spark.verify.check import verify_lake
 
 pytestmark = pytest.mark.spark
 

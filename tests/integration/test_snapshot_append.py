@@ -21,9 +21,9 @@ import pytest
 from sluice.cdc.snapshot.chunks import Chunk
 from sluice.dsn import parse_dsn
 from sluice.io.connection import Connection
-from sluice.spark.snapshot import SnapshotRunner
-from sluice.spark.snapshot_state import SnapshotState
-from sluice.spark.verify import verify_lake
+from sluice.spark.snapshot.runner import SnapshotRunner
+from sluice.spark.snapshot.state import SnapshotState
+from sluice.spark.verify.check import verify_lake
 
 pytestmark = [pytest.mark.spark]
 

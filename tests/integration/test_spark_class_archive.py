@@ -18,7 +18,7 @@ pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 _SCRIPT = """
 import sys
-from sluice.spark.session import spark_session
+from sluice.spark.runtime.session import spark_session
 conf = {"spark.driver.extraJavaOptions": sys.argv[1]} if len(sys.argv) > 1 else {}
 spark = spark_session("local[1]", conf=conf)
 assert spark.range(5).count() == 5

@@ -31,7 +31,7 @@ import pytest
 from sluice.dsn import parse_dsn
 from sluice.io.connection import Connection
 from sluice.sandbox.process import free_port
-from sluice.spark.verify import verify_lake
+from sluice.spark.verify.check import verify_lake
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 

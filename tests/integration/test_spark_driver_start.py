@@ -16,7 +16,7 @@ pytestmark = [pytest.mark.spark]
 _SCRIPT = """
 import sys
 from sluice.errors import ConfigError
-from sluice.spark.session import spark_session
+from sluice.spark.runtime.session import spark_session
 try:
     spark_session("local[1]", conf={"spark.driver.extraJavaOptions": sys.argv[1]})
 except ConfigError as exc:

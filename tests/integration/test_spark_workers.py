@@ -20,7 +20,7 @@ pytestmark = pytest.mark.spark
 _SCRIPT = textwrap.dedent('''
     import json, sys
     from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
-    from sluice.spark.session import spark_session, start_python_workers
+    from sluice.spark.runtime.session import spark_session, start_python_workers
 
     class Probe(DataSource):
         @classmethod
@@ -44,7 +44,8 @@ _SCRIPT = textwrap.dedent('''
     spark = spark_session(master="local[2]", app_name="sluice-workers-test")
     spark.dataSource.register(Probe)
     before = [r.loaded for r in spark.read.format("probe").load().collect()]
-    start_python_workers(spark, ("sluice.spark.stage", "wave")).join()  # sluice: long enough that both tasks overlap
+    # importing sluice takes long enough that both tasks overlap
+    start_python_workers(spark, ("sluice.spark.source.staging", "wave")).join()
     after = [r.loaded for r in spark.read.format("probe").load().collect()]
     spark.stop()
     print(json.dumps({"before": before, "after": after}))

@@ -30,11 +30,11 @@ from sluice.dsn import ConnectionConfig, parse_dsn
 from sluice.errors import ConfigError
 from sluice.io.connection import Connection
 from sluice.io.replication import server_binlog_status
-from sluice.spark import verify as verify_module
-from sluice.spark.delta_sink import DeltaLake, TableBatch
-from sluice.spark.layout import mirror_columns_for_schema
-from sluice.spark.mirror_columns import to_arrow_table
-from sluice.spark.verify import TableVerdict, verify_lake
+from sluice.spark.lake.columns import to_arrow_table
+from sluice.spark.lake.sink import DeltaLake, TableBatch
+from sluice.spark.lake.table_layout import mirror_columns_for_schema
+from sluice.spark.verify import check as verify_module
+from sluice.spark.verify.check import TableVerdict, verify_lake
 
 DB = "verify_db"
 

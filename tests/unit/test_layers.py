@@ -95,6 +95,44 @@ def test_no_import_cycle_between_modules():
     assert not cycles, "import cycles:\n" + "\n".join(cycles)
 
 
+# The roles inside spark/, lowest first: a subpackage imports only from those below it (and itself).
+SPARK_LAYERS = {"lake": 0, "source": 1, "runtime": 2, "snapshot": 3, "verify": 3, "ddl": 4, "pipeline": 5}
+
+
+def _spark_role(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[2] if len(parts) > 2 and parts[1] == "spark" else None
+
+
+def test_spark_roles_import_only_downward():
+    modules = _modules()
+    roles = {r for r in map(_spark_role, modules) if r is not None}
+    assert roles == set(SPARK_LAYERS), f"spark/ subpackages not in SPARK_LAYERS: {sorted(roles ^ set(SPARK_LAYERS))}"
+    upward = []
+    for name, path in modules.items():
+        mine = _spark_role(name)
+        if mine is None:
+            continue
+        for target in _imports(path, top_level_only=False):
+            theirs = _spark_role(target)
+            if theirs is not None and theirs != mine and SPARK_LAYERS[theirs] >= SPARK_LAYERS[mine]:
+                upward.append(f"{name} -> {target}")
+    assert not upward, "spark/ imports that go up or sideways:\n" + "\n".join(sorted(upward))
+
+
+def test_the_lake_needs_no_spark():
+    """``sluice.spark.lake`` writes Delta tables from a plain Python process: no pyspark import at any level."""
+    found = []
+    for name, path in _modules().items():
+        if _spark_role(name) != "lake":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
+                [node.module] if isinstance(node, ast.ImportFrom) and node.module else [])
+            found += [f"{name}: {n}" for n in names if n == "pyspark" or n.startswith("pyspark.")]
+    assert not found, "pyspark imported by the lake:\n" + "\n".join(found)
+
+
 # The orchestration shell of cdc: the modules that talk to servers and files. The rest of cdc is its
 # core (capture, transactions, records, the schema model and DDL replay, reconciliation), sans-I/O.
 CDC_SHELL = {

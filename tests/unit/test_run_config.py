@@ -7,7 +7,7 @@ import pytest
 from sluice.cli import build_parser
 from sluice.commands.run import load_config
 from sluice.errors import ConfigError
-from sluice.spark.pipeline import _interval
+from sluice.spark.pipeline.runner import _interval
 
 pytestmark = pytest.mark.unit
 
@@ -69,7 +69,7 @@ def test_skip_incidents_from_the_command_line_or_the_file(tmp_path):
 
 
 def test_source_option_skip_incidents():
-    from sluice.spark.source import SourceOptions
+    from sluice.spark.source.datasource import SourceOptions
 
     assert not SourceOptions.parse({}).capture_config().skip_incidents
     assert SourceOptions.parse({"skipIncidents": "true"}).capture_config().skip_incidents
@@ -94,14 +94,14 @@ def test_metrics_port_from_the_command_line_or_the_file(tmp_path):
 
 @pytest.mark.parametrize("uri", ["s3://bucket/lake", "abfss://c@acct.dfs.core.windows.net/lake", "hdfs://nn/lake"])
 def test_a_lake_uri_is_refused_with_what_to_give_instead(uri):
-    from sluice.spark.delta_sink import DeltaLake
+    from sluice.spark.lake.sink import DeltaLake
 
     with pytest.raises(ConfigError, match="mounted"):
         DeltaLake(uri, "app")
 
 
 def test_a_lake_path_keeps_its_meaning():
-    from sluice.spark.delta_sink import DeltaLake, lake_root
+    from sluice.spark.lake.sink import DeltaLake, lake_root
 
     assert lake_root("./lake/") == "./lake"
     assert lake_root("/") == "/"
@@ -111,7 +111,7 @@ def test_a_lake_path_keeps_its_meaning():
 def test_only_the_staging_tasks_keep_typed_images():
     """The tasks that stage for the pipeline build its MERGE sources from the typed images; a plain
     read of the source does not pay for them."""
-    from sluice.spark.source import SourceOptions
+    from sluice.spark.source.datasource import SourceOptions
 
     assert SourceOptions.parse({"stageTo": "/lake"}).capture_config().typed
     assert not SourceOptions.parse({}).capture_config().typed

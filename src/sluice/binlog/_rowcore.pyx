@@ -9,9 +9,9 @@ leaves to it. ``_framing.pxi`` (``whole_events``,
 (``_jsonlines.pxi``) writes the JSON lines of decoded rows; its twin is ``sluice.cdc.jsonl``.
 ``RowProgram.lines`` (``_rowjson.pxi``) writes the same lines from the row bytes themselves.
 ``ChangeRows`` (``_changerows.pxi``) holds row changes as the change log's Arrow column buffers; its
-twin is ``sluice.spark.changes.record_batch``. Beside them, ``TypedImages`` (``_typedimages.pxi``)
+twin is ``sluice.spark.source.change_schema.record_batch``. Beside them, ``TypedImages`` (``_typedimages.pxi``)
 keeps each table's images as typed columns for the pipeline's MERGE sources; the reference it is
-held to is the same images parsed back from their JSON (``sluice.spark.columnar.merge_source``).
+held to is the same images parsed back from their JSON (``sluice.spark.lake.merge_source.merge_source``).
 
 A :class:`RowProgram` is built once per row-image shape (event kind, present-column bitmaps) from
 the column specs the Python row plan decides (``sluice.binlog.rowplan``); it decodes a rows-event

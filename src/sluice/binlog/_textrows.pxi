@@ -1,7 +1,7 @@
 # Included by _rowcore.pyx: a snapshot chunk's text rows cut into one binary column per result-set
 # column, in C.
 #
-# The twin is ``sluice.spark.snapshot_rows.split_rows`` (numpy, one column of all rows at a time).
+# The twin is ``sluice.spark.snapshot.text_rows.split_rows`` (numpy, one column of all rows at a time).
 # Each row is a run of length-encoded strings (``0xFB`` SQL NULL; ``0xFC``/``0xFD``/``0xFE`` before
 # a 2-, 3- or 8-byte length). A first walk over every row checks every prefix and length against
 # its row's end and sums each column's bytes, raising ``ProtocolError`` with the twin's messages; the

@@ -118,8 +118,8 @@ def run(args: argparse.Namespace) -> int:
     from sluice.io.connection import Connection
     from sluice.io.replication import server_binlog_status
     from sluice.sandbox.server import Sandbox
-    from sluice.spark.pipeline import Pipeline, PipelineConfig
-    from sluice.spark.verify import verify_lake
+    from sluice.spark.pipeline.runner import Pipeline, PipelineConfig
+    from sluice.spark.verify.check import verify_lake
 
     err = sys.stderr
 

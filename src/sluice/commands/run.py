@@ -96,7 +96,7 @@ def register(sub: Any) -> None:
 
 def load_config(args: argparse.Namespace) -> Any:
     """The ``PipelineConfig`` from ``--config`` TOML, command-line options taking precedence."""
-    from sluice.spark.pipeline import PipelineConfig
+    from sluice.spark.pipeline.runner import PipelineConfig
 
     settings: dict[str, Any] = {}
     if args.config:
@@ -153,7 +153,7 @@ def _port(value: Any) -> int | None:
 
 def run(args: argparse.Namespace) -> int:
     """``sluice run``: run the pipeline (and its metrics endpoint) until stopped, then print what it did."""
-    from sluice.spark.pipeline import Pipeline
+    from sluice.spark.pipeline.runner import Pipeline
 
     config = load_config(args)
 
@@ -163,7 +163,7 @@ def run(args: argparse.Namespace) -> int:
     pipeline = Pipeline(config, progress=say)
     metrics = None
     if config.metrics_port is not None:
-        from sluice.spark.metrics import PipelineMetrics
+        from sluice.spark.pipeline.metrics import PipelineMetrics
 
         metrics = pipeline.metrics = PipelineMetrics(pipeline.app_id)
         port = metrics.serve(config.metrics_port, config.metrics_host)

@@ -38,8 +38,8 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """``sluice snapshot``: forget the matching tables' snapshot and mirror, then read them again."""
-    from sluice.spark.pipeline import Pipeline, PipelineConfig
-    from sluice.spark.snapshot_state import SnapshotState, forget_tables
+    from sluice.spark.pipeline.runner import Pipeline, PipelineConfig
+    from sluice.spark.snapshot.state import SnapshotState, forget_tables
 
     try:
         pattern = re.compile(args.tables)

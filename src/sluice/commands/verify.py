@@ -66,7 +66,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     """``sluice verify``: compare each mirror with the source, one line per table; 1 when any differs."""
     from sluice.cdc.filters import table_filter
     from sluice.dsn import parse_dsn
-    from sluice.spark.verify import verify_lake
+    from sluice.spark.verify.check import verify_lake
 
     out = sys.stdout if out is None else out
     connection = parse_dsn(args.source)

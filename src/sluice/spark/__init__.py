@@ -1,7 +1,7 @@
 """sluice on Spark and Delta Lake: typed Arrow conversion, the Delta writer, the binlog data source.
 
-``sluice.spark.mirror_columns`` maps MySQL columns to Arrow / Spark types and converts decoded values;
-``sluice.spark.delta_sink`` merges row changes into a Delta mirror and appends them to the change
+``sluice.spark.lake.columns`` maps MySQL columns to Arrow / Spark types and converts decoded values;
+``sluice.spark.lake.sink`` merges row changes into a Delta mirror and appends them to the change
 log, exactly once. Importing this package does not import pyspark: modules that need Spark import
 it themselves, so the Delta writer also runs in a plain Python process.
 """

@@ -10,7 +10,7 @@ columns are all NOT NULL, else none), ``integer_chunks`` splits a single integer
 between its MIN and MAX, and ``boundary_chunks`` turns sampled keys (taken in the server's key order,
 see ``sluice.cdc.snapshot.reader``) into consecutive chunks. ``ChunkRead`` is what reading one chunk
 yields: its rows between a low and a high binlog watermark. Chunks have a JSON form so that the
-pipeline can record the plan and the finished chunks (``sluice.spark.snapshot``).
+pipeline can record the plan and the finished chunks (``sluice.spark.snapshot.runner``).
 """
 
 from __future__ import annotations

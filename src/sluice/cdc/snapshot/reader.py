@@ -9,7 +9,7 @@ watermark, selects the chunk's rows in key order with the text protocol, convert
 ``sluice.cdc.textvalues`` into the values the binlog decoder produces, and records the high
 watermark (``SHOW BINARY LOG STATUS`` / ``SHOW MASTER STATUS`` after the ``SELECT``);
 ``read_chunk_text`` leaves the rows as text and ``read_chunk_raw`` as undecoded row payloads, for
-readers that convert whole columns at once (``sluice.spark.snapshot_rows``). On MariaDB the
+readers that convert whole columns at once (``sluice.spark.snapshot.text_rows``). On MariaDB the
 ``SELECT`` runs in a ``START TRANSACTION WITH CONSISTENT SNAPSHOT`` whose binlog position
 (``binlog_snapshot_file`` / ``binlog_snapshot_position``) is the exact low watermark. MySQL has no
 such status: its binlog position moves when a transaction is written to the binlog, just before

@@ -1,0 +1,187 @@
+"""Applying a DDL batch's ``MirrorStep``s to the lake, exactly once, whatever the moment of a crash.
+
+A DDL is a micro-batch of its own. Its steps run in order; after each one the journal
+``LAKE/_sluice/ddl.json`` records ``(batch, steps done)``, so a replayed batch resumes at the first
+step not done. Each step is atomic by itself: a rename of the mirror's folder (``archive``,
+``move``: ``os.rename`` on the lake's file system) or one Delta commit (``truncate``, ``rewrite``)
+that carries the batch's app transaction, so a step whose commit landed just before a crash is
+recognised too. ``reread`` archives the mirror and removes the table from the snapshot state; the
+pipeline then snapshots it again with the watermark method while the stream goes on from the DDL.
+
+Archived mirrors stay readable Delta tables under ``LAKE/_sluice/archive/<db>/<table>@<file>-<pos>``
+(the binlog position of the DDL); sluice never deletes them.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
+from deltalake.exceptions import DeltaError
+
+from sluice.errors import DataLossError
+from sluice.io.atomic import write_atomically
+from sluice.spark.ddl.plan import MirrorStep
+from sluice.spark.lake.columns import column_array
+from sluice.spark.lake.merge import LAKE_WRITER
+from sluice.spark.lake.sink import DeltaLake
+from sluice.spark.snapshot.state import SnapshotState
+
+__all__ = ["CannotRewrite", "MirrorDdl"]
+
+log = logging.getLogger(__name__)
+
+
+class CannotRewrite(Exception):
+    """A rewrite met a value it cannot convert exactly: the table is re-read instead."""
+
+
+class MirrorDdl:
+    """Runs mirror steps for the pipeline ``lake.app_id`` (module docstring)."""
+
+    def __init__(self, lake: DeltaLake, state_dir: Path, progress: Callable[[str], None]) -> None:
+        self.lake = lake
+        self.state_dir = state_dir
+        self.journal = state_dir / "ddl.json"
+        self.progress = progress
+
+    def apply(self, batch_id: int, steps: list[tuple[tuple[str, int], MirrorStep]]) -> list[MirrorStep]:
+        """Run the steps (each with the binlog position of its DDL) not done yet; returns the
+        ``reread`` steps, done now or before, for the pipeline to snapshot those tables again."""
+        done = self._done(batch_id)
+        rereads = []
+        for k, (at, step) in enumerate(steps):
+            if step.kind == "reread":
+                rereads.append(step)
+            if k < done:
+                continue
+            try:
+                self._run(step, batch_id, at)
+            except CannotRewrite as exc:
+                step = MirrorStep("reread", step.db, step.table, why=str(exc))
+                rereads.append(step)
+                self._run(step, batch_id, at)
+            self._record(batch_id, k + 1)
+        return rereads
+
+    # -- journal ---------------------------------------------------------------------------------
+    def _done(self, batch_id: int) -> int:
+        try:
+            doc = json.loads(self.journal.read_text())
+        except FileNotFoundError:
+            return 0
+        return int(doc["done"]) if doc.get("batch") == batch_id else 0
+
+    def _record(self, batch_id: int, done: int) -> None:
+        write_atomically(self.journal, json.dumps({"batch": batch_id, "done": done}).encode(), what="the DDL journal")
+
+    # -- steps -----------------------------------------------------------------------------------
+    def _run(self, step: MirrorStep, batch_id: int, at: tuple[str, int]) -> None:
+        path = self.lake.table_path(step.db, step.table)
+        exists = DeltaTable.is_deltatable(path)
+        what = f"{step.name}: {step.why}" if step.why else step.name
+        if step.kind in ("archive", "reread"):
+            if exists:
+                self._archive(path, step, at)
+                self.progress(f"DDL: the mirror of {what} — archived" if step.kind == "archive"
+                              else f"DDL: the mirror of {what} — re-reading the table")
+            self._snapshot_state(lambda tables: tables.pop(step.name, None))
+        elif step.kind == "move":
+            assert step.to is not None
+            target = self.lake.table_path(*step.to)
+            if exists:
+                if DeltaTable.is_deltatable(target):
+                    self._archive(target, MirrorStep("archive", *step.to), at)
+                os.makedirs(os.path.dirname(target), exist_ok=True)
+                os.rename(path, target)
+                self.progress(f"DDL: the mirror of {step.name} follows the table to {step.to[0]}.{step.to[1]}")
+            new = f"{step.to[0]}.{step.to[1]}"
+            self._snapshot_state(lambda tables: tables.__setitem__(new, tables.pop(step.name))
+                                 if step.name in tables else None)
+        elif step.kind == "truncate" and exists:
+            dt = DeltaTable(path)
+            if not self._landed(dt, batch_id):
+                empty = dt.schema().to_arrow()
+                self._commit(path, pa.Table.from_batches([], schema=pa.schema(empty)), batch_id, step)
+                self.progress(f"DDL: the mirror of {step.name} emptied (TRUNCATE)")
+        elif step.kind == "rewrite" and exists:
+            dt = DeltaTable(path)
+            if not self._landed(dt, batch_id):
+                self._rewrite(dt, path, step, batch_id)
+                self.progress(f"DDL: the mirror of {step.name} rewritten in the new layout "
+                              f"({', '.join(c.name for c in step.columns)})")
+
+    def _archive(self, path: str, step: MirrorStep, at: tuple[str, int]) -> None:
+        file, pos = at
+        dest = Path(self.lake.root) / "_sluice" / "archive" / step.db / f"{step.table}@{file}-{pos}"
+        n = 1
+        while dest.exists():
+            dest = dest.with_name(f"{step.table}@{file}-{pos}.{n}")
+            n += 1
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        os.rename(path, dest)
+
+    def _landed(self, dt: DeltaTable, batch_id: int) -> bool:
+        version = dt.transaction_version(self.lake.app_id)
+        return version is not None and version >= batch_id
+
+    def _commit(self, path: str, data: Any, batch_id: int, step: MirrorStep) -> None:
+        txn = CommitProperties(app_transactions=[Transaction(self.lake.app_id, batch_id)])
+        try:
+            write_deltalake(path, data, mode="overwrite", schema_mode="overwrite", writer_properties=LAKE_WRITER,
+                            commit_properties=txn)
+        except DeltaError as exc:
+            raise DataLossError(
+                f"the Delta commit of batch {batch_id} to the mirror of {step.name} ({path}) failed ({exc}); "
+                "nothing of it was committed. Fix the cause and restart: the batch is replayed"
+            ) from exc
+
+    def _rewrite(self, dt: DeltaTable, path: str, step: MirrorStep, batch_id: int) -> None:
+        schema = pa.schema([pa.field(c.name, c.arrow_type) for c in step.columns])
+        dataset = dt.to_pyarrow_dataset()
+
+        def batches() -> Iterator[pa.RecordBatch]:
+            for batch in dataset.to_batches(batch_size=65536):
+                yield self._convert(batch, step, schema)
+
+        for batch in dataset.to_batches(batch_size=65536):  # a value that does not convert: before any write
+            self._convert(batch, step, schema)
+        reader = pa.RecordBatchReader.from_batches(schema, batches())
+        self._commit(path, reader, batch_id, step)
+
+    def _convert(self, batch: pa.RecordBatch, step: MirrorStep, schema: pa.Schema) -> pa.RecordBatch:
+        arrays = []
+        n = batch.num_rows
+        names = batch.schema.names
+        for col, origin in zip(step.columns, step.origins, strict=True):
+            if origin.source is not None:
+                if origin.source not in names:
+                    raise CannotRewrite(f"the mirror has no column {origin.source}")
+                arr = batch.column(names.index(origin.source))
+                if arr.type != col.arrow_type:
+                    try:
+                        arr = pc.cast(arr, col.arrow_type, safe=True)
+                    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+                        raise CannotRewrite(f"column {origin.source} does not convert exactly ({exc})") from None
+                arrays.append(arr)
+            else:
+                value = origin.fill.value if origin.fill is not None else None
+                arrays.append(column_array(col, [None if value is None else col.convert(value)] * n))
+        return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+    def _snapshot_state(self, edit: Callable[[dict[str, Any]], Any]) -> None:
+        path = self.state_dir / "snapshot.json"
+        if not path.exists():
+            return
+        state = SnapshotState.load(path)
+        before = json.dumps(state.tables, sort_keys=True)
+        edit(state.tables)
+        if json.dumps(state.tables, sort_keys=True) != before:
+            state.save(path)

@@ -1,0 +1,165 @@
+"""What one DDL statement does to the Delta mirrors: a list of ``MirrorStep``s, decided from the
+catalog before the statement, the statement itself and its column lineage (``cdc.schema.lineage``).
+
+- ``CREATE TABLE``: a mirror left under that name by an earlier table is archived; the new one
+  starts empty.
+- ``DROP TABLE`` / ``DROP DATABASE``: the mirror is archived (``LAKE/_sluice/archive/...``).
+- ``TRUNCATE TABLE``: the mirror is emptied in one commit.
+- ``RENAME TABLE`` / ``ALTER TABLE ... RENAME``: the mirror moves with its history; renamed out of
+  the capture it is archived, renamed into it the table is re-read.
+- ``ALTER TABLE`` that changes the columns: the mirror is rewritten in the new layout in one commit;
+  kept, renamed and moved columns keep their values, widened types keep them exactly, added columns
+  get the value the server gave existing rows, dropped columns go.
+- What sluice cannot compute exactly (an added column with an expression default, a narrowing or
+  other type change, a primary key where there was none, a statement not understood): the table is
+  re-read from the server.
+- A primary-key change: nothing to rewrite, later MERGEs match on the new key. Anything else
+  (indexes, options): nothing.
+- Partition and tablespace maintenance that moves rows with no row event in the binlog (DROP,
+  TRUNCATE, EXCHANGE, IMPORT PARTITION; IMPORT TABLESPACE; MariaDB's CONVERT PARTITION / TABLE):
+  each table whose rows changed is re-read; one converted into a partition is archived.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from sluice.cdc.schema import Catalog, ColumnDef, TableSchema, apply_ddl
+from sluice.cdc.schema.lineage import ColumnOrigin
+from sluice.spark.lake.columns import MirrorColumn
+from sluice.spark.lake.table_layout import mirror_columns_for_schema
+
+__all__ = ["MirrorStep", "plan_ddl"]
+
+Name = tuple[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class MirrorStep:
+    """One change to one mirror: ``archive``, ``move`` (to ``to``), ``truncate``, ``rewrite`` (into
+    ``columns`` from ``origins``) or ``reread`` (archive, then snapshot the table again)."""
+
+    kind: str
+    db: str
+    table: str
+    to: Name | None = None
+    columns: tuple[MirrorColumn, ...] = ()
+    origins: tuple[ColumnOrigin, ...] = ()
+    why: str = ""
+
+    @property
+    def name(self) -> str:
+        """``db.table`` of the mirror the step changes, for messages."""
+        return f"{self.db}.{self.table}"
+
+
+def plan_ddl(before: Catalog, sql: str, default_db: str | None, captured: Callable[[str, str], bool],
+             flavor: str | None) -> list[MirrorStep]:
+    """The mirror steps of one statement, in order (see the module docstring)."""
+    after, outcome = apply_ddl(before, sql, default_db or None)
+    tables = list(dict.fromkeys(outcome.tables))
+    if not outcome.understood:
+        return [MirrorStep("reread", db, t, why=f"sluice does not understand the statement ({outcome.message})")
+                for db, t in tables if captured(db, t) and after.get(db, t) is not None]
+    kind = outcome.kind
+    steps: list[MirrorStep] = []
+    if kind == "truncate_table":
+        return [MirrorStep("truncate", db, t) for db, t in tables if captured(db, t)]
+    if kind in ("drop_table", "drop_database", "create_table"):
+        gone = [(s.db, s.name) for s in before if after.get(s.db, s.name) is None]
+        targets = tables if kind == "create_table" else gone
+        return [MirrorStep("archive", db, t, why=kind.replace("_", " ")) for db, t in targets if captured(db, t)]
+    for change in outcome.changes:
+        old, new = change.old, change.new
+        if old != new:
+            if captured(*old) and captured(*new):
+                steps.append(MirrorStep("move", *old, to=new))
+            elif captured(*old):
+                steps.append(MirrorStep("archive", *old, why=f"renamed out of the capture to {new[0]}.{new[1]}"))
+            elif captured(*new):
+                steps.append(MirrorStep("reread", *new, why=f"renamed into the capture from {old[0]}.{old[1]}"))
+                continue
+        if change.columns is None or not captured(*new):
+            continue
+        was, now = before.get(*old), after.get(*new)
+        if was is not None and now is not None:
+            steps += _alter(was, now, change.columns, flavor)
+    stepped = {(s.db, s.table) for s in steps}
+    for db, t in tables:  # MariaDB's CONVERT TABLE t TO PARTITION: t is gone into the other table
+        if (db, t) not in stepped and before.get(db, t) is not None and after.get(db, t) is None and captured(db, t):
+            steps.append(MirrorStep("archive", db, t, why="it became a partition of another table"))
+    for db, t in outcome.rows_replaced:
+        if captured(db, t) and after.get(db, t) is not None and \
+                not any(s.kind == "reread" and (s.db, s.table) == (db, t) for s in steps):
+            steps.append(MirrorStep("reread", db, t, why="the statement changed its rows with no row event in the "
+                                                         "binlog (partition or tablespace maintenance)"))
+    return steps
+
+
+def _alter(was: TableSchema, now: TableSchema, origins: tuple[ColumnOrigin, ...],
+           flavor: str | None) -> list[MirrorStep]:
+    db, t = now.db, now.name
+    if not now.primary_key:
+        return [MirrorStep("archive", db, t, why="it has no primary key any more: change log only")] \
+            if was.primary_key else []
+    if not was.primary_key:
+        return [MirrorStep("reread", db, t, why="it has a primary key now")]
+    old_cols = {c.name: c for c in was.columns}
+    for o in origins:
+        if o.source is None:
+            if o.fill is None or not o.fill.exact:
+                why = o.fill.why if o.fill is not None else f"column {o.name} is new"
+                return [MirrorStep("reread", db, t, why=f"{why} is not computed by sluice")]
+            continue
+        before, after = old_cols[o.source], now.columns[now.index_of(o.name) or 0]
+        if not widening(before, after):
+            return [MirrorStep("reread", db, t, why=f"column {o.source} changed from {before.sql_type()} to "
+                                                    f"{after.sql_type()}")]
+    columns = mirror_columns_for_schema(now, flavor)
+    old_mirror = mirror_columns_for_schema(was, flavor)
+    same = [(c.name, c.arrow_type) for c in columns] == [(c.name, c.arrow_type) for c in old_mirror]
+    if same and all(o.source == o.name for o in origins):
+        return []  # keys, indexes, defaults, nullability: the mirror's rows stay as they are
+    return [MirrorStep("rewrite", db, t, columns=columns, origins=origins)]
+
+
+_INT_RANK = {"tinyint": 1, "smallint": 2, "mediumint": 3, "int": 4, "bigint": 5}
+_INT_DIGITS = {"tinyint": 3, "smallint": 5, "mediumint": 8, "int": 10, "bigint": 20}
+_CHARS = {"char": 0, "varchar": 1, "tinytext": 2, "text": 3, "mediumtext": 4, "longtext": 5}
+_TEXT_CHARS = {"tinytext": 255, "text": 65535, "mediumtext": 16777215, "longtext": 4294967295}
+
+
+def widening(old: ColumnDef, new: ColumnDef) -> bool:
+    """Whether every value of ``old`` keeps its exact value as ``new`` (the server converts nothing)."""
+    a, b = old.data_type, new.data_type
+    if (a, old.unsigned, old.length, old.precision, old.scale, old.fsp, old.enum_values, old.set_values) == \
+            (b, new.unsigned, new.length, new.precision, new.scale, new.fsp, new.enum_values, new.set_values):
+        return True  # same type: nullability, default, collation or charset of text that converted
+    sign_lost = bool(new.unsigned) and not old.unsigned  # negative values would not fit
+    if a in _INT_RANK and b in _INT_RANK:
+        if old.unsigned and not new.unsigned:
+            return _INT_RANK[b] > _INT_RANK[a]
+        return not sign_lost and _INT_RANK[b] >= _INT_RANK[a]
+    if a in _INT_RANK and b == "decimal":
+        return not sign_lost and (new.precision or 10) - (new.scale or 0) >= _INT_DIGITS[a]
+    if a == b == "decimal":
+        return (not sign_lost and (new.scale or 0) >= (old.scale or 0)
+                and (new.precision or 10) - (new.scale or 0) >= (old.precision or 10) - (old.scale or 0))
+    if (a, b) == ("float", "double"):
+        return True
+    if a in _CHARS and b in _CHARS and b != "char":
+        return _chars(new) >= _chars(old) and new.charset == old.charset
+    if a == b and a in ("datetime", "timestamp", "time"):
+        return (new.fsp or 0) >= (old.fsp or 0)
+    if a == b == "enum":
+        return new.enum_values[: len(old.enum_values or ())] == old.enum_values if new.enum_values else False
+    if a == b == "set":
+        return new.set_values[: len(old.set_values or ())] == old.set_values if new.set_values else False
+    if a == b and a in ("varbinary", "binary", "tinyblob", "blob", "mediumblob", "longblob"):
+        return a != "binary" and (new.length or 0) >= (old.length or 0)
+    return False
+
+
+def _chars(c: ColumnDef) -> int:
+    return _TEXT_CHARS.get(c.data_type, c.length or 0)

@@ -1,0 +1,93 @@
+"""The change DataFrame's rows as the pipeline reads them back: the change-log rows of a range
+(the images are JSON already), a table's rows from the staged change-log files as ``RowChange``s
+for the per-row MERGE path, and the typed sluice error a failed query carries.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pyarrow as pa
+
+from sluice.cdc.records import RowChange
+from sluice.errors import SluiceError
+from sluice.spark.lake.images import image_decoder, row_change_from_record
+from sluice.spark.lake.sink import CHANGELOG_SCHEMA
+
+__all__ = ["changelog_rows", "query_error", "row_changes", "staged_rows"]
+
+
+def row_changes(columns: tuple[Any, ...], rows: Any) -> list[RowChange]:
+    """The table's rows of the change DataFrame as ``RowChange``s with typed images, column-wise."""
+
+    decode = image_decoder(columns)
+    diffs = rows.column("json_diffs")
+    if diffs.null_count != len(diffs):  # partial JSON updates: the careful, per-record path
+        return [row_change_from_record(columns, r) for r in rows.to_pylist()]
+    op = rows.column("op").to_pylist()
+    db = rows.column("db")[0].as_py()
+    name = rows.column("table")[0].as_py()
+    before = rows.column("before").to_pylist()
+    after = rows.column("after").to_pylist()
+    pk = tuple(rows.column("pk")[0].as_py() or ())
+    file = rows.column("file").to_pylist()
+    pos = rows.column("pos").to_pylist()
+    row = rows.column("row").to_pylist()
+    gtid = rows.column("gtid").to_pylist()
+    ts = (rows.column("ts").cast(pa.int64()).to_numpy() // 1_000_000).tolist()
+    return [
+        RowChange(op[i], db, name, decode(before[i]), decode(after[i]), pk, file[i], pos[i], row[i], gtid[i], ts[i])
+        for i in range(len(op))
+    ]
+
+
+def staged_rows(changelog: str, paths: list[str]) -> Callable[[str, str], pa.Table]:
+    """A table's row changes (no DDL) from change-log files the tasks staged (``sluice.spark.source.staging``),
+    given in binlog order, as the change DataFrame's columns the per-row path reads: the files
+    are read once, at the first table asked for."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    loaded: list[pa.Table] = []
+
+    def rows_of(db: str, table: str) -> pa.Table:
+        if not loaded:
+            rows = pa.concat_tables([pq.read_table(f"{changelog}/{path}") for path in paths])
+            loaded.append(rows.filter(pc.not_equal(rows.column("op"), "ddl")))
+        rows = loaded[0]
+        return rows.filter(pc.and_(pc.equal(rows.column("db"), db), pc.equal(rows.column("table"), table)))
+
+    return rows_of
+
+
+def changelog_rows(table: Any, batch_id: int) -> Any:
+    """The change-log rows straight from the batch's Arrow columns: the images are already JSON."""
+
+    n = table.num_rows
+    columns = {name: table.column(name) for name in CHANGELOG_SCHEMA.names if name != "batch_id"}
+    columns["batch_id"] = pa.array([batch_id] * n, type=pa.int64())
+    return pa.table([columns[f.name].cast(f.type) for f in CHANGELOG_SCHEMA], schema=CHANGELOG_SCHEMA)
+
+
+def query_error(exc: BaseException) -> SluiceError:
+    """The sluice error a failed Spark query carries (an executor's error reaches the driver as text:
+    ``sluice.errors.SchemaError: ...``), with its type; a ``SluiceError`` naming Spark otherwise."""
+    import re
+
+    from sluice import errors
+
+    text = str(exc)
+    for m in re.finditer(r"(?:sluice\.[\w.]+\.)?(\w+Error): (.+)", text):
+        kind = getattr(errors, m.group(1), None)
+        if isinstance(kind, type) and issubclass(kind, SluiceError):
+            try:
+                typed = kind(m.group(2).strip())
+            except TypeError:
+                continue
+            typed.__cause__ = exc
+            return typed
+    first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
+    error = SluiceError(f"the Spark query failed: {first} (run with -vv for Spark's log)")
+    error.__cause__ = exc
+    return error

@@ -1,0 +1,282 @@
+"""The Delta Lake writer: per micro-batch, MERGE each table's changes into its mirror and append
+every change to the change log, exactly once.
+
+A lake is a root folder: ``ROOT/<db>/<table>`` is the typed mirror of a table (one row per primary
+key, columns per ``sluice.spark.lake.columns``) and ``ROOT/_sluice/changes`` the append-only change log.
+``DeltaLake.write_batch`` plans every table's MERGE first (``sluice.spark.lake.merge``: the
+fold to the last state per primary key, the mirror's schema, the MERGE source), so a
+``SchemaError`` leaves the lake untouched, then commits them, one MERGE per table. Every commit
+carries the Delta app transaction ``(app_id, batch_id)``: a table whose recorded version is already
+``>= batch_id`` is skipped, so a batch replayed after a crash between two commits writes only what
+is missing. The change log is committed last; its recorded version is the highest batch fully
+committed.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Final
+
+import pyarrow as pa
+from deltalake import (
+    ColumnProperties,
+    CommitProperties,
+    DeltaTable,
+    Transaction,
+    WriterProperties,
+    write_deltalake,
+)
+from deltalake import Schema as DeltaSchema
+from deltalake.exceptions import DeltaError
+from deltalake.transaction import AddAction, create_table_with_add_actions
+
+from sluice.cdc.records import RowChange
+from sluice.errors import ConfigError, SchemaError
+from sluice.spark.lake.columns import json_texts
+from sluice.spark.lake.merge import TableBatch, TablePlan, TableResult, commit_error, plan
+
+__all__ = ["CHANGELOG_SCHEMA", "BatchResult", "DeltaLake", "TableBatch", "TableResult"]
+
+#: Schema of the change log: one row per row change, values in sluice's JSON-lines encoding.
+CHANGELOG_SCHEMA: Final = pa.schema([
+    pa.field("op", pa.string()),
+    pa.field("db", pa.string()),
+    pa.field("table", pa.string()),
+    pa.field("before", pa.string()),
+    pa.field("after", pa.string()),
+    pa.field("pk", pa.list_(pa.string())),
+    pa.field("file", pa.string()),
+    pa.field("pos", pa.int64()),
+    pa.field("row", pa.int32()),
+    pa.field("gtid", pa.string()),
+    pa.field("ts", pa.timestamp("us", tz="UTC")),
+    pa.field("batch_id", pa.int64()),
+    pa.field("json_diffs", pa.string()),
+    pa.field("ddl", pa.string()),  # op "ddl": the statement (sluice.cdc.change_rows.ddl_json)
+])
+
+
+# The row images of the change log are nearly all distinct: a dictionary page per column chunk only
+# costs time (two thirds of the append) and Parquet falls back to plain pages anyway.
+_CHANGELOG_WRITER: Final = WriterProperties(compression="ZSTD", compression_level=1, column_properties={
+    name: ColumnProperties(dictionary_enabled=False) for name in ("before", "after", "json_diffs")
+})
+@dataclass(frozen=True, slots=True)
+class BatchResult:
+    """Counts of one ``write_batch`` call."""
+
+    batch_id: int
+    tables: tuple[TableResult, ...]
+    changelog_rows: int  # rows appended to the change log by this call
+    changelog_skipped: bool  # the change log already had this batch
+
+    @property
+    def inserted(self) -> int:
+        """Rows the batch inserted into the mirrors."""
+        return sum(t.inserted for t in self.tables)
+
+    @property
+    def updated(self) -> int:
+        """Mirror rows the batch updated."""
+        return sum(t.updated for t in self.tables)
+
+    @property
+    def deleted(self) -> int:
+        """Mirror rows the batch deleted."""
+        return sum(t.deleted for t in self.tables)
+
+    @property
+    def skipped(self) -> tuple[str, ...]:
+        """``db.table`` of the tables skipped because the batch was already committed to them."""
+        return tuple(f"{t.db}.{t.table}" for t in self.tables if t.status == "skipped")
+
+    @property
+    def unmirrorable(self) -> tuple[str, ...]:
+        """``db.table`` of the tables without a primary key (written to the change log only)."""
+        return tuple(f"{t.db}.{t.table}" for t in self.tables if t.status == "unmirrorable")
+
+
+def lake_root(root: str | os.PathLike[str]) -> str:
+    """The lake's directory as the writers use it; a URI (``s3://…``) is refused, since the lake's
+    own bookkeeping under ``_sluice/`` is written with file-system semantics."""
+    text = os.fspath(root)
+    scheme, sep, _ = text.partition("://")
+    if sep and scheme.replace("+", "").replace("-", "").replace(".", "").isalnum():
+        raise ConfigError(
+            f"the lake {text!r} is a URI; sluice writes lakes to a path every Spark node sees the same way "
+            "(a local or shared file system, or object storage mounted as one)"
+        )
+    return text.rstrip("/") or "/"
+
+
+class DeltaLake:
+    """A lake of Delta mirrors plus a change log, written by one pipeline (``app_id``).
+
+    ``app_id`` identifies the pipeline in the Delta app transactions (derive it from the source and
+    the lake). It must change when the pipeline's checkpoint is reset and batch ids start again.
+    """
+
+    def __init__(self, root: str | os.PathLike[str], app_id: str) -> None:
+        if not app_id:
+            raise ConfigError("a Delta lake needs a non-empty app_id naming the pipeline that writes it")
+        self.root = lake_root(root)
+        self.app_id = app_id
+        self.changelog_path = f"{self.root}/_sluice/changes"
+
+    def table_path(self, db: str, table: str) -> str:
+        """``ROOT/<db>/<table>``, the mirror of ``db.table``."""
+        for part in (db, table):
+            if not part or part in (".", "..") or "/" in part or "\\" in part:
+                raise SchemaError(f"the table name {db}.{table} cannot be a folder of the lake; exclude the table")
+        if db == "_sluice":
+            raise SchemaError("the database name _sluice is where the lake keeps its change log; exclude it")
+        return f"{self.root}/{db}/{table}"
+
+    def committed_batch(self) -> int | None:
+        """The highest batch id fully committed (the change log's app transaction), None if none."""
+        if not DeltaTable.is_deltatable(self.changelog_path):
+            return None
+        version = DeltaTable(self.changelog_path).transaction_version(self.app_id)
+        return None if version is None else int(version)
+
+    def write_batch(
+        self, batch_id: int, tables: Sequence[TableBatch], *, changelog: pa.Table | None = None,
+        changelog_files: Sequence[AddAction] | None = None,
+    ) -> BatchResult:
+        """MERGE every table's changes into its mirror, then append all changes to the change log.
+
+        Everything is checked and planned before the first commit, so a ``SchemaError`` leaves the
+        lake untouched. A table (or the change log) that already holds ``batch_id`` is skipped.
+        ``changelog``: the batch's change-log rows already built (``CHANGELOG_SCHEMA``, ordered by
+        ``(file, pos, row)``), e.g. from a Spark batch whose images are JSON already;
+        ``changelog_files``: or the change-log files executors wrote into its folder
+        (``sluice.spark.source.staging``), committed as they are.
+        """
+        if isinstance(batch_id, bool) or not isinstance(batch_id, int) or batch_id < 0:
+            raise ConfigError(f"batch id must be an integer >= 0, got {batch_id!r}")
+        with _gc_paused():
+            return self._write_batch(batch_id, tables, changelog, changelog_files)
+
+    def _write_batch(self, batch_id: int, tables: Sequence[TableBatch], changelog: pa.Table | None,
+                     files: Sequence[AddAction] | None) -> BatchResult:
+        seen: set[tuple[str, str]] = set()
+        for tb in tables:
+            if (tb.db, tb.table) in seen:
+                raise ConfigError(
+                    f"{tb.db}.{tb.table} appears twice in batch {batch_id}: give one TableBatch per table"
+                )
+            seen.add((tb.db, tb.table))
+        txn = CommitProperties(app_transactions=[Transaction(self.app_id, batch_id)])
+        plans: list[TablePlan | TableResult] = []
+        for tb in tables:
+            n = tb.change_count
+            if tb.source is not None and changelog is None and files is None:
+                raise ConfigError(
+                    f"{tb.db}.{tb.table} comes with a MERGE source instead of its changes: give the batch's "
+                    "change log too"
+                )
+            if not tb.primary_key:
+                plans.append(TableResult(tb.db, tb.table, "unmirrorable", n))
+                continue
+            path = self.table_path(tb.db, tb.table)
+            if not n:
+                plans.append(TableResult(tb.db, tb.table, "empty", 0))
+                continue
+            dt = DeltaTable(path) if DeltaTable.is_deltatable(path) else None
+            if dt is not None and _done(dt, self.app_id, batch_id):
+                plans.append(TableResult(tb.db, tb.table, "skipped", n))
+                continue
+            plans.append(plan(tb, path, dt))
+        path = self.changelog_path
+        done = DeltaTable.is_deltatable(path) and _done(DeltaTable(path), self.app_id, batch_id)
+        log = changelog
+        if not done and files is None and log is None:
+            log = changelog_table(batch_id, [c for tb in tables for c in tb.changes])
+        # commits from here on: the mirrors, then the change log (its version is the last whole batch)
+        results = tuple(p if isinstance(p, TableResult) else p.execute(batch_id, txn) for p in plans)
+        if done:
+            return BatchResult(batch_id, results, 0, True)
+        if files is not None:
+            self._commit_changelog(batch_id, files, txn)
+            return BatchResult(batch_id, results, sum(json.loads(f.stats)["numRecords"] for f in files), False)
+        assert log is not None
+        self._append_changelog(batch_id, log, txn)
+        return BatchResult(batch_id, results, log.num_rows, False)
+
+    def _commit_changelog(self, batch_id: int, files: Sequence[AddAction], txn: CommitProperties) -> None:
+        """Commit change-log files already in its folder (an empty list still records the batch)."""
+        path = self.changelog_path
+        try:
+            if not DeltaTable.is_deltatable(path):
+                create_table_with_add_actions(path, DeltaSchema.from_arrow(CHANGELOG_SCHEMA), list(files),
+                                              mode="append", commit_properties=txn)
+                return
+            table = DeltaTable(path)
+            have = {f.name for f in table.schema().fields}
+            if not set(CHANGELOG_SCHEMA.names) <= have:
+                # A change log from before a column existed: add it first (files are committed as
+                # they are, with no schema change of their own).
+                write_deltalake(path, CHANGELOG_SCHEMA.empty_table(), mode="append", schema_mode="merge")
+                table = DeltaTable(path)
+            table.create_write_transaction(list(files), "append", CHANGELOG_SCHEMA, commit_properties=txn)
+        except DeltaError as exc:
+            raise commit_error("the change log", batch_id, exc) from exc
+
+    def _append_changelog(self, batch_id: int, log: pa.Table, txn: CommitProperties) -> None:
+        path = self.changelog_path
+        try:
+            # An empty append still commits: it records the batch as done.
+            # schema_mode="merge": a change log written before the ``ddl`` column existed gains it.
+            write_deltalake(path, log, mode="append", commit_properties=txn, writer_properties=_CHANGELOG_WRITER,
+                            schema_mode="merge")
+        except DeltaError as exc:
+            raise commit_error("the change log", batch_id, exc) from exc
+
+
+def changelog_table(batch_id: int, changes: Sequence[RowChange]) -> pa.Table:
+    """The change-log rows of a batch's changes, ordered by ``(file, pos, row)``."""
+    pks: dict[tuple[str, ...], list[str]] = {}
+    columns = [
+        [c.op for c in changes],
+        [c.db for c in changes],
+        [c.table for c in changes],
+        json_texts([c.before for c in changes]),
+        json_texts([c.after for c in changes]),
+        [pks.get(c.pk) or pks.setdefault(c.pk, list(c.pk)) for c in changes],
+        [c.file for c in changes],
+        [c.pos for c in changes],
+        [c.row for c in changes],
+        [c.gtid for c in changes],
+        [c.ts * 1_000_000 for c in changes],
+        [batch_id] * len(changes),
+        json_texts([c.json_diffs or None for c in changes]),
+        [None] * len(changes),
+    ]
+    arrays = [pa.array(values, type=f.type) for values, f in zip(columns, CHANGELOG_SCHEMA, strict=True)]
+    table = pa.Table.from_arrays(arrays, schema=CHANGELOG_SCHEMA)
+    if len(changes) > 1:
+        table = table.sort_by([("file", "ascending"), ("pos", "ascending"), ("row", "ascending")])
+    return table
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while a batch builds its many small dicts and lists: its
+    collections would rescan every live object of the batch again and again (a third of the time)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _done(dt: DeltaTable, app_id: str, batch_id: int) -> bool:
+    version = dt.transaction_version(app_id)
+    return version is not None and version >= batch_id

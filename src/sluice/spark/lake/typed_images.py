@@ -1,0 +1,80 @@
+"""A table's row images as the compiled core typed them (``TypedImages``), as Arrow arrays.
+
+``ChangeRows`` keeps, beside the change log's JSON images, each table's images column by column:
+integers as int64 and every value whose JSON form is a string as that string's text
+(``binlog/_typedimages.pxi``). ``TypedRows`` puts the pieces a range's batches hold together, in
+binlog order, as the arrays ``sluice.spark.lake.merge_source.typed_merge_source`` reads instead of parsing
+the JSON images back. Without the compiled core there are none, and the JSON images are parsed.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+__all__ = ["TypedRows", "typed_rows"]
+
+_KINDS = {0: pa.null(), 1: pa.int64(), 2: pa.string()}
+
+
+@dataclass(frozen=True, slots=True)
+class TypedRows:
+    """One table's changes: ``ops`` (0 insert, 1 update, 2 delete, binlog order), the after images
+    of inserts and updates and the before images of updates and deletes, by column name."""
+
+    ops: np.ndarray
+    after: dict[str, pa.Array]
+    before: dict[str, pa.Array]
+
+
+def _array(kind: int, length: int, valid: bytes, offsets: bytes, data: bytes) -> pa.Array:
+    if kind == 0:
+        return pa.nulls(length)
+    flags = np.frombuffer(valid, dtype=np.uint8)
+    nulls = length - int(np.count_nonzero(flags))
+    bitmap = pa.py_buffer(np.packbits(flags, bitorder="little").tobytes()) if nulls else None
+    if kind == 1:
+        return pa.Array.from_buffers(pa.int64(), length, [bitmap, pa.py_buffer(data)], null_count=nulls)
+    return pa.Array.from_buffers(pa.string(), length, [bitmap, pa.py_buffer(offsets), pa.py_buffer(data)],
+                                 null_count=nulls)
+
+
+def _column(pieces: list[pa.Array]) -> pa.Array | None:
+    kinds = {p.type for p in pieces if p.type != pa.null()}
+    if len(kinds) > 1:
+        return None  # a column typed one way in one piece and another way in the next
+    kind = kinds.pop() if kinds else pa.null()
+    return pa.concat_arrays([p if p.type == kind else pa.nulls(len(p), kind) for p in pieces])
+
+
+def typed_rows(pieces: Iterable[Any], changes: int) -> TypedRows | None:
+    """The ``TypedImages`` of one table from consecutive batches, together; None when any is
+    ``failed``, their images differ in shape, or they do not hold all ``changes`` of the table
+    (some of its rows were made another way)."""
+    parts = list(pieces)
+    if not parts or any(p.failed for p in parts) or sum(p.length for p in parts) != changes:
+        return None
+    keys = parts[0].keys
+    if any(p.keys != keys for p in parts):
+        return None
+    names = [json.loads(k[:-1]) for k in keys]  # each key is the column's JSON name and a colon
+    if len(set(names)) != len(names):
+        return None
+    buffers = [p.buffers() for p in parts]
+    ops = np.frombuffer(b"".join(b[0] for b in buffers), dtype=np.uint8)
+    images: list[dict[str, pa.Array]] = []
+    for side in (1, 2):
+        columns: dict[str, pa.Array] = {}
+        for j, name in enumerate(names):
+            column = _column([_array(*b[side][j]) for b in buffers])
+            if column is None:
+                return None
+            columns[name] = column
+        images.append(columns)
+    return TypedRows(ops, images[0], images[1])
+

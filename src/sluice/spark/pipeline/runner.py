@@ -1,0 +1,409 @@
+"""The pipeline: a Structured Streaming query from the ``binlog`` source into a Delta lake.
+
+``Pipeline.run()`` starts ``spark.readStream.format("binlog")`` on the source with
+``option("stageTo", LAKE)``: every task writes its range's change-log file and each table's MERGE
+source (the last state per primary key, typed) into the lake itself (``sluice.spark.source.staging``) and
+Spark carries one descriptor row per file. Per micro-batch (``foreachBatch``) the driver applies
+the batch's DDL, folds each table's sources over the ranges (``sluice.spark.pipeline.staged_batch``),
+MERGEs them into ``LAKE/<db>/<table>`` and then commits the change-log files to
+``LAKE/_sluice/changes`` (``sluice.spark.lake.sink``). A table whose changes need the per-row path (minimal images,
+partial JSON updates, a snapshot filter) is built from the staged change-log rows. Each Delta
+commit records the batch id, so a batch replayed after a crash is skipped where it was already
+written: exactly once.
+
+The lake keeps the pipeline's state in ``LAKE/_sluice/``: the Spark checkpoint (``checkpoint/``),
+the schema history the source writes (``schema-history.jsonl``; a batch's tables are typed from
+the schema in force at its first change, and no batch spans a schema change) and ``pipeline.json``
+with the pipeline's id (the Delta app id). Deleting the checkpoint starts a new pipeline id.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import shutil
+import signal
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from sluice.cdc.filters import table_filter
+from sluice.cdc.schema import SchemaHistory
+from sluice.cdc.source_checks import silent_cascades, versioned_tables
+from sluice.dsn import parse_dsn
+from sluice.errors import ConfigError, SluiceError
+from sluice.io.atomic import write_atomically
+from sluice.io.connection import Connection
+from sluice.io.replication import server_binlog_status
+from sluice.spark.ddl.batch import DdlStage
+from sluice.spark.lake.changelog_rows import query_error, staged_rows
+from sluice.spark.lake.sink import DeltaLake
+from sluice.spark.pipeline.staged_batch import StagedBatch, table_batch
+from sluice.spark.pipeline.stats import PipelineStats
+from sluice.spark.runtime.session import spark_session, start_python_workers
+from sluice.spark.snapshot.filter import SnapshotFilter
+from sluice.spark.snapshot.runner import SnapshotRunner
+from sluice.spark.snapshot.state import SnapshotState, stream_start
+from sluice.spark.source.staging import BATCH_PROPERTY, STAGE_SCHEMA, staging_dir
+
+__all__ = ["Pipeline", "PipelineConfig", "PipelineStats"]
+
+log = logging.getLogger(__name__)
+
+_ONCE = frozenset({"once", "available-now", "availableNow"})
+
+
+@dataclass(frozen=True, slots=True)
+class PipelineConfig:
+    """What ``sluice run`` runs: source, lake, tables, trigger and Spark master."""
+
+    source: str
+    lake: str
+    tables: str | None = None
+    exclude_tables: str | None = None
+    trigger: str = "1s"  # a processing-time interval ("1s", "500ms", "2 minutes") or "once"
+    master: str | None = None
+    starting_position: str = "earliest"
+    snapshot: str = "never"  # initial: snapshot the tables first, then stream; only: snapshot and stop
+    chunk_rows: int | None = None  # rows per snapshot chunk; None: 64 MiB of the table's average row
+    max_rows_per_batch: int | None = None  # counting rows makes the driver decode ahead: bytes by default
+    max_bytes_per_batch: int | None = 256 << 20
+    conf: tuple[tuple[str, str], ...] = ()
+    skip_incidents: bool = False  # go on past INCIDENT events (the server failed to log changes there)
+    metrics_port: int | None = None  # sluice run serves Prometheus metrics there (0: any free port)
+    metrics_host: str = "0.0.0.0"
+
+    def __post_init__(self) -> None:
+        if self.trigger not in _ONCE:
+            _interval(self.trigger)  # a bad trigger fails here, before Spark starts
+        if self.snapshot not in ("initial", "never", "only"):
+            raise ConfigError(f"--snapshot is initial, never or only; found {self.snapshot!r}")
+
+    @property
+    def state_dir(self) -> Path:
+        """``LAKE/_sluice``: the pipeline's checkpoint, schema history and id."""
+        return Path(self.lake) / "_sluice"
+
+
+class Pipeline:
+    """One streaming query from a server into a lake; ``run()`` blocks until it stops."""
+
+    def __init__(self, config: PipelineConfig, *, progress: Callable[[str], None] | None = None,
+                 metrics: Any = None) -> None:
+        self.config = config
+        self.metrics = metrics  # a PipelineMetrics (sluice run --metrics-port), or None
+        self.stats = PipelineStats()
+        self.progress = progress or (lambda text: log.info("%s", text))
+        self._stop = threading.Event()
+        self._query: Any = None
+        self._filter: Any = None
+        self._lag_checked = 0.0  # SnapshotFilter: early changes the snapshot already holds
+        self.error: BaseException | None = None
+        parse_dsn(config.source)  # a bad DSN fails here, before Spark starts
+        state = config.state_dir
+        try:
+            state.mkdir(parents=True, exist_ok=True)
+        except (FileExistsError, NotADirectoryError):
+            raise ConfigError(f"--lake {config.lake} is not a directory: give a directory (it is created if "
+                              "missing)") from None
+        except PermissionError:
+            raise ConfigError(f"--lake {config.lake}: permission denied creating {state}") from None
+        self.history_path = state / "schema-history.jsonl"
+        self.checkpoint_path = state / "checkpoint"
+        self.app_id = self._pipeline_id(state)
+        self.lake = DeltaLake(config.lake, self.app_id)
+        self.ddl = DdlStage(self.lake, state, self.history_path, config.tables, config.exclude_tables, self.progress)
+        self._spark: Any = None
+
+    def _pipeline_id(self, state: Path) -> str:
+        meta = state / "pipeline.json"
+        if meta.exists() and (self.checkpoint_path.exists() or (state / "snapshot.json").exists()):
+            try:
+                return str(json.loads(meta.read_text())["id"])
+            except (ValueError, KeyError) as exc:
+                raise ConfigError(f"{meta} is damaged ({exc}); delete {state} to start the lake over") from None
+        pid = f"sluice-{uuid.uuid4().hex[:12]}"
+        doc = {"id": pid, "source": parse_dsn(self.config.source).redacted()}
+        write_atomically(meta, json.dumps(doc).encode("utf-8"), what="the pipeline id")
+        return pid
+
+    # -- the query --------------------------------------------------------------------------------
+    def snapshot(self, spark: Any) -> str | None:
+        """Run or resume the initial snapshot (``snapshot="initial"|"only"``) unless the stream has
+        already started; returns where the stream must start, None when the snapshot does not decide."""
+
+        cfg = self.config
+        state_path = cfg.state_dir / "snapshot.json"
+        if cfg.snapshot == "never" and not state_path.exists():
+            return None
+        state = SnapshotState.load(state_path) if state_path.exists() else None
+        if cfg.snapshot == "never" and state is not None and state.complete:
+            pass
+        else:
+            runner = SnapshotRunner(
+                spark, cfg.source, cfg.lake, cfg.state_dir, self.app_id, table_filter(cfg.tables, cfg.exclude_tables),
+                chunk_rows=cfg.chunk_rows, progress=self.progress, history=SchemaHistory.open(self.history_path),
+                on_chunk=self.metrics and self.metrics.snapshot_progress,
+            )
+            # Once the stream runs, only tables added to the capture (or dropped from the snapshot by
+            # `sluice snapshot` or by a DDL to re-read) are read; the stream then goes on from its
+            # checkpoint. With --snapshot never, only a re-read a DDL started is finished here.
+            only = frozenset(state.tables) if cfg.snapshot == "never" and state is not None else None
+            state = runner.run(only_new=self.checkpoint_path.exists(), only=only)
+        if state.complete:
+            self._filter = SnapshotFilter(state)
+            # Always the snapshot's start: Spark takes it only while its checkpoint holds no offset yet,
+            # which is also the case after a crash before the first batch committed.
+            return stream_start(state)
+        return None
+
+    def start(self) -> Any:
+        """Start Spark, the snapshot if one is due, then the streaming query (None after a snapshot only)."""
+
+        cfg = self.config
+        shutil.rmtree(cfg.state_dir / "staging", ignore_errors=True)  # an earlier run's unfinished batch
+        drop_unfinished_writes(self.checkpoint_path)
+        conf = dict(cfg.conf)
+        # The driver JVM plans and commits; the rows never pass through it. Its client compiler
+        # alone starts the query about a second sooner (a later -XX:TieredStopAtLevel wins).
+        mine = conf.get("spark.driver.extraJavaOptions", "")
+        conf["spark.driver.extraJavaOptions"] = f"-XX:TieredStopAtLevel=1 {mine}".strip()
+        self._check_source()
+        if not log.isEnabledFor(logging.DEBUG):  # a batch's error is reported once, by run(), not by py4j too
+            logging.getLogger("py4j.clientserver").setLevel(logging.CRITICAL)
+        spark = spark_session(cfg.master, conf=conf)
+        self._spark = spark
+        starting = cfg.starting_position
+        if cfg.snapshot != "never" or (cfg.state_dir / "snapshot.json").exists():
+            after_snapshot = self.snapshot(spark)
+            if after_snapshot is not None:
+                starting = after_snapshot
+        if cfg.snapshot == "only":
+            return None
+        # The tasks' Python workers come up while the query starts, not in its first batch, unless
+        # nothing can be waiting (a new query from the server's end): on two cores starting them
+        # costs the query's own start about a second.
+        if not (str(starting).strip().lower() == "latest" and not self.checkpoint_path.exists()):
+            start_python_workers(spark, ("sluice.spark.source.datasource", "sluice.spark.source.staging"))
+        reader = (
+            spark.readStream.format("binlog")
+            .schema(STAGE_SCHEMA)  # given, not asked of the source: a Python worker less at start (1 s)
+            .option("dsn", cfg.source)
+            .option("startingPosition", starting)
+            .option("schemaHistory", str(self.history_path))
+            .option("includeDdl", "true")
+            .option("stageTo", self.lake.root)
+        )
+        if cfg.tables:
+            reader = reader.option("tables", cfg.tables)
+        if cfg.exclude_tables:
+            reader = reader.option("excludeTables", cfg.exclude_tables)
+        if cfg.max_rows_per_batch:
+            reader = reader.option("maxRowsPerBatch", str(cfg.max_rows_per_batch))
+        if cfg.max_bytes_per_batch:
+            reader = reader.option("maxBytesPerBatch", str(cfg.max_bytes_per_batch))
+        if cfg.skip_incidents:
+            reader = reader.option("skipIncidents", "true")
+        writer = reader.load().writeStream.foreachBatch(self._batch).option(
+            "checkpointLocation", str(self.checkpoint_path)
+        )
+        if cfg.trigger in _ONCE:
+            writer = writer.trigger(availableNow=True)
+        else:
+            writer = writer.trigger(processingTime=_interval(cfg.trigger))
+        self._query = writer.start()
+        return self._query
+
+    def _check_source(self) -> None:
+        """Refuse the captured tables sluice cannot mirror yet, and name those whose foreign keys'
+        cascades the server does not log: their mirrors and change log miss those changes
+        (``sluice.cdc.source_checks``)."""
+
+        cfg = self.config
+        include = table_filter(cfg.tables, cfg.exclude_tables)
+        try:
+            with Connection.open(parse_dsn(cfg.source)) as conn:
+                versioned = versioned_tables(conn, include)
+                found = silent_cascades(conn, include)
+        except SluiceError as exc:  # the run itself reports a server it cannot use
+            log.debug("checking the source's tables failed: %s", exc)
+            return
+        if versioned:
+            names = ", ".join(versioned)
+            pattern = "|".join(re.escape(name) for name in versioned)
+            raise ConfigError(
+                f"sluice does not capture MariaDB's system-versioned tables yet ({names}): their history rows "
+                f"and hidden row_start / row_end columns would not mirror as the table. Leave them out of the "
+                f"capture: --exclude-tables '{pattern}'"
+            )
+        if found:
+            names = "; ".join(c.describe() for c in found[:5])
+            if len(found) > 5:
+                names += f"; and {len(found) - 5} more"
+            self.progress(
+                f"warning: the source does not write to its binlog the rows its foreign keys change by cascade "
+                f"(MariaDB, or MySQL with innodb_native_foreign_keys=ON), so the mirrors and the change log miss "
+                f"them for: {names}. sluice verify shows the difference; sluice snapshot --tables reads a table again"
+            )
+
+    def run(self, *, report_every: float = 5.0, handle_signals: bool = True) -> PipelineStats:
+        """Run until stopped (Ctrl-C / SIGTERM: at the next batch boundary) or, with
+        ``trigger="once"``, until everything available at the start is in the lake."""
+        previous: dict[Any, Any] = {}
+        if handle_signals and threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                previous[sig] = signal.signal(sig, lambda *_: self.stop())
+        try:
+            query = self.start()
+            if query is None:  # snapshot only
+                return self.stats
+            last = time.monotonic()
+            while query.isActive:
+                if self._stop.is_set():
+                    self._stop_at_boundary(query)
+                    break
+                try:
+                    query.awaitTermination(0.5)
+                except Exception:  # the query ended with an error: reported as sluice's own below
+                    break
+                if time.monotonic() - last >= report_every:
+                    last = time.monotonic()
+                    self.progress(self.stats.line())
+            exc = query.exception()
+            if exc is not None and self.error is None:
+                raise query_error(exc)
+            if self.error is not None:
+                if isinstance(self.error, Exception) and not isinstance(self.error, SluiceError):
+                    raise query_error(self.error) from self.error
+                raise self.error
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+        return self.stats
+
+    def stop(self) -> None:
+        """Ask the running query to stop after the batch in flight (``run()`` then returns)."""
+        self._stop.set()
+
+    def _stop_at_boundary(self, query: Any) -> None:
+        deadline = time.monotonic() + 600
+        while query.isActive and query.status.get("isTriggerActive") and time.monotonic() < deadline:
+            time.sleep(0.1)
+        query.stop()
+
+    # -- one micro-batch ---------------------------------------------------------------------------
+    def _batch(self, df: Any, batch_id: int) -> None:
+        started = time.monotonic()
+        staging = staging_dir(self.lake.root, batch_id)
+        try:
+            done = self.lake.committed_batch()
+            if done is not None and done >= batch_id:  # replayed after a crash: whole in the lake already
+                self.stats.skipped_batches += 1
+                return
+            context = df.sparkSession.sparkContext
+            context.setLocalProperty(BATCH_PROPERTY, str(batch_id))  # the tasks' batch id (sluice.spark.source.staging)
+            try:
+                staged = df.toArrow()
+            finally:
+                context.setLocalProperty(BATCH_PROPERTY, None)
+            written = self._write(staged, batch_id)
+        except BaseException as exc:
+            self.error = exc
+            if self.metrics is not None:
+                self.metrics.error(exc)
+            raise
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+        if written is not None:
+            self.stats.first_batch = self.stats.first_batch or started
+            self.stats.last_batch = time.monotonic()
+        if self.metrics is not None and written is not None:
+            self.metrics.batch(time.monotonic() - started, *written, self.stats.last_commit_lag, self.stats.lag_bytes)
+
+    def _write(self, staged: pa.Table, batch_id: int) -> tuple[Any, ...] | None:
+        """Commit what the tasks staged (``sluice.spark.source.staging``): DDL first, then each table's MERGE,
+        the change log last. The metrics of the batch, None when it was empty."""
+        batch = StagedBatch(staged)
+        if not batch.files:
+            return None
+        if batch.ddls:  # a DDL is a batch of its own (with the rows of CREATE ... SELECT)
+            self._reread(self.ddl.apply(batch_id, batch.ddls, self._filter))
+        rows_of = staged_rows(self.lake.changelog_path, [f["path"] for f in batch.files])
+        history = SchemaHistory.open(self.history_path)  # once per batch, after its DDL
+        tables = [table_batch(history, self.config.state_dir, db, name, parts, rows_of, self._filter)
+                  for (db, name), parts in batch.tables.items()]
+        result = self.lake.write_batch(batch_id, tables, changelog_files=batch.changelog_actions())
+        stats = self.stats
+        stats.batches += 1
+        counts = batch.counts()
+        for _, op, count in counts:
+            stats.ops[op] = stats.ops.get(op, 0) + count
+            stats.rows += count
+        stats.inserted += result.inserted
+        stats.updated += result.updated
+        stats.deleted += result.deleted
+        stats.tables.update(f"{b.db}.{b.table}" for b in tables)
+        reconnects, task_retries = batch.retries()
+        stats.reconnects += reconnects
+        stats.task_retries += task_retries
+        if self.metrics is not None:
+            self.metrics.retried(reconnects, task_retries)
+        for name in result.unmirrorable:
+            if name not in stats.unmirrorable:
+                stats.unmirrorable.add(name)
+                self.progress(f"{name} has no primary key: written to the change log only, not mirrored")
+        lags, changes = batch.latencies(int(time.time() * 1_000_000))
+        stats.latencies.extend(zip(lags.tolist(), changes, strict=True))
+        stats.last_commit_lag = float(lags.min())
+        last_file, last_pos = batch.end()
+        if time.monotonic() - self._lag_checked >= 5.0:  # one status query per 5 s, not per batch
+            self._lag_checked = time.monotonic()
+            stats.lag_bytes = self._lag_bytes(last_file, last_pos)
+        return [c for c in counts if c[2]], len(batch.ddls), last_file, last_pos
+
+    def _reread(self, names: set[str]) -> None:
+        """Snapshot these tables again (a DDL the mirror cannot follow exactly), then renew the filter."""
+
+        if not names:
+            return
+        cfg = self.config
+        runner = SnapshotRunner(self._spark, cfg.source, cfg.lake, cfg.state_dir, self.app_id,
+                                table_filter(cfg.tables, cfg.exclude_tables), chunk_rows=cfg.chunk_rows,
+                                progress=self.progress, on_chunk=self.metrics and self.metrics.snapshot_progress)
+        self._filter = SnapshotFilter(runner.run(only_new=True, only=frozenset(names)))
+
+    def _lag_bytes(self, file: str, pos: int) -> int | None:
+        try:
+            with Connection.open(parse_dsn(self.config.source)) as conn:
+                status = server_binlog_status(conn)
+        except Exception:  # progress only: never fail a batch over it
+            return None
+        return status.pos - pos if status.file == file else None
+
+
+def drop_unfinished_writes(checkpoint: Path) -> None:
+    """Remove the temp files of checkpoint writes a kill cut short. Spark writes each checkpoint file
+    as a hidden ``.NAME.UUID.tmp`` and renames it; one left behind before the first offsets landed
+    makes Spark 4 refuse the checkpoint for good ("offsets should be empty on batch 0")."""
+    if checkpoint.is_dir():
+        for path in checkpoint.rglob(".*.tmp*"):
+            if path.is_file() and (path.name.endswith(".tmp") or path.name.endswith(".tmp.crc")):
+                path.unlink(missing_ok=True)
+
+
+def _interval(text: str) -> str:
+    t = text.strip().lower()
+    for suffix, unit in (("ms", "milliseconds"), ("s", "seconds"), ("m", "minutes")):
+        number = t[: -len(suffix)]
+        if t.endswith(suffix) and number.replace(".", "", 1).isdigit():
+            return f"{number} {unit}"
+    if t and t[0].isdigit():
+        return text
+    raise ConfigError(f"--trigger takes an interval such as 1s, 500ms or 2m, or 'once'; found {text!r}")

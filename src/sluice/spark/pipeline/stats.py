@@ -1,0 +1,63 @@
+"""The progress of a running pipeline: counts, lag and commit-to-visible latencies, updated after
+every micro-batch (``sluice.spark.pipeline.runner``), and the one progress line ``sluice run`` prints."""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from dataclasses import dataclass, field
+
+__all__ = ["PipelineStats"]
+
+
+@dataclass
+class PipelineStats:
+    """Progress of a running pipeline, updated after every micro-batch."""
+
+    batches: int = 0
+    rows: int = 0
+    inserted: int = 0
+    updated: int = 0
+    deleted: int = 0
+    skipped_batches: int = 0
+    reconnects: int = 0  # replication connections the tasks of committed batches made again
+    task_retries: int = 0  # failed attempts of those tasks that Spark ran again
+    ops: dict[str, int] = field(default_factory=lambda: {"insert": 0, "update": 0, "delete": 0})
+    unmirrorable: set[str] = field(default_factory=set)
+    tables: set[str] = field(default_factory=set)
+    started: float = field(default_factory=time.monotonic)
+    last_commit_lag: float | None = None  # seconds from the newest commit in the batch to its visibility
+    lag_bytes: int | None = None
+    # (commit-to-visible seconds, changes) of the last transactions: bounded, a run may last months
+    latencies: deque[tuple[float, int]] = field(default_factory=lambda: deque(maxlen=100_000))
+    first_batch: float | None = None  # monotonic start of the first batch that carried changes
+    last_batch: float | None = None  # ... and end of the last one
+
+    def latency(self, q: float) -> float | None:
+        """The ``q`` quantile (0.5: the median) of commit-to-visible over the recent changes, seconds."""
+        total = sum(n for _, n in self.latencies)
+        if not total:
+            return None
+        seen = 0
+        for lag, n in sorted(self.latencies):
+            seen += n
+            if seen > q * total:
+                return lag
+        return max(lag for lag, _ in self.latencies)
+
+    @property
+    def batch_seconds(self) -> float:
+        """From the start of the first batch with changes to the end of the last: the steady part."""
+        return 0.0 if self.first_batch is None or self.last_batch is None else self.last_batch - self.first_batch
+
+    def line(self) -> str:
+        """The one progress line: changes, rate, batches, tables and lag so far."""
+        elapsed = max(time.monotonic() - self.started, 1e-9)
+        lag = "" if self.last_commit_lag is None else f", lag {self.last_commit_lag:.1f}s"
+        lag_b = "" if self.lag_bytes is None else f" / {self.lag_bytes:,} bytes"
+        retried = self.reconnects + self.task_retries
+        retries = f", {self.reconnects} reconnects / {self.task_retries} task retries" if retried else ""
+        return (
+            f"{self.batches} batches, {self.rows:,} changes ({self.rows / elapsed:,.0f}/s), "
+            f"{len(self.tables)} tables{lag}{lag_b}{retries}"
+        )

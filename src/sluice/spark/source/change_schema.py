@@ -1,0 +1,183 @@
+"""The change DataFrame's schema and the Arrow record batches the ``binlog`` data source yields.
+
+One row per row change, in binlog order within a partition:
+
+| column | type | meaning |
+|---|---|---|
+| op | string | insert, update, delete |
+| db, table | string | where the row lives |
+| before, after | string | the row images as JSON objects in sluice's value encoding (null for insert / delete) |
+| json_diffs | string | MySQL partial JSON updates: JSON object column -> list of diffs, else null |
+| pk | array<string> | primary-key column names |
+| file, pos, row | string, bigint, int | binlog file, offset of the rows event, index of the row: unique and ordered |
+| gtid | string | the transaction's GTID, null when GTIDs are off |
+| ts | timestamp | the rows event's header timestamp (UTC) |
+| commit_ts | timestamp | commit time: MySQL GTID event (µs), else the commit event header |
+| ddl | string | op ``ddl`` only: the statement as JSON ``{"sql", "kind", "tables", "understood", "default_db"}`` |
+
+A ``ddl`` row is a schema change on a captured table (``sluice.cdc.capture.DdlRecord``): ``db`` and
+``table`` name its first table, the images are null, ``row`` is 0.
+
+Row images are JSON strings rather than VARIANT: every MySQL value keeps its exact encoding
+(DECIMAL digits, zero dates, 64-bit unsigned) and Arrow carries strings without conversion.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any, cast
+
+import pyarrow as pa
+
+from sluice.cdc.capture import CommittedTransaction, DdlRecord
+from sluice.cdc.change_rows import ddl_json, json_text
+from sluice.cdc.records import RowChange
+
+__all__ = ["ARROW_BATCH_ROWS", "ARROW_SCHEMA", "CHANGE_SCHEMA", "arrow_batches", "columns_batch", "record_batch"]
+
+ARROW_BATCH_ROWS = 8192  # rows per Arrow batch the source yields
+
+CHANGE_SCHEMA = (
+    "op STRING, db STRING, `table` STRING, before STRING, after STRING, json_diffs STRING, pk ARRAY<STRING>, "
+    "file STRING, pos BIGINT, row INT, gtid STRING, ts TIMESTAMP, commit_ts TIMESTAMP, ddl STRING"
+)
+
+_TS = pa.timestamp("us", tz="UTC")
+ARROW_SCHEMA = pa.schema(
+    [
+        ("op", pa.string()),
+        ("db", pa.string()),
+        ("table", pa.string()),
+        ("before", pa.string()),
+        ("after", pa.string()),
+        ("json_diffs", pa.string()),
+        ("pk", pa.list_(pa.field("element", pa.string()))),
+        ("file", pa.string()),
+        ("pos", pa.int64()),
+        ("row", pa.int32()),
+        ("gtid", pa.string()),
+        ("ts", _TS),
+        ("commit_ts", _TS),
+        ("ddl", pa.string()),
+    ]
+)
+
+
+def record_batch(changes: Sequence[RowChange | DdlRecord], commit_us: Iterable[int]) -> pa.RecordBatch:
+    """An Arrow batch of the change schema; ``commit_us`` gives each change's commit time in µs."""
+    if any(c.op == "ddl" for c in changes):
+        return _with_ddl(changes, list(commit_us))
+    return _rows_batch(cast("Sequence[RowChange]", changes), list(commit_us))
+
+
+def _rows_batch(changes: Sequence[RowChange], commit_us: list[int]) -> pa.RecordBatch:
+    columns = [
+        [c.op for c in changes],
+        [c.db for c in changes],
+        [c.table for c in changes],
+        [json_text(c.before) for c in changes],
+        [json_text(c.after) for c in changes],
+        [json_text(c.json_diffs) for c in changes],
+        [list(c.pk) for c in changes],
+        [c.file for c in changes],
+        [c.pos for c in changes],
+        [c.row for c in changes],
+        [c.gtid for c in changes],
+        [c.ts * 1_000_000 for c in changes],
+        list(commit_us),
+        [None] * len(changes),
+    ]
+    arrays = [pa.array(values, type=field.type) for values, field in zip(columns, ARROW_SCHEMA, strict=True)]
+    return pa.RecordBatch.from_arrays(arrays, schema=ARROW_SCHEMA)
+
+
+def _with_ddl(records: Sequence[RowChange | DdlRecord], commit_us: list[int]) -> pa.RecordBatch:
+    """A batch that holds DDL records: rows in order, the DDL ones with their ``ddl`` column."""
+    parts = []
+    i = 0
+    while i < len(records):
+        j = i
+        while j < len(records) and records[j].op != "ddl":
+            j += 1
+        if j > i:
+            rows = cast("Sequence[RowChange]", records[i:j])
+            parts.append(pa.Table.from_batches([_rows_batch(rows, commit_us[i:j])]))
+        if j < len(records):
+            d = records[j]
+            assert isinstance(d, DdlRecord)
+            row: dict[str, Any] = {
+                "op": "ddl", "db": d.db, "table": d.tables[0][1] if d.tables else None, "before": None,
+                "after": None, "json_diffs": None, "pk": [], "file": d.file, "pos": d.pos, "row": 0,
+                "gtid": d.gtid, "ts": d.ts * 1_000_000, "commit_ts": commit_us[j], "ddl": ddl_json(d),
+            }
+            parts.append(pa.Table.from_pylist([row], schema=ARROW_SCHEMA))
+        i = j + 1
+    return pa.concat_tables(parts).combine_chunks().to_batches()[0]
+
+
+def columns_batch(rows: Any) -> pa.RecordBatch:
+    """An Arrow batch of the change schema from the compiled core's ``ChangeRows`` (every row with
+    its GTID and commit time set): the image and number columns use its buffers as they are, the
+    per-event columns are taken from its metas by index."""
+    n = rows.length
+    buffers = rows.buffers()
+    images, (meta, gtid, pos, row, ts, commit) = buffers[:3], buffers[3:]
+    index = pa.Array.from_buffers(pa.int32(), n, [None, pa.py_buffer(meta)])
+    metas = rows.metas
+
+    def take(i: int, field: pa.Field, convert: Any = None) -> pa.Array:
+        values = [m[i] if convert is None else convert(m[i]) for m in metas]
+        return pa.array(values, type=field.type).take(index)
+
+    def number(data: bytes, kind: pa.DataType) -> pa.Array:
+        return pa.Array.from_buffers(kind, n, [None, pa.py_buffer(data)])
+
+    def text(parts: tuple[bytes, bytes, bytes]) -> pa.Array:
+        valid, offsets, data = parts
+        return pa.Array.from_buffers(pa.string(), n, [pa.py_buffer(valid), pa.py_buffer(offsets), pa.py_buffer(data)])
+
+    fields = {f.name: f for f in ARROW_SCHEMA}
+    arrays = [
+        take(0, fields["op"]), take(1, fields["db"]), take(2, fields["table"]),
+        text(images[0]), text(images[1]), text(images[2]),
+        take(3, fields["pk"], list), take(4, fields["file"]),
+        number(pos, pa.int64()), number(row, pa.int32()),
+        pa.array(rows.gtids, type=pa.string()).take(number(gtid, pa.int32())),
+        number(ts, _TS), number(commit, _TS), take(5, fields["ddl"]),
+    ]
+    return pa.RecordBatch.from_arrays(arrays, schema=ARROW_SCHEMA)
+
+
+def arrow_batches(transactions: Iterable[CommittedTransaction],
+                  typed: list[dict[Any, Any]] | None = None) -> Iterator[pa.RecordBatch]:
+    """The row changes (and DDL records, when captured) of committed transactions as Arrow batches of
+    the change schema. ``typed`` gets, for each batch the compiled core built, its tables' typed
+    images (``ChangeRows.typed``)."""
+    changes: list[RowChange | DdlRecord] = []
+    commits: list[int] = []
+    columns: Any = None  # the compiled core's ChangeRows, when the capture builds them
+    for committed in transactions:
+        tx = committed.transaction
+        commit_us = tx.commit_us if tx.commit_us is not None else tx.ts * 1_000_000
+        if committed.columns is not None:
+            if columns is None:
+                columns = type(committed.columns)()
+            columns.extend(committed.columns, tx.rows_gtid, commit_us)
+            if columns.length >= ARROW_BATCH_ROWS:
+                if typed is not None:
+                    typed.append(columns.typed)
+                yield columns_batch(columns)
+                columns = None
+            continue
+        for record in committed.records:
+            changes.append(record)
+            commits.append(commit_us)
+        if len(changes) >= ARROW_BATCH_ROWS:
+            yield record_batch(changes, commits)
+            changes, commits = [], []
+    if changes:
+        yield record_batch(changes, commits)
+    if columns is not None and columns.length:
+        if typed is not None:
+            typed.append(columns.typed)
+        yield columns_batch(columns)

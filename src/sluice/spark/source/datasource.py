@@ -1,0 +1,252 @@
+"""The ``binlog`` PySpark data source: a streaming reader that follows a server, a batch reader for files.
+
+``spark.readStream.format("binlog").option("dsn", ...).load()`` — the driver follows the server
+(``sluice.spark.source.scout``) and plans micro-batches on transaction boundaries; its offsets are checkpoints as JSON
+(``{"file", "pos", "gtid"}``); while Spark runs a batch, the scout reads the next one's worth in a
+thread. A micro-batch never spans a schema change: a DDL transaction is a batch of its own, so
+every batch has one layout per table. A batch is split into ranges of about ``rowsPerPartition``
+rows / ``bytesPerPartition`` bytes, and into at least one range per core when it is smaller.
+Executors replay their range with a replication connection of their own, from the range's start to
+its end, and decode it into Arrow batches of ``sluice.spark.source.change_schema.ARROW_SCHEMA``; the same offsets
+always give the same rows.
+
+``spark.read.format("binlog").load(path_or_paths)`` — archived binlog files
+(``sluice.spark.source.file_reader``).
+
+Options (camelCase, as Spark spells them): ``dsn``, ``tables``, ``excludeTables``, ``ops``,
+``startingPosition`` (``earliest`` (default), ``latest``, ``FILE:POS`` or a GTID set),
+``maxRowsPerBatch`` (the driver then decodes ahead to count rows), ``maxBytesPerBatch`` (planning
+by binlog bytes: the driver decodes no rows), ``rowsPerPartition`` (default 100000) /
+``bytesPerPartition`` (default 16 MiB) for the ranges executors decode in parallel, ``segmentBytes``
+(files: a task per transaction-aligned segment of about this size, default 128 MiB) and
+``schemaHistory`` (a file that keeps the schema history across restarts; strongly advised unless
+the server writes ``binlog_row_metadata=FULL``) and ``skipIncidents`` (``true``: go on past INCIDENT
+events, which otherwise stop the query with ``DataLossError``) and ``includeDdl`` (``true``: a row with
+``op`` ``ddl`` and the ``ddl`` column for every schema change on a captured table, as the pipeline
+reads it) and ``stageTo`` (a lake: tasks write their range's files into it and yield one row per
+file, ``sluice.spark.source.staging``; sluice run's pipeline sets it).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Sequence
+from dataclasses import replace
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxRows,
+    SupportsTriggerAvailableNow,
+)
+
+from sluice.binlog.position import Checkpoint
+from sluice.cdc.capture import CaptureConfig, ChangeCapture, CommittedTransaction
+from sluice.cdc.follow import follow
+from sluice.cdc.schema import Catalog, SchemaHistory, SchemaTracker
+from sluice.cdc.session import tracker_at
+from sluice.errors import ConfigError, DataLossError
+from sluice.io.connection import Connection
+from sluice.io.replication import server_binlog_files, server_binlog_status
+from sluice.spark.source.change_schema import CHANGE_SCHEMA, arrow_batches
+from sluice.spark.source.file_reader import BinlogFileReader
+from sluice.spark.source.options import SourceOptions
+from sluice.spark.source.scout import RangePartition, Scout, offset_checkpoint, offset_json, position_order
+from sluice.spark.source.staging import STAGE_SCHEMA, stage_range, task_batch_id
+
+__all__ = ["BinlogDataSource", "SourceOptions"]
+
+log = logging.getLogger(__name__)
+
+
+def _tracker_at(options: SourceOptions, conn: Connection, start: Checkpoint) -> SchemaTracker:
+    history = SchemaHistory.open(options.schema_history) if options.schema_history else None
+    # Every table, not only the captured ones: a table added to the capture later is known already.
+    return tracker_at(conn, start, history)
+
+
+class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """Offsets are transaction boundaries; executors decode their ranges themselves."""
+
+    def __init__(self, options: SourceOptions) -> None:
+        self.options = options
+        self._scout: Scout | None = None
+        self._target: Checkpoint | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Executors get plain data: the options. The scout lives on the driver only.
+        return {"options": self.options, "_scout": None, "_target": None}
+
+    # -- driver ----------------------------------------------------------------------------------
+    def initialOffset(self) -> dict[str, Any]:
+        """The first offset, from ``startingPosition``: earliest, latest, FILE:POS or GTIDs."""
+        starting = self.options.starting.strip()
+        with Connection.open(self.options.follow_config().connection) as conn:
+            if starting.lower() == "latest":
+                status = server_binlog_status(conn)
+                return offset_json(Checkpoint(status.file, status.pos, status.gtid_executed or None))
+            if starting.lower() == "earliest":
+                files = server_binlog_files(conn)
+                if not files:
+                    raise ConfigError("the server lists no binary logs (SHOW BINARY LOGS)")
+                log.warning("binlog source: starting at the earliest binlog still on the server, %s:4", files[0][0])
+                return offset_json(Checkpoint(files[0][0], 4))
+        file, sep, pos = starting.rpartition(":")
+        if sep and pos.isdigit() and "-" not in pos and not _looks_like_gtid(starting):
+            return offset_json(Checkpoint(file, int(pos)))
+        return offset_json(Checkpoint("", 4, starting))
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        """``maxRowsPerBatch`` or ``maxBytesPerBatch`` as Spark's read limit, else all."""
+        if self.options.max_rows is not None:
+            return ReadMaxRows(self.options.max_rows)
+        if self.options.max_bytes is not None:
+            return ReadMaxRows(1 << 62)  # carries maxBytesPerBatch: the engine has no byte limit for Python sources
+        return ReadAllAvailable()
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        """Take the server's binlog end now: the last batch ends there."""
+        with Connection.open(self.options.follow_config().connection) as conn:
+            status = server_binlog_status(conn)
+        self._target = Checkpoint(status.file, status.pos)
+
+    def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
+        """Plan the batch from ``start`` within ``limit`` and start reading the next ahead."""
+        begin = offset_checkpoint(start)
+        if self._scout is not None:
+            self._scout.join()
+        scout = self._scout_at(begin)
+        if isinstance(limit, ReadMaxRows):
+            max_rows = limit.max_rows if self.options.max_rows is not None else None
+            max_bytes = self.options.max_bytes
+        else:  # ReadAllAvailable: the engine asks for everything (e.g. Trigger.Once)
+            max_rows = max_bytes = None
+        scout.drop_before(begin)
+        scout.read_ahead(max_rows, max_bytes, self._target)
+        end = scout.choose_end(begin, max_rows, max_bytes, self._target)
+        target = self._target
+        if not scout.at_end and (target is None or position_order(end) < position_order(target)):
+            # Read the next batch's worth while Spark runs this one.
+            rows = sum(p.rows for p in scout.pending)
+            size = sum(p.size for p in scout.pending)
+            scout.read_ahead_later(None if max_rows is None else rows + max_rows,
+                                   None if max_bytes is None else size + max_bytes, target)
+        return offset_json(end)
+
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
+        """Ranges of the batch ``[start, end)`` for the executors, with the catalog at each start."""
+        begin, finish = offset_checkpoint(start), offset_checkpoint(end)
+        if begin == finish:
+            return []
+        scout = self._scout
+        if scout is not None:
+            parts = scout.ranges(begin, finish, self.options.rows_per_partition, self.options.bytes_per_partition)
+            if parts is not None:
+                return parts
+        # A batch planned before a restart: one range, with the schema persisted at its start.
+        with Connection.open(self.options.follow_config().connection) as conn:
+            tracker = _tracker_at(self.options, conn, begin)
+            flavor = "mariadb" if conn.is_mariadb else "mysql"
+        return [RangePartition(start, end, tracker.catalog.to_json(), flavor)]
+
+    def commit(self, end: dict[str, Any]) -> None:
+        """Forget what the scout planned before ``end``: Spark committed it."""
+        if self._scout is not None:
+            self._scout.drop_before(offset_checkpoint(end))
+
+    def stop(self) -> None:
+        """Let go of the scout: a read-ahead under way ends after its current transaction."""
+        scout, self._scout = self._scout, None
+        if scout is not None:
+            scout._stopping = True
+
+    def _scout_at(self, start: Checkpoint) -> Scout:
+        scout = self._scout
+        if scout is not None and (scout.origin == start or any(p.start == start for p in scout.pending)
+                                  or scout.capture.boundary == start):
+            return scout
+        config = self.options.follow_config()
+        with Connection.open(config.connection) as conn:
+            tracker = _tracker_at(self.options, conn, start)
+            flavor = "mariadb" if conn.is_mariadb else "mysql"
+        if self.options.max_rows is not None:
+            # Row counts are needed to honour maxRowsPerBatch: count them (by the row images' lengths
+            # where the compiled core takes the events), build no records.
+            planning = replace(self.options.capture_config(), count_only=True, values=False)
+        else:
+            # Planning by bytes: transaction boundaries and DDL only, no row is decoded here.
+            planning = CaptureConfig(table_filter=lambda _db, _table: False, count_only=True,
+                                     skip_incidents=self.options.skip_incidents)
+        capture = ChangeCapture(planning, start, tracker)
+        self._scout = Scout(self.options, start, capture, flavor)
+        return self._scout
+
+    # -- executors -------------------------------------------------------------------------------
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        """Replay one range from the server and decode it into Arrow batches (or staged files)."""
+        assert isinstance(partition, RangePartition)
+        start, end = offset_checkpoint(partition.start), offset_checkpoint(partition.end)
+        tracker = SchemaTracker(Catalog.from_json(partition.catalog), None, flavor=partition.flavor)
+        capture = ChangeCapture(self.options.capture_config(), start, tracker)
+        goal = position_order(end)
+        reached = False
+        reconnects: list[BaseException] = []
+
+        def until_end() -> Iterator[CommittedTransaction]:
+            nonlocal reached
+            for committed in follow(self.options.follow_config(until_end=True), capture, on_retry=reconnects.append):
+                here = position_order(committed.transaction.end)
+                if here > goal:
+                    return
+                yield committed
+                if here == goal:
+                    reached = True
+                    return
+
+        if self.options.stage_to:
+
+            typed: list[dict[Any, Any]] = []
+            yield from stage_range(arrow_batches(until_end(), typed), tracker, self.options.stage_to,
+                                   task_batch_id(), reconnects=lambda: len(reconnects), typed=typed)
+        else:
+            yield from arrow_batches(until_end())
+        if not reached:
+            raise DataLossError(
+                f"the binlog range {start}..{end} planned for this batch could not be read to its end "
+                "(the server's binlog changed or was purged): restart the query from a new checkpoint location"
+            )
+
+
+def _looks_like_gtid(text: str) -> bool:
+    head = text.split(",")[0].strip()
+    return len(head) >= 36 and head[8:9] == "-" and head[13:14] == "-"
+
+
+class BinlogDataSource(DataSource):
+    """``format("binlog")``: row changes from a MySQL / MariaDB binlog (see the module docstring)."""
+
+    @classmethod
+    def name(cls) -> str:
+        """``binlog``: the name ``format()`` takes."""
+        return "binlog"
+
+    def schema(self) -> str:
+        """The change schema, or the staged-file descriptor schema with ``stageTo``."""
+        if any(k.lower() == "stageto" and v for k, v in self.options.items()):
+
+            return STAGE_SCHEMA
+        return CHANGE_SCHEMA
+
+    def streamReader(self, schema: Any) -> DataSourceStreamReader:
+        """The streaming reader that follows a server."""
+        return BinlogStreamReader(SourceOptions.parse(self.options))
+
+    def reader(self, schema: Any) -> DataSourceReader:
+        """The batch reader of binlog files (``load(path)``)."""
+        options = SourceOptions.parse(self.options)
+        if options.stage_to:
+            raise ConfigError('option("stageTo") is for the stream that sluice run reads, not for binlog files')
+        return BinlogFileReader(options)

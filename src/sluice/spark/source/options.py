@@ -1,0 +1,102 @@
+"""The ``binlog`` data source's options: Spark's option strings checked once on the driver.
+
+``SourceOptions.parse`` reads the options as Spark hands them (case-insensitive camelCase names;
+the list is in ``sluice.spark.source.datasource``) and says what each number or flag must be;
+``capture_config`` and ``follow_config`` turn them into the capture's and the follower's settings.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from sluice.cdc.capture import CaptureConfig
+from sluice.cdc.filters import parse_ops, table_filter
+from sluice.cdc.follow import FollowConfig
+from sluice.dsn import parse_dsn
+from sluice.errors import ConfigError
+
+__all__ = ["SourceOptions"]
+
+
+@dataclass(frozen=True, slots=True)
+class SourceOptions:
+    """The data source's options, checked once on the driver."""
+
+    dsn: str | None = None
+    tables: str | None = None
+    exclude_tables: str | None = None
+    ops: frozenset[str] | None = None
+    starting: str = "earliest"
+    max_rows: int | None = None
+    max_bytes: int | None = None
+    rows_per_partition: int = 100_000
+    bytes_per_partition: int = 16 << 20
+    schema_history: str | None = None
+    paths: tuple[str, ...] = ()
+    segment_bytes: int = 128 << 20
+    skip_incidents: bool = False
+    include_ddl: bool = False  # rows with op "ddl" for schema changes on captured tables (the pipeline's)
+    stage_to: str | None = None  # a lake: tasks write its files and yield descriptors (sluice.spark.source.staging)
+
+    @classmethod
+    def parse(cls, options: Mapping[str, str]) -> SourceOptions:
+        """Check Spark's options (case-insensitive names) into ``SourceOptions``."""
+        lower = {k.lower(): v for k, v in options.items()}
+
+        def number(name: str) -> int | None:
+            text = lower.get(name.lower())
+            if text is None or text == "":
+                return None
+            try:
+                value = int(text)
+            except ValueError:
+                raise ConfigError(f"option {name} must be a whole number, found {text!r}") from None
+            if value <= 0:
+                raise ConfigError(f"option {name} must be positive, found {value}")
+            return value
+
+        paths: tuple[str, ...] = ()
+        if "paths" in lower:
+            paths = tuple(json.loads(lower["paths"]))
+        elif "path" in lower:
+            paths = (lower["path"],)
+        return cls(
+            dsn=lower.get("dsn"),
+            tables=lower.get("tables"),
+            exclude_tables=lower.get("excludetables"),
+            ops=parse_ops(lower.get("ops")),
+            starting=lower.get("startingposition", "earliest"),
+            max_rows=number("maxRowsPerBatch"),
+            max_bytes=number("maxBytesPerBatch"),
+            rows_per_partition=number("rowsPerPartition") or 100_000,
+            bytes_per_partition=number("bytesPerPartition") or 16 << 20,
+            schema_history=lower.get("schemahistory"),
+            paths=paths,
+            segment_bytes=number("segmentBytes") or 128 << 20,
+            skip_incidents=_flag("skipIncidents", lower.get("skipincidents")),
+            include_ddl=_flag("includeDdl", lower.get("includeddl")),
+            stage_to=lower.get("stageto") or None,
+        )
+
+    def capture_config(self) -> CaptureConfig:
+        """How executors decode: table and ops filters, DDL rows, column-wise records (typed images
+        too when the tasks stage for the pipeline)."""
+        return CaptureConfig(table_filter=table_filter(self.tables, self.exclude_tables), ops=self.ops,
+                             skip_incidents=self.skip_incidents, ddl=self.include_ddl, columns=True,
+                             typed=bool(self.stage_to))
+
+    def follow_config(self, *, until_end: bool = True) -> FollowConfig:
+        """How to follow the server of option ``dsn`` (to its current end by default)."""
+        if not self.dsn:
+            raise ConfigError('the binlog stream needs option("dsn", "mysql://user:password@host:port/")')
+        return FollowConfig(parse_dsn(self.dsn), until_end=until_end, heartbeat_period=0, retries=8)
+
+
+def _flag(name: str, text: str | None) -> bool:
+    if text is None or text.strip().lower() in ("", "false", "0", "no"):
+        return False
+    if text.strip().lower() in ("true", "1", "yes"):
+        return True
+    raise ConfigError(f"option {name} is true or false, found {text!r}")

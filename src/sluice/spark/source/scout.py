@@ -1,0 +1,210 @@
+"""The driver side of the ``binlog`` stream: offsets, the scout that plans micro-batches, ranges.
+
+Offsets are transaction-boundary checkpoints as JSON (``{"file", "pos", "gtid"}``). ``Scout``
+follows the server ahead of the query and remembers every transaction boundary it passed (with its
+row count when rows are counted, its size in binlog bytes, whether it was a DDL, and the catalog in
+force at its start); ``choose_end`` picks a batch's end within the read limits (a DDL is a batch of
+its own) and ``ranges`` splits a batch into ``RangePartition``s for the executors: about
+``rowsPerPartition`` rows or ``bytesPerPartition`` bytes each, and at least one per core.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from pyspark.sql.datasource import InputPartition
+
+from sluice.binlog.position import Checkpoint, binlog_file_key
+from sluice.cdc.capture import ChangeCapture
+from sluice.cdc.follow import follow
+from sluice.cdc.schema import Catalog
+from sluice.errors import ConfigError
+
+if TYPE_CHECKING:
+    from sluice.spark.source.options import SourceOptions
+
+__all__ = ["RangePartition", "Scout", "offset_checkpoint", "offset_json", "position_order"]
+
+
+def offset_json(cp: Checkpoint) -> dict[str, Any]:
+    """A transaction-boundary checkpoint as a stream offset (``{file, pos, gtid}``)."""
+    return {"file": cp.file, "pos": cp.pos, "gtid": cp.gtid_set or ""}
+
+
+def offset_checkpoint(offset: Mapping[str, Any]) -> Checkpoint:
+    """Inverse of ``offset_json``; ``ConfigError`` for anything else."""
+    try:
+        return Checkpoint(str(offset["file"]), int(offset["pos"]), str(offset.get("gtid") or "") or None)
+    except (KeyError, TypeError, ValueError):
+        raise ConfigError(f"not a binlog offset: {offset!r}; expected {{'file', 'pos', 'gtid'}}") from None
+
+
+def position_order(cp: Checkpoint) -> tuple[str, int, int]:
+    """Sort key of a checkpoint: file base name, numeric extension, offset."""
+    return (*binlog_file_key(cp.file), cp.pos)
+
+
+@dataclass
+class RangePartition(InputPartition):
+    """Whole transactions from ``start`` to ``end`` (offsets), decoded with ``catalog`` at start."""
+
+    start: dict[str, Any]
+    end: dict[str, Any]
+    catalog: dict[str, Any]
+    flavor: str
+    rows: int = 0
+
+
+@dataclass
+class _Planned:
+    start: Checkpoint
+    end: Checkpoint
+    rows: int
+    size: int
+    ddl: bool
+    catalog: Catalog
+
+
+@dataclass
+class Scout:
+    """Driver side: follows the server ahead of the query, remembering transaction boundaries.
+
+    After each ``latestOffset`` a thread goes on reading the next batch's worth while Spark runs
+    the batch just planned; the next ``latestOffset`` joins it first, and ``partitions`` /
+    ``commit`` meanwhile touch ``pending`` under ``_lock`` only."""
+
+    options: SourceOptions
+    origin: Checkpoint
+    capture: ChangeCapture
+    flavor: str
+    pending: list[_Planned] = field(default_factory=list)
+    at_end: bool = False
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _thread: threading.Thread | None = None
+    _failure: BaseException | None = None
+    _stopping: bool = False
+
+    def read_ahead(self, want_rows: int | None, want_bytes: int | None, target: Checkpoint | None) -> None:
+        """Follow the binlog from the last scouted boundary until enough is planned, a DDL
+        transaction (which ends a batch) was seen, or its end."""
+        with self._lock:
+            pending = list(self.pending)
+        rows = sum(p.rows for p in pending)
+        size = sum(p.size for p in pending)
+        if ((want_rows is not None and rows >= want_rows) or (want_bytes is not None and size >= want_bytes)
+                or any(p.ddl for p in pending)):
+            return
+        catalog = self.capture.tracker.catalog
+        self.at_end = False
+        for committed in follow(self.options.follow_config(until_end=True), self.capture):
+            tx = committed.transaction
+            n = committed.row_count
+            span = tx.end.pos - tx.start.pos if tx.end.file == tx.start.file else tx.end.pos
+            with self._lock:
+                self.pending.append(_Planned(tx.start, tx.end, n, span, tx.kind == "ddl", catalog))
+            catalog = self.capture.tracker.catalog
+            rows += n
+            size += span
+            if (want_rows is not None and rows >= want_rows) or (want_bytes is not None and size >= want_bytes):
+                return
+            if target is not None and position_order(tx.end) >= position_order(target):
+                return
+            if tx.kind == "ddl" or self._stopping:  # a DDL ends the batch: what follows is the next one's
+                return
+        self.at_end = True
+
+    def read_ahead_later(self, want_rows: int | None, want_bytes: int | None, target: Checkpoint | None) -> None:
+        """``read_ahead`` in a thread, while Spark runs the batch just planned; ``join`` waits for it."""
+
+        def run() -> None:
+            try:
+                self.read_ahead(want_rows, want_bytes, target)
+            except BaseException as exc:  # raised by the next join, where a read would have raised it
+                self._failure = exc
+
+        self._thread = threading.Thread(target=run, name="sluice-binlog-scout", daemon=True)
+        self._thread.start()
+
+    def join(self) -> None:
+        """Wait for a ``read_ahead_later`` thread and raise what it raised."""
+        thread, self._thread = self._thread, None
+        if thread is not None:
+            thread.join()
+        failure, self._failure = self._failure, None
+        if failure is not None:
+            raise failure
+
+    def drop_before(self, start: Checkpoint) -> None:
+        """Forget the scouted transactions that start before ``start`` (already in a batch)."""
+        with self._lock:
+            self.pending = [p for p in self.pending if position_order(p.start) >= position_order(start)]
+
+    def choose_end(self, start: Checkpoint, max_rows: int | None, max_bytes: int | None,
+                   target: Checkpoint | None) -> Checkpoint:
+        """End of the batch from ``start`` within the row / byte limits; a DDL is a batch of its own."""
+        self.drop_before(start)
+        end, rows, size = start, 0, 0
+        for p in self.pending:
+            if target is not None and position_order(p.end) > position_order(target):
+                break
+            if p.ddl:
+                if rows == 0 and size == 0:
+                    end = p.end
+                break
+            if rows and max_rows is not None and rows + p.rows > max_rows:
+                break
+            if size and max_bytes is not None and size + p.size > max_bytes:
+                break
+            end, rows, size = p.end, rows + p.rows, size + p.size
+        return end
+
+    def ranges(self, start: Checkpoint, end: Checkpoint, per_partition: int,
+               bytes_per_partition: int) -> list[RangePartition] | None:
+        """Partitions for [start, end) from what was scouted, or None if it was not: about
+        ``per_partition`` rows each when rows were counted, else about ``bytes_per_partition``, and
+        at least one range per core (of this machine) when the batch has enough transactions and
+        each range would still hold 10,000 rows / 1 MiB."""
+        with self._lock:
+            pending = list(self.pending)
+        first, last = position_order(start), position_order(end)
+        chosen = [p for p in pending if position_order(p.start) >= first and position_order(p.end) <= last]
+        if not chosen or chosen[0].start != start or chosen[-1].end != end:
+            return None
+        # Rows are counted only under maxRowsPerBatch; planning by bytes decodes none (every count is 0).
+        counted = self.options.max_rows is not None
+        weights = [p.rows if counted else p.size for p in chosen]
+        limit = per_partition if counted else bytes_per_partition
+        # Split for the cores, but not below a floor: every range costs a task, a replication
+        # connection and a change-log file, which a small batch (a 1 s trigger's) does not repay.
+        floor = min(limit, _MIN_RANGE_ROWS if counted else _MIN_RANGE_BYTES)
+        limit = max(1, floor, min(limit, -(-sum(weights) // _parallelism())))
+        parts: list[RangePartition] = []
+        group: list[_Planned] = []
+        weight = 0
+        for p, w in zip(chosen, weights, strict=True):
+            if group and weight + w > limit:
+                parts.append(self._range(group))
+                group, weight = [], 0
+            group.append(p)
+            weight += w
+        parts.append(self._range(group))
+        return parts
+
+    def _range(self, group: list[_Planned]) -> RangePartition:
+        return RangePartition(
+            offset_json(group[0].start), offset_json(group[-1].end), group[0].catalog.to_json(), self.flavor,
+            sum(g.rows for g in group),
+        )
+
+
+_MIN_RANGE_ROWS = 10_000
+_MIN_RANGE_BYTES = 1 << 20
+
+
+def _parallelism() -> int:
+    """How many ranges a batch is split into at least: the cores of the machine (local mode)."""
+    return max(1, os.cpu_count() or 1)

@@ -1,0 +1,183 @@
+"""The executors' half of the pipeline: a binlog range decoded straight into the lake's files.
+
+With ``option("stageTo", LAKE)`` (what ``sluice run`` sets) the ``binlog`` stream source does not
+hand its rows to Spark. Each task decodes its range into the change DataFrame's Arrow batches, as
+without the option, and writes
+
+- the range's change-log rows as one Parquet file in the change log's folder
+  (``LAKE/_sluice/changes``), not part of the table until the driver commits it with the batch
+  (``DeltaLake.write_batch(changelog_files=...)``);
+- for each captured table with a primary key, the range's MERGE source (``columnar.merge_source``:
+  the last state per key, typed mirror columns) as an Arrow IPC file in ``LAKE/_sluice/staging/<batch>/``;
+
+and yields one small row per file (``STAGE_SCHEMA``): Spark carries these descriptors, not the
+rows. The driver folds a table's sources over the ranges in binlog order, MERGEs, and commits the
+change log last. A file that an attempt wrote and the driver never committed (a task retried, a
+batch replayed after a crash) belongs to no table: the staging folder goes after every batch, and
+the change log's strays are what Delta's ``VACUUM`` removes.
+
+A source does not know the batch id: the pipeline sets it as the job's local property
+``sluice.batch`` (``BATCH_PROPERTY``), which Spark hands to every task of the job.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any, Final
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from sluice.cdc.schema import Catalog, SchemaTracker
+from sluice.errors import ConfigError
+from sluice.spark.lake.changelog_rows import changelog_rows
+from sluice.spark.lake.data_files import write_data_file
+from sluice.spark.lake.merge_source import merge_source, typed_merge_source
+from sluice.spark.lake.table_layout import mirror_columns_for_schema
+from sluice.spark.lake.typed_images import typed_rows
+
+__all__ = [
+    "BATCH_PROPERTY", "STAGE_ARROW_SCHEMA", "STAGE_SCHEMA", "layout_key", "stage_range", "staging_dir",
+    "task_batch_id",
+]
+
+BATCH_PROPERTY: Final = "sluice.batch"
+
+#: One row per file a task wrote (``kind`` ``changes`` / ``table``) or schema change it met (``ddl``).
+STAGE_SCHEMA: Final = (
+    "kind STRING, db STRING, `table` STRING, path STRING, size BIGINT, mtime BIGINT, rows BIGINT, "
+    "first_file STRING, first_pos BIGINT, first_row INT, last_file STRING, last_pos BIGINT, "
+    "inserts BIGINT, updates BIGINT, deletes BIGINT, stats STRING, layout STRING, ddl STRING, "
+    "commit_us ARRAY<BIGINT>, commit_rows ARRAY<BIGINT>, reconnects INT, attempt INT"
+)
+STAGE_ARROW_SCHEMA: Final = pa.schema([
+    ("kind", pa.string()), ("db", pa.string()), ("table", pa.string()), ("path", pa.string()),
+    ("size", pa.int64()), ("mtime", pa.int64()), ("rows", pa.int64()),
+    ("first_file", pa.string()), ("first_pos", pa.int64()), ("first_row", pa.int32()),
+    ("last_file", pa.string()), ("last_pos", pa.int64()),
+    ("inserts", pa.int64()), ("updates", pa.int64()), ("deletes", pa.int64()),
+    ("stats", pa.string()), ("layout", pa.string()), ("ddl", pa.string()),
+    ("commit_us", pa.list_(pa.field("element", pa.int64()))),
+    ("commit_rows", pa.list_(pa.field("element", pa.int64()))),
+    ("reconnects", pa.int32()), ("attempt", pa.int32()),
+])
+
+# Delta data skipping reads these bounds: exact ones for the short columns, none for the images.
+_BOUNDED: Final = ("op", "db", "table", "file", "gtid", "pos", "row", "batch_id")
+
+
+def staging_dir(lake: str, batch_id: int) -> str:
+    """Where a batch's MERGE sources are staged."""
+    return f"{lake}/_sluice/staging/{batch_id}"
+
+
+def task_batch_id() -> int:
+    """The batch id the pipeline set for the running job."""
+    from pyspark import TaskContext
+
+    context = TaskContext.get()
+    text = context.getLocalProperty(BATCH_PROPERTY) if context is not None else None
+    if not text or not text.isdigit():
+        raise ConfigError(
+            'option("stageTo") writes a sluice lake\'s files and belongs to sluice run\'s pipeline, which '
+            f"sets the job's batch id (local property {BATCH_PROPERTY}); read the stream without it"
+        )
+    return int(text)
+
+
+def layout_key(columns: Iterable[Any], primary_key: Iterable[str]) -> str:
+    """What a MERGE source was built for: the mirror's column names and types, and the key."""
+    return json.dumps([[[c.name, str(c.arrow_type)] for c in columns], list(primary_key)])
+
+
+def stage_range(batches: Iterable[pa.RecordBatch], tracker: SchemaTracker, lake: str,
+                batch_id: int, *, reconnects: Callable[[], int] = lambda: 0,
+                typed: Sequence[dict[Any, Any]] = ()) -> Iterator[pa.RecordBatch]:
+    """Write a range's change batches (``sluice.spark.source.change_schema.ARROW_SCHEMA``, binlog order) to the
+    lake's staging files; the descriptors of what was written. The tables are typed from the
+    tracker's catalog once the range is read: a batch never spans a schema change of a captured
+    table, so it is the one in force at every row (after the DDL, in a DDL's batch). The change-log
+    file's descriptor also says how often the range's replication connection was made again
+    (``reconnects``, asked once the range is read) and which attempt of the Spark task this is.
+    ``typed``: the typed images the compiled core kept of the batches' tables, once they are read
+    (``arrow_batches``); a table they hold whole is not parsed back from its JSON images."""
+
+    collected = list(batches)
+    if not collected:
+        return
+    rows = pa.Table.from_batches(collected).combine_chunks()
+    if rows.num_rows == 0:
+        return
+    out: list[dict[str, Any]] = [{**_write_changelog(changelog_rows(rows, batch_id), rows, lake),
+                                  "reconnects": reconnects(), "attempt": _task_attempt()}]
+    is_ddl = pc.equal(rows.column("op"), "ddl")
+    if pc.any(is_ddl).as_py():
+        for d in rows.filter(is_ddl).to_pylist():
+            out.append({"kind": "ddl", "db": d["db"], "table": d["table"], "first_file": d["file"],
+                        "first_pos": d["pos"], "ddl": d["ddl"], "rows": 1})
+        rows = rows.filter(pc.invert(is_ddl))
+    if rows.num_rows:
+        out.extend(_stage_tables(rows, tracker.catalog, staging_dir(lake, batch_id), typed))
+    yield pa.RecordBatch.from_pylist(out, schema=STAGE_ARROW_SCHEMA)
+
+
+def _task_attempt() -> int:
+    """Which attempt of its Spark task this is (0: the first), 0 outside a task."""
+    from pyspark import TaskContext
+
+    context = TaskContext.get()
+    return 0 if context is None else int(context.attemptNumber())
+
+
+def _write_changelog(log: pa.Table, rows: pa.Table, lake: str) -> dict[str, Any]:
+    import numpy as np
+
+    written = write_data_file(log, f"{lake}/_sluice/changes", plain=("before", "after", "json_diffs", "ddl"),
+                              bounded=_BOUNDED)
+    commits = rows.column("commit_ts").cast(pa.int64()).to_numpy()
+    starts = np.concatenate([[0], np.flatnonzero(np.diff(commits)) + 1])
+    counts = np.diff(np.concatenate([starts, [len(commits)]]))
+    return {
+        "kind": "changes", **written, "rows": log.num_rows,
+        "first_file": rows.column("file")[0].as_py(), "first_pos": rows.column("pos")[0].as_py(),
+        "first_row": rows.column("row")[0].as_py(),
+        "last_file": rows.column("file")[-1].as_py(), "last_pos": rows.column("pos")[-1].as_py(),
+        "commit_us": commits[starts].tolist(), "commit_rows": counts.tolist(),
+    }
+
+
+def _stage_tables(rows: pa.Table, catalog: Catalog, folder: str,
+                  typed: Sequence[dict[Any, Any]]) -> Iterator[dict[str, Any]]:
+    """Each table's MERGE source, or a descriptor without a path when the per-row path must build
+    it (no primary key, a minimal image, a partial JSON update, a value Arrow will not convert)."""
+
+    names = pc.binary_join_element_wise(rows.column("db"), rows.column("table"), "\x00")
+    keys = pc.unique(names).to_pylist()
+    for key in keys:
+        db, name = key.split("\x00", 1)
+        part = rows if len(keys) == 1 else rows.filter(pc.equal(names, key))
+        ops = dict(zip(*(v.to_pylist() for v in pc.value_counts(part.column("op")).flatten()), strict=True))
+        entry: dict[str, Any] = {
+            "kind": "table", "db": db, "table": name, "rows": part.num_rows,
+            "first_file": part.column("file")[0].as_py(), "first_pos": part.column("pos")[0].as_py(),
+            "first_row": part.column("row")[0].as_py(),
+            "inserts": ops.get("insert", 0), "updates": ops.get("update", 0), "deletes": ops.get("delete", 0),
+        }
+        schema = catalog.get(db, name)
+        if schema is not None and schema.primary_key:
+            columns = mirror_columns_for_schema(schema, catalog.flavor)
+            images = typed_rows((t[(db, name)] for t in typed if (db, name) in t), part.num_rows)
+            source = None if images is None else typed_merge_source(columns, tuple(schema.primary_key), part, images)
+            if source is None:
+                source = merge_source(columns, tuple(schema.primary_key), part)
+            if source is not None:
+                os.makedirs(folder, exist_ok=True)
+                path = f"{folder}/{uuid.uuid4()}.arrow"
+                with pa.OSFile(path, "wb") as sink, pa.ipc.new_file(sink, source.schema) as writer:
+                    writer.write_table(source)
+                entry["path"] = path
+                entry["layout"] = layout_key(columns, schema.primary_key)
+        yield entry

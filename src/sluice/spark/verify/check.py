@@ -1,0 +1,330 @@
+"""Verify a lake: compare every Delta mirror with its table on the source server, row by row.
+
+``verify_lake`` finds the mirrors under ``LAKE/<db>/<table>`` (the change log's ``_sluice`` folder
+is not one), reads each table's schema from the server (``bootstrap_catalog``) and compares the two
+sides in the same terms: the source's text-protocol values are turned into decoded values
+(``sluice.cdc.textvalues``) and then into the mirror's Arrow values by the same column conversions
+the pipeline uses (``sluice.spark.lake.table_layout.mirror_columns_for_schema``), cast to the type the Delta
+table actually holds when that differs. Each row becomes one canonical text (a JSON array of its
+values; DECIMALs with their exact digits, binary values as base64, temporal values in ISO form) and
+a BLAKE2b checksum of it (``sluice.spark.verify.rows``); rows are matched by primary key (without
+one, as multisets of checksums). Only the mirror's key -> checksum map is held in memory; the
+source is read as one streamed ``SELECT`` per table (one consistent snapshot for the whole run) and
+compared chunk by chunk. Columns only the mirror has (dropped at the source) are ignored; a source
+column the mirror lacks is a difference. The result is one ``TableVerdict`` per mirror. Compare a
+quiet source, or a lake that has caught up: changes not yet mirrored show as differences.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+from deltalake import DeltaTable
+
+from sluice.cdc.schema import bootstrap_catalog
+from sluice.cdc.schema.model import TableSchema
+from sluice.cdc.textvalues import convert_rows, row_converter, select_list, text_converters
+from sluice.dsn import ConnectionConfig
+from sluice.errors import ConfigError, SchemaError
+from sluice.io.connection import Connection
+from sluice.spark.lake import columns as _mc
+from sluice.spark.lake.columns import MirrorColumn, column_array
+from sluice.spark.lake.table_layout import mirror_columns_for_schema
+from sluice.spark.verify.rows import canonical_column, row_checksums
+
+__all__ = ["TableVerdict", "lake_tables", "verify_lake"]
+
+#: Source rows converted and compared at a time.
+CHUNK_ROWS = 10_000
+#: Keys kept per verdict to show which rows differ.
+SAMPLE_KEYS = 5
+_CHANGELOG_FOLDER = "_sluice"
+# The conversion of columns whose decoded value is already the Arrow value (it only maps ABSENT).
+_IDENTITY = _mc._identity
+
+
+@dataclass(frozen=True, slots=True)
+class TableVerdict:
+    """How one mirror compares with its source table.
+
+    ``missing``: rows in the source but not in the mirror; ``extra``: in the mirror but not in the
+    source; ``different``: same primary key, other values (always 0 for a table without one).
+    ``note`` says what else is wrong or why the table could not be compared; ``first_keys`` shows
+    up to five differing rows, e.g. ``id=7 (missing)``.
+    """
+
+    db: str
+    table: str
+    source_rows: int
+    mirror_rows: int
+    missing: int
+    extra: int
+    different: int
+    ok: bool
+    note: str | None = None
+    first_keys: tuple[str, ...] = ()
+
+    @property
+    def name(self) -> str:
+        """``db.table`` of the compared table."""
+        return f"{self.db}.{self.table}"
+
+
+def lake_tables(lake: str | os.PathLike[str]) -> list[tuple[str, str]]:
+    """``(db, table)`` of every Delta table under ``LAKE/<db>/<table>``, sorted; ``ConfigError``
+    when the lake folder does not exist."""
+    root = os.fspath(lake)
+    if not os.path.isdir(root):
+        raise ConfigError(
+            f"the lake {root!r} is not a directory; give the folder sluice run writes to (its --lake)"
+        )
+    found = []
+    for db in sorted(os.listdir(root)):
+        db_path = os.path.join(root, db)
+        if db == _CHANGELOG_FOLDER or not os.path.isdir(db_path):
+            continue
+        for table in sorted(os.listdir(db_path)):
+            if os.path.isdir(os.path.join(db_path, table, "_delta_log")):
+                found.append((db, table))
+    return found
+
+
+def verify_lake(
+    connection: ConnectionConfig,
+    lake: str | os.PathLike[str],
+    *,
+    tables: Callable[[str, str], bool] | None = None,
+) -> list[TableVerdict]:
+    """Compare every mirror of ``lake`` (those ``tables(db, table)`` accepts) with the source.
+
+    Raises ``ConfigError`` when the lake holds no mirror (or none the filter accepts), and the
+    connection's ``ServerError`` / ``TransportError`` / ``AuthError``. A table that cannot be
+    compared (a type sluice does not read) gets a verdict that is not ok, saying why.
+    """
+    root = os.fspath(lake)
+    found = lake_tables(root)
+    if not found:
+        raise ConfigError(
+            f"the lake {root!r} holds no Delta tables (expected {root}/<db>/<table>/_delta_log); "
+            "run sluice run --lake on it first, or check the path"
+        )
+    wanted = [(db, t) for db, t in found if tables is None or tables(db, t)]
+    if not wanted:
+        raise ConfigError(
+            f"none of the {len(found)} tables of the lake {root!r} matches --tables / --exclude-tables "
+            f"(the lake has {', '.join(f'{db}.{t}' for db, t in found[:10])}{', ...' if len(found) > 10 else ''})"
+        )
+    chosen = set(wanted)
+    with Connection.open(connection) as conn:
+        for statement in ("SET NAMES utf8mb4", "SET time_zone = '+00:00'", "SET SESSION sql_mode = ''",
+                          "SET SESSION net_write_timeout = 3600"):
+            conn.execute(statement)
+        catalog = bootstrap_catalog(conn, lambda db, t: (db, t) in chosen)
+        flavor = catalog.flavor
+        conn.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
+        verdicts = []
+        for db, table in wanted:
+            path = os.path.join(root, db, table)
+            schema = catalog.get(db, table)
+            verdicts.append(_verify_table(conn, db, table, schema, flavor, path))
+        conn.execute("COMMIT")
+    return verdicts
+
+
+# -- one table ------------------------------------------------------------------------------------
+
+def _verify_table(conn: Connection, db: str, table: str, schema: TableSchema | None, flavor: str | None,
+                  path: str) -> TableVerdict:
+    dataset = _dataset(path)
+    if schema is None:
+        rows = dataset.count_rows()
+        return TableVerdict(db, table, 0, rows, 0, rows, 0, False,
+                            "the table is not on the source (dropped or renamed?); remove its mirror if that is meant")
+    try:
+        plan = _Plan.make(schema, flavor, dataset.schema)
+    except SchemaError as exc:
+        return TableVerdict(db, table, 0, dataset.count_rows(), 0, 0, 0, False, f"not compared: {exc}")
+    mirror = _MirrorSide(plan)
+    for batch in dataset.to_batches(columns=[name for name, _ in plan.mirror_fields]):
+        mirror.add(batch)
+    source = _SourceSide(plan, mirror)
+    stream = conn.stream_rows(f"SELECT {select_list(plan.schema)} FROM {_quote(db)}.{_quote(table)}", CHUNK_ROWS)
+    try:
+        for chunk in stream:
+            source.add(chunk)
+    except SchemaError as exc:
+        for _ in stream:  # read the rest of the result: the connection serves the next table
+            pass
+        return TableVerdict(db, table, source.rows, mirror.rows, 0, 0, 0, False, f"not compared: {exc}")
+    return source.verdict(db, table)
+
+
+def _dataset(path: str) -> Any:
+    # Read through a local pyarrow filesystem: delta-rs' own object store read from pyarrow's threads
+    # can abort the interpreter at exit.
+    fs = pafs.SubTreeFileSystem(os.path.abspath(path), pafs.LocalFileSystem())
+    return DeltaTable(path).to_pyarrow_dataset(filesystem=fs)
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """What is compared: the source columns the mirror has, their conversions and Arrow types."""
+
+    schema: TableSchema  # the compared columns only, in source order
+    flavor: str | None
+    mirror_fields: tuple[tuple[str, pa.DataType], ...]  # the same columns' names and types in the mirror
+    columns: tuple[MirrorColumn, ...]  # the pipeline's conversion of each compared column
+    key: tuple[int, ...]  # positions of the primary key among the compared columns; () = multiset
+    notes: tuple[str, ...]
+    failing: bool  # a note that makes the table differ (a source column the mirror lacks)
+
+    @classmethod
+    def make(cls, schema: TableSchema, flavor: str | None, mirror: pa.Schema) -> _Plan:
+        by_lower = {name.lower(): name for name in mirror.names}
+        columns = mirror_columns_for_schema(schema, flavor)
+        text_converters(schema, flavor)  # a type the text cannot be read as fails here, before reading
+        kept, fields, conv, absent = [], [], [], []
+        for col, mcol in zip(schema.columns, columns, strict=True):
+            name = by_lower.get(col.name.lower())
+            if name is None:
+                absent.append(col.name)
+                continue
+            kept.append(col)
+            fields.append((name, mirror.field(name).type))
+            conv.append(mcol)
+        notes = []
+        if absent:
+            notes.append("source column(s) " + ", ".join(f"`{n}`" for n in absent) + " not in the mirror")
+        source_names = {c.name.lower() for c in schema.columns}
+        extra = [n for n in mirror.names if n.lower() not in source_names]
+        if extra:  # the mirror's columns are the source's: one the source no longer has is a difference
+            notes.append("mirror column(s) " + ", ".join(f"`{n}`" for n in extra) + " not on the source")
+        if not kept:
+            raise SchemaError("the mirror has none of the source table's columns")
+        names = [c.name.lower() for c in kept]
+        key: tuple[int, ...] = ()
+        if schema.primary_key:
+            if all(k.lower() in names for k in schema.primary_key):
+                key = tuple(names.index(k.lower()) for k in schema.primary_key)
+            else:
+                notes.append("primary key column(s) not in the mirror: rows compared as a multiset")
+        return cls(replace(schema, columns=tuple(kept)), flavor, tuple(fields), tuple(conv), key, tuple(notes),
+                   bool(absent or extra))
+
+
+def _quote(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+class _MirrorSide:
+    """The mirror as key -> checksum (or checksum -> count without a key)."""
+
+    def __init__(self, plan: _Plan) -> None:
+        self.plan = plan
+        self.rows = 0
+        self.duplicates: list[str] = []  # keys seen twice: the extra copies
+        self.by_key: dict[str | None, bytes] = {}
+        self.counts: dict[bytes, int] = {}
+
+    def add(self, batch: pa.RecordBatch) -> None:
+        columns = [canonical_column(batch.column(i)) for i in range(batch.num_columns)]
+        self.rows += batch.num_rows
+        if self.plan.key:
+            by_key = self.by_key
+            for k, d in row_checksums(columns, self.plan.key):
+                if k in by_key:
+                    self.duplicates.append(k or "")
+                else:
+                    by_key[k] = d
+        else:
+            counts = self.counts
+            for _, d in row_checksums(columns, ()):
+                counts[d] = counts.get(d, 0) + 1
+
+
+class _SourceSide:
+    """The source rows, converted chunk by chunk and checked off against the mirror."""
+
+    def __init__(self, plan: _Plan, mirror: _MirrorSide) -> None:
+        self.plan = plan
+        self.mirror = mirror
+        self.rows = 0
+        self.missing = 0
+        self.different = 0
+        self.samples: list[str] = []
+        self.cast_notes: dict[str, str] = {}
+        self._text = text_converters(plan.schema, plan.flavor)
+        self._row = row_converter(self._text)
+
+    def add(self, text_rows: list[tuple[str | None, ...]]) -> None:
+        plan = self.plan
+        rows = convert_rows(plan.schema, self._text, text_rows, self._row)
+        if not rows:
+            return
+        self.rows += len(rows)
+        columns = []
+        for values, mcol, (name, mtype) in zip(zip(*rows, strict=True), plan.columns, plan.mirror_fields,
+                                                strict=True):
+            convert = mcol.convert  # _IDENTITY only maps ABSENT, which the text never yields
+            converted = list(values) if convert is _IDENTITY else [None if v is None else convert(v) for v in values]
+            array = column_array(mcol, converted)
+            if array.type != mtype:
+                array = self._cast(array, mcol, name, mtype)
+            columns.append(canonical_column(array))
+        mirror = self.mirror
+        if plan.key:
+            by_key, samples = mirror.by_key, self.samples
+            for k, d in row_checksums(columns, plan.key):
+                have = by_key.pop(k, None)
+                if have is None:
+                    self.missing += 1
+                    if len(samples) < SAMPLE_KEYS:
+                        samples.append(f"{self._show(k)} (missing)")
+                elif have != d:
+                    self.different += 1
+                    if len(samples) < SAMPLE_KEYS:
+                        samples.append(f"{self._show(k)} (different)")
+        else:
+            counts = mirror.counts
+            for _, d in row_checksums(columns, ()):
+                n = counts.get(d, 0)
+                if n:
+                    counts[d] = n - 1
+                else:
+                    self.missing += 1
+
+    def _cast(self, array: pa.Array, mcol: MirrorColumn, name: str, mtype: pa.DataType) -> pa.Array:
+        try:
+            return array.cast(mtype)
+        except (pa.ArrowException, ValueError, TypeError) as exc:
+            self.cast_notes.setdefault(
+                name, f"column `{name}` is {mcol.mysql_type} ({array.type}) on the source but {mtype} in the mirror "
+                      f"({exc}); re-snapshot the table")
+            return array
+
+    def _show(self, key: str | None) -> str:
+        values = json.loads(key) if key else []
+        names = [self.plan.schema.columns[i].name for i in self.plan.key]
+        text = ", ".join(f"{n}={json.dumps(v, ensure_ascii=False)}" for n, v in zip(names, values, strict=True))
+        return text if len(names) == 1 else f"({text})"
+
+    def verdict(self, db: str, table: str) -> TableVerdict:
+        plan, mirror = self.plan, self.mirror
+        samples = list(self.samples)
+        if plan.key:
+            leftover = list(mirror.by_key)
+            extra = len(leftover) + len(mirror.duplicates)
+            for k in (leftover + mirror.duplicates)[: max(0, SAMPLE_KEYS - len(samples))]:
+                samples.append(f"{self._show(k)} (extra)")
+        else:
+            extra = sum(mirror.counts.values())
+        notes = [*plan.notes, *self.cast_notes.values()]
+        ok = not (self.missing or extra or self.different or plan.failing or self.cast_notes)
+        return TableVerdict(db, table, self.rows, mirror.rows, self.missing, extra, self.different, ok,
+                            "; ".join(notes) or None, tuple(samples))

@@ -1,0 +1,42 @@
+"""``PipelineStats``: commit-to-visible quantiles weighted by the changes of each transaction, in
+bounded memory; and the pipeline's clean-up of checkpoint writes a kill cut short."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from sluice.spark.pipeline.stats import PipelineStats
+
+pytestmark = pytest.mark.unit
+
+
+def test_latency_quantiles_weigh_each_transaction_by_its_changes() -> None:
+    stats = PipelineStats()
+    assert stats.latency(0.5) is None
+    stats.latencies.extend([(3.0, 1), (0.5, 8), (1.0, 1)])  # 10 changes: eight at 0.5 s
+    assert stats.latency(0.5) == 0.5
+    assert stats.latency(0.85) == 1.0
+    assert stats.latency(0.95) == 3.0
+    assert stats.latency(1.0) == 3.0
+
+
+def test_latencies_stay_bounded() -> None:
+    stats = PipelineStats()
+    stats.latencies.extend((float(i), 1) for i in range(250_000))
+    assert len(stats.latencies) == 100_000 and stats.latency(0.0) == 150_000.0
+
+
+def test_unfinished_checkpoint_writes_are_dropped(tmp_path: Path) -> None:
+    from sluice.spark.pipeline.runner import drop_unfinished_writes
+
+    offsets = tmp_path / "checkpoint" / "offsets"
+    offsets.mkdir(parents=True)
+    kept = [offsets / "0", offsets / ".0.crc", tmp_path / "checkpoint" / "metadata"]
+    dropped = [offsets / ".1.3f2a.tmp", offsets / "..1.3f2a.tmp.crc", tmp_path / "checkpoint" / ".metadata.9c.tmp"]
+    for path in kept + dropped:
+        path.write_text("x")
+    drop_unfinished_writes(tmp_path / "checkpoint")
+    assert all(p.exists() for p in kept) and not any(p.exists() for p in dropped)
+    drop_unfinished_writes(tmp_path / "none")  # no checkpoint yet: nothing to do

@@ -1,0 +1,48 @@
+"""How the driver splits a planned batch into executor ranges (``Scout.ranges``), no server."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from sluice.binlog.position import Checkpoint
+from sluice.cdc.schema import Catalog
+from sluice.spark.source import scout as scout_module
+from sluice.spark.source.datasource import SourceOptions
+from sluice.spark.source.scout import Scout, _Planned, offset_checkpoint
+
+pytestmark = pytest.mark.unit
+
+
+def scout_of(sizes: list[int], rows: list[int] | None = None, **options: object) -> Scout:
+    catalog = Catalog(flavor="mysql")
+    pending, pos = [], 4
+    for i, size in enumerate(sizes):
+        pending.append(_Planned(Checkpoint("binlog.000001", pos), Checkpoint("binlog.000001", pos + size),
+                                rows[i] if rows else 0, size, False, catalog))
+        pos += size
+    opts = SourceOptions(dsn="mysql://u@127.0.0.1:3306/", **options)  # type: ignore[arg-type]
+    return Scout(opts, pending[0].start, None, "mysql", pending=pending)  # type: ignore[arg-type]
+
+
+def split(scout: Scout, per_rows: int = 100_000, per_bytes: int = 16 << 20) -> list[int]:
+    """The ranges' sizes in transactions."""
+    parts = scout.ranges(scout.pending[0].start, scout.pending[-1].end, per_rows, per_bytes)
+    assert parts is not None
+    starts = [p.start for p in scout.pending]
+    bounds = [starts.index(offset_checkpoint(p.start)) for p in parts] + [len(starts)]
+    return [b - a for a, b in itertools.pairwise(bounds)]
+
+
+def test_a_batch_is_split_for_the_cores_but_not_below_a_floor(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(scout_module, "_parallelism", lambda: 4)
+    assert split(scout_of([10 << 10] * 40)) == [40]  # 400 KiB: one range, one task, one file
+    assert split(scout_of([256 << 10] * 8)) == [4, 4]  # 2 MiB: ranges of at least 1 MiB
+    assert split(scout_of([256 << 10] * 32)) == [8, 8, 8, 8]  # 8 MiB: one range per core
+    assert split(scout_of([1 << 20] * 40)) == [10, 10, 10, 10]  # 40 MiB: a quarter each
+    assert split(scout_of([1 << 20] * 80)) == [16] * 5  # 80 MiB: bytesPerPartition caps a range
+    # Rows counted (maxRowsPerBatch): a smaller rowsPerPartition than the floor is the user's to set.
+    counted = scout_of([100] * 10, rows=[10] * 10, max_rows=1000)
+    assert split(counted, per_rows=20) == [2, 2, 2, 2, 2]
+    assert split(scout_of([100] * 10, rows=[1000] * 10, max_rows=10**6)) == [10]  # 10k rows: one range
