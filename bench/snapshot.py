@@ -105,6 +105,7 @@ def snapshot(box: Sandbox, rows: int) -> dict[str, object]:
 
 
 def phase(box: Sandbox, repeat: int) -> dict[str, float]:
+    from sluice.spark.lake.store import lake_store
     from sluice.spark.runtime.session import spark_session
     from sluice.spark.snapshot.runner import SnapshotRunner
 
@@ -116,7 +117,7 @@ def phase(box: Sandbox, repeat: int) -> dict[str, float]:
             lake = OUT / f"snapshot-phase-lake-{box.flavor}"
             shutil.rmtree(lake, ignore_errors=True)
             (lake / "_sluice").mkdir(parents=True)
-            runner = SnapshotRunner(spark, box.dsn("root"), str(lake), lake / "_sluice", f"bench-{run}",
+            runner = SnapshotRunner(spark, box.dsn("root"), lake_store(lake), f"bench-{run}",
                                     lambda d, t: (d, t) == ("bench", "sbtest1"),
                                     progress=lambda _text: None)
             started = time.perf_counter()

@@ -3,7 +3,8 @@
 ``mariadb_server`` and ``mysql_server`` are started once per session on free ports and stopped at
 its end, also when tests fail. A server that cannot be started makes every test using it ERROR
 with the reason (missing binaries, the server's error log): server suites are never skipped.
-Tests that need a server of their own with other settings use ``sandbox_factory``.
+Tests that need a server of their own with other settings use ``sandbox_factory``. ``s3_server`` is
+a real S3 API server (moto's) for lakes on object storage.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from sluice.sandbox.s3 import S3Sandbox
 from sluice.sandbox.server import Flavor, Sandbox
 
 SandboxFactory = Callable[..., Sandbox]
@@ -55,6 +57,13 @@ def row_metadata(request: pytest.FixtureRequest, server: Sandbox) -> Iterator[st
     yield request.param
     with Connection.open(parse_dsn(server.dsn("root"))) as conn:
         conn.execute(f"SET GLOBAL binlog_row_metadata = '{old}'")
+
+
+@pytest.fixture(scope="session")
+def s3_server() -> Iterator[S3Sandbox]:
+    """A real S3 API server (``moto_server`` in its own process) with a bucket ``lake``."""
+    with S3Sandbox.start() as server:
+        yield server
 
 
 @pytest.fixture(scope="session")

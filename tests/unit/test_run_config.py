@@ -92,22 +92,6 @@ def test_metrics_port_from_the_command_line_or_the_file(tmp_path):
             load_config(_args("--config", str(cfg)))
 
 
-@pytest.mark.parametrize("uri", ["s3://bucket/lake", "abfss://c@acct.dfs.core.windows.net/lake", "hdfs://nn/lake"])
-def test_a_lake_uri_is_refused_with_what_to_give_instead(uri):
-    from sluice.spark.lake.sink import DeltaLake
-
-    with pytest.raises(ConfigError, match="mounted"):
-        DeltaLake(uri, "app")
-
-
-def test_a_lake_path_keeps_its_meaning():
-    from sluice.spark.lake.sink import DeltaLake, lake_root
-
-    assert lake_root("./lake/") == "./lake"
-    assert lake_root("/") == "/"
-    assert DeltaLake("/data/odd://name", "app").root == "/data/odd://name"
-
-
 def test_only_the_staging_tasks_keep_typed_images():
     """The tasks that stage for the pipeline build its MERGE sources from the typed images; a plain
     read of the source does not pay for them."""

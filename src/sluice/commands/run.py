@@ -10,14 +10,15 @@ from typing import Any
 from sluice.errors import ConfigError
 
 HELP = """\
-Run the change-data pipeline on Spark: follow the server's binlog and keep, under the lake
-directory, a Delta table per captured table (LAKE/<db>/<table>, typed columns, one row per
-primary key) and a change log of every change (LAKE/_sluice/changes). Exactly once: stop it,
-kill it, restart it — the mirror ends equal to the source.
+Run the change-data pipeline on Spark: follow the server's binlog and keep, in the lake (a
+directory, or s3://, abfss://, gs:// on object storage), a Delta table per captured table
+(LAKE/<db>/<table>, typed columns, one row per primary key) and a change log of every change
+(LAKE/_sluice/changes). Exactly once: stop it, kill it, restart it — the mirror ends equal to the
+source.
 
 examples:
   sluice run --source mysql://repl:secret@db:3306/ --lake ./lake
-  sluice run --source mariadb://repl@db/ --lake s3a-mounted/lake --tables 'shop\\..*' --trigger 5s
+  sluice run --source mariadb://repl@db/ --lake s3://bucket/lake --tables 'shop\\..*' --trigger 5s
   sluice run --source mysql://repl@db/ --lake ./lake --trigger once      everything so far, then stop
   sluice run --config pipeline.toml
   sluice run --source mysql://repl@db/ --lake ./lake --metrics-port 9108   Prometheus metrics on :9108/metrics
@@ -30,6 +31,15 @@ The same settings in a TOML file (command-line options win):
   master = "local[*]"
   [spark]
   "spark.driver.memory" = "4g"
+A lake on object storage, with options for delta-rs and sluice alike (the AWS_*, AZURE_* and
+GOOGLE_* environment works too; the config's options win):
+  [lake]
+  uri = "s3://bucket/lake"
+  [lake.storage]
+  AWS_REGION = "eu-west-1"
+  AWS_ENDPOINT_URL = "https://minio.example:9000"
+Spark's checkpoint needs a file system: --checkpoint-dir (default LAKE/_sluice/checkpoint for a
+lake on a file system, ~/.local/state/sluice/checkpoints/<lake digest> for object storage).
 
 Where it starts: on the first run it snapshots every captured table (primary-key chunks read in
 parallel on Spark, each reconciled with the binlog between its watermarks; resumable chunk by
@@ -54,7 +64,10 @@ def register(sub: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--source", metavar="DSN", help="mysql://user[:password]@host[:port]/ or mariadb://...")
-    parser.add_argument("--lake", metavar="DIR", help="directory of the Delta tables (created if missing)")
+    parser.add_argument("--lake", metavar="DIR|URI",
+                        help="directory of the Delta tables (created if missing), or s3://, abfss://, gs:// URI")
+    parser.add_argument("--checkpoint-dir", metavar="DIR",
+                        help="Spark's streaming checkpoint, on a file system (default: see above)")
     parser.add_argument("--tables", metavar="REGEX", help="only tables whose 'db.table' matches")
     parser.add_argument("--exclude-tables", metavar="REGEX", help="skip tables whose 'db.table' matches")
     parser.add_argument(
@@ -108,12 +121,14 @@ def load_config(args: argparse.Namespace) -> Any:
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"{args.config} is not valid TOML: {exc}") from None
     known = {"source", "lake", "tables", "exclude_tables", "trigger", "master", "from", "max_rows_per_batch", "spark",
-             "snapshot", "chunk_rows", "skip_incidents", "metrics_port", "metrics_host"}
+             "snapshot", "chunk_rows", "skip_incidents", "metrics_port", "metrics_host", "checkpoint_dir"}
     unknown = set(settings) - known
     if unknown:
         raise ConfigError(f"{args.config}: unknown settings {sorted(unknown)}; known: {sorted(known)}")
+    lake, storage = _lake_settings(settings.get("lake"), args.config)
+    settings["lake"] = lake
     for key in ("source", "lake", "tables", "exclude_tables", "trigger", "master", "max_rows_per_batch", "snapshot",
-                "chunk_rows", "skip_incidents", "metrics_port", "metrics_host"):
+                "chunk_rows", "skip_incidents", "metrics_port", "metrics_host", "checkpoint_dir"):
         value = getattr(args, key, None)
         if value is not None:
             settings[key] = value
@@ -140,7 +155,28 @@ def load_config(args: argparse.Namespace) -> Any:
         skip_incidents=bool(settings.get("skip_incidents", False)),
         metrics_port=_port(settings.get("metrics_port")),
         metrics_host=str(settings.get("metrics_host") or "0.0.0.0"),
+        storage=storage,
+        checkpoint_dir=settings.get("checkpoint_dir"),
     )
+
+
+def _lake_settings(value: Any, config: str | None) -> tuple[str | None, tuple[tuple[str, str], ...]]:
+    """``lake = "..."`` or a ``[lake]`` table (``uri``, ``[lake.storage]``): the lake and its options."""
+    if value is None or isinstance(value, str):
+        return value, ()
+    if not isinstance(value, dict):
+        raise ConfigError(f"{config}: lake is a path or URI, or a [lake] table with uri = \"...\"")
+    unknown = set(value) - {"uri", "storage"}
+    if unknown:
+        raise ConfigError(f"{config}: unknown settings in [lake]: {sorted(unknown)}; known: ['storage', 'uri']")
+    storage = value.get("storage") or {}
+    if not isinstance(storage, dict):
+        raise ConfigError(f"{config}: [lake.storage] must be a table of storage options (name = value)")
+    for name, option in storage.items():
+        if not isinstance(option, str | int | float | bool):
+            raise ConfigError(f"{config}: [lake.storage] {name} must be a string, number or boolean")
+    text = {str(k): (str(v).lower() if isinstance(v, bool) else str(v)) for k, v in storage.items()}
+    return value.get("uri"), tuple(sorted(text.items()))
 
 
 def _port(value: Any) -> int | None:
@@ -170,7 +206,10 @@ def run(args: argparse.Namespace) -> int:
         say(f"metrics on http://{config.metrics_host}:{port}/metrics")
     if config.snapshot == "never" and config.starting_position == "earliest" and not pipeline.checkpoint_path.exists():
         say("first run without a snapshot: streaming from the earliest binlog still on the server")
-    say(f"lake {config.lake}, pipeline {pipeline.app_id}; Ctrl-C stops at the next batch boundary")
+    where = f"lake {pipeline.store.uri}"
+    if pipeline.store.remote:
+        where += f", checkpoint {pipeline.checkpoint_path}"
+    say(f"{where}, pipeline {pipeline.app_id}; Ctrl-C stops at the next batch boundary")
     try:
         stats = pipeline.run()
     finally:

@@ -52,9 +52,9 @@ def run(args: argparse.Namespace) -> int:
     config = PipelineConfig(source=args.source, lake=args.lake, tables=args.tables, snapshot="only",
                             chunk_rows=args.chunk_rows, master=args.master)
     pipeline = Pipeline(config, progress=say)
-    state = SnapshotState.load(config.state_dir / "snapshot.json")
+    state = SnapshotState.load(pipeline.store)
     names = [n for n in state.tables if pattern.fullmatch(n)]
-    dropped = forget_tables(config.state_dir, pipeline.lake, names)
+    dropped = forget_tables(pipeline.lake, names)
     say(f"reading again: {', '.join(dropped) or 'no snapshotted table matches; new tables only'}")
     pipeline.run(handle_signals=False)
     return 0

@@ -2,10 +2,11 @@
 
 A DDL is a micro-batch of its own. Its steps run in order; after each one the journal
 ``LAKE/_sluice/ddl.json`` records ``(batch, steps done)``, so a replayed batch resumes at the first
-step not done. Each step is atomic by itself: a rename of the mirror's folder (``archive``,
-``move``: ``os.rename`` on the lake's file system) or one Delta commit (``truncate``, ``rewrite``)
-that carries the batch's app transaction, so a step whose commit landed just before a crash is
-recognised too. ``reread`` archives the mirror and removes the table from the snapshot state; the
+step not done. Each step is atomic or finishes on replay: a move of the mirror's folder
+(``archive``, ``move``: ``os.rename`` on a file system; on an object store, which cannot rename, a
+copy of every object and then the removal of the source, the journal naming both first so that a
+replay finishes the same move) or one Delta commit (``truncate``, ``rewrite``) that carries the
+batch's app transaction, so a step whose commit landed just before a crash is recognised too. ``reread`` archives the mirror and removes the table from the snapshot state; the
 pipeline then snapshots it again with the watermark method while the stream goes on from the DDL.
 
 Archived mirrors stay readable Delta tables under ``LAKE/_sluice/archive/<db>/<table>@<file>-<pos>``
@@ -18,7 +19,6 @@ import json
 import logging
 import os
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -27,11 +27,11 @@ from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 from deltalake.exceptions import DeltaError
 
 from sluice.errors import DataLossError
-from sluice.io.atomic import write_atomically
 from sluice.spark.ddl.plan import MirrorStep
 from sluice.spark.lake.columns import column_array
 from sluice.spark.lake.merge import LAKE_WRITER
 from sluice.spark.lake.sink import DeltaLake
+from sluice.spark.lake.store import ARCHIVE, DDL_JOURNAL
 from sluice.spark.snapshot.state import SnapshotState
 
 __all__ = ["CannotRewrite", "MirrorDdl"]
@@ -46,10 +46,9 @@ class CannotRewrite(Exception):
 class MirrorDdl:
     """Runs mirror steps for the pipeline ``lake.app_id`` (module docstring)."""
 
-    def __init__(self, lake: DeltaLake, state_dir: Path, progress: Callable[[str], None]) -> None:
+    def __init__(self, lake: DeltaLake, progress: Callable[[str], None]) -> None:
         self.lake = lake
-        self.state_dir = state_dir
-        self.journal = state_dir / "ddl.json"
+        self.store = lake.store
         self.progress = progress
 
     def apply(self, batch_id: int, steps: list[tuple[tuple[str, int], MirrorStep]]) -> list[MirrorStep]:
@@ -63,33 +62,33 @@ class MirrorDdl:
             if k < done:
                 continue
             try:
-                self._run(step, batch_id, at)
+                self._run(step, batch_id, at, k)
             except CannotRewrite as exc:
                 step = MirrorStep("reread", step.db, step.table, why=str(exc))
                 rereads.append(step)
-                self._run(step, batch_id, at)
+                self._run(step, batch_id, at, k)
             self._record(batch_id, k + 1)
         return rereads
 
     # -- journal ---------------------------------------------------------------------------------
-    def _done(self, batch_id: int) -> int:
-        try:
-            doc = json.loads(self.journal.read_text())
-        except FileNotFoundError:
-            return 0
-        return int(doc["done"]) if doc.get("batch") == batch_id else 0
+    def _journal(self, batch_id: int) -> dict[str, Any]:
+        doc = self.store.get_json(DDL_JOURNAL)
+        return doc if isinstance(doc, dict) and doc.get("batch") == batch_id else {"batch": batch_id, "done": 0}
 
-    def _record(self, batch_id: int, done: int) -> None:
-        write_atomically(self.journal, json.dumps({"batch": batch_id, "done": done}).encode(), what="the DDL journal")
+    def _done(self, batch_id: int) -> int:
+        return int(self._journal(batch_id)["done"])
+
+    def _record(self, batch_id: int, done: int, **extra: Any) -> None:
+        self.store.put_json(DDL_JOURNAL, {"batch": batch_id, "done": done, **extra})
 
     # -- steps -----------------------------------------------------------------------------------
-    def _run(self, step: MirrorStep, batch_id: int, at: tuple[str, int]) -> None:
+    def _run(self, step: MirrorStep, batch_id: int, at: tuple[str, int], index: int) -> None:
         path = self.lake.table_path(step.db, step.table)
-        exists = DeltaTable.is_deltatable(path)
+        exists = self.lake.table(path) is not None
         what = f"{step.name}: {step.why}" if step.why else step.name
         if step.kind in ("archive", "reread"):
             if exists:
-                self._archive(path, step, at)
+                self._archive(path, step, at, batch_id, index)
                 self.progress(f"DDL: the mirror of {what} — archived" if step.kind == "archive"
                               else f"DDL: the mirror of {what} — re-reading the table")
             self._snapshot_state(lambda tables: tables.pop(step.name, None))
@@ -97,36 +96,52 @@ class MirrorDdl:
             assert step.to is not None
             target = self.lake.table_path(*step.to)
             if exists:
-                if DeltaTable.is_deltatable(target):
-                    self._archive(target, MirrorStep("archive", *step.to), at)
-                os.makedirs(os.path.dirname(target), exist_ok=True)
-                os.rename(path, target)
+                if self.lake.table(target) is not None:
+                    self._archive(target, MirrorStep("archive", *step.to), at, batch_id, index)
+                self._move(path, target, batch_id, index)
                 self.progress(f"DDL: the mirror of {step.name} follows the table to {step.to[0]}.{step.to[1]}")
             new = f"{step.to[0]}.{step.to[1]}"
             self._snapshot_state(lambda tables: tables.__setitem__(new, tables.pop(step.name))
                                  if step.name in tables else None)
         elif step.kind == "truncate" and exists:
-            dt = DeltaTable(path)
+            dt = DeltaTable(path, storage_options=self.lake.options)
             if not self._landed(dt, batch_id):
                 empty = dt.schema().to_arrow()
                 self._commit(path, pa.Table.from_batches([], schema=pa.schema(empty)), batch_id, step)
                 self.progress(f"DDL: the mirror of {step.name} emptied (TRUNCATE)")
         elif step.kind == "rewrite" and exists:
-            dt = DeltaTable(path)
+            dt = DeltaTable(path, storage_options=self.lake.options)
             if not self._landed(dt, batch_id):
                 self._rewrite(dt, path, step, batch_id)
                 self.progress(f"DDL: the mirror of {step.name} rewritten in the new layout "
                               f"({', '.join(c.name for c in step.columns)})")
 
-    def _archive(self, path: str, step: MirrorStep, at: tuple[str, int]) -> None:
+    def _archive(self, path: str, step: MirrorStep, at: tuple[str, int], batch_id: int, index: int) -> None:
         file, pos = at
-        dest = Path(self.lake.root) / "_sluice" / "archive" / step.db / f"{step.table}@{file}-{pos}"
-        n = 1
-        while dest.exists():
-            dest = dest.with_name(f"{step.table}@{file}-{pos}.{n}")
+        base = self.store.join(ARCHIVE, step.db, f"{step.table}@{file}-{pos}")
+        dest, n = base, 1
+        while self.lake.table(dest) is not None and not self._moving(batch_id, index, path, dest):
+            dest = f"{base}.{n}"
             n += 1
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        os.rename(path, dest)
+        self._move(path, dest, batch_id, index)
+
+    def _moving(self, batch_id: int, index: int, path: str, dest: str) -> bool:
+        """Whether the journal says step ``index`` was copying ``path`` to ``dest`` when it stopped."""
+        moving = self._journal(batch_id).get("moving")
+        return moving == {"step": index, "from": path, "to": dest}
+
+    def _move(self, path: str, dest: str, batch_id: int, index: int) -> None:
+        """Move a mirror's folder: one rename on a file system; on an object store, which cannot
+        rename, a copy of every object and then the removal of the source, journaled first so that
+        a replay finishes the same move (copying again is harmless)."""
+        if not self.store.remote:
+            os.makedirs(os.path.dirname(dest), exist_ok=True)
+            os.rename(path, dest)
+            return
+        self._record(batch_id, index, moving={"step": index, "from": path, "to": dest})
+        source, target = self.store.key(path), self.store.key(dest)
+        self.store.copy_prefix(source, target)
+        self.store.delete_prefix(source)
 
     def _landed(self, dt: DeltaTable, batch_id: int) -> bool:
         version = dt.transaction_version(self.lake.app_id)
@@ -136,7 +151,7 @@ class MirrorDdl:
         txn = CommitProperties(app_transactions=[Transaction(self.lake.app_id, batch_id)])
         try:
             write_deltalake(path, data, mode="overwrite", schema_mode="overwrite", writer_properties=LAKE_WRITER,
-                            commit_properties=txn)
+                            commit_properties=txn, storage_options=self.lake.options)
         except DeltaError as exc:
             raise DataLossError(
                 f"the Delta commit of batch {batch_id} to the mirror of {step.name} ({path}) failed ({exc}); "
@@ -177,11 +192,10 @@ class MirrorDdl:
         return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
     def _snapshot_state(self, edit: Callable[[dict[str, Any]], Any]) -> None:
-        path = self.state_dir / "snapshot.json"
-        if not path.exists():
+        if not SnapshotState.exists(self.store):
             return
-        state = SnapshotState.load(path)
+        state = SnapshotState.load(self.store)
         before = json.dumps(state.tables, sort_keys=True)
         edit(state.tables)
         if json.dumps(state.tables, sort_keys=True) != before:
-            state.save(path)
+            state.save(self.store)

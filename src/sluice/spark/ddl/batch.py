@@ -31,14 +31,13 @@ log = logging.getLogger(__name__)
 class DdlStage:
     """Applies the DDL rows of micro-batches to the lake of one pipeline."""
 
-    def __init__(self, lake: DeltaLake, state_dir: Path, history_path: Path, tables: str | None,
+    def __init__(self, lake: DeltaLake, history_path: Path, tables: str | None,
                  exclude_tables: str | None, progress: Callable[[str], None]) -> None:
         self.lake = lake
-        self.state_dir = state_dir
         self.history_path = history_path
         keep = table_filter(tables, exclude_tables)
         self.captured = lambda db, t: db not in SYSTEM_SCHEMAS and db != "_sluice" and (keep is None or keep(db, t))
-        self.mirror = MirrorDdl(lake, state_dir, progress)
+        self.mirror = MirrorDdl(lake, progress)
         self.progress = progress
 
     def apply(self, batch_id: int, rows: list[dict[str, Any]], snapshot_filter: Any) -> set[str]:

@@ -14,6 +14,7 @@ from sluice.cdc.records import RowChange
 from sluice.errors import SluiceError
 from sluice.spark.lake.images import image_decoder, row_change_from_record
 from sluice.spark.lake.sink import CHANGELOG_SCHEMA
+from sluice.spark.lake.store import LakeStore
 
 __all__ = ["changelog_rows", "query_error", "row_changes", "staged_rows"]
 
@@ -42,7 +43,7 @@ def row_changes(columns: tuple[Any, ...], rows: Any) -> list[RowChange]:
     ]
 
 
-def staged_rows(changelog: str, paths: list[str]) -> Callable[[str, str], pa.Table]:
+def staged_rows(changelog: str, paths: list[str], store: LakeStore | None = None) -> Callable[[str, str], pa.Table]:
     """A table's row changes (no DDL) from change-log files the tasks staged (``sluice.spark.source.staging``),
     given in binlog order, as the change DataFrame's columns the per-row path reads: the files
     are read once, at the first table asked for."""
@@ -53,7 +54,8 @@ def staged_rows(changelog: str, paths: list[str]) -> Callable[[str, str], pa.Tab
 
     def rows_of(db: str, table: str) -> pa.Table:
         if not loaded:
-            rows = pa.concat_tables([pq.read_table(f"{changelog}/{path}") for path in paths])
+            rows = pa.concat_tables([pq.read_table(f"{changelog}/{path}") if store is None
+                                     else pq.read_table(store.read_file(f"{changelog}/{path}")) for path in paths])
             loaded.append(rows.filter(pc.not_equal(rows.column("op"), "ddl")))
         rows = loaded[0]
         return rows.filter(pc.and_(pc.equal(rows.column("db"), db), pc.equal(rows.column("table"), table)))

@@ -19,6 +19,8 @@ from typing import Any, Final
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from sluice.spark.lake.store import LakeStore
+
 __all__ = ["add_action", "append_data_files", "delta_stats", "write_data_file"]
 
 _MAX_BOUND_CHARS: Final = 32
@@ -26,7 +28,7 @@ _APPEND_ROWS: Final = 100_000
 
 
 def write_data_file(table: pa.Table, folder: str, *, plain: Iterable[str] = (),
-                    bounded: Iterable[str] | None = None) -> dict[str, Any]:
+                    bounded: Iterable[str] | None = None, store: LakeStore | None = None) -> dict[str, Any]:
     """Write ``table`` as a Parquet data file of the Delta table in ``folder``, not committed: its
     ``add`` action's fields (``path`` relative to the folder, ``size``, ``mtime``, ``stats``).
     ``plain``: columns of nearly distinct values, written without dictionary or page bounds (they
@@ -34,13 +36,21 @@ def write_data_file(table: pa.Table, folder: str, *, plain: Iterable[str] = (),
     zstd at level 1 writes W1's change log faster than snappy and at half its size."""
     import pyarrow.parquet as pq
 
-    os.makedirs(folder, exist_ok=True)
     name = f"part-00000-{uuid.uuid4()}-c000.zstd.parquet"
     skip = set(plain)
     short = [n for n in table.column_names if n not in skip]
-    pq.write_table(table, f"{folder}/{name}", compression="zstd", compression_level=1, use_dictionary=short,
-                   write_statistics=short)
-    return {"path": name, "size": os.path.getsize(f"{folder}/{name}"), "mtime": int(time.time() * 1000),
+    options = {"compression": "zstd", "compression_level": 1, "use_dictionary": short, "write_statistics": short}
+    if store is not None and store.remote:  # one PUT of the whole file: an object store has no append
+        sink = pa.BufferOutputStream()
+        pq.write_table(table, sink, **options)
+        data = sink.getvalue().to_pybytes()
+        store.write_file(f"{folder}/{name}", data)
+        size = len(data)
+    else:
+        os.makedirs(folder, exist_ok=True)
+        pq.write_table(table, f"{folder}/{name}", **options)
+        size = os.path.getsize(f"{folder}/{name}")
+    return {"path": name, "size": size, "mtime": int(time.time() * 1000),
             "stats": delta_stats(table, table.column_names if bounded is None else bounded)}
 
 
@@ -52,7 +62,8 @@ def add_action(written: dict[str, Any]) -> Any:
     return AddAction(written["path"], written["size"], {}, written["mtime"], True, written["stats"])
 
 
-def append_data_files(dt: Any, folder: str, rows: pa.Table, txn: Any, keep: pa.Array | None = None) -> int:
+def append_data_files(dt: Any, folder: str, rows: pa.Table, txn: Any, keep: pa.Array | None = None,
+                      store: LakeStore | None = None) -> int:
     """Append ``rows`` (those ``keep`` marks, when given) to the Delta table ``dt`` in ``folder``
     with the app transaction of ``txn``: data files of ``_APPEND_ROWS`` rows or more, a file per
     core at once (Arrow filters and Parquet writes run without the GIL), committed as one
@@ -66,7 +77,7 @@ def append_data_files(dt: Any, folder: str, rows: pa.Table, txn: Any, keep: pa.A
         part = rows.slice(i * step, step)
         if keep is not None:
             part = part.filter(keep.slice(i * step, step))
-        return write_data_file(part, folder) | {"rows": part.num_rows} if part.num_rows else None
+        return write_data_file(part, folder, store=store) | {"rows": part.num_rows} if part.num_rows else None
 
     with ThreadPoolExecutor(max_workers=parts) as pool:
         added = [a for a in pool.map(write, range(parts)) if a is not None]

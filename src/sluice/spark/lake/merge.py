@@ -31,6 +31,7 @@ from sluice.spark.lake.data_files import append_data_files
 from sluice.spark.lake.fold import DELETE, MOVE, PATCH, Entry, fold, from_mirror
 from sluice.spark.lake.merge_source import DELETE_FLAG, key_bounds
 from sluice.spark.lake.merge_source import quote_name as _quote
+from sluice.spark.lake.store import LakeStore
 
 #: How the lake's Parquet files are written, as the tasks write theirs (``stage.write_data_file``):
 #: zstd at level 1. delta-rs' default, snappy, made a 500k-row MERGE into an empty mirror take
@@ -94,9 +95,11 @@ class TablePlan:
     """One table's MERGE, ready to commit: the source rows and the schema changes it needs."""
 
     def __init__(self, tb: TableBatch, path: str, dt: DeltaTable | None, source: pa.Table,
-                 partial: list[int], add: list[MirrorColumn]) -> None:
+                 partial: list[int], add: list[MirrorColumn], store: LakeStore | None = None) -> None:
         self.tb = tb
         self.path = path
+        self.store = store  # the lake's storage (None: a local path)
+        self.options = store.delta_options() if store is not None else None
         self.dt = dt
         self.source = source
         self.partial = partial  # indexes of columns some upsert row does not carry
@@ -109,11 +112,12 @@ class TablePlan:
         try:
             dt = self.dt
             if dt is None:
-                dt = DeltaTable.create(self.path, mirror_schema(tb.columns), mode="ignore")
+                dt = DeltaTable.create(self.path, mirror_schema(tb.columns), mode="ignore",
+                                      storage_options=self.options)
             elif self.add:
                 fields = DeltaSchema.from_arrow(mirror_schema(self.add)).fields
                 dt.alter.add_columns(list(fields))
-                dt = DeltaTable(self.path)
+                dt = DeltaTable(self.path, storage_options=self.options)
             metrics = self._merge(dt, txn)
         except SchemaMismatchError as exc:
             raise SchemaError(
@@ -161,12 +165,12 @@ class TablePlan:
         tb = self.tb
         rows = pa.Table.from_arrays([self.source.column(c.name) for c in tb.columns], schema=mirror_schema(tb.columns))
         upserts = pc.invert(self.source.column(_DELETE_FLAG).combine_chunks())
-        return {"num_target_rows_inserted": append_data_files(dt, self.path, rows, txn, keep=upserts)}
+        return {"num_target_rows_inserted": append_data_files(dt, self.path, rows, txn, keep=upserts, store=self.store)}
 
 
 # -- planning --------------------------------------------------------------------------------------
 
-def plan(tb: TableBatch, path: str, dt: DeltaTable | None) -> TablePlan:
+def plan(tb: TableBatch, path: str, dt: DeltaTable | None, store: LakeStore | None = None) -> TablePlan:
     """Check the batch against the mirror's schema and fold its changes into one MERGE source."""
     name = f"{tb.db}.{tb.table}"
     by_name = {c.name: c for c in tb.columns}
@@ -183,11 +187,11 @@ def plan(tb: TableBatch, path: str, dt: DeltaTable | None) -> TablePlan:
             )
     add = _schema_changes(tb, dt, name)
     if tb.source is not None:
-        return TablePlan(tb, path, dt, tb.source, [], add)
+        return TablePlan(tb, path, dt, tb.source, [], add, store)
     entries = fold(tb, name)
     from_mirror(tb, dt, entries)
     source, partial = _source(tb, entries)
-    return TablePlan(tb, path, dt, source, partial, add)
+    return TablePlan(tb, path, dt, source, partial, add, store)
 
 
 def _schema_changes(tb: TableBatch, dt: DeltaTable | None, name: str) -> list[MirrorColumn]:

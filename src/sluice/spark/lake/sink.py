@@ -1,8 +1,9 @@
 """The Delta Lake writer: per micro-batch, MERGE each table's changes into its mirror and append
 every change to the change log, exactly once.
 
-A lake is a root folder: ``ROOT/<db>/<table>`` is the typed mirror of a table (one row per primary
-key, columns per ``sluice.spark.lake.columns``) and ``ROOT/_sluice/changes`` the append-only change log.
+A lake is a root folder or an object-store prefix (``sluice.spark.lake.store``): ``ROOT/<db>/<table>``
+is the typed mirror of a table (one row per primary key, columns per ``sluice.spark.lake.columns``)
+and ``ROOT/_sluice/changes`` the append-only change log.
 ``DeltaLake.write_batch`` plans every table's MERGE first (``sluice.spark.lake.merge``: the
 fold to the last state per primary key, the mirror's schema, the MERGE source), so a
 ``SchemaError`` leaves the lake untouched, then commits them, one MERGE per table. Every commit
@@ -20,7 +21,7 @@ import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 import pyarrow as pa
 from deltalake import (
@@ -39,8 +40,12 @@ from sluice.cdc.records import RowChange
 from sluice.errors import ConfigError, SchemaError
 from sluice.spark.lake.columns import json_texts
 from sluice.spark.lake.merge import TableBatch, TablePlan, TableResult, commit_error, plan
+from sluice.spark.lake.store import CHANGES, LakeStore, lake_store
 
-__all__ = ["CHANGELOG_SCHEMA", "BatchResult", "DeltaLake", "TableBatch", "TableResult"]
+__all__ = ["CHANGELOG_SCHEMA", "POSITION_KEY", "BatchResult", "DeltaLake", "TableBatch", "TableResult"]
+
+#: The change log's commit metadata key holding the stream offset its batch ends at (JSON).
+POSITION_KEY: Final = "sluice.position"
 
 #: Schema of the change log: one row per row change, values in sluice's JSON-lines encoding.
 CHANGELOG_SCHEMA: Final = pa.schema([
@@ -101,19 +106,6 @@ class BatchResult:
         return tuple(f"{t.db}.{t.table}" for t in self.tables if t.status == "unmirrorable")
 
 
-def lake_root(root: str | os.PathLike[str]) -> str:
-    """The lake's directory as the writers use it; a URI (``s3://…``) is refused, since the lake's
-    own bookkeeping under ``_sluice/`` is written with file-system semantics."""
-    text = os.fspath(root)
-    scheme, sep, _ = text.partition("://")
-    if sep and scheme.replace("+", "").replace("-", "").replace(".", "").isalnum():
-        raise ConfigError(
-            f"the lake {text!r} is a URI; sluice writes lakes to a path every Spark node sees the same way "
-            "(a local or shared file system, or object storage mounted as one)"
-        )
-    return text.rstrip("/") or "/"
-
-
 class DeltaLake:
     """A lake of Delta mirrors plus a change log, written by one pipeline (``app_id``).
 
@@ -121,12 +113,20 @@ class DeltaLake:
     the lake). It must change when the pipeline's checkpoint is reset and batch ids start again.
     """
 
-    def __init__(self, root: str | os.PathLike[str], app_id: str) -> None:
+    def __init__(self, root: str | os.PathLike[str] | LakeStore, app_id: str) -> None:
         if not app_id:
             raise ConfigError("a Delta lake needs a non-empty app_id naming the pipeline that writes it")
-        self.root = lake_root(root)
+        self.store = root if isinstance(root, LakeStore) else lake_store(root)
+        self.root = self.store.uri
+        self.options = self.store.delta_options()  # every delta-rs call on the lake gets them
         self.app_id = app_id
-        self.changelog_path = f"{self.root}/_sluice/changes"
+        self.changelog_path = self.store.join(CHANGES)
+
+    def table(self, path: str) -> DeltaTable | None:
+        """The Delta table at ``path`` in the lake, None when there is none."""
+        if not DeltaTable.is_deltatable(path, storage_options=self.options):
+            return None
+        return DeltaTable(path, storage_options=self.options)
 
     def table_path(self, db: str, table: str) -> str:
         """``ROOT/<db>/<table>``, the mirror of ``db.table``."""
@@ -135,18 +135,31 @@ class DeltaLake:
                 raise SchemaError(f"the table name {db}.{table} cannot be a folder of the lake; exclude the table")
         if db == "_sluice":
             raise SchemaError("the database name _sluice is where the lake keeps its change log; exclude it")
-        return f"{self.root}/{db}/{table}"
+        return self.store.join(db, table)
 
     def committed_batch(self) -> int | None:
         """The highest batch id fully committed (the change log's app transaction), None if none."""
-        if not DeltaTable.is_deltatable(self.changelog_path):
+        log = self.table(self.changelog_path)
+        if log is None:
             return None
-        version = DeltaTable(self.changelog_path).transaction_version(self.app_id)
+        version = log.transaction_version(self.app_id)
         return None if version is None else int(version)
+
+    def committed_position(self, *, look_back: int = 1000) -> dict[str, Any] | None:
+        """The stream offset of the last batch the change log holds (``POSITION_KEY`` of its newest
+        commit that has one; maintenance commits have none), None when no batch recorded one."""
+        log = self.table(self.changelog_path)
+        if log is None:
+            return None
+        for commit in log.history(look_back):
+            text = commit.get(POSITION_KEY)
+            if text:
+                return dict(json.loads(text))
+        return None
 
     def write_batch(
         self, batch_id: int, tables: Sequence[TableBatch], *, changelog: pa.Table | None = None,
-        changelog_files: Sequence[AddAction] | None = None,
+        changelog_files: Sequence[AddAction] | None = None, position: dict[str, Any] | None = None,
     ) -> BatchResult:
         """MERGE every table's changes into its mirror, then append all changes to the change log.
 
@@ -155,15 +168,16 @@ class DeltaLake:
         ``changelog``: the batch's change-log rows already built (``CHANGELOG_SCHEMA``, ordered by
         ``(file, pos, row)``), e.g. from a Spark batch whose images are JSON already;
         ``changelog_files``: or the change-log files executors wrote into its folder
-        (``sluice.spark.source.staging``), committed as they are.
+        (``sluice.spark.source.staging``), committed as they are. ``position``: the stream offset the
+        batch ends at, recorded in the change log's commit (``committed_position``).
         """
         if isinstance(batch_id, bool) or not isinstance(batch_id, int) or batch_id < 0:
             raise ConfigError(f"batch id must be an integer >= 0, got {batch_id!r}")
         with _gc_paused():
-            return self._write_batch(batch_id, tables, changelog, changelog_files)
+            return self._write_batch(batch_id, tables, changelog, changelog_files, position)
 
     def _write_batch(self, batch_id: int, tables: Sequence[TableBatch], changelog: pa.Table | None,
-                     files: Sequence[AddAction] | None) -> BatchResult:
+                     files: Sequence[AddAction] | None, position: dict[str, Any] | None) -> BatchResult:
         seen: set[tuple[str, str]] = set()
         for tb in tables:
             if (tb.db, tb.table) in seen:
@@ -187,13 +201,14 @@ class DeltaLake:
             if not n:
                 plans.append(TableResult(tb.db, tb.table, "empty", 0))
                 continue
-            dt = DeltaTable(path) if DeltaTable.is_deltatable(path) else None
+            dt = self.table(path)
             if dt is not None and _done(dt, self.app_id, batch_id):
                 plans.append(TableResult(tb.db, tb.table, "skipped", n))
                 continue
-            plans.append(plan(tb, path, dt))
+            plans.append(plan(tb, path, dt, self.store))
         path = self.changelog_path
-        done = DeltaTable.is_deltatable(path) and _done(DeltaTable(path), self.app_id, batch_id)
+        existing = self.table(path)
+        done = existing is not None and _done(existing, self.app_id, batch_id)
         log = changelog
         if not done and files is None and log is None:
             log = changelog_table(batch_id, [c for tb in tables for c in tb.changes])
@@ -201,6 +216,9 @@ class DeltaLake:
         results = tuple(p if isinstance(p, TableResult) else p.execute(batch_id, txn) for p in plans)
         if done:
             return BatchResult(batch_id, results, 0, True)
+        if position is not None:  # the change log's commit says where the stream stands, atomically with it
+            txn = CommitProperties(app_transactions=[Transaction(self.app_id, batch_id)],
+                                   custom_metadata={POSITION_KEY: json.dumps(position)})
         if files is not None:
             self._commit_changelog(batch_id, files, txn)
             return BatchResult(batch_id, results, sum(json.loads(f.stats)["numRecords"] for f in files), False)
@@ -212,17 +230,18 @@ class DeltaLake:
         """Commit change-log files already in its folder (an empty list still records the batch)."""
         path = self.changelog_path
         try:
-            if not DeltaTable.is_deltatable(path):
+            table = self.table(path)
+            if table is None:
                 create_table_with_add_actions(path, DeltaSchema.from_arrow(CHANGELOG_SCHEMA), list(files),
-                                              mode="append", commit_properties=txn)
+                                              mode="append", commit_properties=txn, storage_options=self.options)
                 return
-            table = DeltaTable(path)
             have = {f.name for f in table.schema().fields}
             if not set(CHANGELOG_SCHEMA.names) <= have:
                 # A change log from before a column existed: add it first (files are committed as
                 # they are, with no schema change of their own).
-                write_deltalake(path, CHANGELOG_SCHEMA.empty_table(), mode="append", schema_mode="merge")
-                table = DeltaTable(path)
+                write_deltalake(path, CHANGELOG_SCHEMA.empty_table(), mode="append", schema_mode="merge",
+                                storage_options=self.options)
+                table = DeltaTable(path, storage_options=self.options)
             table.create_write_transaction(list(files), "append", CHANGELOG_SCHEMA, commit_properties=txn)
         except DeltaError as exc:
             raise commit_error("the change log", batch_id, exc) from exc
@@ -233,7 +252,7 @@ class DeltaLake:
             # An empty append still commits: it records the batch as done.
             # schema_mode="merge": a change log written before the ``ddl`` column existed gains it.
             write_deltalake(path, log, mode="append", commit_properties=txn, writer_properties=_CHANGELOG_WRITER,
-                            schema_mode="merge")
+                            schema_mode="merge", storage_options=self.options)
         except DeltaError as exc:
             raise commit_error("the change log", batch_id, exc) from exc
 

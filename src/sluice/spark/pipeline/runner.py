@@ -11,24 +11,30 @@ partial JSON updates, a snapshot filter) is built from the staged change-log row
 commit records the batch id, so a batch replayed after a crash is skipped where it was already
 written: exactly once.
 
-The lake keeps the pipeline's state in ``LAKE/_sluice/``: the Spark checkpoint (``checkpoint/``),
-the schema history the source writes (``schema-history.jsonl``; a batch's tables are typed from
-the schema in force at its first change, and no batch spans a schema change) and ``pipeline.json``
-with the pipeline's id (the Delta app id). Deleting the checkpoint starts a new pipeline id.
+The lake (a path or an object store, ``sluice.spark.lake.store``) keeps the pipeline's state in
+``LAKE/_sluice/``: the schema history the source writes (``schema-history.jsonl``; a batch's tables
+are typed from the schema in force at its first change, and no batch spans a schema change) and
+``pipeline.json`` with the pipeline's id (the Delta app id). Spark's checkpoint needs a file system:
+``--checkpoint-dir``, by default ``LAKE/_sluice/checkpoint`` when the lake is a path and a folder of
+the machine's state directory when it is an object store. The source writes the schema history to
+a file: for a lake on an object store that file lives beside the checkpoint and the driver copies it
+into the lake, whole, before it commits a batch (and back, when the checkpoint is new). Deleting the
+checkpoint does not start the lake over: every change-log commit records the stream offset its
+batch ends at, and a checkpoint with no offset goes on from there under an app id of its own.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
+import os
 import re
-import shutil
 import signal
 import threading
 import time
-import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -39,19 +45,20 @@ from sluice.cdc.schema import SchemaHistory
 from sluice.cdc.source_checks import silent_cascades, versioned_tables
 from sluice.dsn import parse_dsn
 from sluice.errors import ConfigError, SluiceError
-from sluice.io.atomic import write_atomically
 from sluice.io.connection import Connection
 from sluice.io.replication import server_binlog_status
 from sluice.spark.ddl.batch import DdlStage
 from sluice.spark.lake.changelog_rows import query_error, staged_rows
 from sluice.spark.lake.sink import DeltaLake
+from sluice.spark.lake.store import CHECKPOINT, STAGING, LakeStore, lake_store
+from sluice.spark.pipeline.lake_state import LakeState, drop_unfinished_writes
 from sluice.spark.pipeline.staged_batch import StagedBatch, table_batch
 from sluice.spark.pipeline.stats import PipelineStats
 from sluice.spark.runtime.session import spark_session, start_python_workers
 from sluice.spark.snapshot.filter import SnapshotFilter
 from sluice.spark.snapshot.runner import SnapshotRunner
 from sluice.spark.snapshot.state import SnapshotState, stream_start
-from sluice.spark.source.staging import BATCH_PROPERTY, STAGE_SCHEMA, staging_dir
+from sluice.spark.source.staging import BATCH_PROPERTY, STAGE_SCHEMA, STORAGE_PROPERTY, staging_dir
 
 __all__ = ["Pipeline", "PipelineConfig", "PipelineStats"]
 
@@ -79,6 +86,8 @@ class PipelineConfig:
     skip_incidents: bool = False  # go on past INCIDENT events (the server failed to log changes there)
     metrics_port: int | None = None  # sluice run serves Prometheus metrics there (0: any free port)
     metrics_host: str = "0.0.0.0"
+    storage: tuple[tuple[str, str], ...] = field(default=(), repr=False)  # [lake.storage]: may hold secrets
+    checkpoint_dir: str | None = None  # Spark's checkpoint (default: see checkpoint_path)
 
     def __post_init__(self) -> None:
         if self.trigger not in _ONCE:
@@ -87,9 +96,21 @@ class PipelineConfig:
             raise ConfigError(f"--snapshot is initial, never or only; found {self.snapshot!r}")
 
     @property
-    def state_dir(self) -> Path:
-        """``LAKE/_sluice``: the pipeline's checkpoint, schema history and id."""
-        return Path(self.lake) / "_sluice"
+    def store(self) -> LakeStore:
+        """Where the lake lives and with which storage options."""
+        return lake_store(self.lake, dict(self.storage))
+
+    @property
+    def checkpoint_path(self) -> Path:
+        """Spark's checkpoint: ``--checkpoint-dir``, else ``LAKE/_sluice/checkpoint`` for a lake on a file
+        system, else a folder named after the lake in the user's state directory."""
+        if self.checkpoint_dir:
+            return Path(self.checkpoint_dir).expanduser().absolute()
+        store = self.store
+        if not store.remote:
+            return Path(store.join(CHECKPOINT))
+        base = Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state")
+        return base / "sluice" / "checkpoints" / hashlib.sha256(store.uri.encode()).hexdigest()[:16]
 
 
 class Pipeline:
@@ -107,32 +128,16 @@ class Pipeline:
         self._lag_checked = 0.0  # SnapshotFilter: early changes the snapshot already holds
         self.error: BaseException | None = None
         parse_dsn(config.source)  # a bad DSN fails here, before Spark starts
-        state = config.state_dir
-        try:
-            state.mkdir(parents=True, exist_ok=True)
-        except (FileExistsError, NotADirectoryError):
-            raise ConfigError(f"--lake {config.lake} is not a directory: give a directory (it is created if "
-                              "missing)") from None
-        except PermissionError:
-            raise ConfigError(f"--lake {config.lake}: permission denied creating {state}") from None
-        self.history_path = state / "schema-history.jsonl"
-        self.checkpoint_path = state / "checkpoint"
-        self.app_id = self._pipeline_id(state)
-        self.lake = DeltaLake(config.lake, self.app_id)
-        self.ddl = DdlStage(self.lake, state, self.history_path, config.tables, config.exclude_tables, self.progress)
+        self.state = LakeState(config.store, config.checkpoint_path, parse_dsn(config.source).redacted())
+        self.store = self.state.store
+        self.checkpoint_path = self.state.checkpoint_path
+        self.history_path = self.state.history_path
+        self.pipeline_id = self.state.pipeline_id
+        self.app_id = self.state.app_id
+        self.resume_at = self.state.resume_at
+        self.lake = DeltaLake(self.store, self.app_id)
+        self.ddl = DdlStage(self.lake, self.history_path, config.tables, config.exclude_tables, self.progress)
         self._spark: Any = None
-
-    def _pipeline_id(self, state: Path) -> str:
-        meta = state / "pipeline.json"
-        if meta.exists() and (self.checkpoint_path.exists() or (state / "snapshot.json").exists()):
-            try:
-                return str(json.loads(meta.read_text())["id"])
-            except (ValueError, KeyError) as exc:
-                raise ConfigError(f"{meta} is damaged ({exc}); delete {state} to start the lake over") from None
-        pid = f"sluice-{uuid.uuid4().hex[:12]}"
-        doc = {"id": pid, "source": parse_dsn(self.config.source).redacted()}
-        write_atomically(meta, json.dumps(doc).encode("utf-8"), what="the pipeline id")
-        return pid
 
     # -- the query --------------------------------------------------------------------------------
     def snapshot(self, spark: Any) -> str | None:
@@ -140,15 +145,15 @@ class Pipeline:
         already started; returns where the stream must start, None when the snapshot does not decide."""
 
         cfg = self.config
-        state_path = cfg.state_dir / "snapshot.json"
-        if cfg.snapshot == "never" and not state_path.exists():
+        exists = SnapshotState.exists(self.store)
+        if cfg.snapshot == "never" and not exists:
             return None
-        state = SnapshotState.load(state_path) if state_path.exists() else None
+        state = SnapshotState.load(self.store) if exists else None
         if cfg.snapshot == "never" and state is not None and state.complete:
             pass
         else:
             runner = SnapshotRunner(
-                spark, cfg.source, cfg.lake, cfg.state_dir, self.app_id, table_filter(cfg.tables, cfg.exclude_tables),
+                spark, cfg.source, self.store, self.pipeline_id, table_filter(cfg.tables, cfg.exclude_tables),
                 chunk_rows=cfg.chunk_rows, progress=self.progress, history=SchemaHistory.open(self.history_path),
                 on_chunk=self.metrics and self.metrics.snapshot_progress,
             )
@@ -156,7 +161,8 @@ class Pipeline:
             # `sluice snapshot` or by a DDL to re-read) are read; the stream then goes on from its
             # checkpoint. With --snapshot never, only a re-read a DDL started is finished here.
             only = frozenset(state.tables) if cfg.snapshot == "never" and state is not None else None
-            state = runner.run(only_new=self.checkpoint_path.exists(), only=only)
+            state = runner.run(only_new=self.state.streamed(), only=only)
+            self.state.save_history()
         if state.complete:
             self._filter = SnapshotFilter(state)
             # Always the snapshot's start: Spark takes it only while its checkpoint holds no offset yet,
@@ -168,8 +174,9 @@ class Pipeline:
         """Start Spark, the snapshot if one is due, then the streaming query (None after a snapshot only)."""
 
         cfg = self.config
-        shutil.rmtree(cfg.state_dir / "staging", ignore_errors=True)  # an earlier run's unfinished batch
+        self.store.delete_prefix(STAGING)  # an earlier run's unfinished batch
         drop_unfinished_writes(self.checkpoint_path)
+        self.state.load_history()
         conf = dict(cfg.conf)
         # The driver JVM plans and commits; the rows never pass through it. Its client compiler
         # alone starts the query about a second sooner (a later -XX:TieredStopAtLevel wins).
@@ -181,16 +188,20 @@ class Pipeline:
         spark = spark_session(cfg.master, conf=conf)
         self._spark = spark
         starting = cfg.starting_position
-        if cfg.snapshot != "never" or (cfg.state_dir / "snapshot.json").exists():
+        if cfg.snapshot != "never" or SnapshotState.exists(self.store):
             after_snapshot = self.snapshot(spark)
             if after_snapshot is not None:
                 starting = after_snapshot
+        if self.resume_at is not None:  # the lake's last batch: nothing lost, nothing twice
+            starting = f"{self.resume_at['file']}:{self.resume_at['pos']}"
+            self.progress(f"Spark's checkpoint {self.checkpoint_path} holds no position: going on from the lake's "
+                          f"last batch, {starting}")
         if cfg.snapshot == "only":
             return None
         # The tasks' Python workers come up while the query starts, not in its first batch, unless
         # nothing can be waiting (a new query from the server's end): on two cores starting them
         # costs the query's own start about a second.
-        if not (str(starting).strip().lower() == "latest" and not self.checkpoint_path.exists()):
+        if not (str(starting).strip().lower() == "latest" and not self.state.streamed()):
             start_python_workers(spark, ("sluice.spark.source.datasource", "sluice.spark.source.staging"))
         reader = (
             spark.readStream.format("binlog")
@@ -309,10 +320,13 @@ class Pipeline:
                 return
             context = df.sparkSession.sparkContext
             context.setLocalProperty(BATCH_PROPERTY, str(batch_id))  # the tasks' batch id (sluice.spark.source.staging)
+            if self.store.options:
+                context.setLocalProperty(STORAGE_PROPERTY, json.dumps(dict(self.store.options)))
             try:
                 staged = df.toArrow()
             finally:
                 context.setLocalProperty(BATCH_PROPERTY, None)
+                context.setLocalProperty(STORAGE_PROPERTY, None)
             written = self._write(staged, batch_id)
         except BaseException as exc:
             self.error = exc
@@ -320,7 +334,7 @@ class Pipeline:
                 self.metrics.error(exc)
             raise
         finally:
-            shutil.rmtree(staging, ignore_errors=True)
+            self.store.delete_prefix(self.store.key(staging))
         if written is not None:
             self.stats.first_batch = self.stats.first_batch or started
             self.stats.last_batch = time.monotonic()
@@ -335,11 +349,13 @@ class Pipeline:
             return None
         if batch.ddls:  # a DDL is a batch of its own (with the rows of CREATE ... SELECT)
             self._reread(self.ddl.apply(batch_id, batch.ddls, self._filter))
-        rows_of = staged_rows(self.lake.changelog_path, [f["path"] for f in batch.files])
+        rows_of = staged_rows(self.lake.changelog_path, [f["path"] for f in batch.files], self.store)
         history = SchemaHistory.open(self.history_path)  # once per batch, after its DDL
-        tables = [table_batch(history, self.config.state_dir, db, name, parts, rows_of, self._filter)
+        tables = [table_batch(history, self.store, db, name, parts, rows_of, self._filter)
                   for (db, name), parts in batch.tables.items()]
-        result = self.lake.write_batch(batch_id, tables, changelog_files=batch.changelog_actions())
+        self.state.save_history()  # before the commit: a batch in the lake is typed by a history in the lake
+        result = self.lake.write_batch(batch_id, tables, changelog_files=batch.changelog_actions(),
+                                       position=batch.range_end())
         stats = self.stats
         stats.batches += 1
         counts = batch.counts()
@@ -374,7 +390,7 @@ class Pipeline:
         if not names:
             return
         cfg = self.config
-        runner = SnapshotRunner(self._spark, cfg.source, cfg.lake, cfg.state_dir, self.app_id,
+        runner = SnapshotRunner(self._spark, cfg.source, self.store, self.pipeline_id,
                                 table_filter(cfg.tables, cfg.exclude_tables), chunk_rows=cfg.chunk_rows,
                                 progress=self.progress, on_chunk=self.metrics and self.metrics.snapshot_progress)
         self._filter = SnapshotFilter(runner.run(only_new=True, only=frozenset(names)))
@@ -386,16 +402,6 @@ class Pipeline:
         except Exception:  # progress only: never fail a batch over it
             return None
         return status.pos - pos if status.file == file else None
-
-
-def drop_unfinished_writes(checkpoint: Path) -> None:
-    """Remove the temp files of checkpoint writes a kill cut short. Spark writes each checkpoint file
-    as a hidden ``.NAME.UUID.tmp`` and renames it; one left behind before the first offsets landed
-    makes Spark 4 refuse the checkpoint for good ("offsets should be empty on batch 0")."""
-    if checkpoint.is_dir():
-        for path in checkpoint.rglob(".*.tmp*"):
-            if path.is_file() and (path.name.endswith(".tmp") or path.name.endswith(".tmp.crc")):
-                path.unlink(missing_ok=True)
 
 
 def _interval(text: str) -> str:

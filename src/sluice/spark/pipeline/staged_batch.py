@@ -9,9 +9,9 @@ for the per-row path), the change-log files as Delta add actions, and where the 
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -25,6 +25,7 @@ from sluice.spark.lake.changelog_rows import row_changes
 from sluice.spark.lake.data_files import add_action
 from sluice.spark.lake.merge_source import fold_sources
 from sluice.spark.lake.sink import TableBatch
+from sluice.spark.lake.store import LakeStore
 from sluice.spark.lake.table_layout import mirror_columns_for_schema
 from sluice.spark.source.staging import layout_key
 
@@ -66,13 +67,19 @@ class StagedBatch:
         """(replication reconnects, failed attempts of the tasks that wrote the change-log files)."""
         return (sum(f["reconnects"] or 0 for f in self.files), sum(f["attempt"] or 0 for f in self.files))
 
+    def range_end(self) -> dict[str, Any] | None:
+        """The stream offset (``{file, pos, gtid}``) the batch's last range with changes ends at: where
+        a stream that lost its checkpoint starts again. None when the tasks did not say."""
+        ends = [json.loads(f["range_end"]) for f in self.files if f.get("range_end")]
+        return max(ends, key=lambda e: position_key(e["file"], e["pos"])) if ends else None
+
     def end(self) -> tuple[str, int]:
         """The binlog position after the batch's last change."""
         last = max(self.files, key=lambda f: position_key(f["last_file"], f["last_pos"]))
         return last["last_file"], last["last_pos"]
 
 
-def table_batch(history: SchemaHistory, state_dir: Path, db: str, name: str, parts: list[dict[str, Any]],
+def table_batch(history: SchemaHistory, store: LakeStore, db: str, name: str, parts: list[dict[str, Any]],
                 rows_of: Callable[[str, str], pa.Table], snapshot_filter: Any = None) -> TableBatch:
     """A table's changes in the batch, typed by the schema in force at its first change: its staged
     MERGE sources folded over the ranges, or its rows read back from the staged change log for the
@@ -84,7 +91,7 @@ def table_batch(history: SchemaHistory, state_dir: Path, db: str, name: str, par
     if schema is None:
         raise ConfigError(
             f"no schema known for {db}.{name} at {first_file}:{first_pos}; the schema history "
-            f"{history.path} is missing or was reset: delete {state_dir} to start over"
+            f"{history.path} is missing or was reset: start the lake {store.uri} over"
         )
     columns = mirror_columns_for_schema(schema, catalog.flavor if catalog is not None else None)
     primary_key = tuple(schema.primary_key)
@@ -94,7 +101,7 @@ def table_batch(history: SchemaHistory, state_dir: Path, db: str, name: str, par
     covered = snapshot_filter is not None and snapshot_filter.covers(db, name, first_file, first_pos)
     layout = layout_key(columns, primary_key)
     if not covered and all(p["path"] and p["layout"] == layout for p in parts):
-        sources = [pa.ipc.open_file(pa.memory_map(p["path"])).read_all() for p in parts]
+        sources = [pa.ipc.open_file(store.read_file(p["path"])).read_all() for p in parts]
         return TableBatch(db, name, columns, primary_key, (), fold_sources(sources, primary_key), n)
     if any(p["path"] and p["layout"] != layout for p in parts):
         log.warning("%s.%s: a task typed its changes as %s, the schema history as %s; taking the per-row path",

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pyarrow as pa
-from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
+from deltalake import CommitProperties, Transaction, write_deltalake
 from deltalake.exceptions import DeltaError
 
 from sluice.binlog.position import Checkpoint
@@ -64,8 +64,8 @@ def _app_id(lake: DeltaLake, name: str, at: Checkpoint) -> str:
 
 
 def _landed(lake: DeltaLake, name: str, at: Checkpoint) -> bool:
-    path = lake.changelog_path
-    return DeltaTable.is_deltatable(path) and DeltaTable(path).transaction_version(_app_id(lake, name, at)) is not None
+    log = lake.table(lake.changelog_path)
+    return log is not None and log.transaction_version(_app_id(lake, name, at)) is not None
 
 
 def snapshot_keyless(source: str, lake: DeltaLake, table: dict[str, Any], save: Callable[[], None],
@@ -94,7 +94,8 @@ def snapshot_keyless(source: str, lake: DeltaLake, table: dict[str, Any], save: 
     log_rows = read_records(read, int(time.time()))
     txn = CommitProperties(app_transactions=[Transaction(_app_id(lake, name, read.position), 0)])
     try:
-        write_deltalake(lake.changelog_path, log_rows, mode="append", commit_properties=txn, schema_mode="merge")
+        write_deltalake(lake.changelog_path, log_rows, mode="append", commit_properties=txn, schema_mode="merge",
+                        storage_options=lake.options)
     except DeltaError as exc:
         raise DataLossError(
             f"the change-log append of the snapshot of {name} failed ({exc}); nothing of it was committed. Fix "

@@ -28,12 +28,10 @@ unfinished chunk.
 from __future__ import annotations
 
 import logging
-import shutil
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from pathlib import Path
 from typing import Any
 
 from deltalake import CommitProperties, DeltaTable, Transaction
@@ -59,6 +57,7 @@ from sluice.io.connection import Connection
 from sluice.spark.lake.columns import mirror_schema
 from sluice.spark.lake.data_files import add_action
 from sluice.spark.lake.sink import CHANGELOG_SCHEMA, DeltaLake, TableBatch
+from sluice.spark.lake.store import LakeStore
 from sluice.spark.lake.table_layout import mirror_columns_for_schema
 from sluice.spark.runtime.session import start_python_workers
 from sluice.spark.snapshot.keyless import snapshot_keyless
@@ -79,14 +78,14 @@ def _as_list(rows: Iterator[Any]) -> list[Any]:
 class SnapshotRunner:
     """Runs (or resumes) the snapshot of every captured table into the lake."""
 
-    def __init__(self, spark: Any, source: str, lake_root: str, state_dir: Path, app_id: str,
+    def __init__(self, spark: Any, source: str, store: LakeStore, app_id: str,
                  include: Callable[[str, str], bool] | None, *, chunk_rows: int | None = None,
                  progress: Callable[[str], None] | None = None, history: SchemaHistory | None = None,
                  on_chunk: Callable[[int, int, int], None] | None = None) -> None:
         self.spark = spark
         self.source = source
-        self.state_path = state_dir / "snapshot.json"
-        self.lake = DeltaLake(lake_root, f"{app_id}-snapshot")
+        self.store = store
+        self.lake = DeltaLake(store, f"{app_id}-snapshot")
         self.include = include
         self.chunk_rows = chunk_rows
         self.progress = progress or (lambda text: log.info("%s", text))
@@ -99,7 +98,7 @@ class SnapshotRunner:
         """Snapshot every captured table not snapshotted yet (all of them on the first run; with
         ``only_new`` a finished snapshot looks only for tables added to the capture since; ``only``
         limits it to those ``db.table`` names, e.g. tables a DDL made the pipeline read again)."""
-        state = SnapshotState.load(self.state_path)
+        state = SnapshotState.load(self.store)
         if state.complete and not only_new:
             return state
         if not state.complete:  # the chunks' workers come up while the tables are planned
@@ -132,7 +131,7 @@ class SnapshotRunner:
                 if self.history is not None:
                     self.history.record_bootstrap(start.file, start.pos, everything)
                 state.start = start.to_json()
-                state.save(self.state_path)
+                state.save(self.store)
             planned_at = binlog_position(conn)
             catalog = bootstrap_catalog(conn, self.include)
             for name in only or ():
@@ -153,7 +152,7 @@ class SnapshotRunner:
                                   "consistent scan into the change log (as are its changes)")
                     state.tables[name] = {"schema": schema.to_json(), "key": [], "chunks": [], "done": {},
                                           "writing": None, "scan": None, "read": None}
-                    state.save(self.state_path)
+                    state.save(self.store)
                     continue
                 append = self._mirror_empty(schema.db, schema.name)
                 try:
@@ -168,7 +167,7 @@ class SnapshotRunner:
                     "chunks": [c.to_json() for c in plan.chunks], "done": {}, "writing": None,
                     "append": append, "planned_at": planned_at.to_json(),
                 }
-                state.save(self.state_path)
+                state.save(self.store)
         if state.complete:
             return set()
         self._settle_interrupted(state)
@@ -192,12 +191,12 @@ class SnapshotRunner:
             state.tables.pop(name, None)
             path = self.lake.table_path(*name.split(".", 1))
             self._mirrors.pop(path, None)  # a handle would commit on top of the log removed here
-            shutil.rmtree(path, ignore_errors=True)
+            self.store.delete_prefix(self.store.key(path))
         if stale:
-            state.save(self.state_path)
+            state.save(self.store)
             return stale
         state.complete = True
-        state.save(self.state_path)
+        state.save(self.store)
         return set()
 
     def _scan_keyless(self, state: SnapshotState) -> set[str]:
@@ -207,7 +206,7 @@ class SnapshotRunner:
         for name, table in state.tables.items():
             if "read" in table and table["read"] is None:  # key-less (not in older states)
                 try:
-                    snapshot_keyless(self.source, self.lake, table, lambda: state.save(self.state_path),
+                    snapshot_keyless(self.source, self.lake, table, lambda: state.save(self.store),
                                      self.progress)
                 except ServerError as exc:
                     if exc.errno not in TABLE_CHANGED:
@@ -245,14 +244,14 @@ class SnapshotRunner:
                 continue
             seq = self._seq(state, name, chunk)
             table["writing"] = {"chunk": chunk.id, "seq": seq, "low": low, "high": high, "rows": count}
-            state.save(self.state_path)
+            state.save(self.store)
             if isinstance(rows, dict):
                 self._append(table, seq, rows, state.flavor)
             else:
                 self._write(table, seq, rows, Checkpoint.from_json(high), state.flavor)
             table["done"][chunk.id] = {"low": low, "high": high, "rows": count}
             table["writing"] = None
-            state.save(self.state_path)
+            state.save(self.store)
             done += 1
             rows_done += count
             elapsed = max(time.monotonic() - started, 1e-9)
@@ -308,26 +307,29 @@ class SnapshotRunner:
             db, _, t = name.partition(".")
             path = self.lake.table_path(db, t)
             landed = False
-            if DeltaTable.is_deltatable(path):
-                version = DeltaTable(path).transaction_version(self.lake.app_id)
+            dt = self.lake.table(path)
+            if dt is not None:
+                version = dt.transaction_version(self.lake.app_id)
                 landed = version is not None and int(version) >= int(writing["seq"])
             if landed:
                 table["done"][writing["chunk"]] = {k: writing[k] for k in ("low", "high", "rows")}
             table["writing"] = None
-            state.save(self.state_path)
+            state.save(self.store)
 
     def _mirror_empty(self, db: str, name: str) -> bool:
         """Whether the mirror of ``db.name`` has no rows (no table, or no data files): then the chunks,
         disjoint key ranges, are appended instead of merged."""
         path = self.lake.table_path(db, name)
-        return not DeltaTable.is_deltatable(path) or not DeltaTable(path).file_uris()
+        dt = self.lake.table(path)
+        return dt is None or not dt.file_uris()
 
-    def _append_to(self, table: dict[str, Any]) -> str:
-        """The mirror's folder when the table's chunks are appended (its tasks write the data files), else ""."""
+    def _append_to(self, table: dict[str, Any]) -> dict[str, Any]:
+        """Where the table's chunks are appended (its tasks write the data files), else {}."""
         if not table.get("append"):
-            return ""
+            return {}
         schema = TableSchema.from_json(table["schema"])
-        return self.lake.table_path(schema.db, schema.name)
+        return {"folder": self.lake.table_path(schema.db, schema.name), "lake": self.store.uri,
+                "storage": dict(self.store.options)}
 
     def _append(self, table: dict[str, Any], seq: int, added: dict[str, Any], flavor: str | None) -> None:
         """Commit the data file a chunk's task wrote into a mirror that held no rows before the
@@ -343,10 +345,8 @@ class SnapshotRunner:
             dt = self._mirrors.get(path)
             if dt is not None:
                 dt.update_incremental()  # the commits since (a handle does not follow its own)
-            elif not DeltaTable.is_deltatable(path):
-                dt = DeltaTable.create(path, wanted, mode="ignore")  # as the pipeline's MERGE creates it
-            else:
-                dt = DeltaTable(path)
+            elif (dt := self.lake.table(path)) is None:  # as the pipeline's MERGE creates it
+                dt = DeltaTable.create(path, wanted, mode="ignore", storage_options=self.lake.options)
             self._mirrors[path] = dt
             if dt.schema() != DeltaSchema.from_arrow(wanted):
                 raise SchemaError(

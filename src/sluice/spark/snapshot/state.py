@@ -8,17 +8,14 @@ snapshot --tables``), ``stream_start`` is where the stream starts after it.
 
 from __future__ import annotations
 
-import json
-import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from sluice.binlog.position import Checkpoint
 from sluice.errors import ConfigError
-from sluice.io.atomic import write_atomically
 from sluice.spark.lake.sink import DeltaLake
+from sluice.spark.lake.store import SNAPSHOT_STATE, LakeStore
 
 __all__ = ["STATE_VERSION", "SnapshotState", "forget_tables", "stream_start"]
 
@@ -39,36 +36,41 @@ class SnapshotState:
         return {"version": STATE_VERSION, "start": self.start, "tables": self.tables, "complete": self.complete,
                 "flavor": self.flavor}
 
+    @staticmethod
+    def exists(store: LakeStore) -> bool:
+        """Whether the lake holds a snapshot state."""
+        return store.get(SNAPSHOT_STATE) is not None
+
     @classmethod
-    def load(cls, path: Path) -> SnapshotState:
+    def load(cls, store: LakeStore) -> SnapshotState:
         """Read ``snapshot.json`` (an empty state when absent); ``ConfigError`` when damaged."""
-        if not path.exists():
+        data = store.get_json(SNAPSHOT_STATE)
+        if data is None:
             return cls()
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
             if data.get("version") != STATE_VERSION:
                 raise ValueError(f"version {data.get('version')!r}")
             return cls(data["start"], data["tables"], bool(data["complete"]), data.get("flavor"))
         except (ValueError, KeyError, TypeError) as exc:
-            raise ConfigError(f"{path} is damaged ({exc}); delete the lake's _sluice directory to start over") from None
+            raise ConfigError(f"{store.join(SNAPSHOT_STATE)} is damaged ({exc}); delete the lake's _sluice "
+                              "directory to start over") from None
 
-    def save(self, path: Path) -> None:
-        """Write ``snapshot.json`` atomically."""
-        write_atomically(path, json.dumps(self.to_json()).encode("utf-8"), what="the snapshot state")
+    def save(self, store: LakeStore) -> None:
+        """Write ``snapshot.json`` whole."""
+        store.put_json(SNAPSHOT_STATE, self.to_json())
 
 
-def forget_tables(state_dir: Path, lake: DeltaLake, names: Sequence[str]) -> list[str]:
+def forget_tables(lake: DeltaLake, names: Sequence[str]) -> list[str]:
     """Drop the snapshot (state and Delta mirror) of ``db.table`` names, so the next run reads them again."""
-    path = state_dir / "snapshot.json"
-    state = SnapshotState.load(path)
+    state = SnapshotState.load(lake.store)
     dropped = [n for n in names if n in state.tables]
     for name in dropped:
         del state.tables[name]
         db, _, table = name.partition(".")
-        shutil.rmtree(lake.table_path(db, table), ignore_errors=True)
+        lake.store.delete_prefix(lake.store.key(lake.table_path(db, table)))
     if dropped:
         state.complete = False
-        state.save(path)
+        state.save(lake.store)
     return dropped
 
 

@@ -34,16 +34,18 @@ from sluice.errors import SchemaError, ServerError
 from sluice.io.connection import Connection
 from sluice.spark.lake.columns import to_arrow_table
 from sluice.spark.lake.data_files import write_data_file
+from sluice.spark.lake.store import lake_store
 from sluice.spark.lake.table_layout import mirror_columns_for_schema
 from sluice.spark.snapshot.chunk_arrow import chunk_table, column_builders, integer_keys_in_order, key_values
 from sluice.spark.snapshot.text_rows import split_rows
 
 __all__ = ["ChunkPayload", "read_and_reconcile"]
 
-#: A chunk task's input: dsn, catalog, table schema, key, chunk, flavor, the mirror's folder when the
-#: chunk is appended to it ("" for a MERGE), and (MySQL) the low watermark the driver took ahead
-#: (``LowMark.to_json``), or None.
-ChunkPayload = tuple[str, dict[str, Any], dict[str, Any], list[str], dict[str, Any], str, str, dict[str, Any] | None]
+#: A chunk task's input: dsn, catalog, table schema, key, chunk, flavor, where the chunk is appended
+#: (``{"folder": the mirror's URI, "lake": the lake's URI, "storage": its options}``, or ``{}`` for a
+#: MERGE), and (MySQL) the low watermark the driver took ahead (``LowMark.to_json``), or None.
+ChunkPayload = tuple[str, dict[str, Any], dict[str, Any], list[str], dict[str, Any], str, dict[str, Any],
+                     dict[str, Any] | None]
 
 
 def _window_changes(config: Any, catalog_json: dict[str, Any], schema: TableSchema, flavor: str,
@@ -123,7 +125,9 @@ def _read_chunk_task(payload: ChunkPayload) -> tuple[dict[str, Any], dict[str, A
     if not table.num_rows:
         return chunk_json, low.to_json(), high.to_json(), 0, {}
     # The mirror's data file, written here and committed by the driver in the chunk's turn.
-    return chunk_json, low.to_json(), high.to_json(), table.num_rows, write_data_file(table, append)
+    store = lake_store(append["lake"], append["storage"])
+    return chunk_json, low.to_json(), high.to_json(), table.num_rows, write_data_file(table, append["folder"],
+                                                                                     store=store)
 
 
 def _check_keys(schema: TableSchema, pk: tuple[str, ...], rows: pa.Table) -> None:

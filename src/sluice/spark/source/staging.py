@@ -36,22 +36,26 @@ from sluice.errors import ConfigError
 from sluice.spark.lake.changelog_rows import changelog_rows
 from sluice.spark.lake.data_files import write_data_file
 from sluice.spark.lake.merge_source import merge_source, typed_merge_source
+from sluice.spark.lake.store import CHANGES, STAGING, LakeStore, lake_store
 from sluice.spark.lake.table_layout import mirror_columns_for_schema
 from sluice.spark.lake.typed_images import typed_rows
 
 __all__ = [
-    "BATCH_PROPERTY", "STAGE_ARROW_SCHEMA", "STAGE_SCHEMA", "layout_key", "stage_range", "staging_dir",
-    "task_batch_id",
+    "BATCH_PROPERTY", "STAGE_ARROW_SCHEMA", "STAGE_SCHEMA", "STORAGE_PROPERTY", "layout_key", "stage_range",
+    "staging_dir", "task_batch_id", "task_store",
 ]
 
 BATCH_PROPERTY: Final = "sluice.batch"
+#: The job's local property with the lake's storage options (JSON), for the tasks' writes to it. A
+#: local property travels with each task and shows in no plan.
+STORAGE_PROPERTY: Final = "sluice.storage"
 
 #: One row per file a task wrote (``kind`` ``changes`` / ``table``) or schema change it met (``ddl``).
 STAGE_SCHEMA: Final = (
     "kind STRING, db STRING, `table` STRING, path STRING, size BIGINT, mtime BIGINT, rows BIGINT, "
     "first_file STRING, first_pos BIGINT, first_row INT, last_file STRING, last_pos BIGINT, "
     "inserts BIGINT, updates BIGINT, deletes BIGINT, stats STRING, layout STRING, ddl STRING, "
-    "commit_us ARRAY<BIGINT>, commit_rows ARRAY<BIGINT>, reconnects INT, attempt INT"
+    "commit_us ARRAY<BIGINT>, commit_rows ARRAY<BIGINT>, reconnects INT, attempt INT, range_end STRING"
 )
 STAGE_ARROW_SCHEMA: Final = pa.schema([
     ("kind", pa.string()), ("db", pa.string()), ("table", pa.string()), ("path", pa.string()),
@@ -62,7 +66,7 @@ STAGE_ARROW_SCHEMA: Final = pa.schema([
     ("stats", pa.string()), ("layout", pa.string()), ("ddl", pa.string()),
     ("commit_us", pa.list_(pa.field("element", pa.int64()))),
     ("commit_rows", pa.list_(pa.field("element", pa.int64()))),
-    ("reconnects", pa.int32()), ("attempt", pa.int32()),
+    ("reconnects", pa.int32()), ("attempt", pa.int32()), ("range_end", pa.string()),
 ])
 
 # Delta data skipping reads these bounds: exact ones for the short columns, none for the images.
@@ -71,7 +75,16 @@ _BOUNDED: Final = ("op", "db", "table", "file", "gtid", "pos", "row", "batch_id"
 
 def staging_dir(lake: str, batch_id: int) -> str:
     """Where a batch's MERGE sources are staged."""
-    return f"{lake}/_sluice/staging/{batch_id}"
+    return f"{lake}/{STAGING}/{batch_id}"
+
+
+def task_store(lake: str) -> LakeStore:
+    """The lake's store in a task: its URI, with the storage options the driver set for the job."""
+    from pyspark import TaskContext
+
+    context = TaskContext.get()
+    text = context.getLocalProperty(STORAGE_PROPERTY) if context is not None else None
+    return lake_store(lake, json.loads(text) if text else None)
 
 
 def task_batch_id() -> int:
@@ -95,7 +108,7 @@ def layout_key(columns: Iterable[Any], primary_key: Iterable[str]) -> str:
 
 def stage_range(batches: Iterable[pa.RecordBatch], tracker: SchemaTracker, lake: str,
                 batch_id: int, *, reconnects: Callable[[], int] = lambda: 0,
-                typed: Sequence[dict[Any, Any]] = ()) -> Iterator[pa.RecordBatch]:
+                typed: Sequence[dict[Any, Any]] = (), end: dict[str, Any] | None = None) -> Iterator[pa.RecordBatch]:
     """Write a range's change batches (``sluice.spark.source.change_schema.ARROW_SCHEMA``, binlog order) to the
     lake's staging files; the descriptors of what was written. The tables are typed from the
     tracker's catalog once the range is read: a batch never spans a schema change of a captured
@@ -103,7 +116,9 @@ def stage_range(batches: Iterable[pa.RecordBatch], tracker: SchemaTracker, lake:
     file's descriptor also says how often the range's replication connection was made again
     (``reconnects``, asked once the range is read) and which attempt of the Spark task this is.
     ``typed``: the typed images the compiled core kept of the batches' tables, once they are read
-    (``arrow_batches``); a table they hold whole is not parsed back from its JSON images."""
+    (``arrow_batches``); a table they hold whole is not parsed back from its JSON images. ``end``: the
+    range's end offset, which the change-log file's descriptor carries (``range_end``) so that the
+    batch's commit records where the stream stands."""
 
     collected = list(batches)
     if not collected:
@@ -111,8 +126,10 @@ def stage_range(batches: Iterable[pa.RecordBatch], tracker: SchemaTracker, lake:
     rows = pa.Table.from_batches(collected).combine_chunks()
     if rows.num_rows == 0:
         return
-    out: list[dict[str, Any]] = [{**_write_changelog(changelog_rows(rows, batch_id), rows, lake),
-                                  "reconnects": reconnects(), "attempt": _task_attempt()}]
+    store = task_store(lake)
+    out: list[dict[str, Any]] = [{**_write_changelog(changelog_rows(rows, batch_id), rows, store),
+                                  "reconnects": reconnects(), "attempt": _task_attempt(),
+                                  "range_end": None if end is None else json.dumps(end)}]
     is_ddl = pc.equal(rows.column("op"), "ddl")
     if pc.any(is_ddl).as_py():
         for d in rows.filter(is_ddl).to_pylist():
@@ -120,7 +137,7 @@ def stage_range(batches: Iterable[pa.RecordBatch], tracker: SchemaTracker, lake:
                         "first_pos": d["pos"], "ddl": d["ddl"], "rows": 1})
         rows = rows.filter(pc.invert(is_ddl))
     if rows.num_rows:
-        out.extend(_stage_tables(rows, tracker.catalog, staging_dir(lake, batch_id), typed))
+        out.extend(_stage_tables(rows, tracker.catalog, staging_dir(store.uri, batch_id), typed, store))
     yield pa.RecordBatch.from_pylist(out, schema=STAGE_ARROW_SCHEMA)
 
 
@@ -132,11 +149,11 @@ def _task_attempt() -> int:
     return 0 if context is None else int(context.attemptNumber())
 
 
-def _write_changelog(log: pa.Table, rows: pa.Table, lake: str) -> dict[str, Any]:
+def _write_changelog(log: pa.Table, rows: pa.Table, store: LakeStore) -> dict[str, Any]:
     import numpy as np
 
-    written = write_data_file(log, f"{lake}/_sluice/changes", plain=("before", "after", "json_diffs", "ddl"),
-                              bounded=_BOUNDED)
+    written = write_data_file(log, store.join(CHANGES), plain=("before", "after", "json_diffs", "ddl"),
+                              bounded=_BOUNDED, store=store)
     commits = rows.column("commit_ts").cast(pa.int64()).to_numpy()
     starts = np.concatenate([[0], np.flatnonzero(np.diff(commits)) + 1])
     counts = np.diff(np.concatenate([starts, [len(commits)]]))
@@ -149,8 +166,8 @@ def _write_changelog(log: pa.Table, rows: pa.Table, lake: str) -> dict[str, Any]
     }
 
 
-def _stage_tables(rows: pa.Table, catalog: Catalog, folder: str,
-                  typed: Sequence[dict[Any, Any]]) -> Iterator[dict[str, Any]]:
+def _stage_tables(rows: pa.Table, catalog: Catalog, folder: str, typed: Sequence[dict[Any, Any]],
+                  store: LakeStore) -> Iterator[dict[str, Any]]:
     """Each table's MERGE source, or a descriptor without a path when the per-row path must build
     it (no primary key, a minimal image, a partial JSON update, a value Arrow will not convert)."""
 
@@ -174,10 +191,16 @@ def _stage_tables(rows: pa.Table, catalog: Catalog, folder: str,
             if source is None:
                 source = merge_source(columns, tuple(schema.primary_key), part)
             if source is not None:
-                os.makedirs(folder, exist_ok=True)
                 path = f"{folder}/{uuid.uuid4()}.arrow"
-                with pa.OSFile(path, "wb") as sink, pa.ipc.new_file(sink, source.schema) as writer:
-                    writer.write_table(source)
+                if store.remote:
+                    sink = pa.BufferOutputStream()
+                    with pa.ipc.new_file(sink, source.schema) as writer:
+                        writer.write_table(source)
+                    store.write_file(path, sink.getvalue().to_pybytes())
+                else:
+                    os.makedirs(folder, exist_ok=True)
+                    with pa.OSFile(path, "wb") as out, pa.ipc.new_file(out, source.schema) as writer:
+                        writer.write_table(source)
                 entry["path"] = path
                 entry["layout"] = layout_key(columns, schema.primary_key)
         yield entry

@@ -29,7 +29,7 @@ def test_latencies_stay_bounded() -> None:
 
 
 def test_unfinished_checkpoint_writes_are_dropped(tmp_path: Path) -> None:
-    from sluice.spark.pipeline.runner import drop_unfinished_writes
+    from sluice.spark.pipeline.lake_state import drop_unfinished_writes
 
     offsets = tmp_path / "checkpoint" / "offsets"
     offsets.mkdir(parents=True)

@@ -1,0 +1,133 @@
+"""Where the stream stands, as the lake and Spark's checkpoint say: the pipeline's id, the Delta app
+id of the stream's batches, the schema history's file, and the position a stream without a
+checkpoint goes on from.
+
+- ``_sluice/pipeline.json`` names the pipeline (created once, only if absent).
+- Spark numbers batches per checkpoint, so a new checkpoint on a lake that already holds batches
+  gets an app id of its own (the pipeline id and a suffix), kept in the checkpoint folder
+  (``APP_MARKER``); a checkpoint of a version before that marker keeps the pipeline id.
+- Every change-log commit records the stream offset its batch ends at
+  (``DeltaLake.committed_position``): a checkpoint with no offset goes on from there.
+- The source writes the schema history to a file. For a lake on a file system that file is in the
+  lake; for one on an object store it lives beside the checkpoint and is copied into the lake, whole,
+  before each commit (``save_history``), and back when the checkpoint is new (``load_history``).
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+from typing import Any
+
+from sluice.errors import ConfigError
+from sluice.io.atomic import write_atomically
+from sluice.spark.lake.sink import DeltaLake
+from sluice.spark.lake.store import CHANGES, HISTORY, PIPELINE, LakeStore
+
+__all__ = ["APP_MARKER", "LakeState", "drop_unfinished_writes"]
+
+APP_MARKER = "sluice-app.json"  # in Spark's checkpoint folder: the app id of the stream's batches
+
+
+class LakeState:
+    """The lake's and the checkpoint's account of a pipeline (module docstring)."""
+
+    def __init__(self, store: LakeStore, checkpoint_path: Path, source: str) -> None:
+        self.store = store
+        self.checkpoint_path = checkpoint_path
+        self._source = source  # the source DSN, redacted: recorded in pipeline.json
+        if store.remote:
+            store.check_conditional_writes()
+            self.history_path = checkpoint_path.parent / f"{checkpoint_path.name}.schema-history.jsonl"
+        else:
+            folder = Path(store.join("_sluice"))
+            try:
+                folder.mkdir(parents=True, exist_ok=True)
+            except (FileExistsError, NotADirectoryError):
+                raise ConfigError(f"--lake {store.uri} is not a directory: give a directory (it is created if "
+                                  "missing)") from None
+            except PermissionError:
+                raise ConfigError(f"--lake {store.uri}: permission denied creating {folder}") from None
+            self.history_path = Path(store.join(HISTORY))
+        self._history_saved = -1
+        self.pipeline_id = self._pipeline_id()
+        self.app_id = self._stream_app_id()
+        self.resume_at: dict[str, Any] | None = (
+            None if _has_offsets(checkpoint_path) else DeltaLake(store, self.app_id).committed_position())
+
+    def _pipeline_id(self) -> str:
+        store = self.store
+        doc = store.get_json(PIPELINE)
+        if doc is not None:
+            try:
+                return str(doc["id"])
+            except (TypeError, KeyError) as exc:
+                raise ConfigError(f"{store.join(PIPELINE)} is damaged ({exc}); start the lake over") from None
+        pid = f"sluice-{uuid.uuid4().hex[:12]}"
+        if not store.create(PIPELINE, json.dumps({"id": pid, "source": self._source})
+                            .encode("utf-8")):
+            return self._pipeline_id()  # another run made it first
+        return pid
+
+    def _stream_app_id(self) -> str:
+        """The Delta app id of the stream's batches: Spark numbers batches per checkpoint, so a new
+        checkpoint on a lake that already holds batches gets an app id of its own (the pipeline id and
+        a suffix, kept in the checkpoint folder), and its batch 0 is not taken for the old batch 0."""
+        marker = self.checkpoint_path / APP_MARKER
+        try:
+            return str(json.loads(marker.read_text())["app_id"])
+        except FileNotFoundError:
+            pass
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ConfigError(f"{marker} is damaged ({exc}); delete it with the checkpoint: the stream goes on "
+                              "from the lake's last batch") from None
+        app_id = self.pipeline_id
+        if not _has_offsets(self.checkpoint_path) and DeltaLake(self.store, app_id).table(
+                self.store.join(CHANGES)) is not None:
+            app_id = f"{self.pipeline_id}.{uuid.uuid4().hex[:8]}"
+        self.checkpoint_path.mkdir(parents=True, exist_ok=True)
+        write_atomically(marker, json.dumps({"app_id": app_id}).encode("utf-8"), what="the stream's app id")
+        return app_id
+
+    def streamed(self) -> bool:
+        """Whether the stream ran before: Spark's checkpoint or the lake knows where it stands."""
+        return _has_offsets(self.checkpoint_path) or self.resume_at is not None
+
+    def load_history(self) -> None:
+        """A lake on an object store: its schema history becomes the source's file when the file is
+        missing or behind (a new checkpoint, or another machine)."""
+        if not self.store.remote:
+            return
+        found = self.store.get(HISTORY)
+        have = self.history_path.stat().st_size if self.history_path.exists() else 0
+        if found is not None and len(found.data) > have:
+            self.history_path.parent.mkdir(parents=True, exist_ok=True)
+            write_atomically(self.history_path, found.data, what="the schema history")
+        self._history_saved = len(found.data) if found is not None else -1
+
+    def save_history(self) -> None:
+        """A lake on an object store: the source's schema history, whole, into the lake, when it grew."""
+        if not self.store.remote or not self.history_path.exists():
+            return
+        data = self.history_path.read_bytes()
+        data = data[:data.rfind(b"\n") + 1]  # whole entries: the source may be writing the next one
+        if len(data) != self._history_saved:
+            self.store.put(HISTORY, data)
+            self._history_saved = len(data)
+
+
+def _has_offsets(checkpoint: Path) -> bool:
+    """Whether Spark's checkpoint records a batch (its offset log has an entry)."""
+    offsets = checkpoint / "offsets"
+    return offsets.is_dir() and any(p.name.isdigit() for p in offsets.iterdir())
+
+
+def drop_unfinished_writes(checkpoint: Path) -> None:
+    """Remove the temp files of checkpoint writes a kill cut short. Spark writes each checkpoint file
+    as a hidden ``.NAME.UUID.tmp`` and renames it; one left behind before the first offsets landed
+    makes Spark 4 refuse the checkpoint for good ("offsets should be empty on batch 0")."""
+    if checkpoint.is_dir():
+        for path in checkpoint.rglob(".*.tmp*"):
+            if path.is_file() and (path.name.endswith(".tmp") or path.name.endswith(".tmp.crc")):
+                path.unlink(missing_ok=True)
