@@ -60,7 +60,16 @@ def register(sub: Any) -> None:
         "--ops", metavar="LIST", help="only these operations, comma-separated: insert,update,delete (default all)"
     )
     parser.add_argument("--ddl", action="store_true", help="also print schema changes as {\"op\": \"ddl\", ...}")
-    parser.add_argument("--events", action="store_true", help="print every event instead of row changes")
+    parser.add_argument(
+        "--events",
+        action="store_true",
+        help="print every event instead of row changes: type, position, size and its fields (a TABLE_MAP's "
+        "columns with their types and metadata, a rows event's table, flags and row count)",
+    )
+    parser.add_argument(
+        "-v", "--values", action="store_true",
+        help="with --events, also each rows event's rows, by position (@1, @2, ...) as mysqlbinlog -vv prints them",
+    )
     parser.add_argument("--no-verify-checksum", action="store_true", help="do not check event CRC32s")
     parser.add_argument(
         "--skip-incidents",
@@ -129,24 +138,23 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run_events(args: argparse.Namespace) -> int:
-    import json
-
     from sluice.binlog.parser import EventParser, ParserConfig
     from sluice.cdc.filters import table_filter
-    from sluice.eventjson import event_summary
+    from sluice.cdc.jsonl import encode, unmark
+    from sluice.eventjson import event_summary, inspection_plan
     from sluice.io.binlog_file import iter_events
 
     config = ParserConfig(
         verify_checksum=not args.no_verify_checksum,
         table_filter=table_filter(args.tables, args.exclude_tables),
+        plan_for=inspection_plan,
     )
     out = sys.stdout
     for path in args.files:
         source = sys.stdin.buffer if path == "-" else path
         name = "stdin" if path == "-" else path.rsplit("/", 1)[-1]
-        buffer = [json.dumps(event_summary(event, name, offset), default=str) for offset, event in iter_events(
-            source, EventParser(config)
-        )]
+        buffer = [unmark(encode(event_summary(event, name, offset, values=args.values)))
+                  for offset, event in iter_events(source, EventParser(config))]
         if buffer:
             out.write("\n".join(buffer) + "\n")
     out.flush()
