@@ -100,7 +100,7 @@ def test_no_import_cycle_between_modules():
 CDC_SHELL = {
     "sluice.cdc.follow", "sluice.cdc.session", "sluice.cdc.schema_start", "sluice.cdc.schema.bootstrap",
     "sluice.cdc.schema.history", "sluice.cdc.snapshot.reader", "sluice.cdc.snapshot.consistent",
-    "sluice.cdc.source_checks",
+    "sluice.cdc.source_checks", "sluice.cdc.schema.given",
 }
 _IO_MODULES = ("sluice.io", "socket", "ssl", "subprocess", "select", "os", "shutil", "tempfile")
 _FILE_CALLS = {"read_bytes", "read_text", "write_bytes", "write_text", "mkdir", "unlink", "fsync"}
