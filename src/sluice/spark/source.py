@@ -24,7 +24,10 @@ the server writes ``binlog_row_metadata=FULL``) and ``skipIncidents`` (``true``:
 events, which otherwise stop the query with ``DataLossError``) and ``includeDdl`` (``true``: a row with
 ``op`` ``ddl`` and the ``ddl`` column for every schema change on a captured table, as the pipeline
 reads it) and ``stageTo`` (a lake: tasks write their range's files into it and yield one row per
-file, ``sluice.spark.stage``; sluice run's pipeline sets it).
+file, ``sluice.spark.stage``; sluice run's pipeline sets it). For archived files, as ``sluice dump``
+has them: ``schema`` (a DSN or a ``mysqldump --no-data`` file: the tables' definitions when the
+binlog does not name the columns; a table it does not fit is read by position with a warning) and
+``positional`` (``true``: every table by position, ``@1``, ``@2``, ...).
 """
 
 from __future__ import annotations
@@ -83,6 +86,8 @@ class SourceOptions:
     skip_incidents: bool = False
     include_ddl: bool = False  # rows with op "ddl" for schema changes on captured tables (the pipeline's)
     stage_to: str | None = None  # a lake: tasks write its files and yield descriptors (sluice.spark.stage)
+    schema: str | None = None  # archived files: the tables' definitions, a DSN or a SQL file
+    positional: bool = False  # archived files: every table by position
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> SourceOptions:
@@ -124,6 +129,8 @@ class SourceOptions:
             skip_incidents=_flag("skipIncidents", lower.get("skipincidents")),
             include_ddl=_flag("includeDdl", lower.get("includeddl")),
             stage_to=lower.get("stageto") or None,
+            schema=lower.get("schema") or None,
+            positional=_flag("positional", lower.get("positional")),
         )
 
     def capture_config(self) -> CaptureConfig:
