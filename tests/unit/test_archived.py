@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
-from sluice.binlog import rowplan
 from sluice.cdc.schema.sqlfile import catalog_from_sql, statements
 from sluice.cli import main as sluice_main
 from sluice.errors import SchemaError
+from tests.conftest import core_or_twin
 
 pytestmark = pytest.mark.unit
 
@@ -30,15 +30,10 @@ ITEM_2 = {"id": 2**32 - 1, "qty": 2**31 - 1, "big": 0, "price": "-0.01", "name":
           "data": "", "kind": "a", "made": None}
 
 
-@pytest.fixture(params=["compiled", "python"])
-def row_core(request: pytest.FixtureRequest) -> Iterator[str]:
-    if request.param == "compiled" and rowplan._compiled_core is None:
-        pytest.skip("the compiled core is not built")
-    previous = rowplan.use_compiled(request.param == "compiled")
-    try:
-        yield request.param
-    finally:
-        rowplan.use_compiled(previous)
+@pytest.fixture(params=[True, False], ids=["compiled", "python"])
+def row_core(request: pytest.FixtureRequest) -> Iterator[bool]:
+    """The test runs on the compiled core and on its Python twin."""
+    yield from core_or_twin(request.param)
 
 
 def dump(capsys, caplog, *argv: str) -> tuple[list[dict[str, Any]], list[str]]:

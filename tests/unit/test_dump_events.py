@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from sluice.binlog import rowplan
 from sluice.cli import main as sluice_main
+from tests.conftest import core_or_twin
 
 pytestmark = pytest.mark.unit
 
@@ -21,15 +21,10 @@ ARCHIVED = Path(__file__).resolve().parent.parent / "data" / "archived"
 GOLDEN = Path(__file__).resolve().parent.parent / "data"
 
 
-@pytest.fixture(params=["compiled", "python"])
-def row_core(request: pytest.FixtureRequest) -> Iterator[str]:
-    if request.param == "compiled" and rowplan.core() is None and rowplan._compiled_core is None:
-        pytest.skip("the compiled core is not built")
-    previous = rowplan.use_compiled(request.param == "compiled")
-    try:
-        yield request.param
-    finally:
-        rowplan.use_compiled(previous)
+@pytest.fixture(params=[True, False], ids=["compiled", "python"])
+def row_core(request: pytest.FixtureRequest) -> Iterator[bool]:
+    """The test runs on the compiled core and on its Python twin."""
+    yield from core_or_twin(request.param)
 
 
 def events(capsys: pytest.CaptureFixture[str], *argv: str) -> list[dict[str, Any]]:

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from sluice.cdc.schema.ddl import apply_ddl
 from sluice.cdc.schema.ddl_detect import is_ddl
+from sluice.cdc.schema.ddl_text import quoted_end
 from sluice.cdc.schema.model import Catalog
 from sluice.errors import SchemaError
 
@@ -94,7 +95,7 @@ def statements(text: str) -> Iterator[str]:
                 yield text[start:i].strip()
             i = start = i + len(delimiter)
         elif c in "'\"`":
-            i = _quoted_end(text, i)
+            i = quoted_end(text, i)
         elif c == "#" or (c == "-" and text.startswith("--", i) and text[i + 2:i + 3].isspace()):
             j = text.find("\n", i)
             i = n if j < 0 else j + 1
@@ -110,23 +111,6 @@ def statements(text: str) -> Iterator[str]:
             start = i  # whitespace or a comment before a statement: not part of it
     if text[start:].strip():
         yield text[start:].strip()
-
-
-def _quoted_end(text: str, i: int) -> int:
-    """The index after the string or quoted name that opens at ``i``."""
-    quote, j, n = text[i], i + 1, len(text)
-    while j < n:
-        d = text[j]
-        if d == "\\" and quote != "`":
-            j += 2
-            continue
-        if d == quote:
-            if j + 1 < n and text[j + 1] == quote:
-                j += 2
-                continue
-            return j + 1
-        j += 1
-    return n
 
 
 def _head(sql: str) -> str:
