@@ -17,11 +17,12 @@ column, and ``mysqldump --no-data`` (``mariadb-dump``) of the database is saved 
 
 from __future__ import annotations
 
-import argparse
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+from capture_golden import run_captures  # beside this file
 
 from sluice.sandbox.server import Sandbox
 
@@ -68,16 +69,5 @@ def capture(flavor: str, out_dir: Path) -> None:
         print(f"  {stem}.binlog, {stem}.sql", file=sys.stderr)
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description="Regenerate the archived binlog files of tests/data/archived.")
-    parser.add_argument("--flavor", choices=("mariadb", "mysql"), action="append")
-    parser.add_argument("--out", type=Path, default=DATA)
-    args = parser.parse_args()
-    args.out.mkdir(parents=True, exist_ok=True)
-    for flavor in args.flavor or ("mariadb", "mysql"):
-        capture(flavor, args.out)
-    return 0
-
-
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(run_captures(capture, DATA, "archived binlog files of tests/data/archived"))
