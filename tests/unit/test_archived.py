@@ -139,3 +139,12 @@ def test_a_dump_names_its_database_in_its_header(name) -> None:
 def test_no_table_defined_raises() -> None:
     with pytest.raises(SchemaError, match="no CREATE TABLE"):
         catalog_from_sql("SET NAMES utf8mb4;", "x.sql")
+
+
+def test_options_that_do_not_go_together_say_so(capsys) -> None:
+    binlog = str(ARCHIVED / "mysql-minimal.binlog")
+    for argv, says in ((["-v", binlog], "add --events"), (["--events", "--positional", binlog], "drop --schema"),
+                       (["--events", "--schema", "x.sql", binlog], "drop --schema")):
+        assert sluice_main(["dump", *argv]) == 1
+        err = capsys.readouterr().err
+        assert says in err and err.count("\n") == 1

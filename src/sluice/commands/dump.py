@@ -104,6 +104,12 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """``sluice dump``: decode binlog files into JSON lines on stdout (or only counts, or the raw events)."""
+    from sluice.errors import ConfigError
+
+    if args.values and not args.events:
+        raise ConfigError("-v/--values prints the rows of --events: add --events (or drop -v)")
+    if args.events and (args.schema or args.positional):
+        raise ConfigError("--events lists every table's rows by position already: drop --schema / --positional")
     if args.events:
         return _run_events(args)
     from sluice.binlog.position import Checkpoint
