@@ -182,16 +182,17 @@ def capture(flavor: str, out_dir: Path) -> None:
             print(f"  {target.name}: {target.stat().st_size} bytes", file=sys.stderr)
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description="Regenerate the golden binlog files of tests/data.")
+def run_captures(capture_one: Callable[[str, Path], None], out: Path, what: str) -> int:
+    """Parse ``--flavor`` / ``--out`` and run ``capture_one(flavor, out_dir)`` for each flavor."""
+    parser = argparse.ArgumentParser(description=f"Regenerate the {what}.")
     parser.add_argument("--flavor", choices=("mariadb", "mysql"), action="append")
-    parser.add_argument("--out", type=Path, default=DATA)
+    parser.add_argument("--out", type=Path, default=out)
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     for flavor in args.flavor or ("mariadb", "mysql"):
-        capture(flavor, args.out)
+        capture_one(flavor, args.out)
     return 0
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(run_captures(capture, DATA, "golden binlog files of tests/data"))

@@ -138,7 +138,7 @@ def test_the_lake_needs_no_spark():
 CDC_SHELL = {
     "sluice.cdc.follow", "sluice.cdc.session", "sluice.cdc.schema_start", "sluice.cdc.schema.bootstrap",
     "sluice.cdc.schema.history", "sluice.cdc.snapshot.reader", "sluice.cdc.snapshot.consistent",
-    "sluice.cdc.source_checks",
+    "sluice.cdc.source_checks", "sluice.cdc.schema.given",
 }
 _IO_MODULES = ("sluice.io", "socket", "ssl", "subprocess", "select", "os", "shutil", "tempfile")
 _FILE_CALLS = {"read_bytes", "read_text", "write_bytes", "write_text", "mkdir", "unlink", "fsync"}

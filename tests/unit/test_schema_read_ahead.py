@@ -89,6 +89,20 @@ def test_ddl_from_read_at_on_is_replayed_as_logged(caplog: pytest.LogCaptureFixt
     assert names(tracker, "u") == ("id", "c")
 
 
+def test_a_schema_given_for_archived_files_is_later_than_all_of_them(caplog: pytest.LogCaptureFixture) -> None:
+    """``read_later``: the files' DDL, wherever it is, is sorted out as before ``read_at``."""
+    tracker = SchemaTracker(TODAY, flavor="mysql", read_later="shop.sql", positional="fallback")
+    with caplog.at_level(logging.WARNING, logger="sluice.cdc.schema.tracker"):
+        tracker.on_query("CREATE TABLE t (a int PRIMARY KEY)", "shop", "b.000900", 50)
+        assert names(tracker, "t") == ("a",)
+        tracker.on_query("ALTER TABLE u ADD c int", "shop", "z.999999", 80)
+        assert names(tracker, "u") == ("id", "c", "d")
+    [record] = caplog.records
+    message = record.getMessage()
+    for part in ("shop.u", "z.999999:80", "the schema of shop.sql", "read by position"):
+        assert part in message, (part, message)
+
+
 def test_without_read_at_the_catalog_is_the_one_at_the_start() -> None:
     tracker = SchemaTracker(TODAY, flavor="mysql")
     tracker.on_query("CREATE TABLE IF NOT EXISTS w (x int)", "shop", "b.000001", 70)

@@ -245,6 +245,30 @@ def test_unknown_table_without_names_is_a_schema_error() -> None:
         assert part in message, (part, message)
 
 
+def test_fallback_reads_by_position_with_one_warning_per_table(caplog: pytest.LogCaptureFixture) -> None:
+    """Reading archived files, a table the tracker does not know or that does not fit is read by
+    position: ``@1``..``@n``, no primary key, unsure values marked; warned about once."""
+    file, pos, tm = first_map("mariadb-matrix.binlog")
+    tm = nameless(tm)
+    stale = MATRIX.format(json="").replace("ti TINYINT", "ti SMALLINT")
+    for catalog, says in ((SERVER["mariadb"], "does not name its columns"), (golden_catalog("mariadb", stale),
+                                                                              "the TABLE_MAP has TINY")):
+        tracker = SchemaTracker(catalog, flavor="mariadb", read_later="dump.sql", positional="fallback")
+        caplog.clear()
+        for _ in range(2):
+            resolved = tracker.resolve(tm, file, pos)
+            assert resolved.names == tuple(f"@{i}" for i in range(1, 25)) and resolved.primary_key == ()
+            assert all(c.mark_unsure for c in resolved.columns)
+        assert [r.getMessage().split(": ")[0] for r in caplog.records] == [f"golden.matrix at {file}:{pos}"]
+        assert says in caplog.records[0].getMessage()
+        assert tracker.by_position == {("golden", "matrix"): caplog.records[0].getMessage().split(": ", 1)[1]
+                                       .rsplit(". Its rows", 1)[0]}
+    fits = SchemaTracker(golden_catalog("mariadb"), flavor="mariadb", positional="fallback")
+    assert fits.resolve(tm, file, pos).names[:2] == ("id", "ti")
+    every = SchemaTracker(golden_catalog("mariadb"), flavor="mariadb", positional="all")
+    assert every.resolve(first_map("mariadb-matrix.binlog")[2], file, pos).names[:2] == ("@1", "@2")
+
+
 # ------------------------------------------------------------------------------------------ QUERY events
 
 def test_on_query(tmp_path: Path) -> None:

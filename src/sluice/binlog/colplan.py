@@ -22,6 +22,7 @@ from sluice.binlog.values.charsets import (
 from sluice.binlog.values.decimal import decimal_decoder, decimal_size
 from sluice.binlog.values.geometry import decode_geometry, decode_vector
 from sluice.binlog.values.json_binary import parse_json
+from sluice.binlog.values.marked import UndecodedText, either_sign_decoder, lenient_text
 from sluice.binlog.values.temporal import (
     date_decoder,
     datetime2_decoder,
@@ -95,7 +96,10 @@ def column(i: int, t: int, meta: int, info: ColumnInfo, table: str) -> Col:
     def unsupported(what: str) -> UnsupportedError:
         return UnsupportedError(f"{table} column {desc}: {what}")
 
-    if t in _INT_FMT:
+    if info.mark_unsure and info.unsigned is None and (t in _INT_FMT or t == ColumnType.INT24):
+        size = 3 if t == ColumnType.INT24 else _INT_FMT[ColumnType(t)][2]
+        _helper(c, either_sign_decoder(size), size)
+    elif t in _INT_FMT:
         signed_fmt, unsigned_fmt, size = _INT_FMT[ColumnType(t)]
         c.fmt = unsigned_fmt if unsigned else signed_fmt
         c.size = size
@@ -226,6 +230,9 @@ def _text(c: Col, info: ColumnInfo, *, default_text: bool, unsupported: Any) -> 
     """Slice expression of a character column: bytes, or text in the column's charset."""
     collation = info.collation
     c.spec = ("var", c.prefix, CONV_BYTES, None)
+    if info.mark_unsure and collation != BINARY_COLLATION:
+        _marked_text(c, collation)
+        return
     if collation is None:
         if not default_text:
             return  # BLOB family without a known collation: bytes
@@ -250,6 +257,22 @@ def _text(c: Col, info: ColumnInfo, *, default_text: bool, unsupported: Any) -> 
     table = charmap_table(charset)
     if table is not None:
         c.spec = ("var", c.prefix, CONV_CHARMAP, table)
+
+
+def _marked_text(c: Col, collation: int | None) -> None:
+    """A character column read for inspection: text where its charset is known and its bytes decode
+    in it, else ``UndecodedText``."""
+    if collation is None:
+        _function(c, UndecodedText)
+        return
+    try:
+        charset = charset_for_collation(collation)
+        decode = decoder_for_charset(charset)
+    except UnsupportedError:
+        _function(c, UndecodedText)  # a charset sluice cannot decode: its bytes, marked
+        return
+    c.charset = charset
+    _function(c, lenient_text(decode))
 
 
 def _enum(c: Col, pack: int, info: ColumnInfo, table: str) -> None:

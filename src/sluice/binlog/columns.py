@@ -5,16 +5,17 @@
 signedness, collation, ENUM / SET members, geometry subtype, vector dimension and visibility.
 Every field is optional: a ``None`` means "not known", and the row decoder then follows the
 documented fallback (signed integers, UTF-8 text for VARCHAR/CHAR, bytes for the BLOB family,
-ENUM index / SET bitmask as integers).
+ENUM index / SET bitmask as integers). ``mark_unsure`` asks for the inspection reading instead:
+what depends on an unknown fact comes out marked (``sluice.binlog.values.marked``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
-__all__ = ["BINARY_COLLATION", "ColumnInfo", "TableShape"]
+__all__ = ["BINARY_COLLATION", "ColumnInfo", "TableShape", "inspection_columns"]
 
 #: Collation id of the ``binary`` pseudo charset: such columns decode to ``bytes``.
 BINARY_COLLATION = 63
@@ -32,6 +33,16 @@ class ColumnInfo:
     geometry_type: int | None = None
     vector_dimension: int | None = None
     visible: bool = True
+    # Decode for inspection: a value whose reading needs a fact not known here (a character
+    # column's charset, an integer's signedness), or text that does not decode in its charset,
+    # comes out marked (``sluice.binlog.values.marked``) instead of guessed or refused.
+    mark_unsure: bool = False
+
+
+def inspection_columns(columns: Sequence[ColumnInfo]) -> tuple[ColumnInfo, ...]:
+    """``columns`` read positionally, for inspection: named ``@1``, ``@2``, … (as ``mysqlbinlog -vv``
+    names them) and with ``mark_unsure`` set; what the binlog says of each column is kept."""
+    return tuple(replace(c, name=f"@{i + 1}", mark_unsure=True) for i, c in enumerate(columns))
 
 
 class TableShape(Protocol):

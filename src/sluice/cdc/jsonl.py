@@ -3,7 +3,7 @@
 Decoded values arrive as Python objects (see ``sluice.binlog.rowplan``); most map straight onto
 JSON. The rest: ``Decimal`` -> string with its exact digits, ``bytes`` -> base64, geometry ->
 ``{"srid", "wkb"}``, a DECIMAL inside a JSON document -> a JSON number, partial-JSON diffs -> a
-list of ``{"op", "path", "value"}``.
+list of ``{"op", "path", "value"}``, a marked value (``binlog.values.marked``) -> its object.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from typing import Any
 from sluice.binlog.absent import ABSENT
 from sluice.binlog.values.geometry import Geometry
 from sluice.binlog.values.json_binary import JsonDecimal, JsonDiff
+from sluice.binlog.values.marked import marked_json
 from sluice.cdc.records import OP_OF_KIND, RowChange
 
 # A DECIMAL inside a JSON document must print as a bare number with its exact digits, which the
@@ -38,6 +39,9 @@ def _default(value: Any) -> Any:
         return _b2a_base64(value, newline=False).decode("ascii")  # = base64.b64encode
     if isinstance(value, JsonDecimal):
         return _MARK + format(value, "f")
+    marked = marked_json(value)
+    if marked is not None:
+        return marked
     if isinstance(value, Decimal):
         return format(value, "f")
     if isinstance(value, (bytes, bytearray, memoryview)):

@@ -23,11 +23,23 @@ examples:
   sluice dump --count-only big-binlog.000001         count row changes, decode no value
   cat binlog.000003 | sluice dump -
 
+  sluice dump --schema mysql://user@db/ binlog.000042   names from a live server's tables
+  sluice dump --schema shop.sql binlog.000042           names from mysqldump --no-data output
+  sluice dump --positional binlog.000042                columns by position: @1, @2, ...
+  sluice dump --events -v binlog.000042                 every event, rows by position
+
 Only committed transactions are printed; a transaction cut off at the end of a file prints
 nothing. Column names come from the binlog when the server ran with binlog_row_metadata=FULL;
 otherwise from the CREATE/ALTER TABLE statements found earlier in the same files (give the files
-in order, from the one that created the tables). A row of a table whose columns are known from
-neither stops the dump with an error that says so.
+in order, from the one that created the tables), or from --schema: a live server's current
+definitions (as the user given may read them in information_schema) or a SQL file of CREATE
+TABLE statements (mysqldump --no-data, mariadb-dump --no-data). Every TABLE_MAP is checked against
+the definition used. A table whose columns none of these knows, or whose definition does not fit
+the binlog (the table changed since), is printed by position instead: columns "@1" ... "@n" with
+the binlog's types, "pk" empty, text only where the binlog gives its charset, and a warning on
+stderr naming the table; --positional prints every table so. A value that cannot be read for
+sure is marked: {"hex": "..."} for text of an unknown charset, {"signed": ..., "unsigned": ...}
+for an integer of unknown signedness with its top bit set (see README).
 """
 
 
@@ -60,7 +72,26 @@ def register(sub: Any) -> None:
         "--ops", metavar="LIST", help="only these operations, comma-separated: insert,update,delete (default all)"
     )
     parser.add_argument("--ddl", action="store_true", help="also print schema changes as {\"op\": \"ddl\", ...}")
-    parser.add_argument("--events", action="store_true", help="print every event instead of row changes")
+    names = parser.add_mutually_exclusive_group()
+    names.add_argument(
+        "--schema", metavar="DSN|FILE.sql",
+        help="table definitions for files whose binlog does not name the columns: a live server "
+        "(mysql://user:pw@host/) or a mysqldump --no-data file; checked against every TABLE_MAP",
+    )
+    names.add_argument(
+        "--positional", action="store_true",
+        help="print every table's columns by position (@1, @2, ...) with the binlog's types, no primary key",
+    )
+    parser.add_argument(
+        "--events",
+        action="store_true",
+        help="print every event instead of row changes: type, position, size and its fields (a TABLE_MAP's "
+        "columns with their types and metadata, a rows event's table, flags and row count)",
+    )
+    parser.add_argument(
+        "-v", "--values", action="store_true",
+        help="with --events, also each rows event's rows, by position (@1, @2, ...) as mysqlbinlog -vv prints them",
+    )
     parser.add_argument("--no-verify-checksum", action="store_true", help="do not check event CRC32s")
     parser.add_argument(
         "--skip-incidents",
@@ -73,14 +104,24 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """``sluice dump``: decode binlog files into JSON lines on stdout (or only counts, or the raw events)."""
+    from sluice.errors import ConfigError
+
+    if args.values and not args.events:
+        raise ConfigError("-v/--values prints the rows of --events: add --events (or drop -v)")
+    if args.events and (args.schema or args.positional):
+        raise ConfigError("--events lists every table's rows by position already: drop --schema / --positional")
     if args.events:
         return _run_events(args)
     from sluice.binlog.position import Checkpoint
     from sluice.cdc.capture import CaptureConfig, ChangeCapture
     from sluice.cdc.filters import parse_ops, table_filter
+    from sluice.cdc.schema.given import archived_tracker, load_schema
     from sluice.io.binlog_file import iter_raw_spans
 
     keep = table_filter(args.tables, args.exclude_tables)
+    given = load_schema(args.schema, keep) if args.schema else None
+    for warning in given.warnings if given is not None else ():
+        print(f"sluice dump: warning: {warning}", file=sys.stderr)
     jsonl = args.format == "jsonl" and not args.count_only
     # --format none decodes every event and every value of the captured tables but prints only
     # counts, so it builds no change records.
@@ -99,7 +140,7 @@ def run(args: argparse.Namespace) -> int:
         source = sys.stdin.buffer if path == "-" else path
         name = "stdin" if path == "-" else path.rsplit("/", 1)[-1]
         if capture is None:
-            capture = ChangeCapture(config, Checkpoint(name, 4))
+            capture = ChangeCapture(config, Checkpoint(name, 4), archived_tracker(given, positional=args.positional))
         for committed in capture.feed_file(name, "<stdin>" if path == "-" else path, iter_raw_spans(source)):
             # feed_file cuts off at the end a transaction still open: it never spans two files
             n_transactions += 1
@@ -129,24 +170,23 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run_events(args: argparse.Namespace) -> int:
-    import json
-
     from sluice.binlog.parser import EventParser, ParserConfig
     from sluice.cdc.filters import table_filter
-    from sluice.eventjson import event_summary
+    from sluice.cdc.jsonl import encode, unmark
+    from sluice.eventjson import event_summary, inspection_plan
     from sluice.io.binlog_file import iter_events
 
     config = ParserConfig(
         verify_checksum=not args.no_verify_checksum,
         table_filter=table_filter(args.tables, args.exclude_tables),
+        plan_for=inspection_plan,
     )
     out = sys.stdout
     for path in args.files:
         source = sys.stdin.buffer if path == "-" else path
         name = "stdin" if path == "-" else path.rsplit("/", 1)[-1]
-        buffer = [json.dumps(event_summary(event, name, offset), default=str) for offset, event in iter_events(
-            source, EventParser(config)
-        )]
+        buffer = [unmark(encode(event_summary(event, name, offset, values=args.values)))
+                  for offset, event in iter_events(source, EventParser(config))]
         if buffer:
             out.write("\n".join(buffer) + "\n")
     out.flush()

@@ -18,7 +18,7 @@ from typing import Any
 
 from sluice.dsn import parse_dsn
 from sluice.errors import ConfigError
-from sluice.eventjson import event_summary
+from sluice.eventjson import event_summary, inspection_plan
 from sluice.io.output_file import CheckpointedOutput
 from sluice.io.replication import ReplicationStream, StreamConfig
 
@@ -215,7 +215,8 @@ def _run_events(args: argparse.Namespace) -> int:
             if parser is None:
                 parser = EventParser(
                     ParserConfig(
-                        verify_checksum=not args.no_verify_checksum, initial_checksum=stream.checksum_algorithm
+                        verify_checksum=not args.no_verify_checksum, initial_checksum=stream.checksum_algorithm,
+                        plan_for=inspection_plan,  # rows are counted; no value stops the listing
                     )
                 )
             event = parser.parse(raw.data, file=raw.file, offset=raw.pos)

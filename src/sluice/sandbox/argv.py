@@ -1,6 +1,7 @@
 """The command lines of a sandbox's programs in either distribution: the initialisation of a data
 directory, the server with its distribution's own options, the CLI client and the binlog tool
-(``mysqld`` / ``mariadbd``, ``mysql`` / ``mariadb``, ``mysqlbinlog`` / ``mariadb-binlog``).
+(``mysqld`` / ``mariadbd``, ``mysql`` / ``mariadb``, ``mysqlbinlog`` / ``mariadb-binlog``) and the
+dump tool (``mysqldump`` / ``mariadb-dump``).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from pathlib import Path
 
 from sluice.sandbox.install import MariadbInstall, MysqlInstall
 
-__all__ = ["Install", "binlog_tool_argv", "client_argv", "initialize_argv", "server_argv"]
+__all__ = ["Install", "binlog_tool_argv", "client_argv", "dump_tool_argv", "initialize_argv", "server_argv"]
 
 Install = MysqlInstall | MariadbInstall
 
@@ -69,3 +70,10 @@ def binlog_tool_argv(install: Install, *args: str) -> list[str]:
     if isinstance(install, MysqlInstall):
         return install.command("mysqlbinlog", *args)
     return [str(install.binary("mariadb-binlog")), *args]
+
+
+def dump_tool_argv(install: Install, *args: str) -> list[str]:
+    """``mysqldump`` / ``mariadb-dump`` (beside the client) with ``args``."""
+    if isinstance(install, MysqlInstall):
+        return install.command("mysqldump", *args)
+    return [str(install.binary("mariadb").parent / "mariadb-dump"), *args]

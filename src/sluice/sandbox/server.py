@@ -245,6 +245,10 @@ class Sandbox:
         """``mysqlbinlog`` / ``mariadb-binlog`` of this server's distribution."""
         return argv.binlog_tool_argv(self._install, *extra)
 
+    def dump_tool_argv(self, *extra: str) -> list[str]:
+        """``mysqldump`` / ``mariadb-dump`` of this server's distribution, as root over the socket."""
+        return argv.dump_tool_argv(self._install, f"--defaults-file={self.client_config}", *extra)
+
     def write_client_config(self, password: str | None) -> None:
         """The client option file ``client_argv`` reads (socket, user, password)."""
         lines = ["[client]", "user=root", f"socket={self.socket}"]

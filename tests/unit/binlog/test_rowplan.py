@@ -295,3 +295,43 @@ def test_random_bytes_raise_only_malformed_event_error(body: bytes, present: int
         plan_for(WIDE).decode_rows(kind, body, 0, len(body), present, present, partial)
     except MalformedEventError:
         pass
+
+
+def test_inspection_marks_what_the_binlog_does_not_say() -> None:
+    """``mark_unsure``: an integer of unknown signedness with its top bit set gives both readings;
+    text of an unknown charset, or not valid in its own, keeps its bytes, marked; what is known
+    decodes as always."""
+    from sluice.binlog.values.marked import EitherSign, UndecodedText
+
+    unsure = ColumnInfo(mark_unsure=True)
+    widths = {T.TINY: 1, T.SHORT: 2, T.INT24: 3, T.LONG: 4, T.LONGLONG: 8}
+    for t, w in widths.items():
+        top = 1 << (8 * w - 1)
+        assert one(t, 0, (top - 1).to_bytes(w, "little"), unsure) == top - 1
+        value = one(t, 0, b"\xfe" + b"\xff" * (w - 1), unsure)
+        assert value == EitherSign(-2, 2 * top - 2)
+        assert one(t, 0, b"\xff" * w, ColumnInfo(unsigned=True, mark_unsure=True)) == 2 * top - 1
+        assert one(t, 0, b"\xff" * w, ColumnInfo(unsigned=False, mark_unsure=True)) == -1
+    for t, meta in ((T.VARCHAR, 40), (T.STRING, char_meta(T.STRING, 40)), (T.BLOB, 2)):
+        width = 2 if t == T.BLOB else 1
+        raw = one(t, meta, prefixed(b"caf\xc3\xa9", width), unsure)
+        assert type(raw) is UndecodedText and raw == b"caf\xc3\xa9"
+        utf8mb4 = ColumnInfo(collation=45, mark_unsure=True)
+        assert one(t, meta, prefixed(b"caf\xc3\xa9", width), utf8mb4) == "café"
+        bad = one(t, meta, prefixed(b"\xff\x00", width), utf8mb4)
+        assert type(bad) is UndecodedText and bad == b"\xff\x00"
+        binary = one(t, meta, prefixed(b"\xff", width), ColumnInfo(collation=63, mark_unsure=True))
+        assert type(binary) is bytes
+    latin1 = ColumnInfo(collation=8, mark_unsure=True)
+    assert one(T.VARCHAR, 20, prefixed(b"caf\xe9", 1), latin1) == "café"
+    # BINARY(n) keeps its trailing zero bytes the server trims, as without mark_unsure
+    assert one(T.STRING, char_meta(T.STRING, 4), prefixed(b"ab", 1), ColumnInfo(collation=63, mark_unsure=True)) \
+        == b"ab\x00\x00"
+
+
+def test_marked_values_in_json() -> None:
+    from sluice.binlog.values.marked import EitherSign, UndecodedText
+    from sluice.cdc.jsonl import encode
+
+    assert encode([UndecodedText(b"\xff\x00"), EitherSign(-1, 255), b"\xff"]) == \
+        '[{"hex":"ff00"},{"signed":-1,"unsigned":255},"/w=="]'

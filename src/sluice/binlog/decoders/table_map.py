@@ -54,6 +54,15 @@ def real_type(col_type: int, meta: int) -> int:
     return col_type
 
 
+def string_meta(meta: int) -> tuple[int, int]:
+    """(real type, length) of a STRING column's metadata: the real type in byte 0 with a CHAR's
+    length over 255 folded into its high bits (Field_string::do_save_field_metadata, sql/field.cc)."""
+    byte0, byte1 = meta >> 8, meta & 0xFF
+    if byte0 and (byte0 & 0x30) != 0x30:
+        return byte0 | 0x30, byte1 | (((byte0 & 0x30) ^ 0x30) << 4)
+    return byte0 or T.STRING, byte1
+
+
 def _column_meta(types: bytes, body: Body, pos: int, end: int) -> tuple[list[int], int]:
     metas: list[int] = []
     for t in types:

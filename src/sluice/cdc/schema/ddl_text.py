@@ -105,6 +105,24 @@ def _quiet() -> Iterator[None]:
 _EXEC_OPEN = re.compile(r"/\*M?!\d{0,6}")
 
 
+def quoted_end(text: str, i: int) -> int:
+    """The index after the string or quoted name that opens at ``text[i]`` (its end when unclosed):
+    a quote doubled, or (in strings) escaped with a backslash, does not close it."""
+    quote, j, n = text[i], i + 1, len(text)
+    while j < n:
+        d = text[j]
+        if d == "\\" and quote != "`":
+            j += 2
+            continue
+        if d == quote:
+            if j + 1 < n and text[j + 1] == quote:
+                j += 2
+                continue
+            return j + 1
+        j += 1
+    return n
+
+
 def _unwrap(sql: str) -> str:
     """Replace executable comments by their content, leaving strings and other comments alone."""
     if "/*!" not in sql and "/*M!" not in sql:
@@ -114,19 +132,7 @@ def _unwrap(sql: str) -> str:
     while i < n:
         c = sql[i]
         if c in "'\"`":
-            j = i + 1
-            while j < n:
-                d = sql[j]
-                if d == "\\" and c != "`":
-                    j += 2
-                    continue
-                if d == c:
-                    if j + 1 < n and sql[j + 1] == c:
-                        j += 2
-                        continue
-                    break
-                j += 1
-            i = j + 1
+            i = quoted_end(sql, i)
         elif c == "#" or (c == "-" and sql.startswith("--", i) and sql[i + 2:i + 3].isspace()):
             j = sql.find("\n", i)
             i = n if j < 0 else j + 1

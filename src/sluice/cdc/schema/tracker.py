@@ -13,6 +13,11 @@ answer by ``(table_map.raw, tracker.version)``). ``resolve`` follows three rules
    definition; whatever the map itself carries (MINIMAL metadata: signedness, charsets) wins.
 3. An unknown table whose map has no names: ``SchemaError`` saying how to give sluice its columns.
 
+Reading archived files (``positional="fallback"``, ``sluice dump``), rules 2 and 3 do not stop:
+such a table is read by position instead (columns ``@1``…``@n`` with the map's types, no primary
+key, values decoded with ``ColumnInfo.mark_unsure``) and one warning per table says why; never are
+names given to columns they may not belong to. ``positional="all"`` reads every table so.
+
 A catalog read from a live server for an older start (``read_at`` later than the start) already
 holds the effect of the DDL logged between the two, so a statement there is replayed by what it
 does to a table it is the first since the start to touch, when the catalog holds that table:
@@ -36,7 +41,7 @@ import logging
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from sluice.binlog.columns import ColumnInfo
+from sluice.binlog.columns import ColumnInfo, inspection_columns
 from sluice.binlog.constants import ColumnType
 from sluice.binlog.events import TableMapEvent
 from sluice.binlog.values.charsets import COLLATION_CHARSETS
@@ -105,12 +110,15 @@ class SchemaTracker:
     decides how DDL types map (MariaDB's JSON is a LONGTEXT) and which binlog types to expect.
     ``read_at`` is where the server stood when ``catalog`` was read, when that is after the start;
     ``met`` the tables changed since the start up to where this tracker begins (a restart's, from
-    ``SchemaHistory.read_ahead``).
+    ``SchemaHistory.read_ahead``). ``read_later`` names a catalog read after every position this
+    tracker will see (a live server's or a dump's, for archived files): the DDL met is replayed as
+    for ``read_at``. ``positional``: "never" (default), "fallback" or "all" (module docstring).
     """
 
     def __init__(self, catalog: Catalog | None = None, history: SchemaHistory | None = None, *,
                  flavor: str | None = None, read_at: tuple[str, int] | None = None,
-                 met: set[tuple[str, str]] | None = None) -> None:
+                 met: set[tuple[str, str]] | None = None, read_later: str | None = None,
+                 positional: str = "never") -> None:
         cat = catalog if catalog is not None else Catalog(flavor=flavor)
         if flavor is not None and cat.flavor is None:
             cat = cat.with_server_defaults(flavor=flavor)
@@ -121,7 +129,14 @@ class SchemaTracker:
         self.unparsed: list[tuple[str, int, str, str]] = []
         self.corrections: list[Correction] = []
         self.read_at = read_at
-        self._ahead = None if read_at is None else binlog_order(*read_at)
+        self._ahead: tuple[Any, ...] | None = None if read_at is None else binlog_order(*read_at)
+        self.read_later = read_later
+        if read_later is not None:
+            self._ahead = (float("inf"),)  # after every position
+        if positional not in ("never", "fallback", "all"):
+            raise ValueError(f"positional is never, fallback or all, not {positional!r}")
+        self.positional = positional
+        self.by_position: dict[tuple[str, str], str] = {}  # tables read by position -> why
         self._met: set[tuple[str, str]] = set(met or ())
         self._later: set[tuple[str, str]] = set()  # met first by an ALTER: their definition is read_at's
 
@@ -179,14 +194,16 @@ class SchemaTracker:
                 new, outcome = again, redone
         later = [key for key in known if key not in made]
         if later:
-            assert self.read_at is not None
             self._later.update(later)
+            read = (f"the position the schema was read at ({self.read_at[0]}:{self.read_at[1]})"
+                    if self.read_at is not None else f"the schema of {self.read_later}")
             log.warning(
-                "%s: %s at %s:%d, before the position the schema was read at (%s:%d). The definition "
-                "before that statement is not known; the one read then is used up to there (with "
-                "binlog_row_metadata=FULL the binlog's own names and types win; otherwise a row that does "
-                "not fit stops the capture with the table and position named)",
-                ", ".join(f"{db}.{table}" for db, table in later), outcome.kind, file, pos, *self.read_at,
+                "%s: %s at %s:%d, before %s. The definition before that statement is not known; the one "
+                "read then is used up to there (with binlog_row_metadata=FULL the binlog's own names and "
+                "types win; otherwise a row that does not fit %s)",
+                ", ".join(f"{db}.{table}" for db, table in later), outcome.kind, file, pos, read,
+                "stops the capture with the table and position named" if self.positional == "never"
+                else "is read by position",
             )
         if outcome.kind == "alter_table" and len(outcome.tables) == 1 and outcome.tables[0] in self._later:
             # Today's definition already has this change (and every later one up to read_at). The
@@ -204,6 +221,8 @@ class SchemaTracker:
         n = table_map.column_count
         cols = tuple(table_map.columns)
         db, name = table_map.schema, table_map.table
+        if self.positional == "all":
+            return _by_position(table_map)
         tracked = self.catalog.get(db, name)
         if n and len(cols) == n and all(c.name for c in cols):
             names = tuple(c.name or "" for c in cols)
@@ -214,12 +233,22 @@ class SchemaTracker:
                     self._correct(tracked, table_map, names, pk, file, pos, reason)
             return ResolvedTable(cols, names, pk)
         if tracked is None:
+            if self.positional == "fallback":
+                return self._fall_back(table_map, file, pos, "the binlog does not name its columns and no schema "
+                                       "sluice has knows the table (give the table's definition: a server or a "
+                                       "dump of its CREATE TABLE as the schema, or the binlog files from its "
+                                       "CREATE TABLE on)")
             raise SchemaError(
                 f"the binlog does not name the columns of {db}.{name} at {file}:{pos} (binlog_row_metadata "
                 f"is not FULL) and the schema history does not know that table. {_REMEDY_UNKNOWN}"
             )
         problem = check_table_map(tracked, table_map, flavor=self.flavor)
         if problem is not None:
+            if self.positional == "fallback":
+                source = f" in {self.read_later}" if self.read_later else ""
+                return self._fall_back(table_map, file, pos, f"its definition{source}, {tracked.describe()}, does "
+                                       f"not fit the binlog: {problem} (the TABLE_MAP's types: "
+                                       f"{_type_names(table_map)}); the table changed since")
             raise SchemaError(
                 f"the schema tracked for {db}.{name} does not match the binlog at {file}:{pos}: {problem}. "
                 f"Tracked definition: {tracked.describe()}; the TABLE_MAP has {n} columns of types "
@@ -229,6 +258,15 @@ class SchemaTracker:
         if len(cols) == n:
             infos = tuple(_merge(t, m) for t, m in zip(infos, cols, strict=True))
         return ResolvedTable(infos, tracked.names, tracked.primary_key)
+
+    def _fall_back(self, table_map: TableMapEvent, file: str, pos: int, why: str) -> ResolvedTable:
+        """The table read by position, with one warning per table and reason."""
+        key = (table_map.schema, table_map.table)
+        if self.by_position.get(key) != why:
+            self.by_position[key] = why
+            log.warning("%s.%s at %s:%d: %s. Its rows are read by position (@1, @2, ...) without a primary key",
+                        *key, file, pos, why)
+        return _by_position(table_map)
 
     def _disagreement(self, tracked: TableSchema, table_map: TableMapEvent, names: tuple[str, ...],
                       pk: tuple[str, ...]) -> str | None:
@@ -260,6 +298,12 @@ class SchemaTracker:
         self._met.add((tracked.db, tracked.name))  # it exists here: a CREATE ... IF NOT EXISTS after this does nothing
         if self.history is not None:
             self.history.record(file, pos, None, self.catalog, sql=None, tables=[(tracked.db, tracked.name)])
+
+
+def _by_position(table_map: TableMapEvent) -> ResolvedTable:
+    """A table read by position: ``@1``…``@n``, no primary key, unsure values marked."""
+    columns = inspection_columns(table_map.columns)
+    return ResolvedTable(columns, tuple(c.name or "" for c in columns), ())
 
 
 def _brought_into_being(outcome: DdlOutcome) -> tuple[tuple[str, str], ...]:

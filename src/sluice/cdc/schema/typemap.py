@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from sluice.binlog.columns import BINARY_COLLATION, ColumnInfo
 from sluice.binlog.constants import ColumnType as T
+from sluice.binlog.decoders.table_map import string_meta
 from sluice.binlog.values.charsets import COLLATION_CHARSETS
 
 if TYPE_CHECKING:
@@ -226,14 +227,6 @@ def _type_name(code: int) -> str:
         return f"type {code}"
 
 
-def _string_meta(meta: int) -> tuple[int, int]:
-    """(real type, length) of a STRING column's metadata (Field_string::do_save_field_metadata)."""
-    byte0, byte1 = meta >> 8, meta & 0xFF
-    if byte0 and (byte0 & 0x30) != 0x30:
-        return byte0 | 0x30, byte1 | (((byte0 & 0x30) ^ 0x30) << 4)
-    return byte0 or T.STRING, byte1
-
-
 def _set_pack(members: int) -> int:
     n = (members + 7) // 8
     return 8 if n > 4 else n
@@ -253,7 +246,7 @@ def check_column(col: ColumnDef, code: int, meta: int, flavor: str | None = None
         return f"{_describe(col)} is logged as {names}, but the TABLE_MAP has {_type_name(code)}"
     dt = col.data_type
     if code == T.STRING:
-        real, length = _string_meta(meta)
+        real, length = string_meta(meta)
         want_real = _REAL_OF_STRING.get(dt, T.STRING)
         if real != want_real:
             return (f"{_describe(col)} is a STRING column of real type {_type_name(want_real)}, but the "
@@ -350,7 +343,7 @@ def column_from_map(code: int, meta: int, info: ColumnInfo, nullable: bool,
         return ColumnDef(data_type="varchar", length=meta // per if per else None, charset=cs, collation=coll,
                          **base)
     if code == T.STRING:
-        real, length = _string_meta(meta)
+        real, length = string_meta(meta)
         if real == T.ENUM:
             return ColumnDef(data_type="enum", enum_values=info.enum_values, charset=cs, collation=coll, **base)
         if real == T.SET:

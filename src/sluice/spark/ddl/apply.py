@@ -6,8 +6,9 @@ step not done. Each step is atomic or finishes on replay: a move of the mirror's
 (``archive``, ``move``: ``os.rename`` on a file system; on an object store, which cannot rename, a
 copy of every object and then the removal of the source, the journal naming both first so that a
 replay finishes the same move) or one Delta commit (``truncate``, ``rewrite``) that carries the
-batch's app transaction, so a step whose commit landed just before a crash is recognised too. ``reread`` archives the mirror and removes the table from the snapshot state; the
-pipeline then snapshots it again with the watermark method while the stream goes on from the DDL.
+batch's app transaction, so a step whose commit landed just before a crash is recognised too.
+``reread`` archives the mirror and removes the table from the snapshot state; the pipeline then
+snapshots it again with the watermark method while the stream goes on from the DDL.
 
 Archived mirrors stay readable Delta tables under ``LAKE/_sluice/archive/<db>/<table>@<file>-<pos>``
 (the binlog position of the DDL); sluice never deletes them.

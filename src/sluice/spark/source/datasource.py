@@ -24,7 +24,10 @@ the server writes ``binlog_row_metadata=FULL``) and ``skipIncidents`` (``true``:
 events, which otherwise stop the query with ``DataLossError``) and ``includeDdl`` (``true``: a row with
 ``op`` ``ddl`` and the ``ddl`` column for every schema change on a captured table, as the pipeline
 reads it) and ``stageTo`` (a lake: tasks write their range's files into it and yield one row per
-file, ``sluice.spark.source.staging``; sluice run's pipeline sets it).
+file, ``sluice.spark.source.staging``; sluice run's pipeline sets it). For archived files, as ``sluice dump``
+has them: ``schema`` (a DSN or a ``mysqldump --no-data`` file: the tables' definitions when the
+binlog does not name the columns; a table it does not fit is read by position with a warning) and
+``positional`` (``true``: every table by position, ``@1``, ``@2``, ...).
 """
 
 from __future__ import annotations

@@ -39,6 +39,8 @@ class SourceOptions:
     skip_incidents: bool = False
     include_ddl: bool = False  # rows with op "ddl" for schema changes on captured tables (the pipeline's)
     stage_to: str | None = None  # a lake: tasks write its files and yield descriptors (sluice.spark.source.staging)
+    schema: str | None = None  # archived files: the tables' definitions, a DSN or a SQL file
+    positional: bool = False  # archived files: every table by position
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> SourceOptions:
@@ -78,6 +80,8 @@ class SourceOptions:
             skip_incidents=_flag("skipIncidents", lower.get("skipincidents")),
             include_ddl=_flag("includeDdl", lower.get("includeddl")),
             stage_to=lower.get("stageto") or None,
+            schema=lower.get("schema") or None,
+            positional=_flag("positional", lower.get("positional")),
         )
 
     def capture_config(self) -> CaptureConfig:
