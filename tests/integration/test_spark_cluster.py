@@ -1,5 +1,7 @@
 """`sluice run` on a Spark standalone cluster: a master and two workers as processes of their own,
-the lake on a path all of them see, a worker and then the driver killed with SIGKILL mid-run.
+the lake on a path all of them see or on an S3 API server they write to directly (its options
+given in the config's [lake.storage], which the workers' environment lacks), a worker and then the
+driver killed with SIGKILL mid-run.
 
 The cluster is started from the pyspark package itself (``bin/spark-class`` runs the standalone
 ``Master`` and ``Worker``). The snapshot runs on it first. Then, while a writer keeps changing the
@@ -31,6 +33,7 @@ import pytest
 from sluice.dsn import parse_dsn
 from sluice.io.connection import Connection
 from sluice.sandbox.process import free_port
+from sluice.spark.lake.store import LakeStore, lake_store
 from sluice.spark.verify.check import verify_lake
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -110,12 +113,12 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         c.stop()
 
 
-def _commits(lake: Path) -> int:
+def _commits(lake: LakeStore) -> int:
     """Versions of the change log committed so far (each batch commits one)."""
-    return len(list((lake / "_sluice" / "changes" / "_delta_log").glob("*.json")))
+    return sum(1 for key in lake.keys("_sluice/changes/_delta_log") if key.endswith(".json"))
 
 
-def _wait_commits(lake: Path, n: int, proc: subprocess.Popen[bytes], timeout: float = 240) -> None:
+def _wait_commits(lake: LakeStore, n: int, proc: subprocess.Popen[bytes], timeout: float = 240) -> None:
     deadline = time.monotonic() + timeout
     while _commits(lake) < n:
         if proc.poll() is not None:
@@ -125,10 +128,22 @@ def _wait_commits(lake: Path, n: int, proc: subprocess.Popen[bytes], timeout: fl
         time.sleep(0.2)
 
 
-def test_a_cluster_run_survives_kill_9_of_a_worker_and_of_the_driver(cluster, mysql_server, tmp_path):
+@pytest.mark.parametrize("where", ["path", "s3"])
+def test_a_cluster_run_survives_kill_9_of_a_worker_and_of_the_driver(cluster, mysql_server, tmp_path, where,
+                                                                    request):
     server = mysql_server
     db = f"cl_{uuid.uuid4().hex[:8]}"
-    lake = tmp_path / "lake"
+    options: dict[str, str] = {}
+    if where == "s3":
+        s3 = request.getfixturevalue("s3_server")
+        options = s3.storage_options()
+        lake = lake_store(f"s3://{s3.bucket}/{db}", options)
+        storage = "".join(f'{k} = "{v}"\n' for k, v in options.items())
+        config = f'[lake]\nuri = "{lake.uri}"\n[lake.storage]\n{storage}'
+    else:
+        lake = lake_store(tmp_path / "lake")
+        config = f'lake = "{lake.uri}"\n'
+    (tmp_path / "pipeline.toml").write_text(config)
     with Connection.open(parse_dsn(server.dsn("root"))) as conn:
         conn.execute(f"CREATE DATABASE {db}")
         conn.execute(f"CREATE TABLE {db}.acc (id INT PRIMARY KEY, v INT, s VARCHAR(20))")
@@ -152,7 +167,8 @@ def test_a_cluster_run_survives_kill_9_of_a_worker_and_of_the_driver(cluster, my
         except BaseException as exc:
             failure.append(exc)
 
-    args = [sys.executable, "-m", "sluice.cli", "run", "--source", server.dsn("root"), "--lake", str(lake),
+    args = [sys.executable, "-m", "sluice.cli", "run", "--source", server.dsn("root"),
+            "--config", str(tmp_path / "pipeline.toml"), "--checkpoint-dir", str(tmp_path / "checkpoint"),
             "--tables", rf"{db}\..*", "--master", cluster.url, "--max-rows-per-batch", "200"]
     env = {**os.environ, "SPARK_LOCAL_IP": HOST}
     first = subprocess.run([*args, "--snapshot", "only"], capture_output=True, timeout=600, env=env)
@@ -185,11 +201,12 @@ def test_a_cluster_run_survives_kill_9_of_a_worker_and_of_the_driver(cluster, my
     assert final.returncode == 0, final.stderr.decode()[-3000:]
 
     with Connection.open(parse_dsn(server.dsn("root"))) as conn:
-        verdicts = verify_lake(parse_dsn(server.dsn("root")), str(lake), tables=lambda d, _t: d == db)
+        verdicts = verify_lake(parse_dsn(server.dsn("root")), lake, tables=lambda d, _t: d == db)
         conn.execute(f"DROP DATABASE {db}")
     assert [v.table for v in verdicts] == ["acc"]
     assert all(v.ok for v in verdicts), verdicts
-    log = deltalake.DeltaTable(f"{lake}/_sluice/changes").to_pyarrow_table().to_pylist()
+    log = deltalake.DeltaTable(lake.join("_sluice/changes"), storage_options=lake.delta_options()
+                               ).to_pyarrow_table().to_pylist()
     rows = [r for r in log if r["op"] in ("insert", "update", "delete")]
     keys = [(r["file"], r["pos"], r["row"]) for r in rows]
     assert len(keys) == len(set(keys)), "a change is in the change log twice"

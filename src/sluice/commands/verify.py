@@ -42,7 +42,9 @@ def register(sub: Any) -> None:
     )
     parser.add_argument("--source", metavar="DSN", required=True,
                         help="the server the lake mirrors: mysql://user[:password]@host[:port]/ or mariadb://...")
-    parser.add_argument("--lake", metavar="DIR", required=True, help="the lake directory sluice run writes to")
+    parser.add_argument("--lake", metavar="DIR|URI", required=True,
+                        help="the lake sluice run writes to: a directory, or s3://, abfss://, gs:// (options from "
+                        "the AWS_* / AZURE_* / GOOGLE_* environment)")
     parser.add_argument("--tables", metavar="REGEX", help="only tables whose 'db.table' matches")
     parser.add_argument("--exclude-tables", metavar="REGEX", help="skip tables whose 'db.table' matches")
     parser.set_defaults(handler=run)

@@ -228,6 +228,24 @@ class LakeStore:
         except Exception as exc:
             raise self.error(f"listing {prefix}", exc) from None
 
+    def folders(self, prefix: str) -> list[str]:
+        """The names of the folders right under ``prefix`` (sorted)."""
+        if not self.remote:
+            path = os.path.join(self.uri, prefix) if prefix else self.uri
+            try:
+                return sorted(n for n in os.listdir(path) if os.path.isdir(os.path.join(path, n)))
+            except FileNotFoundError:
+                return []
+        import obstore
+
+        try:
+            found = obstore.list_with_delimiter(self._store(), prefix.rstrip("/") + "/" if prefix else None)
+        except FileNotFoundError:
+            return []
+        except Exception as exc:
+            raise self.error(f"listing {prefix or 'the lake'}", exc) from None
+        return sorted(str(p).rstrip("/").rsplit("/", 1)[-1] for p in found["common_prefixes"])
+
     def delete_prefix(self, prefix: str) -> None:
         """Remove every object under ``prefix``."""
         import obstore

@@ -35,6 +35,7 @@ from sluice.errors import ConfigError, SchemaError
 from sluice.io.connection import Connection
 from sluice.spark.lake import columns as _mc
 from sluice.spark.lake.columns import MirrorColumn, column_array
+from sluice.spark.lake.store import LakeStore, lake_store
 from sluice.spark.lake.table_layout import mirror_columns_for_schema
 from sluice.spark.verify.rows import canonical_column, row_checksums
 
@@ -76,28 +77,27 @@ class TableVerdict:
         return f"{self.db}.{self.table}"
 
 
-def lake_tables(lake: str | os.PathLike[str]) -> list[tuple[str, str]]:
+def lake_tables(lake: str | os.PathLike[str] | LakeStore) -> list[tuple[str, str]]:
     """``(db, table)`` of every Delta table under ``LAKE/<db>/<table>``, sorted; ``ConfigError``
     when the lake folder does not exist."""
-    root = os.fspath(lake)
-    if not os.path.isdir(root):
+    store = lake if isinstance(lake, LakeStore) else lake_store(lake)
+    if not store.remote and not os.path.isdir(store.uri):
         raise ConfigError(
-            f"the lake {root!r} is not a directory; give the folder sluice run writes to (its --lake)"
+            f"the lake {store.uri!r} is not a directory; give the folder sluice run writes to (its --lake)"
         )
     found = []
-    for db in sorted(os.listdir(root)):
-        db_path = os.path.join(root, db)
-        if db == _CHANGELOG_FOLDER or not os.path.isdir(db_path):
+    for db in store.folders(""):
+        if db == _CHANGELOG_FOLDER:
             continue
-        for table in sorted(os.listdir(db_path)):
-            if os.path.isdir(os.path.join(db_path, table, "_delta_log")):
+        for table in store.folders(db):
+            if "_delta_log" in store.folders(f"{db}/{table}"):
                 found.append((db, table))
     return found
 
 
 def verify_lake(
     connection: ConnectionConfig,
-    lake: str | os.PathLike[str],
+    lake: str | os.PathLike[str] | LakeStore,
     *,
     tables: Callable[[str, str], bool] | None = None,
 ) -> list[TableVerdict]:
@@ -107,8 +107,9 @@ def verify_lake(
     connection's ``ServerError`` / ``TransportError`` / ``AuthError``. A table that cannot be
     compared (a type sluice does not read) gets a verdict that is not ok, saying why.
     """
-    root = os.fspath(lake)
-    found = lake_tables(root)
+    store = lake if isinstance(lake, LakeStore) else lake_store(lake)
+    root = store.uri
+    found = lake_tables(store)
     if not found:
         raise ConfigError(
             f"the lake {root!r} holds no Delta tables (expected {root}/<db>/<table>/_delta_log); "
@@ -130,9 +131,8 @@ def verify_lake(
         conn.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
         verdicts = []
         for db, table in wanted:
-            path = os.path.join(root, db, table)
             schema = catalog.get(db, table)
-            verdicts.append(_verify_table(conn, db, table, schema, flavor, path))
+            verdicts.append(_verify_table(conn, db, table, schema, flavor, store, store.join(db, table)))
         conn.execute("COMMIT")
     return verdicts
 
@@ -140,8 +140,8 @@ def verify_lake(
 # -- one table ------------------------------------------------------------------------------------
 
 def _verify_table(conn: Connection, db: str, table: str, schema: TableSchema | None, flavor: str | None,
-                  path: str) -> TableVerdict:
-    dataset = _dataset(path)
+                  store: LakeStore, path: str) -> TableVerdict:
+    dataset = _dataset(store, path)
     if schema is None:
         rows = dataset.count_rows()
         return TableVerdict(db, table, 0, rows, 0, rows, 0, False,
@@ -165,7 +165,11 @@ def _verify_table(conn: Connection, db: str, table: str, schema: TableSchema | N
     return source.verdict(db, table)
 
 
-def _dataset(path: str) -> Any:
+def _dataset(store: LakeStore, path: str) -> Any:
+    if store.remote:  # the mirror's rows read by delta-rs itself, into memory
+        import pyarrow.dataset as pads
+
+        return pads.dataset(DeltaTable(path, storage_options=store.delta_options()).to_pyarrow_table())
     # Read through a local pyarrow filesystem: delta-rs' own object store read from pyarrow's threads
     # can abort the interpreter at exit.
     fs = pafs.SubTreeFileSystem(os.path.abspath(path), pafs.LocalFileSystem())
