@@ -21,12 +21,15 @@ import sys
 import threading
 import time
 import uuid
+from pathlib import Path
 
 import deltalake
 import pytest
 
 from sluice.dsn import parse_dsn
 from sluice.io.connection import Connection
+from sluice.sandbox.server import Sandbox
+from sluice.spark.lake.store import LakeStore, lake_store
 from sluice.spark.verify.check import lake_tables, verify_lake
 
 pytestmark = pytest.mark.spark
@@ -94,8 +97,20 @@ class Writer:
 
 
 def test_kill_9_during_ddl_loses_and_repeats_nothing(server, row_metadata, tmp_path):
+    _chaos(server, lake_store(tmp_path / "lake"), dict(os.environ), tmp_path)
+
+
+@pytest.mark.mariadb
+def test_kill_9_with_the_lake_on_s3_loses_and_repeats_nothing(mariadb_server, s3_server, tmp_path):
+    """The same on an S3 API server, credentials from the environment: kills land in uploads, copies of
+    archived mirrors and the schema history's copy too."""
+    db_lake = lake_store(f"s3://{s3_server.bucket}/chaos-{uuid.uuid4().hex[:8]}", s3_server.storage_options())
+    _chaos(mariadb_server, db_lake, {**os.environ, **s3_server.env()}, tmp_path)
+
+
+def _chaos(server: Sandbox, store: LakeStore, env: dict[str, str], tmp_path: Path) -> None:
     db = f"kc_{uuid.uuid4().hex[:8]}"
-    lake = str(tmp_path / "lake")
+    lake = store.uri
     with Connection.open(parse_dsn(server.dsn("root"))) as conn:
         conn.execute(f"CREATE DATABASE {db}")
         conn.execute(f"CREATE TABLE {db}.acc (id INT PRIMARY KEY, v INT, s VARCHAR(10))")
@@ -122,9 +137,9 @@ def test_kill_9_during_ddl_loses_and_repeats_nothing(server, row_metadata, tmp_p
 
     args = [
         sys.executable, "-m", "sluice.cli", "run", "--source", server.dsn("root"), "--lake", lake,
-        "--tables", rf"{db}\..*", "--max-rows-per-batch", "50",
+        "--tables", rf"{db}\..*", "--max-rows-per-batch", "50", "--checkpoint-dir", str(tmp_path / "checkpoint"),
     ]
-    first = subprocess.run([*args, "--snapshot", "only"], capture_output=True, timeout=300)
+    first = subprocess.run([*args, "--snapshot", "only"], capture_output=True, timeout=300, env=env)
     assert first.returncode == 0, first.stderr.decode()[-3000:]
     first_ddl = threading.Event()
     thread = threading.Thread(target=workload, args=(first_ddl,), daemon=True)
@@ -133,7 +148,8 @@ def test_kill_9_during_ddl_loses_and_repeats_nothing(server, row_metadata, tmp_p
     rng = random.Random(29)
     try:
         for _ in range(KILLS):
-            proc = subprocess.Popen([*args, "--trigger", "1s"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            proc = subprocess.Popen([*args, "--trigger", "1s"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                    env=env)
             time.sleep(rng.uniform(6.0, 14.0))
             if proc.poll() is not None:
                 pytest.fail(f"sluice run exited by itself: {proc.stderr.read().decode()[-3000:]}")  # type: ignore[union-attr]
@@ -144,17 +160,18 @@ def test_kill_9_during_ddl_loses_and_repeats_nothing(server, row_metadata, tmp_p
         done.set()
         thread.join(120)
     assert not failure, failure
-    final = subprocess.run([*args, "--trigger", "once"], capture_output=True, timeout=900)
+    final = subprocess.run([*args, "--trigger", "once"], capture_output=True, timeout=900, env=env)
     assert final.returncode == 0, final.stderr.decode()[-3000:]
 
     with Connection.open(parse_dsn(server.dsn("root"))) as conn:
         source = {row[0] for row in conn.query(
             f"SELECT table_name FROM information_schema.tables WHERE table_schema = '{db}'").rows}
-        verdicts = verify_lake(parse_dsn(server.dsn("root")), lake, tables=lambda d, _t: d == db)
+        verdicts = verify_lake(parse_dsn(server.dsn("root")), store, tables=lambda d, _t: d == db)
         conn.execute(f"DROP DATABASE {db}")
-    assert {t for d, t in lake_tables(lake) if d == db} == source
+    assert {t for d, t in lake_tables(store) if d == db} == source
     assert all(v.ok for v in verdicts), [v for v in verdicts if not v.ok]
-    log = deltalake.DeltaTable(f"{lake}/_sluice/changes").to_pyarrow_table().to_pylist()
+    log = deltalake.DeltaTable(f"{lake}/_sluice/changes", storage_options=store.delta_options()
+                               ).to_pyarrow_table().to_pylist()
     rows = [r for r in log if r["op"] in ("insert", "update", "delete")]
     keys = [(r["file"], r["pos"], r["row"]) for r in rows]
     assert len(keys) == len(set(keys)), "a change is in the change log twice"

@@ -12,8 +12,8 @@ import pyarrow as pa
 
 from sluice.cdc.records import RowChange
 from sluice.errors import SluiceError
+from sluice.spark.lake.changelog_schema import CHANGELOG_SCHEMA
 from sluice.spark.lake.images import image_decoder, row_change_from_record
-from sluice.spark.lake.sink import CHANGELOG_SCHEMA
 from sluice.spark.lake.store import LakeStore
 
 __all__ = ["changelog_rows", "query_error", "row_changes", "staged_rows"]

@@ -38,6 +38,7 @@ from deltalake.transaction import AddAction, create_table_with_add_actions
 
 from sluice.cdc.records import RowChange
 from sluice.errors import ConfigError, SchemaError
+from sluice.spark.lake.changelog_schema import CHANGELOG_SCHEMA
 from sluice.spark.lake.columns import json_texts
 from sluice.spark.lake.merge import TableBatch, TablePlan, TableResult, commit_error, plan
 from sluice.spark.lake.store import CHANGES, LakeStore, lake_store
@@ -47,23 +48,6 @@ __all__ = ["CHANGELOG_SCHEMA", "POSITION_KEY", "BatchResult", "DeltaLake", "Tabl
 #: The change log's commit metadata key holding the stream offset its batch ends at (JSON).
 POSITION_KEY: Final = "sluice.position"
 
-#: Schema of the change log: one row per row change, values in sluice's JSON-lines encoding.
-CHANGELOG_SCHEMA: Final = pa.schema([
-    pa.field("op", pa.string()),
-    pa.field("db", pa.string()),
-    pa.field("table", pa.string()),
-    pa.field("before", pa.string()),
-    pa.field("after", pa.string()),
-    pa.field("pk", pa.list_(pa.string())),
-    pa.field("file", pa.string()),
-    pa.field("pos", pa.int64()),
-    pa.field("row", pa.int32()),
-    pa.field("gtid", pa.string()),
-    pa.field("ts", pa.timestamp("us", tz="UTC")),
-    pa.field("batch_id", pa.int64()),
-    pa.field("json_diffs", pa.string()),
-    pa.field("ddl", pa.string()),  # op "ddl": the statement (sluice.cdc.change_rows.ddl_json)
-])
 
 
 # The row images of the change log are nearly all distinct: a dictionary page per column chunk only

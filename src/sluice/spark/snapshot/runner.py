@@ -54,9 +54,10 @@ from sluice.cdc.snapshot.reader import (
 from sluice.dsn import parse_dsn
 from sluice.errors import DataLossError, SchemaError, ServerError
 from sluice.io.connection import Connection
+from sluice.spark.lake.changelog_schema import CHANGELOG_SCHEMA
 from sluice.spark.lake.columns import mirror_schema
 from sluice.spark.lake.data_files import add_action
-from sluice.spark.lake.sink import CHANGELOG_SCHEMA, DeltaLake, TableBatch
+from sluice.spark.lake.sink import DeltaLake, TableBatch
 from sluice.spark.lake.store import LakeStore
 from sluice.spark.lake.table_layout import mirror_columns_for_schema
 from sluice.spark.runtime.session import start_python_workers

@@ -6,7 +6,21 @@ range into the lake (``staging``).
 
 from __future__ import annotations
 
-from sluice.spark.source.datasource import BinlogDataSource
-from sluice.spark.source.options import SourceOptions
+import importlib
+from typing import Any
 
 __all__ = ["BinlogDataSource", "SourceOptions"]
+
+# Each name's module, imported at the first use of the name: importing one module of the package
+# does not import the others (the Python workers of Spark's tasks import only what they run).
+_HOMES = {
+    "BinlogDataSource": "datasource",
+    "SourceOptions": "options",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{home}"), name)

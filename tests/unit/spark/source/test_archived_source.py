@@ -16,7 +16,7 @@ from sluice.spark.source.options import SourceOptions
 
 pytestmark = pytest.mark.unit
 
-ARCHIVED = Path(__file__).resolve().parent.parent / "data" / "archived"
+ARCHIVED = Path(__file__).resolve().parents[3] / "data" / "archived"
 
 
 def read(**options: str) -> list[dict[str, Any]]:
