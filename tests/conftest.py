@@ -9,6 +9,7 @@ a real S3 API server (moto's) for lakes on object storage.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
@@ -18,6 +19,12 @@ from sluice.sandbox.s3 import S3Sandbox
 from sluice.sandbox.server import Flavor, Sandbox
 
 SandboxFactory = Callable[..., Sandbox]
+
+
+def kills(default: int) -> int:
+    """How many times a kill-and-restart suite kills (``SLUICE_TEST_KILLS``, else its ``default``)."""
+    text = os.environ.get("SLUICE_TEST_KILLS", "").strip()
+    return int(text) if text.isdigit() and int(text) > 0 else default
 
 
 @pytest.fixture(scope="session")

@@ -31,10 +31,11 @@ from sluice.io.connection import Connection
 from sluice.sandbox.server import Sandbox
 from sluice.spark.lake.store import LakeStore, lake_store
 from sluice.spark.verify.check import lake_tables, verify_lake
+from tests.conftest import kills
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
-KILLS = 4  # per flavor and metadata setting: 8 per flavor, at random moments 6-14 s into a run
+KILLS = kills(4)  # per flavor and metadata setting: 8 per flavor, at random moments 6-14 s into a run
 
 
 class Writer:

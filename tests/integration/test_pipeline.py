@@ -22,6 +22,7 @@ from sluice.io.connection import Connection
 from sluice.io.replication import server_binlog_status
 from sluice.spark.pipeline.runner import Pipeline, PipelineConfig
 from sluice.spark.verify.check import verify_lake
+from tests.conftest import kills
 
 pytestmark = pytest.mark.spark
 
@@ -111,9 +112,10 @@ def test_pipeline_mirrors_a_workload_with_ddl(spark, server, tmp_path):
         conn.execute(f"DROP DATABASE {db}")
 
 
-KILLS = 10
+KILLS = kills(10)
 
 
+@pytest.mark.slow
 def test_kill_9_of_the_driver_loses_and_repeats_nothing(server, tmp_path):
     """kill -9 of `sluice run` at random moments while the workload runs; the end state is exact."""
     db = f"pk_{uuid.uuid4().hex[:8]}"
@@ -203,3 +205,40 @@ def test_a_failing_batch_ends_sluice_run_with_its_error_in_one_line(server, tmp_
     lines = [line for line in failed.stderr.splitlines() if line.strip()]
     assert lines[-1].startswith(f"sluice: error: column 'v' of {db}.t is now int"), failed.stderr
     assert all(line.startswith("sluice") for line in lines), failed.stderr
+
+
+@pytest.mark.mariadb
+def test_a_lake_of_the_layout_before_the_app_marker_is_continued_in_place(spark, mariadb_server, tmp_path):
+    """A lake whose checkpoint an earlier version wrote (no ``sluice-app.json``: its batches carry the
+    pipeline id as their app id) goes on under that app id, exactly once, and is not snapshotted again."""
+    from sluice.spark.pipeline.lake_state import APP_MARKER
+
+    server = mariadb_server
+    db = f"up_{uuid.uuid4().hex[:8]}"
+    lake = str(tmp_path / "lake")
+    with Connection.open(parse_dsn(server.dsn("root"))) as conn:
+        conn.execute(f"CREATE DATABASE {db}")
+        conn.execute(f"CREATE TABLE {db}.t (id INT PRIMARY KEY, v INT)")
+        conn.execute(f"INSERT INTO {db}.t VALUES " + ", ".join(f"({i}, {i})" for i in range(1, 21)))
+        config = PipelineConfig(source=server.dsn("repl"), lake=lake, tables=rf"{db}\..*", trigger="once",
+                                snapshot="initial")
+        first = Pipeline(config)
+        first.run(handle_signals=False)
+        for i in range(21, 31):
+            conn.execute(f"INSERT INTO {db}.t VALUES ({i}, {i})")
+        assert first.run(handle_signals=False).rows == 10
+        marker = tmp_path / "lake" / "_sluice" / "checkpoint" / APP_MARKER
+        assert json.loads(marker.read_text())["app_id"] == first.pipeline_id
+        marker.unlink()  # the checkpoint as the earlier layout left it
+        conn.execute(f"UPDATE {db}.t SET v = -v WHERE id > 25")
+        again = Pipeline(config)
+        assert again.app_id == first.pipeline_id and again.resume_at is None
+        stats = again.run(handle_signals=False)
+        assert stats.rows == 5
+        log = [r for r in deltalake.DeltaTable(f"{lake}/_sluice/changes").to_pyarrow_table().to_pylist()
+               if r["op"] != "ddl"]
+        keys = [(r["file"], r["pos"], r["row"]) for r in log]
+        assert len(keys) == len(set(keys)) == 15
+        assert {r["id"]: r["v"] for r in mirror_rows(lake, db, "t").values()} == {
+            int(i): int(v) for i, v in source_rows(conn, f"SELECT id, v FROM {db}.t")}
+        conn.execute(f"DROP DATABASE {db}")

@@ -25,13 +25,14 @@ import pytest
 from sluice.dsn import parse_dsn
 from sluice.io.connection import Connection
 from sluice.io.replication import server_binlog_files, server_binlog_status
+from tests.conftest import kills
 
 FLAVORS = [
     pytest.param("mariadb", marks=pytest.mark.mariadb, id="mariadb"),
     pytest.param("mysql", marks=pytest.mark.mysql, id="mysql"),
 ]
 
-KILLS = 20
+KILLS = kills(20)
 
 
 @pytest.fixture(params=FLAVORS)
@@ -131,6 +132,7 @@ def _check_exactly_once(out: Path, server: Any, db: str, expected_changes: int) 
     return changes
 
 
+@pytest.mark.slow
 def test_kill_9_at_random_points_loses_and_repeats_nothing(server, tmp_path):
     db = f"resume_{uuid.uuid4().hex[:8]}"
     with _root(server) as conn:

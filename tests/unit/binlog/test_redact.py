@@ -4,6 +4,8 @@ import pytest
 
 from sluice.binlog.redact import redact_credentials
 
+pytestmark = pytest.mark.unit
+
 SECRET = "s3cr\\'et pa''ss"
 
 

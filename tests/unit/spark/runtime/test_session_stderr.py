@@ -5,7 +5,11 @@ from __future__ import annotations
 import io
 import os
 
+import pytest
+
 from sluice.spark.runtime.session import _forward_stderr
+
+pytestmark = pytest.mark.unit
 
 
 def _forwarded(data: bytes) -> bytes:

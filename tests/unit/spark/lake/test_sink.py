@@ -33,7 +33,9 @@ from sluice.spark.lake import merge as mirror_merge
 from sluice.spark.lake.columns import MirrorColumn, mirror_columns
 from sluice.spark.lake.sink import CHANGELOG_SCHEMA, DeltaLake, TableBatch
 
-DATA = Path(__file__).resolve().parent.parent / "data"
+pytestmark = pytest.mark.unit
+
+DATA = Path(__file__).resolve().parents[3] / "data"
 
 
 class Map:
