@@ -27,6 +27,13 @@ from sluice.cdc.session import StartRequest, prepare_capture
 from sluice.dsn import parse_dsn
 from sluice.io.connection import Connection
 from sluice.io.replication import server_binlog_status
+from tests.conftest import THREE_SERVERS
+
+
+@pytest.fixture(params=THREE_SERVERS)
+def server(request: pytest.FixtureRequest) -> Any:
+    """Each of the three session servers in turn (MariaDB 10.11, MySQL 9.x, MariaDB 11.8)."""
+    return request.getfixturevalue(request.param)
 
 
 def _norm(value: Any) -> str | None:
@@ -88,7 +95,7 @@ class Workload:
 
 
 def _capture_workload(server: Any, names_in_binlog: bool, late: bool) -> None:
-    metadata = "FULL" if names_in_binlog else "NO_LOG" if server.flavor == "mariadb" else "MINIMAL"
+    metadata = "FULL" if names_in_binlog else "NO_LOG" if server.is_mariadb else "MINIMAL"
     db = f"cap_{metadata.lower()}_{uuid.uuid4().hex[:6]}"
     admin = Connection.open(parse_dsn(server.dsn("root")))
     old = admin.query("SELECT @@GLOBAL.binlog_row_metadata").rows[0][0]

@@ -25,11 +25,9 @@ import pytest
 from sluice.dsn import parse_dsn
 from sluice.io.connection import Connection
 from sluice.io.replication import server_binlog_files, server_binlog_status
+from tests.conftest import THREE_FLAVORS
 
-FLAVORS = [
-    pytest.param("mariadb", marks=pytest.mark.mariadb, id="mariadb"),
-    pytest.param("mysql", marks=pytest.mark.mysql, id="mysql"),
-]
+FLAVORS = THREE_FLAVORS
 
 KILLS = 20
 
@@ -233,7 +231,7 @@ def test_resume_by_gtid_after_the_binlog_rotated(server, tmp_path):
         conn.execute(f"CREATE TABLE {db}.k (id INT PRIMARY KEY, v INT, note VARCHAR(40))")
         for i in range(1, 11):
             conn.execute(f"INSERT INTO {db}.k VALUES ({i}, {i}, 'seen')")
-        if server.flavor == "mariadb":
+        if server.is_mariadb:
             executed = conn.query("SELECT @@GLOBAL.gtid_binlog_pos").rows[0][0]
         else:
             executed = server_binlog_status(conn).gtid_executed
