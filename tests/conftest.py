@@ -6,8 +6,8 @@ its end, also when tests fail. A server that cannot be started makes every test 
 with the reason (missing binaries, the server's error log): server suites are never skipped.
 Tests that need a server of their own with other settings use ``sandbox_factory``.
 
-``server`` runs a test on MariaDB 10.11 and MySQL 9.x; a suite that also runs on MariaDB 11.8
-overrides it with ``THREE_SERVERS`` (or its own sandboxes with ``THREE_FLAVORS``). A full CI run
+``server`` runs a test on MariaDB 10.11 and MySQL 9.x, ``server3`` on MariaDB 11.8 too; a suite
+that runs on all three takes ``server3`` (or makes its own sandboxes over ``THREE_FLAVORS``). A full CI run
 must stay well under 45 minutes, so MariaDB 11.8 runs, for about five minutes in all, the suites
 where what it writes differs from 10.11:
 
@@ -62,6 +62,12 @@ TWO_FLAVORS = [
 ]
 THREE_FLAVORS = [*TWO_FLAVORS, pytest.param("mariadb11", marks=pytest.mark.mariadb11, id="mariadb11")]
 THREE_SERVERS = [pytest.param(f"{p.values[0]}_server", marks=p.marks, id=p.id) for p in THREE_FLAVORS]
+
+
+@pytest.fixture(params=THREE_SERVERS)
+def server3(request: pytest.FixtureRequest) -> Sandbox:
+    """Each of the three session servers in turn (MariaDB 10.11, MySQL 9.x, MariaDB 11.8)."""
+    return request.getfixturevalue(request.param)  # type: ignore[no-any-return]
 
 
 @pytest.fixture(params=THREE_SERVERS[:2])

@@ -27,13 +27,12 @@ from sluice.cdc.session import StartRequest, prepare_capture
 from sluice.dsn import parse_dsn
 from sluice.io.connection import Connection
 from sluice.io.replication import server_binlog_status
-from tests.conftest import THREE_SERVERS
 
 
-@pytest.fixture(params=THREE_SERVERS)
-def server(request: pytest.FixtureRequest) -> Any:
-    """Each of the three session servers in turn (MariaDB 10.11, MySQL 9.x, MariaDB 11.8)."""
-    return request.getfixturevalue(request.param)
+@pytest.fixture
+def server(server3):
+    """Every test of this suite runs on the three servers (tests/conftest.py)."""
+    return server3
 
 
 def _norm(value: Any) -> str | None:

@@ -23,7 +23,6 @@ from sluice.dsn import parse_dsn
 from sluice.io.connection import Connection
 from sluice.spark.pipeline import Pipeline, PipelineConfig
 from sluice.spark.verify import verify_lake
-from tests.conftest import THREE_SERVERS
 
 pytestmark = pytest.mark.spark
 
@@ -126,12 +125,6 @@ def _every_ddl_reaches_the_mirror(server: Any, tmp_path: Any) -> None:
         again = _run(server, lake, db)
         assert again.rows == 0
         conn.execute(f"DROP DATABASE {db}")
-
-
-@pytest.fixture(params=THREE_SERVERS)
-def server3(request: pytest.FixtureRequest) -> Any:
-    """Each of the three session servers in turn (MariaDB 10.11, MySQL 9.x, MariaDB 11.8)."""
-    return request.getfixturevalue(request.param)
 
 
 def test_partition_maintenance_reaches_the_mirror(spark, server3, tmp_path):

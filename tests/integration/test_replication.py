@@ -17,13 +17,12 @@ from sluice.dsn import parse_dsn
 from sluice.errors import BinlogUnavailableError
 from sluice.io.connection import Connection
 from sluice.io.replication import ReplicationStream, StreamConfig, server_binlog_status
-from tests.conftest import THREE_SERVERS
 
 
-@pytest.fixture(params=THREE_SERVERS)
-def server(request):
-    """Each of the three session servers in turn (MariaDB 10.11, MySQL 9.x, MariaDB 11.8)."""
-    return request.getfixturevalue(request.param)
+@pytest.fixture
+def server(server3):
+    """Every test of this suite runs on the three servers (tests/conftest.py)."""
+    return server3
 
 
 def _status(server):
