@@ -69,7 +69,7 @@ def prepare(flavor: str, rows: int) -> Sandbox:
 
 
 def dump(box: Sandbox) -> decode.Run:
-    tool = "mariadb-dump" if box.flavor == "mariadb" else "mysqldump"
+    tool = "mariadb-dump" if box.is_mariadb else "mysqldump"
     path = shutil.which(tool) or tool
     args = [path, "--no-defaults", "--protocol=TCP", f"--host={box.host}", f"--port={box.port}", "--user=root",
             "--password=" + decode.PASSWORDS["root"], "--single-transaction", "--skip-lock-tables", "bench", "sbtest1"]

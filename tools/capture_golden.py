@@ -1,9 +1,9 @@
-"""Regenerate the golden binlog files in tests/data/ from throwaway sandbox servers.
+r"""Regenerate the golden binlog files in tests/data/ from throwaway sandbox servers.
 
 Usage (from the repository root, with sluice installed in the environment)::
 
-    python tools/capture_golden.py                 # both flavors
-    python tools/capture_golden.py --flavor mysql  # one flavor
+    python tools/capture_golden.py                 # every flavor
+    python tools/capture_golden.py --flavor mysql  # one flavor (mariadb, mysql, mariadb11)
 
 For each flavor one sandbox server is started with ``binlog_row_metadata=FULL`` and
 ``binlog_row_image=FULL``; each workload below runs between two ``FLUSH BINARY LOGS``, so it gets a
@@ -11,6 +11,11 @@ binlog file of its own, which is copied to ``tests/data/<flavor>-<workload>.binl
 ``<flavor>-<workload>.jsonl`` is the output of ``sluice dump`` on the copy. The JSON lines must be
 reviewed against the SQL below before they are committed: they are the expected output of the
 unit tests in ``tests/unit/test_golden.py``.
+
+MariaDB 11.8 (``mariadb11``) also runs with ``binlog_large_commit_threshold`` at its minimum, 10 MiB:
+the large-commit workload's file holds a transaction of 12 MB of repeated bytes, so it is kept
+compressed (``<flavor>-<workload>.binlog.xz``) and its JSON lines are those of the small table only
+(``--tables golden\.small``); the test decompresses it and checks the big rows on their own.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import lzma
 import shutil
 import sys
 from collections.abc import Callable
@@ -28,6 +34,9 @@ from sluice.sandbox.server import Sandbox
 
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data"
 SETTINGS = {"binlog_row_metadata": "FULL", "binlog_row_image": "FULL"}
+FLAVOR_SETTINGS = {"mariadb11": {"binlog_large_commit_threshold": "10485760"}}
+FLAVORS = ("mariadb", "mysql", "mariadb11")
+BULK_ROWS, BULK_BYTES = 4, 3_000_000  # 12 MB in one transaction: past the 10 MiB threshold
 
 MATRIX_COLUMNS = """
     id INT PRIMARY KEY,
@@ -124,6 +133,24 @@ def _compressed(server: Sandbox) -> None:
             server.sql("SET GLOBAL log_bin_compress = OFF")
 
 
+def _large_commit(server: Sandbox) -> None:
+    server.sql(
+        "CREATE TABLE golden.bulk (id INT PRIMARY KEY, b LONGBLOB);\n"
+        "CREATE TABLE golden.small (id INT PRIMARY KEY, v VARCHAR(20));\n"
+        "SET GLOBAL max_allowed_packet = 67108864"
+    )
+    _flush(server)
+    bulk = "".join(f"INSERT INTO golden.bulk VALUES ({i}, REPEAT('z', {BULK_BYTES}));\n" for i in range(BULK_ROWS))
+    server.sql(
+        "BEGIN;\n"
+        "INSERT INTO golden.small VALUES (1, 'before');\n"
+        f"{bulk}"
+        "UPDATE golden.small SET v = 'after' WHERE id = 1;\n"
+        "COMMIT;\n"
+        "INSERT INTO golden.small VALUES (2, 'next');\n"
+    )
+
+
 def _partial_json(server: Sandbox) -> None:
     server.sql(
         "CREATE TABLE golden.docs (id INT PRIMARY KEY, doc JSON, other JSON, n INT);\n"
@@ -147,9 +174,10 @@ def _partial_json(server: Sandbox) -> None:
 
 WORKLOADS: dict[str, tuple[tuple[str, ...], Callable[[Sandbox], None]]] = {
     "matrix": (("mariadb", "mysql"), _matrix),
-    "multitable": (("mariadb", "mysql"), _multitable),
-    "compressed": (("mariadb", "mysql"), _compressed),
+    "multitable": (("mariadb", "mysql", "mariadb11"), _multitable),
+    "compressed": (("mariadb", "mysql", "mariadb11"), _compressed),
     "partial-json": (("mysql",), _partial_json),
+    "large-commit": (("mariadb11",), _large_commit),
 }
 
 
@@ -157,17 +185,19 @@ def _flush(server: Sandbox) -> None:
     server.sql("FLUSH BINARY LOGS")
 
 
-def _dump(path: Path) -> str:
-    out = io.StringIO()
+def _dump(path: Path, *options: str) -> str:
+    out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")  # the dump writes to sys.stdout.buffer
     with contextlib.redirect_stdout(out):
-        code = sluice_main(["dump", str(path)])
+        code = sluice_main(["dump", *options, str(path)])
     if code != 0:
         raise SystemExit(f"sluice dump {path.name} failed with exit code {code}")
-    return out.getvalue()
+    out.flush()
+    return out.buffer.getvalue().decode("utf-8")  # type: ignore[attr-defined]
 
 
 def capture(flavor: str, out_dir: Path) -> None:
-    with Sandbox.start(flavor, settings=SETTINGS) as server:  # type: ignore[arg-type]
+    settings = {**SETTINGS, **FLAVOR_SETTINGS.get(flavor, {})}
+    with Sandbox.start(flavor, settings=settings) as server:  # type: ignore[arg-type]
         print(f"{flavor} {server.version}", file=sys.stderr)
         server.sql("CREATE DATABASE golden")
         for name, (flavors, workload) in WORKLOADS.items():
@@ -178,18 +208,25 @@ def capture(flavor: str, out_dir: Path) -> None:
             _flush(server)
             target = out_dir / f"{flavor}-{name}.binlog"
             shutil.copyfile(server.binlog_dir / current, target)
-            target.with_suffix(".jsonl").write_text(_dump(target))
+            if name == "large-commit":
+                target.with_suffix(".jsonl").write_text(_dump(target, "--tables", r"golden\.small"))
+                packed = target.with_name(target.name + ".xz")
+                packed.write_bytes(lzma.compress(target.read_bytes()))
+                target.unlink()
+                target = packed
+            else:
+                target.with_suffix(".jsonl").write_text(_dump(target))
             print(f"  {target.name}: {target.stat().st_size} bytes", file=sys.stderr)
 
 
 def run_captures(capture_one: Callable[[str, Path], None], out: Path, what: str) -> int:
     """Parse ``--flavor`` / ``--out`` and run ``capture_one(flavor, out_dir)`` for each flavor."""
     parser = argparse.ArgumentParser(description=f"Regenerate the {what}.")
-    parser.add_argument("--flavor", choices=("mariadb", "mysql"), action="append")
+    parser.add_argument("--flavor", choices=FLAVORS, action="append")
     parser.add_argument("--out", type=Path, default=out)
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
-    for flavor in args.flavor or ("mariadb", "mysql"):
+    for flavor in args.flavor or FLAVORS:
         capture_one(flavor, args.out)
     return 0
 

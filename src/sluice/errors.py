@@ -13,7 +13,7 @@ what was found, where (file and offset, host, table) and what to do::
     │   └── UnsupportedError       a valid feature sluice does not handle (encryption, old servers)
     ├── ServerError                the server answered with ERR (errno, sqlstate)
     │   ├── AccessDeniedError      wrong user / password / missing privilege
-    │   └── BinlogUnavailableError the requested binlog position is gone (purged) or invalid
+    │   └── BinlogUnavailableError the requested binlog position is gone (purged) or never existed
     ├── TransportError             sockets, TLS, timeouts: always retried when following a server
     ├── AuthError                  the authentication exchange itself failed on our side
     ├── SchemaError                the schema at an event's position is unknown or disagrees
@@ -163,6 +163,18 @@ _BINLOG_HINT = (
 )
 
 
+# ER_MASTER_FATAL_ERROR_READING_BINLOG is the dump thread's one errno for every failure; its message
+# says which (sql/sql_repl.cc, MySQL sql/rpl_binlog_sender.cc). Only these mean the start is gone.
+_GONE_MESSAGES = ("could not find first log file name", "purged", "not in the master's binlog",
+                  "not in the source's binlog", "position > file size", "could not find target log",
+                  "could not open log file", "file not found")
+_NOT_AN_EVENT_HINT = (
+    "the server could not read an event at the position asked for: it is probably not the start of "
+    "an event in that file (a position sluice did not write, or one counted wrongly). Start from a "
+    "transaction boundary: a checkpoint of sluice, a file's offset 4, or a GTID"
+)
+
+
 def server_error(errno: int, sqlstate: str, message: str) -> ServerError:
     """Map an ERR packet to the most specific error type."""
     if errno in _ACCESS_ERRNOS:
@@ -171,6 +183,10 @@ def server_error(errno: int, sqlstate: str, message: str) -> ServerError:
             hint="check the user, the password and that the user holds REPLICATION SLAVE, "
                  "REPLICATION CLIENT and SELECT",
         )
-    if errno in (ER_MASTER_FATAL_ERROR_READING_BINLOG, ER_UNKNOWN_TARGET_BINLOG):
+    if errno == ER_UNKNOWN_TARGET_BINLOG or (
+            errno == ER_MASTER_FATAL_ERROR_READING_BINLOG
+            and any(words in message.lower() for words in _GONE_MESSAGES)):
         return BinlogUnavailableError(errno, sqlstate, message, hint=_BINLOG_HINT)
+    if errno == ER_MASTER_FATAL_ERROR_READING_BINLOG and "bogus data" in message.lower():
+        return ServerError(errno, sqlstate, message, hint=_NOT_AN_EVENT_HINT)
     return ServerError(errno, sqlstate, message)

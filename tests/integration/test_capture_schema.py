@@ -29,6 +29,12 @@ from sluice.io.connection import Connection
 from sluice.io.replication import server_binlog_status
 
 
+@pytest.fixture
+def server(server3):
+    """Every test of this suite runs on the three servers (tests/conftest.py)."""
+    return server3
+
+
 def _norm(value: Any) -> str | None:
     if value is None:
         return None
@@ -88,7 +94,7 @@ class Workload:
 
 
 def _capture_workload(server: Any, names_in_binlog: bool, late: bool) -> None:
-    metadata = "FULL" if names_in_binlog else "NO_LOG" if server.flavor == "mariadb" else "MINIMAL"
+    metadata = "FULL" if names_in_binlog else "NO_LOG" if server.is_mariadb else "MINIMAL"
     db = f"cap_{metadata.lower()}_{uuid.uuid4().hex[:6]}"
     admin = Connection.open(parse_dsn(server.dsn("root")))
     old = admin.query("SELECT @@GLOBAL.binlog_row_metadata").rows[0][0]

@@ -167,6 +167,19 @@ def test_ed25519(mariadb_server: Sandbox) -> None:
         Connection.open(_config(mariadb_server, "ed", password="wrong", ssl_mode=SslMode.DISABLED))
 
 
+@pytest.mark.mariadb11
+def test_mariadb11_handshake_and_logins(mariadb11_server: Sandbox) -> None:
+    """MariaDB 11.x greets without the ``5.5.5-`` prefix 10.x sends; sluice knows it as MariaDB."""
+    server = mariadb11_server
+    assert server.has_ed25519_user, "the MariaDB 11.8 root carries auth_ed25519.so (mariadb-server)"
+    for user, mode in (("repl", SslMode.DISABLED), ("repl", SslMode.REQUIRED), ("ed", SslMode.REQUIRED)):
+        with Connection.open(_config(server, user, ssl_mode=mode)) as conn:
+            assert conn.handshake.server_version.startswith("11.8."), conn.handshake.server_version
+            assert conn.is_mariadb and conn.server_version_tuple[:2] == (11, 8)
+            assert conn.tls == (mode is SslMode.REQUIRED)
+            assert _whoami(conn) == user
+
+
 def test_password_never_in_repr(server: Sandbox) -> None:
     config = _config(server)
     with Connection.open(config) as conn:

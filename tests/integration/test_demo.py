@@ -1,4 +1,4 @@
-"""``sluice demo`` end to end on both flavors: the README's first command must work."""
+"""``sluice demo`` end to end on every flavor: the README's first command must work."""
 
 import re
 import subprocess
@@ -10,7 +10,8 @@ import pytest
 
 @pytest.mark.spark
 @pytest.mark.parametrize("flavor", [pytest.param("mariadb", marks=pytest.mark.mariadb),
-                                    pytest.param("mysql", marks=pytest.mark.mysql)])
+                                    pytest.param("mysql", marks=pytest.mark.mysql),
+                                    pytest.param("mariadb11", marks=pytest.mark.mariadb11)])
 def test_demo_mirrors_every_change_and_verifies(flavor, tmp_path):
     lake = tmp_path / "lake"
     out = subprocess.run(

@@ -19,6 +19,12 @@ from sluice.io.connection import Connection
 from sluice.io.replication import ReplicationStream, StreamConfig, server_binlog_status
 
 
+@pytest.fixture
+def server(server3):
+    """Every test of this suite runs on the three servers (tests/conftest.py)."""
+    return server3
+
+
 def _status(server):
     with Connection.open(parse_dsn(server.dsn("repl"))) as conn:
         return server_binlog_status(conn)
@@ -107,6 +113,40 @@ def test_event_larger_than_16_mib_arrives_intact(server):
     assert writes[0].header.event_size > 16 * 1024 * 1024
     ((row_id, blob),) = writes[0].rows
     assert row_id == 1 and blob == b"z" * size
+
+
+@pytest.mark.mariadb11
+def test_large_commit_file_streams_with_the_servers_positions(mariadb11_server):
+    """MariaDB 11.8's binlog_large_commit_threshold makes a big transaction's cache the next binlog
+    file, its GTID event padded to end at 4,096: from a file or a GTID, every event of the stream is
+    where SHOW BINLOG EVENTS puts it, and the rows arrive whole."""
+    server = mariadb11_server
+    old = server.sql("SELECT @@GLOBAL.binlog_large_commit_threshold, @@GLOBAL.max_allowed_packet").split("\t")
+    server.sql("SET GLOBAL binlog_large_commit_threshold = 10485760; SET GLOBAL max_allowed_packet = 67108864")
+    try:
+        name = _table(server, "id INT PRIMARY KEY, b LONGBLOB")
+        start = _status(server)
+        bulk = "".join(f"INSERT INTO repl_test.{name} VALUES ({i}, REPEAT('z', 3000000));" for i in range(4))
+        server.sql(f"BEGIN; {bulk} COMMIT; INSERT INTO repl_test.{name} VALUES (9, 'after')")
+    finally:
+        server.sql(f"SET GLOBAL binlog_large_commit_threshold = {old[0]}; SET GLOBAL max_allowed_packet = {old[1]}")
+    assert _status(server).file != start.file, "the large transaction did not become a binlog file of its own"
+    where = {}
+    for file in server.binlog_files():
+        for row in server.sql(f"SHOW BINLOG EVENTS IN '{file}'").splitlines():
+            _log, pos, kind, *_rest = row.split("\t")
+            where[(file, int(pos))] = kind
+    for config in (StreamConfig(parse_dsn(server.dsn("repl")), file=start.file, pos=start.pos, until_end=True),
+                   StreamConfig(parse_dsn(server.dsn("repl")), gtid=start.gtid_executed, until_end=True)):
+        events = [(f, p, e) for f, p, e in _events(config) if not e.header.artificial
+                  and e.header.type_code != EventType.HEARTBEAT_LOG_EVENT
+                  and not (e.header.type_code == EventType.FORMAT_DESCRIPTION_EVENT and p != 4)]
+        assert all((f, p) in where for f, p, _e in events), [(f, p) for f, p, _e in events if (f, p) not in where]
+        gtids = [(p, e.header.event_size) for _f, p, e in events if e.header.type_code == EventType.GTID_EVENT]
+        assert any(p + size == 4096 for p, size in gtids), gtids
+        rows = [row for _f, _p, e in events if getattr(e, "kind", None) == "write" for row in e.rows]
+        assert [r[0] for r in rows] == [0, 1, 2, 3, 9]
+        assert all(blob == b"z" * 3000000 for _id, blob in rows[:4])
 
 
 def test_purged_start_position_gives_binlog_unavailable(server):

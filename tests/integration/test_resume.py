@@ -25,12 +25,9 @@ import pytest
 from sluice.dsn import parse_dsn
 from sluice.io.connection import Connection
 from sluice.io.replication import server_binlog_files, server_binlog_status
-from tests.conftest import kills
+from tests.conftest import THREE_FLAVORS, kills
 
-FLAVORS = [
-    pytest.param("mariadb", marks=pytest.mark.mariadb, id="mariadb"),
-    pytest.param("mysql", marks=pytest.mark.mysql, id="mysql"),
-]
+FLAVORS = THREE_FLAVORS
 
 KILLS = kills(20)
 
@@ -235,7 +232,7 @@ def test_resume_by_gtid_after_the_binlog_rotated(server, tmp_path):
         conn.execute(f"CREATE TABLE {db}.k (id INT PRIMARY KEY, v INT, note VARCHAR(40))")
         for i in range(1, 11):
             conn.execute(f"INSERT INTO {db}.k VALUES ({i}, {i}, 'seen')")
-        if server.flavor == "mariadb":
+        if server.is_mariadb:
             executed = conn.query("SELECT @@GLOBAL.gtid_binlog_pos").rows[0][0]
         else:
             executed = server_binlog_status(conn).gtid_executed
@@ -256,6 +253,51 @@ def test_resume_by_gtid_after_the_binlog_rotated(server, tmp_path):
     assert all(c["op"] == "insert" and c["file"] != before for c in changes[:10])
     assert [c["op"] for c in changes[10:]] == ["update"] * 5
     assert all(c["gtid"] for c in changes)
+    with _root(server) as conn:
+        conn.execute(f"DROP DATABASE {db}")
+
+
+def _rows_events(server: Any, file: str) -> list[int]:
+    """Offsets of the rows events in ``file``, as the server lists them."""
+    events = [row.split("\t") for row in server.sql(f"SHOW BINLOG EVENTS IN '{file}'").splitlines()]
+    return [int(e[1]) for e in events if e[2].startswith(("Write_rows", "Update_rows", "Delete_rows"))]
+
+
+@pytest.mark.mariadb11
+def test_gtid_start_at_the_head_of_a_file_counts_positions_right_and_resumes(mariadb11_server, tmp_path):
+    """MariaDB 11.8 with binlog_gtid_index=ON: a GTID start seeks into the file, announces that
+    position and re-sends the file's GTID_LIST as a made-up event; it must not be counted."""
+    server = mariadb11_server
+    assert server.sql("SELECT @@GLOBAL.binlog_gtid_index") == "1"
+    db = f"gidx_{uuid.uuid4().hex[:8]}"
+    with _root(server) as conn:
+        conn.execute(f"CREATE DATABASE {db}")
+        conn.execute(f"CREATE TABLE {db}.k (id INT PRIMARY KEY, v VARCHAR(20))")
+        conn.execute(f"INSERT INTO {db}.k VALUES (1, 'old')")
+        executed = conn.query("SELECT @@GLOBAL.gtid_binlog_pos").rows[0][0]
+        conn.execute("FLUSH BINARY LOGS")
+        file = server_binlog_status(conn).file
+        for i in range(2, 5):
+            conn.execute(f"INSERT INTO {db}.k VALUES ({i}, 'new')")
+    state, out = tmp_path / "state", tmp_path / "out.jsonl"
+    common = [server.dsn("repl"), "--until-end", "--tables", rf"{db}\..*", "--checkpoint", str(state),
+              "--output", str(out)]
+    first = subprocess.run([sys.executable, "-m", "sluice.cli", "tail", *common, "--gtid", executed],
+                           capture_output=True, timeout=120)
+    assert first.returncode == 0, first.stderr.decode()
+    changes = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [c["after"]["id"] for c in changes] == [2, 3, 4]
+    assert [(c["file"], c["pos"]) for c in changes] == [(file, pos) for pos in _rows_events(server, file)]
+    with _root(server) as conn:
+        conn.execute(f"INSERT INTO {db}.k VALUES (5, 'after')")
+        end = server_binlog_status(conn)
+    saved = json.loads((state / "checkpoint.json").read_text())["checkpoint"]
+    assert saved["file"] == file and saved["pos"] < end.pos
+    rest = subprocess.run([sys.executable, "-m", "sluice.cli", "tail", *common], capture_output=True, timeout=120)
+    assert rest.returncode == 0, rest.stderr.decode()
+    changes = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [c["after"]["id"] for c in changes] == [2, 3, 4, 5]
+    assert [(c["file"], c["pos"]) for c in changes] == [(file, pos) for pos in _rows_events(server, file)]
     with _root(server) as conn:
         conn.execute(f"DROP DATABASE {db}")
 

@@ -18,11 +18,9 @@ import pytest
 from sluice.errors import ServerError, TransportError
 from sluice.sandbox.process import pid_alive
 from sluice.sandbox.server import PASSWORDS, Sandbox, SandboxError
+from tests.conftest import THREE_FLAVORS
 
-FLAVORS = [
-    pytest.param("mariadb", marks=pytest.mark.mariadb, id="mariadb"),
-    pytest.param("mysql", marks=pytest.mark.mysql, id="mysql"),
-]
+FLAVORS = THREE_FLAVORS
 
 
 @pytest.fixture(params=FLAVORS)
@@ -48,7 +46,7 @@ def test_version(server: Sandbox) -> None:
     if server.flavor == "mysql":
         assert re.match(r"9\.\d+\.\d+", server.version), server.version
     else:
-        assert server.version.startswith("10.11."), server.version
+        assert server.version.startswith("10.11." if server.flavor == "mariadb" else "11.8."), server.version
         assert "MariaDB" in server.version
     assert server.sql("SELECT VERSION()") == server.version
     tool = subprocess.run(server.binlog_tool_argv("--version"), capture_output=True, text=True,
@@ -85,6 +83,16 @@ def test_mariadb_writes_gtids(mariadb_server: Sandbox) -> None:
     assert re.fullmatch(r"0-1-\d+", mariadb_server.sql("SELECT @@gtid_binlog_pos"))
 
 
+@pytest.mark.mariadb11
+def test_mariadb11_reads_only_its_private_root(mariadb11_server: Sandbox) -> None:
+    """The 11.8 server runs next to the host's 10.11 files and must read none of them."""
+    from sluice.sandbox.install import require_mariadb11
+
+    root = require_mariadb11().root
+    found = variables(mariadb11_server, "basedir", "lc_messages_dir", "character_sets_dir", "plugin_dir")
+    assert len(found) == 4 and all(Path(value).is_relative_to(root) for value in found.values()), found
+
+
 def test_setup_statements_are_not_in_the_binlog(server: Sandbox) -> None:
     first = server.binlog_files()[0]
     events = server.sql(f"SHOW BINLOG EVENTS IN '{first}'")
@@ -96,7 +104,7 @@ def test_tls_is_configured_with_the_generated_ca(server: Sandbox) -> None:
     found = variables(server, "ssl_ca", "ssl_cert", "ssl_key", "have_ssl")
     assert found["ssl_ca"] == str(server.ca_path)
     assert found["ssl_cert"] == str(server.cert_path)
-    if server.flavor == "mariadb":
+    if server.is_mariadb:
         assert found["have_ssl"] == "YES"
     # The client verifies the certificate chain and that it names 127.0.0.1.
     if server.flavor == "mysql":
@@ -124,7 +132,7 @@ def _privileges(grants: str) -> set[str]:
 
 def test_repl_user_has_exactly_the_replication_grants(server: Sandbox) -> None:
     grants = server.sql("SHOW GRANTS FOR 'repl'@'%'")
-    client = "BINLOG MONITOR" if server.flavor == "mariadb" else "REPLICATION CLIENT"  # renamed in 10.5
+    client = "BINLOG MONITOR" if server.is_mariadb else "REPLICATION CLIENT"  # renamed in 10.5
     assert _privileges(grants) == {"SELECT", "REPLICATION SLAVE", client}
     result = run_client(server, "SELECT CURRENT_USER(); SHOW BINARY LOGS", user="repl")
     assert result.returncode == 0, result.stderr
@@ -153,8 +161,9 @@ def test_mariadb_ed25519_user(mariadb_server: Sandbox) -> None:
 
 
 def test_dsn(server: Sandbox) -> None:
-    assert server.dsn() == f"{server.flavor}://root:sluice-root@127.0.0.1:{server.port}/"
-    assert server.dsn("repl") == f"{server.flavor}://repl:{PASSWORDS['repl']}@127.0.0.1:{server.port}/"
+    scheme = "mariadb" if server.is_mariadb else "mysql"
+    assert server.dsn() == f"{scheme}://root:sluice-root@127.0.0.1:{server.port}/"
+    assert server.dsn("repl") == f"{scheme}://repl:{PASSWORDS['repl']}@127.0.0.1:{server.port}/"
     with socket.create_connection((server.host, server.port), timeout=5):
         pass
 
@@ -233,7 +242,8 @@ def test_cli_up_status_down(flavor: str, tmp_path: Path) -> None:
     up = _cli("up", "--flavor", flavor, "--set", "binlog_row_metadata=FULL", state_dir=state_dir)
     assert up.returncode == 0, up.stderr
     dsn = up.stdout.strip()
-    match = re.fullmatch(rf"{flavor}://root:sluice-root@127\.0\.0\.1:(\d+)/", dsn)
+    scheme = "mysql" if flavor == "mysql" else "mariadb"
+    match = re.fullmatch(rf"{scheme}://root:sluice-root@127\.0\.0\.1:(\d+)/", dsn)
     assert match, up.stdout
     port = int(match[1])
     assert f"sluice sandbox down --port {port}" in up.stderr

@@ -139,7 +139,7 @@ def test_chunks_reconciled_with_the_binlog_equal_the_tables(server) -> None:
     stop, busy, errors = threading.Event(), threading.Event(), []
     try:
         _setup(root, db)
-        reader = Connection.open(parse_dsn(server.dsn("repl" if server.flavor == "mariadb" else "root")))
+        reader = Connection.open(parse_dsn(server.dsn("repl" if server.is_mariadb else "root")))
         prepare_session(reader)
         catalog = bootstrap_catalog(reader, lambda d, t: d == db)
         start = binlog_position(reader)

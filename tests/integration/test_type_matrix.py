@@ -30,6 +30,7 @@ from sluice.dsn import parse_dsn
 from sluice.io.binlog_file import iter_events
 from sluice.io.connection import Connection
 from sluice.io.replication import ReplicationStream, StreamConfig, server_binlog_status
+from tests.conftest import THREE_FLAVORS
 
 SETTINGS = {"binlog_row_metadata": "FULL", "binlog_row_image": "FULL"}
 DB = "type_matrix"
@@ -261,10 +262,7 @@ def _compare(label: str, cols: list[Col], decoded: dict[str, Any] | None, expect
     return problems
 
 
-FLAVORS = [
-    pytest.param("mariadb", marks=pytest.mark.mariadb, id="mariadb"),
-    pytest.param("mysql", marks=pytest.mark.mysql, id="mysql"),
-]
+FLAVORS = THREE_FLAVORS
 
 
 @dataclass

@@ -1,14 +1,17 @@
 """Golden binlog files: ``sluice dump`` of each file in tests/data equals its reviewed JSON lines.
 
-The files were captured from real MariaDB and MySQL servers by ``tools/capture_golden.py`` (see
-tests/data/README.md). Besides the exact output, these tests check the ``--format none`` counts,
+The files were captured from real MariaDB (10.11, 11.8) and MySQL servers by
+``tools/capture_golden.py`` (see tests/data/README.md). MariaDB 11.8's large-commit file is kept
+compressed and checked on its own. Besides the exact output, these tests check the ``--format none`` counts,
 ``--tables`` filtering, and that a copy cut mid-event or with one flipped byte stops the dump
 with a one-line error naming the file and the offset, and a non-zero exit.
 """
 
 from __future__ import annotations
 
+import base64
 import json
+import lzma
 import re
 from collections.abc import Iterable
 from pathlib import Path
@@ -24,6 +27,7 @@ DATA = Path(__file__).resolve().parent.parent / "data"
 GOLDEN = sorted(DATA.glob("*.binlog"))
 EXPECTED_FILES = {
     "mariadb-compressed.binlog", "mariadb-matrix.binlog", "mariadb-multitable.binlog",
+    "mariadb11-compressed.binlog", "mariadb11-multitable.binlog",
     "mysql-compressed.binlog", "mysql-matrix.binlog", "mysql-multitable.binlog", "mysql-partial-json.binlog",
 }
 IDS = [p.stem for p in GOLDEN]
@@ -142,3 +146,38 @@ def test_flipped_byte_is_a_one_line_error(path: Path, tmp_path: Path, capsys) ->
     assert code != 0
     assert len(err.strip().splitlines()) == 1, err
     assert str(bad) in err and f"offset {offset}" in err
+
+
+LARGE_COMMIT = DATA / "mariadb11-large-commit.binlog.xz"
+BULK_ROWS, BULK_BYTES = 4, 3_000_000  # tools/capture_golden.py: 12 MB in one transaction
+
+
+@pytest.fixture(scope="module")
+def large_commit(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """MariaDB 11.8's file that began as a large transaction's cache (binlog_large_commit_threshold):
+    its GTID event is padded to end at offset 4096, the transaction's events follow with log_pos 0."""
+    path = tmp_path_factory.mktemp("large") / "mariadb11-large-commit.binlog"
+    path.write_bytes(lzma.decompress(LARGE_COMMIT.read_bytes()))
+    return path
+
+
+def test_large_commit_file_small_table_equals_the_reviewed_json_lines(large_commit: Path, capsys) -> None:
+    code, out, err = _run(capsys, "dump", "--tables", r"golden\.small", str(large_commit))
+    assert code == 0, err
+    assert out == DATA.joinpath("mariadb11-large-commit.jsonl").read_text(encoding="utf-8")
+    code, events, err = _run(capsys, "dump", "--events", str(large_commit))
+    assert code == 0, err
+    gtid = next(json.loads(line) for line in events.splitlines() if '"GTID_EVENT"' in line)
+    assert gtid["pos"] + gtid["size"] == 4096
+
+
+def test_large_commit_file_big_rows_arrive_whole(large_commit: Path, capsys) -> None:
+    code, out, err = _run(capsys, "dump", "--tables", r"golden\.bulk", str(large_commit))
+    assert code == 0, err
+    changes = [json.loads(line) for line in out.splitlines()]
+    assert [c["after"]["id"] for c in changes] == list(range(BULK_ROWS))
+    assert all(base64.b64decode(c["after"]["b"]) == b"z" * BULK_BYTES for c in changes)
+    assert len({c["gtid"] for c in changes}) == 1
+    code, out, err = _run(capsys, "dump", "--format", "none", str(large_commit))
+    assert code == 0, err
+    assert re.match(rf"\d+ events, 2 transactions, {BULK_ROWS + 3} row changes in ", out), out

@@ -3,7 +3,8 @@ of the per-event frozen dataclasses.
 
 Layout (little-endian, libbinlogevents ``Log_event_header``): timestamp u32, type code u8,
 server id u32, event size u32 (header + body + checksum), log position u32 (end of the event in
-its file; 0 for artificial events and, on MariaDB 11.4+, inside transactions), flags u16.
+its file, modulo 2^32; often 0 in events made up for a replica, and 0 inside transactions on
+MariaDB 11.4+ with ``binlog_legacy_event_pos=OFF``, so a 0 says nothing by itself), flags u16.
 ``frozen_builder(cls)`` makes a function that builds a frozen slotted dataclass from all of its
 fields, storing through the slot descriptors: a frozen dataclass's own ``__init__`` goes through
 ``object.__setattr__`` once per field, which is about half the cost of an event on the hot path.
@@ -65,8 +66,11 @@ class EventHeader:
 
     @property
     def artificial(self) -> bool:
-        """True for events the server made up for the stream (fake ROTATE, fake FDE)."""
-        return bool(self.flags & LOG_EVENT_ARTIFICIAL_F) or self.log_pos == 0
+        """True for events the server made up for the stream, which are in no binlog file (the fake
+        ROTATE, MariaDB's fake GTID_LIST): those flagged ``LOG_EVENT_ARTIFICIAL_F``. A ``log_pos``
+        of 0 does not make an event artificial: MariaDB 11.4+ writes it for every event inside a
+        transaction."""
+        return bool(self.flags & LOG_EVENT_ARTIFICIAL_F)
 
 
 #: ``EventHeader(*fields)``, faster (one header per event).

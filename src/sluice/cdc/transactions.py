@@ -11,8 +11,9 @@ boundary stays at its start. ``boundary`` is always a transaction boundary, with
 GTID set there (MySQL ``MysqlGtidSet``, grown by every GTID the binlog consumes, rolled-back
 ones included, seeded by ``PREVIOUS_GTIDS`` when the start did not name one; MariaDB
 ``MariadbGtidPosition``, seeded by ``GTID_LIST``). Events outside transactions move it to their
-end; events the server makes up for a replica (``log_pos`` 0: re-sent ``FORMAT_DESCRIPTION``,
-heartbeats) do not, and a ``ROTATE`` moves it to the file and position it names. XA: the
+end; events the server makes up for a replica (flagged ``LOG_EVENT_ARTIFICIAL_F``, a
+``FORMAT_DESCRIPTION`` re-sent anywhere but at offset 4, heartbeats) do not, and a ``ROTATE``
+moves it to the file and position it names. XA: the
 prepared part (``XA START`` ... ``XA END``, ``XA_PREPARE``, or MariaDB's GTID with
 ``FL_PREPARED_XA``) is held in memory, not emitted; a later ``XA COMMIT`` emits its events as
 kind ``xa_commit``, ``XA ROLLBACK`` drops them, a one-phase ``XA_PREPARE`` commits at once.
@@ -168,12 +169,12 @@ class TransactionAssembler:
         elif t is PreviousGtidsEvent:
             if self._gtids.previous(event.gtid_set):
                 self._changed()
-            self._move_past(file, next_pos, event)
+            self._move_past(file, pos, next_pos, event)
             return None
         elif t is MariadbGtidListEvent:
             if self._gtids.gtid_list(event.gtids):
                 self._changed()
-            self._move_past(file, next_pos, event)
+            self._move_past(file, pos, next_pos, event)
             return None
         elif t is QueryEvent or t is TransactionPayloadEvent or t in _PREFIX:
             # No GTID event (GTIDs off on old servers, or an implicit start): the event opens it.
@@ -187,7 +188,7 @@ class TransactionAssembler:
             )
         else:
             # FORMAT_DESCRIPTION, STOP, BINLOG_CHECKPOINT, INCIDENT, unknown events ...
-            self._move_past(file, next_pos, event)
+            self._move_past(file, pos, next_pos, event)
             return None
         tx = self._tx
         assert tx is not None
@@ -363,10 +364,12 @@ class TransactionAssembler:
         key = position_key(file, end)
         return key[0] == self._horizon[0] and key <= self._horizon
 
-    def _move_past(self, file: str, next_pos: int, event: Any) -> None:
-        h = event.header
-        if h.log_pos == 0 or h.flags & LOG_EVENT_ARTIFICIAL_F:
-            return  # made up by the server for this connection: not in the binlog file
+    def _move_past(self, file: str, pos: int, next_pos: int, event: Any) -> None:
+        if event.header.flags & LOG_EVENT_ARTIFICIAL_F or (type(event) is FormatDescriptionEvent and pos != 4):
+            # Made up by the server for this connection, not in the binlog file: a fake GTID_LIST, or
+            # the FORMAT_DESCRIPTION re-sent for a start inside a file. A log_pos of 0 alone says
+            # nothing: MariaDB 11.4+ writes it inside transactions (binlog_legacy_event_pos=OFF).
+            return
         self._move(file, next_pos)
 
     def _changed(self) -> None:

@@ -58,7 +58,8 @@ def register(sub: Any) -> None:
         description=HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--flavor", choices=("mariadb", "mysql"), default="mariadb", help="server to start")
+    parser.add_argument("--flavor", choices=("mariadb", "mysql", "mariadb11"), default="mariadb",
+                        help="server to start: the system's MariaDB, MySQL 9.x or MariaDB 11.8 (default mariadb)")
     parser.add_argument("--orders", type=int, default=300, help="number of orders the workload places (default 300)")
     parser.add_argument(
         "--lake", default="sluice-demo-lake", help="directory for the Delta tables (default ./sluice-demo-lake; "

@@ -8,10 +8,15 @@ event's bytes with the binlog file and the offset the event starts at; ``chunks`
 ordinary events already received as one block each, the way a binlog file holds them.
 
 Offsets are counted from the bytes of the stream, not taken from the header's ``log_pos``
-(MariaDB 11.4+ writes 0 there inside transactions). Events the server makes up for the replica
-(the fake ROTATE that names the file, a re-sent FORMAT_DESCRIPTION, heartbeats) do not advance the
-count. When a header carries a non-zero ``log_pos`` that is ahead of the count, the server skipped
-events (MariaDB does that when starting from a GTID) and the count moves forward to it.
+(MariaDB 11.4+ writes 0 there inside transactions, ``binlog_legacy_event_pos=OFF``). Events the
+server makes up for the replica do not advance the count: the fake ROTATE that names the file, a
+re-sent FORMAT_DESCRIPTION, heartbeats, and every event flagged ``LOG_EVENT_ARTIFICIAL_F``, such as
+the GTID_LIST MariaDB sends after a GTID start (``fake_gtid_list_event`` in sql/sql_repl.cc: with
+``binlog_gtid_index=ON`` 11.x seeks into the file and announces that position, then sends the
+file's GTID state as a made-up event whose ``log_pos`` is that position). When a header carries a
+non-zero ``log_pos`` that is ahead of the count, the server skipped events (MariaDB does that when
+starting from a GTID) and the count moves forward to it; one behind the count means the count
+went wrong, and the stream stops with a ``ProtocolError`` rather than hand out wrong positions.
 
 Decoding is not done here: the caller feeds the bytes to ``sluice.binlog.parser.EventParser``.
 """
@@ -37,6 +42,7 @@ from sluice.wire.constants import BINLOG_DUMP_NON_BLOCK, BINLOG_SEND_ANNOTATE_RO
 log = logging.getLogger(__name__)
 
 _SIZE = struct.Struct("<I").unpack_from
+_LOG_POS_MASK = 0xFFFFFFFF  # log_pos is 32 bits: it wraps in a file past 4 GiB
 
 LOG_EVENT_ARTIFICIAL_F = 0x20  # sql/log_event.h: made up by the server, not in any binlog file
 MARIA_SLAVE_CAPABILITY_MINE = 4  # MariaDB sql/log_event.h: GTID, annotate rows, binlog checkpoint
@@ -194,12 +200,12 @@ class ReplicationStream:
                 self._apply_rotate(data)
                 yield RawEvent(self.file, self.next_pos, data)
                 continue
-            if type_code in heartbeats or (type_code == fde and self.next_pos != 4):
+            if (type_code in heartbeats or flags & LOG_EVENT_ARTIFICIAL_F
+                    or (type_code == fde and self.next_pos != 4)):
                 yield RawEvent(self.file, self.next_pos, data)
                 continue
-            if log_pos and log_pos - size > self.next_pos:
-                log.debug("server skipped bytes %d..%d of %s", self.next_pos, log_pos - size, self.file)
-                self.next_pos = log_pos - size
+            if log_pos and log_pos != (self.next_pos + size) & _LOG_POS_MASK:
+                self._skip_to(log_pos - size, type_code)
             pos = self.next_pos
             self.next_pos = pos + size
             if type_code == rotate:
@@ -210,6 +216,20 @@ class ReplicationStream:
 
     def _take_block(self, buf: bytearray, pos: int, end: int, seq: int) -> tuple[int, int, bytes, int]:
         return stream_events(buf, pos, end, seq, self.next_pos)
+
+    def _skip_to(self, start: int, type_code: int) -> None:
+        """Move the count forward to an event the header says starts at ``start``."""
+        if start > self.next_pos:
+            log.debug("server skipped bytes %d..%d of %s", self.next_pos, start, self.file)
+            self.next_pos = start
+            return
+        if self.next_pos > _LOG_POS_MASK:
+            return  # past 4 GiB log_pos wraps: the count is the only position there is
+        raise ProtocolError(
+            f"the server sent an event (type {type_code}) that its header says starts at "
+            f"{self.file}:{start}, but sluice counted {self.next_pos}: the stream's positions cannot "
+            "be trusted; report this with the server version and the start position"
+        )
 
     def _apply_rotate(self, data: memoryview) -> None:
         """Switch to the file a ROTATE names (the stream's position follows it before decoding)."""

@@ -43,7 +43,7 @@ def create_users(box: Sandbox) -> None:
     ]
     box.sql(";\n".join(statements))
     box.write_client_config(PASSWORDS["root"])
-    if box.flavor == "mariadb":
+    if box.is_mariadb:
         _create_ed25519_user(box)
 
 def _create_ed25519_user(box: Sandbox) -> None:

@@ -50,8 +50,9 @@ def register(subparsers: Any) -> None:
             "with a generated CA, on a free port of 127.0.0.1, in a temporary directory.\n\n"
             "Users: root / sluice-root (everything), repl / sluice-repl (REPLICATION SLAVE,\n"
             "REPLICATION CLIENT, SELECT) and on MariaDB ed / sluice-ed (ed25519 authentication).\n\n"
-            "MariaDB comes from the system's mariadb-server package, MySQL 9.x from\n"
-            "'python -m sluice.sandbox.install mysql' (both done by './run')."
+            "--flavor mariadb is the system's mariadb-server package; MySQL 9.x (mysql) and\n"
+            "MariaDB 11.8 (mariadb11) come from 'python -m sluice.sandbox.install mysql|mariadb11'\n"
+            "(all done by './run')."
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

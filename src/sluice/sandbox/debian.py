@@ -1,5 +1,6 @@
-"""The Debian ``Packages`` index MySQL is installed from: its stanzas parsed to what installing
-needs, and the closure of shared-library packages a set of packages loads at run time.
+"""The Debian ``Packages`` index the private servers (MySQL 9.x, MariaDB 11.8) are installed from:
+its stanzas parsed to what installing needs, and the closure of shared-library packages a set of
+packages loads at run time.
 """
 
 from __future__ import annotations
@@ -10,9 +11,7 @@ from dataclasses import dataclass
 
 from sluice.errors import ConfigError
 
-__all__ = ["DEBIAN_SUITE", "DebPackage", "is_library", "parse_depends", "parse_packages", "resolve_closure"]
-
-DEBIAN_SUITE = "sid"
+__all__ = ["DebPackage", "is_library", "parse_depends", "parse_packages", "resolve_closure"]
 
 # Dependencies that are not shared libraries a binary loads, even if their names look like it.
 _NOT_LIBRARIES = frozenset({"perl", "perl-base", "debconf", "debconf-2.0", "libc-bin", "mysql-common"})
@@ -86,18 +85,20 @@ def parse_packages(text: str) -> dict[str, DebPackage]:
 
 def is_library(package: DebPackage) -> bool:
     """A package whose contents a binary loads at run time (shared libraries and their data)."""
-    if package.name in _NOT_LIBRARIES:
-        return False
+    if package.name in _NOT_LIBRARIES or package.name.endswith("-perl"):
+        return False  # Perl modules (libdbi-perl) serve the servers' Perl scripts, not their binaries
     if package.section in ("libs", "oldlibs"):
         return True
     return package.name.startswith("lib") or package.name == "zlib1g"
 
 
-def resolve_closure(index: Mapping[str, DebPackage], roots: Iterable[str]) -> list[DebPackage]:
+def resolve_closure(index: Mapping[str, DebPackage], roots: Iterable[str], *,
+                    suite: str = "") -> list[DebPackage]:
     """The roots plus every shared-library package they need, transitively, in a stable order.
 
     For an alternative ``a | b`` the first alternative that is a library package in the index is
     taken; a group with no library in it (``perl``, ``debconf | debconf-2.0``) is left out.
+    ``suite`` names the index in the error for a root it does not hold.
     """
     providers: dict[str, str] = {}
     for package in index.values():
@@ -107,7 +108,7 @@ def resolve_closure(index: Mapping[str, DebPackage], roots: Iterable[str]) -> li
     pending = list(roots)
     for root in pending:
         if root not in index:
-            raise ConfigError(f"package {root!r} is not in the Debian {DEBIAN_SUITE} index")
+            raise ConfigError(f"package {root!r} is not in the Debian {suite or 'package'} index")
     while pending:
         name = pending.pop(0)
         if name in chosen:

@@ -1,6 +1,6 @@
 """Throwaway MariaDB and MySQL servers with the binlog on, for tests, benchmarks and the demo.
 
-``Sandbox.start("mariadb" | "mysql")`` gives a temporary directory a fresh data directory
+``Sandbox.start("mariadb" | "mariadb11" | "mysql")`` gives a temporary directory a fresh data directory
 (``sandbox.datadir``), writes a CA and a server certificate for TLS, starts the server (its command
 line: ``sandbox.argv``) on a free port of 127.0.0.1 with the binary log on (ROW, server id 1, GTIDs
 on for MySQL; MariaDB always has GTIDs) and creates the users the tests and the demo log in as
@@ -8,6 +8,10 @@ on for MySQL; MariaDB always has GTIDs) and creates the users the tests and the 
 to the binlog. A sandbox's server runs in its own process group, which ``stop()`` kills; the server
 also dies with the process that started it (unless started ``detached``) and every sandbox still
 running is stopped at interpreter exit.
+
+The flavors: ``mariadb`` is the system's MariaDB (10.11 on Debian 12), ``mariadb11`` MariaDB 11.8
+LTS and ``mysql`` MySQL 9.x, both from private roots (``sandbox.install``). ``Sandbox.is_mariadb``
+is what code asking "is this MariaDB" reads; the DSN's scheme is the family's (``mariadb://``).
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import Literal
@@ -33,7 +37,7 @@ from sluice.sandbox.accounts import PASSWORDS, create_users
 from sluice.sandbox.argv import Install
 from sluice.sandbox.certs import make_tls_files
 from sluice.sandbox.datadir import fresh_datadir, remove_templates
-from sluice.sandbox.install import require_mariadb, require_mysql
+from sluice.sandbox.install import require_mariadb, require_mariadb11, require_mysql
 from sluice.sandbox.process import (
     HOST,
     OWNER_FILE,
@@ -49,8 +53,10 @@ from sluice.sandbox.process import (
 
 log = logging.getLogger(__name__)
 
-Flavor = Literal["mariadb", "mysql"]
-FLAVORS: tuple[Flavor, ...] = ("mariadb", "mysql")
+Flavor = Literal["mariadb", "mysql", "mariadb11"]
+FLAVORS: tuple[Flavor, ...] = ("mariadb", "mysql", "mariadb11")
+_INSTALLS: dict[str, Callable[[], Install]] = {
+    "mariadb": require_mariadb, "mysql": require_mysql, "mariadb11": require_mariadb11}
 START_TIMEOUT = 120.0
 _MAX_SOCKET_PATH = 100  # sun_path is 108 bytes on Linux
 
@@ -79,7 +85,7 @@ class Sandbox:
     def __init__(self, flavor: Flavor, workdir: Path, port: int, settings: Mapping[str, str],
                  *, owns_workdir: bool, detached: bool) -> None:
         if flavor not in FLAVORS:
-            raise ConfigError(f"unknown sandbox flavor {flavor!r}: expected 'mariadb' or 'mysql'")
+            raise ConfigError(f"unknown sandbox flavor {flavor!r}: expected one of {', '.join(FLAVORS)}")
         self.flavor: Flavor = flavor
         self.workdir = workdir
         self.port = port
@@ -90,9 +96,7 @@ class Sandbox:
         self._detached = detached
         self._process: subprocess.Popen[bytes] | None = None
         self._socket_dir: Path | None = None
-        self._install: Install = (
-            require_mysql() if flavor == "mysql" else require_mariadb()
-        )
+        self._install: Install = _INSTALLS[flavor]()
         self.datadir = workdir / "data"
         self.binlog_dir = workdir / "binlog"
         self.error_log = workdir / "error.log"
@@ -198,6 +202,11 @@ class Sandbox:
         pid = self._process.pid
         self._process = None
         return pid
+
+    @property
+    def is_mariadb(self) -> bool:
+        """True for the MariaDB flavors (``mariadb``, ``mariadb11``)."""
+        return self.flavor != "mysql"
 
     @property
     def pid(self) -> int | None:
@@ -339,7 +348,8 @@ class Sandbox:
         """``mysql://root:sluice-root@127.0.0.1:PORT/`` (or ``mariadb://...``) for a sandbox user."""
         secret = PASSWORDS.get(user, "") if password is None else password
         auth = f"{user}:{secret}" if secret else user
-        return f"{self.flavor}://{auth}@{self.host}:{self.port}/"
+        scheme = "mariadb" if self.is_mariadb else "mysql"
+        return f"{scheme}://{auth}@{self.host}:{self.port}/"
 
     def binlog_files(self) -> list[str]:
         """Names of the binlog files, oldest first, from the server's binlog index."""

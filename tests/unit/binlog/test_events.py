@@ -253,6 +253,12 @@ def test_fake_rotate_without_checksum_before_fde() -> None:
     assert e.header.artificial
 
 
+def test_log_pos_zero_alone_is_not_artificial() -> None:
+    # MariaDB 11.4+ (binlog_legacy_event_pos=OFF) writes log_pos 0 for every event inside a transaction.
+    e = EventParser().parse(event(E.ROTATE_EVENT, rotate_body(), crc=False, log_pos=0, flags=0))
+    assert not e.header.artificial
+
+
 def test_fake_rotate_with_checksum_before_fde() -> None:
     e = EventParser().parse(event(E.ROTATE_EVENT, rotate_body(name=b"mariadb-bin.000007"), log_pos=0))
     assert isinstance(e, ev.RotateEvent) and e.next_file == "mariadb-bin.000007"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sluice.errors import AccessDeniedError, BinlogUnavailableError, ProtocolError, TruncatedError
+from sluice.errors import AccessDeniedError, BinlogUnavailableError, ProtocolError, ServerError, TruncatedError
 from sluice.wire.constants import Capability
 from sluice.wire.responses import (
     is_eof,
@@ -104,10 +104,28 @@ def test_err_packet_access_denied() -> None:
     assert "Access denied for user 'repl'" in str(info.value)
 
 
-def test_err_packet_binlog_purged() -> None:
-    payload = b"\xff\xd4\x04#HY000Could not find first log file name in binary log index file"
+@pytest.mark.parametrize("message", [
+    b"Could not find first log file name in binary log index file",
+    b"Could not find GTID state requested by slave in any binlog files. Probably the slave state is "
+    b"too old and required binlog files have been purged.",
+    b"Error: connecting slave requested to start from GTID 0-1-100, which is not in the master's binlog",
+    b"Cannot replicate because the source purged required binary logs.",
+    b"Client requested source to start replication from position > file size",
+])
+def test_err_packet_binlog_purged(message: bytes) -> None:
     with pytest.raises(BinlogUnavailableError):
+        raise_if_err(b"\xff\xd4\x04#HY000" + message)
+
+
+def test_err_1236_bogus_data_is_not_a_purged_binlog() -> None:
+    # The dump thread's one errno (1236) for a start position that is not an event's start.
+    payload = (b"\xff\xd4\x04#HY000bogus data in log event; the first event 'binlog.000002' at 342, "
+               b"the last event read from 'binlog.000002' at 4, the last byte read from 'binlog.000002' at 342.")
+    with pytest.raises(ServerError) as info:
         raise_if_err(payload)
+    assert type(info.value) is ServerError and info.value.errno == 1236
+    assert "not the start of an event" in str(info.value)
+    assert "purged" not in str(info.value)
 
 
 def test_err_packet_without_sqlstate() -> None:

@@ -61,6 +61,7 @@ DDL = {
 SERVER = {
     "mysql": Catalog(server_charset="utf8mb4", server_collation="utf8mb4_0900_ai_ci", flavor="mysql"),
     "mariadb": Catalog(server_charset="latin1", server_collation="latin1_swedish_ci", flavor="mariadb"),
+    "mariadb11": Catalog(server_charset="utf8mb4", server_collation="utf8mb4_uca1400_ai_ci", flavor="mariadb"),
 }
 GOLDEN = sorted(p.name for p in DATA.glob("*.binlog"))
 
@@ -74,9 +75,11 @@ def replay(flavor: str, *statements: str) -> Catalog:
 
 
 def golden_catalog(name: str) -> tuple[str, Catalog]:
-    flavor, workload = name.removesuffix(".binlog").split("-", 1)
-    statements = [s.format(json=", js JSON" if flavor == "mysql" else "") for s in DDL[workload]]
-    return flavor, replay(flavor, *statements)
+    """The server family ("mysql", "mariadb") of a golden file and its tables' catalog."""
+    server, workload = name.removesuffix(".binlog").split("-", 1)
+    statements = [s.format(json=", js JSON" if server == "mysql" else "") for s in DDL[workload]]
+    catalog = replay(server, *statements)
+    return catalog.flavor or server, catalog
 
 
 def table_maps(name: str) -> list[TableMapEvent]:
