@@ -2,7 +2,10 @@
 
 The pipeline calls ``on_query`` for every QUERY event (DDL is replayed on the catalog and recorded
 in the history with its position) and ``resolve`` for every new TABLE_MAP (the caller caches the
-answer by ``(table_map.raw, tracker.version)``). ``resolve`` follows three rules:
+answer by ``(table_map.raw, tracker.version)``). A DDL is replayed with the server's character set
+and default collations its QUERY event carries (``SessionCharsets``: ``collation_server`` of
+``Q_CHARSET_CODE``, MariaDB's ``character_set_collations``, MySQL's
+``default_collation_for_utf8mb4``), as a replica applies it. ``resolve`` follows three rules:
 
 1. The TABLE_MAP names all its columns (``binlog_row_metadata=FULL``): the map is trusted. When the
    tracked definition disagrees (names, count, types, primary key) it is replaced by one derived
@@ -11,6 +14,9 @@ answer by ``(table_map.raw, tracker.version)``). ``resolve`` follows three rules
 2. Otherwise the tracked definition must fit the map (``check_table_map``), or ``SchemaError``
    says where, both definitions and the remedy. The column facts come from the tracked
    definition; whatever the map itself carries (MINIMAL metadata: signedness, charsets) wins.
+   A character column whose character set is known from neither (its table was created in a
+   database whose defaults sluice never saw) stops with ``SchemaError`` naming it and the
+   remedies: sluice does not guess a character set.
 3. An unknown table whose map has no names: ``SchemaError`` saying how to give sluice its columns.
 
 Reading archived files (``positional="fallback"``, ``sluice dump``), rules 2 and 3 do not stop:
@@ -43,18 +49,24 @@ from typing import TYPE_CHECKING, Any
 
 from sluice.binlog.columns import ColumnInfo, inspection_columns
 from sluice.binlog.constants import ColumnType
-from sluice.binlog.events import TableMapEvent
+from sluice.binlog.events import QueryEvent, TableMapEvent
 from sluice.binlog.values.charsets import COLLATION_CHARSETS
 from sluice.cdc.schema.ddl_detect import is_ddl
 from sluice.cdc.schema.history import SchemaHistory, binlog_order
 from sluice.cdc.schema.model import Catalog, ColumnDef, TableSchema
-from sluice.cdc.schema.typemap import check_column, check_table_map, collation_name, column_from_map
+from sluice.cdc.schema.typemap import (
+    CHARACTER_TYPES,
+    check_column,
+    check_table_map,
+    collation_name,
+    column_from_map,
+)
 from sluice.errors import SchemaError
 
 if TYPE_CHECKING:
     from sluice.cdc.schema.ddl import DdlOutcome
 
-__all__ = ["Correction", "ResolvedTable", "SchemaTracker"]
+__all__ = ["Correction", "ResolvedTable", "SchemaTracker", "SessionCharsets"]
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +74,12 @@ _REMEDY_MISMATCH = (
     "The schema history is out of step with the server. Re-bootstrap the schema from the server "
     "(delete the schema history file, or run with a fresh checkpoint directory), or set "
     "binlog_row_metadata=FULL on the server so that the binlog names the columns itself."
+)
+_REMEDY_CHARSET = (
+    "sluice does not guess a character set. Give it the binlog files from the one holding that "
+    "database's CREATE DATABASE on, or have the server name the character sets in the binlog "
+    "(binlog_row_metadata=FULL; MINIMAL on MySQL), or follow the live server (sluice tail), whose "
+    "schema is read from information_schema."
 )
 _REMEDY_UNKNOWN = (
     "Set binlog_row_metadata=FULL on the server, or give sluice the table's CREATE TABLE: start from "
@@ -76,6 +94,46 @@ class ResolvedTable:
     columns: tuple[ColumnInfo, ...]  # one per TABLE_MAP column, names filled in
     names: tuple[str, ...]
     primary_key: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SessionCharsets:
+    """The character-set facts a QUERY event carries about the session that ran it: the
+    ``collation_server`` id (``Q_CHARSET_CODE``), MariaDB 11.2+'s ``character_set_collations``
+    (status variable 131: (character set's default collation id, collation id) pairs; the
+    character set is that of either) and MySQL 8.0+'s ``default_collation_for_utf8mb4``."""
+
+    collation_server: int | None = None
+    collations: tuple[tuple[int, int], ...] = ()
+    utf8mb4_default: int | None = None
+
+    @classmethod
+    def of(cls, event: QueryEvent) -> SessionCharsets | None:
+        """The facts of a QUERY event; None when it carries none."""
+        server = event.charset[2] if event.charset is not None else None
+        pairs = event.character_set_collations or ()
+        if server is None and not pairs and event.default_collation_for_utf8mb4 is None:
+            return None
+        return cls(server, pairs, event.default_collation_for_utf8mb4)
+
+    def applied(self, catalog: Catalog) -> Catalog:
+        """``catalog`` with the server's defaults of this session; the same object when it has them."""
+        defaults = catalog.default_collations()
+        ids = [*self.collations, *(((0, self.utf8mb4_default),) if self.utf8mb4_default is not None else ())]
+        for _, cid in ids:
+            cs, name = COLLATION_CHARSETS.get(cid), collation_name(cid)
+            if cs is not None and name is not None:
+                defaults[cs] = name
+        cs = COLLATION_CHARSETS.get(self.collation_server) if self.collation_server is not None else None
+        if cs is None:
+            cs, coll = catalog.server_charset, catalog.server_collation
+        else:
+            coll = collation_name(self.collation_server)
+            if coll is None:  # an id sluice has no name for: its character set is what decoding needs
+                coll = catalog.server_collation if catalog.server_charset == cs else defaults.get(cs)
+        if (cs, coll, defaults) == (catalog.server_charset, catalog.server_collation, catalog.default_collations()):
+            return catalog
+        return catalog.with_server_defaults(server_charset=cs, server_collation=coll, default_collations=defaults)
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,11 +212,18 @@ class SchemaTracker:
 
     # ------------------------------------------------------------------ DDL
 
-    def on_query(self, sql: str, default_db: str, file: str, pos: int, gtid: str | None = None) -> DdlOutcome | None:
-        """Replay a QUERY event's statement if it is DDL; None for anything else."""
+    def on_query(self, sql: str, default_db: str, file: str, pos: int, gtid: str | None = None,
+                 session: SessionCharsets | None = None) -> DdlOutcome | None:
+        """Replay a QUERY event's statement if it is DDL, with the server defaults of ``session``
+        (the event's own, ``SessionCharsets.of``); None for anything else."""
         if not is_ddl(sql):
             return None
         from sluice.cdc.schema.ddl import apply_ddl  # sqlglot, imported at the first DDL
+
+        if session is not None:
+            learned = session.applied(self.catalog)
+            if learned is not self.catalog:
+                self._set(learned)
 
         new, outcome = apply_ddl(self.catalog, sql, default_db)
         if self._ahead is not None:
@@ -257,6 +322,14 @@ class SchemaTracker:
         infos = tracked.column_infos()
         if len(cols) == n:
             infos = tuple(_merge(t, m) for t, m in zip(infos, cols, strict=True))
+        unknown = [c.name for c, info in zip(tracked.columns, infos, strict=True)
+                   if c.data_type in _DECODED_TEXT and info.collation is None]
+        if unknown:
+            raise SchemaError(
+                f"the character set of {db}.{name} column(s) {', '.join(f'`{c}`' for c in unknown)} is not known at "
+                f"{file}:{pos}: the definition names none and the default of the database {db} was never seen "
+                f"(it was set before the binlog read, or by a server that did not log its own). {_REMEDY_CHARSET}"
+            )
         return ResolvedTable(infos, tracked.names, tracked.primary_key)
 
     def _fall_back(self, table_map: TableMapEvent, file: str, pos: int, why: str) -> ResolvedTable:
@@ -349,3 +422,5 @@ def _merge(tracked: ColumnInfo, logged: ColumnInfo) -> ColumnInfo:
 
 
 _EMPTY = ColumnInfo()
+# Character columns whose values are text in their character set (ENUM / SET members come from the DDL).
+_DECODED_TEXT = CHARACTER_TYPES - {"enum", "set"}
