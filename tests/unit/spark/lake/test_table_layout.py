@@ -59,8 +59,10 @@ DDL = {
     "partial-json": ["CREATE TABLE golden.docs (id INT PRIMARY KEY, doc JSON, other JSON, n INT)"],
 }
 SERVER = {
-    "mysql": Catalog(server_charset="utf8mb4", server_collation="utf8mb4_0900_ai_ci", flavor="mysql"),
-    "mariadb": Catalog(server_charset="latin1", server_collation="latin1_swedish_ci", flavor="mariadb"),
+    "mysql": Catalog(databases={"golden": ("utf8mb4", "utf8mb4_0900_ai_ci")}, server_charset="utf8mb4",
+                     server_collation="utf8mb4_0900_ai_ci", flavor="mysql"),
+    "mariadb": Catalog(databases={"golden": ("latin1", "latin1_swedish_ci")}, server_charset="latin1",
+                       server_collation="latin1_swedish_ci", flavor="mariadb"),
 }
 GOLDEN = sorted(p.name for p in DATA.glob("*.binlog"))
 
