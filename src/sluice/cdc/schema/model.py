@@ -69,6 +69,7 @@ class ColumnDef:
             geometry_type=GEOMETRY_TYPES.get(dt),
             vector_dimension=self.length if dt == "vector" else None,
             visible=self.visible,
+            mariadb_type=dt if dt in FIXED_BINARY_TYPES else None,
         )
 
     def sql_type(self) -> str:

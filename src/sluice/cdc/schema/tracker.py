@@ -56,6 +56,7 @@ from sluice.cdc.schema.history import SchemaHistory, binlog_order
 from sluice.cdc.schema.model import Catalog, ColumnDef, TableSchema
 from sluice.cdc.schema.typemap import (
     CHARACTER_TYPES,
+    FIXED_BINARY_TYPES,
     check_column,
     check_table_map,
     collation_name,
@@ -296,6 +297,7 @@ class SchemaTracker:
                 reason = self._disagreement(tracked, table_map, names, pk)
                 if reason is not None:
                     self._correct(tracked, table_map, names, pk, file, pos, reason)
+                cols = _with_schema_types(self.catalog.get(db, name) or tracked, cols)
             return ResolvedTable(cols, names, pk)
         if tracked is None:
             if self.positional == "fallback":
@@ -418,7 +420,21 @@ def _merge(tracked: ColumnInfo, logged: ColumnInfo) -> ColumnInfo:
         geometry_type=tracked.geometry_type if logged.geometry_type is None else logged.geometry_type,
         vector_dimension=tracked.vector_dimension if logged.vector_dimension is None else logged.vector_dimension,
         visible=tracked.visible,
+        mariadb_type=tracked.mariadb_type,
     )
+
+
+def _with_schema_types(tracked: TableSchema, logged: tuple[ColumnInfo, ...]) -> tuple[ColumnInfo, ...]:
+    """A FULL map's columns with what only the schema knows: MariaDB's UUID / INET4 / INET6 and
+    VECTOR, which its binlog logs as BINARY / VARBINARY (the map names the column, not the type)."""
+    if len(tracked.columns) != len(logged):
+        return logged
+    out = list(logged)
+    for i, col in enumerate(tracked.columns):
+        if col.data_type in FIXED_BINARY_TYPES or (col.data_type == "vector" and logged[i].vector_dimension is None):
+            schema = col.column_info()
+            out[i] = replace(logged[i], mariadb_type=schema.mariadb_type, vector_dimension=schema.vector_dimension)
+    return tuple(out)
 
 
 _EMPTY = ColumnInfo()
