@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any
 from sluice.cdc.schema.ddl_detect import is_ddl
 from sluice.cdc.schema.history import SchemaHistory
 from sluice.cdc.schema.model import Catalog, ColumnDef, TableSchema
-from sluice.cdc.schema.tracker import Correction, ResolvedTable, SchemaTracker, SessionCharsets
+from sluice.cdc.schema.session_charsets import SessionCharsets
+from sluice.cdc.schema.tracker import Correction, ResolvedTable, SchemaTracker
 from sluice.cdc.schema.typemap import check_table_map, collation_id, expected_binlog_type
 
 if TYPE_CHECKING:
