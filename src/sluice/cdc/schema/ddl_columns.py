@@ -87,10 +87,8 @@ def _db_defaults(catalog: Catalog, db: str) -> tuple[str | None, str | None]:
     """A database's defaults when sluice saw them (read from the server, or its CREATE / ALTER
     DATABASE replayed), else (None, None): a database created before the binlog sluice reads may
     have any character set, so a column that inherits it has an unknown one."""
-    cs, coll = catalog.database_defaults().get(db, (None, None))
-    if cs is None and coll is None:
-        return None, None
-    return _pair(catalog, cs, coll, (None, None))
+    cs = catalog.database_charset(db)
+    return (cs, catalog.database_collation(db)) if cs is not None else (None, None)
 
 
 def _pair(catalog: Catalog, cs: str | None, coll: str | None,
