@@ -252,6 +252,22 @@ def test_charsets_inherit_column_table_database_server() -> None:
     assert run(Catalog(), "CREATE TABLE d (c varchar(3))").get("shop", "d").columns[0].charset is None
 
 
+def test_mariadb_uca1400_collations_without_a_charset_take_the_inherited_one() -> None:
+    catalog = run(
+        MARIADB,
+        "CREATE DATABASE u CHARACTER SET utf8mb4",
+        "CREATE TABLE u.a (c varchar(3) COLLATE uca1400_ai_ci, d varchar(3) CHARACTER SET utf8mb3 "
+        "COLLATE uca1400_as_cs, e varchar(3))",
+        "CREATE TABLE u.b (c varchar(3)) COLLATE=uca1400_ai_ci",
+        "CREATE TABLE unseen.c (c varchar(3) COLLATE uca1400_ai_ci)",
+    )
+    a = table(catalog, "a", "u")
+    assert [(c.charset, c.collation) for c in a.columns] == [
+        ("utf8mb4", "utf8mb4_uca1400_ai_ci"), ("utf8mb3", "utf8mb3_uca1400_as_cs"), ("utf8mb4", "utf8mb4_general_ci")]
+    assert (table(catalog, "b", "u").columns[0].charset) == "utf8mb4"
+    assert table(catalog, "c", "unseen").columns[0].charset is None  # whose uca1400? not known
+
+
 def test_primary_keys_inline_constraint_composite_prefix_desc() -> None:
     catalog = run(
         MYSQL,

@@ -93,9 +93,15 @@ def _db_defaults(catalog: Catalog, db: str) -> tuple[str | None, str | None]:
 
 def _pair(catalog: Catalog, cs: str | None, coll: str | None,
           fallback: tuple[str | None, str | None]) -> tuple[str | None, str | None]:
-    """(charset, collation) from an explicit charset and/or collation, else the inherited pair."""
+    """(charset, collation) from an explicit charset and/or collation, else the inherited pair.
+
+    MariaDB 11's ``uca1400_*`` collation names carry no character set: they name that collation of
+    the charset given with them, else of the inherited one (``utf8mb4_uca1400_ai_ci``)."""
     if cs is None and coll is None:
         return fallback
+    if coll is not None and coll.startswith("uca1400_"):
+        cs = cs or fallback[0]
+        coll = f"{cs}_{coll}" if cs is not None else None
     if cs is None:
         cs = charset_of_collation(coll)
     if coll is None:
