@@ -16,7 +16,8 @@ and default collations its QUERY event carries (``SessionCharsets``: ``collation
    definition; whatever the map itself carries (MINIMAL metadata: signedness, charsets) wins.
    A character column whose character set is known from neither (its table was created in a
    database whose defaults sluice never saw) stops with ``SchemaError`` naming it and the
-   remedies: sluice does not guess a character set.
+   remedies, or with ``positional="fallback"`` (archived files) is read marked
+   (``ColumnInfo.mark_unsure``) with a warning: sluice does not guess a character set.
 3. An unknown table whose map has no names: ``SchemaError`` saying how to give sluice its columns.
 
 Reading archived files (``positional="fallback"``, ``sluice dump``), rules 2 and 3 do not stop:
@@ -79,7 +80,8 @@ _REMEDY_MISMATCH = (
 )
 _REMEDY_CHARSET = (
     "sluice does not guess a character set. Give it the binlog files from the one holding that "
-    "database's CREATE DATABASE on, or have the server name the character sets in the binlog "
+    "database's CREATE DATABASE on, or the table's definition (sluice dump --schema: a server or a "
+    "mysqldump --no-data file), or have the server name the character sets in the binlog "
     "(binlog_row_metadata=FULL; MINIMAL on MySQL), or follow the live server (sluice tail), whose "
     "schema is read from information_schema."
 )
@@ -157,6 +159,7 @@ class SchemaTracker:
             raise ValueError(f"positional is never, fallback or all, not {positional!r}")
         self.positional = positional
         self.by_position: dict[tuple[str, str], str] = {}  # tables read by position -> why
+        self.unsure_text: set[tuple[str, str]] = set()  # tables with text of an unknown charset, marked
         self._met: set[tuple[str, str]] = set(met or ())
         self._later: set[tuple[str, str]] = set()  # met first by an ALTER: their definition is read_at's
 
@@ -285,14 +288,19 @@ class SchemaTracker:
         infos = tracked.column_infos()
         if len(cols) == n:
             infos = tuple(_merge(t, m) for t, m in zip(infos, cols, strict=True))
-        unknown = [c.name for c, info in zip(tracked.columns, infos, strict=True)
+        unknown = [i for i, (c, info) in enumerate(zip(tracked.columns, infos, strict=True))
                    if c.data_type in _DECODED_TEXT and info.collation is None]
         if unknown:
-            raise SchemaError(
-                f"the character set of {db}.{name} column(s) {', '.join(f'`{c}`' for c in unknown)} is not known at "
-                f"{file}:{pos}: the definition names none and the default of the database {db} was never seen "
-                f"(it was set before the binlog read, or by a server that did not log its own). {_REMEDY_CHARSET}"
-            )
+            why = (f"the character set of {db}.{name} column(s) "
+                   f"{', '.join(f'`{tracked.columns[i].name}`' for i in unknown)} is not known at {file}:{pos}: the "
+                   f"definition names none and the default of the database {db} was never seen (it was set before "
+                   "the binlog read, or by a server that did not log its own)")
+            if self.positional != "fallback":
+                raise SchemaError(f"{why}. {_REMEDY_CHARSET}")
+            if (db, name) not in self.unsure_text:  # archived files: those values marked, said once a table
+                self.unsure_text.add((db, name))
+                log.warning("%s; their values are printed as {\"hex\": ...}. %s", why, _REMEDY_CHARSET)
+            infos = tuple(replace(info, mark_unsure=True) if i in unknown else info for i, info in enumerate(infos))
         return ResolvedTable(infos, tracked.names, tracked.primary_key)
 
     def _fall_back(self, table_map: TableMapEvent, file: str, pos: int, why: str) -> ResolvedTable:
