@@ -459,3 +459,63 @@ def test_compiled_core_and_python_twin_agree(capture: Capture) -> None:
         rowplan.use_compiled(True)
     assert len(compiled) == len(twin) > 0
     assert compiled == twin
+
+
+# -- MariaDB's own types: UUID, INET4, INET6 ------------------------------------------------------
+# The binlog logs them as BINARY(16) / BINARY(4) / BINARY(16); only the schema says what they are, so
+# they are read through what keeps a schema (sluice dump: the CREATE TABLE in the files; sluice tail:
+# information_schema), with the default metadata (NO_LOG) and with FULL.
+
+OWN_VALUES = [
+    # a time-based UUID (stored with its segments swapped), a random one, the nil one
+    "(1, '0b8a1c2d-3e4f-11ef-a5b6-c7d8e9f00102', '192.0.2.1', '2001:db8::1')",
+    "(2, 'F47AC10B-58CC-4372-A567-0E02B2C3D479', '10.0.0.0', '::ffff:192.0.2.128')",
+    "(3, '00000000-0000-0000-0000-000000000000', '255.255.255.255', '::')",
+    "(4, NULL, NULL, 'fe80::1:0:0:0')",
+]
+
+
+def _own_rows(conn: Connection) -> dict[int, dict[str, Any]]:
+    result = conn.query(f"SELECT id, CAST(u AS CHAR), CAST(i4 AS CHAR), CAST(i6 AS CHAR) FROM {DB}_own.t ORDER BY id")
+    return {int(r[0]): {"id": int(r[0]), "u": r[1], "i4": r[2], "i6": r[3]} for r in result.rows if r[0] is not None}
+
+
+@pytest.mark.mariadb
+@pytest.mark.parametrize("metadata", ["NO_LOG", "FULL"])
+def test_mariadb_uuid_inet4_inet6_are_their_text(mariadb_server: Any, metadata: str, capsys) -> None:
+    server = mariadb_server
+    with Connection.open(parse_dsn(server.dsn())) as conn:
+        old = conn.query("SELECT @@GLOBAL.binlog_row_metadata").rows[0][0]
+        conn.execute(f"SET GLOBAL binlog_row_metadata = '{metadata}'")
+        try:
+            conn.execute(f"DROP DATABASE IF EXISTS {DB}_own")
+            conn.execute("FLUSH BINARY LOGS")
+            conn.execute(f"CREATE DATABASE {DB}_own")
+            conn.execute(f"CREATE TABLE {DB}_own.t (id INT PRIMARY KEY, u UUID, i4 INET4, i6 INET6)")
+            start = server_binlog_status(conn)
+            conn.execute(f"INSERT INTO {DB}_own.t VALUES " + ", ".join(OWN_VALUES))
+            inserted = _own_rows(conn)
+            conn.execute(f"UPDATE {DB}_own.t SET u = '6ccd780c-baba-1026-9564-5b8c656024db', "
+                         "i4 = '198.51.100.7', i6 = '1:0:0:2:0:0:3:4' WHERE id = 4")
+            updated = _own_rows(conn)
+            conn.execute(f"DELETE FROM {DB}_own.t WHERE id = 1")
+            conn.execute("FLUSH BINARY LOGS")
+        finally:
+            conn.execute(f"SET GLOBAL binlog_row_metadata = '{old}'")
+    assert inserted[1]["u"] == "0b8a1c2d-3e4f-11ef-a5b6-c7d8e9f00102" and inserted[2]["i6"] == "::ffff:192.0.2.128"
+    files = server.binlog_files()
+    first = files.index(start.file)
+    paths = [str(server.binlog_dir / name) for name in files[first:]]
+    capsys.readouterr()
+    assert sluice_main(["dump", "--tables", rf"{DB}_own\.t", *paths]) == 0
+    dumped = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert sluice_main(["tail", server.dsn("repl"), "--from", f"{start.file}:{start.pos}", "--until-end",
+                        "--tables", rf"{DB}_own\.t"]) == 0
+    tailed = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    for changes in (dumped, tailed):
+        images = [(c["op"], c["before"], c["after"]) for c in changes]
+        assert images == [
+            *[("insert", None, inserted[i]) for i in (1, 2, 3, 4)],
+            ("update", inserted[4], updated[4]),
+            ("delete", updated[1], None),
+        ]

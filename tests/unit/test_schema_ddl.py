@@ -21,8 +21,11 @@ from sluice.errors import SchemaError
 
 pytestmark = pytest.mark.unit
 
-MYSQL = Catalog(server_charset="utf8mb4", server_collation="utf8mb4_0900_ai_ci", flavor="mysql")
-MARIADB = Catalog(server_charset="latin1", server_collation="latin1_swedish_ci", flavor="mariadb")
+# A server's catalog as the bootstrap reads it: the server's defaults and those of the database shop.
+MYSQL = Catalog(databases={"shop": ("utf8mb4", "utf8mb4_0900_ai_ci")}, server_charset="utf8mb4",
+                server_collation="utf8mb4_0900_ai_ci", flavor="mysql")
+MARIADB = Catalog(databases={"shop": ("latin1", "latin1_swedish_ci")}, server_charset="latin1",
+                  server_collation="latin1_swedish_ci", flavor="mariadb")
 
 
 def run(catalog: Catalog, *statements: str, db: str | None = "shop") -> Catalog:
@@ -229,7 +232,10 @@ def test_charsets_inherit_column_table_database_server() -> None:
         "CREATE TABLE l1.a (c varchar(3), d varchar(3) CHARACTER SET utf8mb4, e varchar(3) COLLATE utf8mb4_bin)",
         "CREATE TABLE l1.b (c varchar(3)) DEFAULT CHARSET=cp1251",
         "CREATE TABLE l1.c (c varchar(3)) COLLATE=latin1_bin",
-        "CREATE TABLE shop.d (c varchar(3))",  # database without defaults: the server's
+        "CREATE TABLE shop.d (c varchar(3))",  # the database's defaults
+        "CREATE DATABASE l2",  # the server's defaults
+        "CREATE TABLE l2.e (c varchar(3))",
+        "CREATE TABLE unseen.f (c varchar(3), d varchar(3) CHARACTER SET latin1)",
     )
     a = table(catalog, "a", "l1")
     assert [(c.charset, c.collation) for c in a.columns] == [
@@ -238,9 +244,28 @@ def test_charsets_inherit_column_table_database_server() -> None:
     assert table(catalog, "b", "l1").columns[0].charset == "cp1251"
     assert (table(catalog, "c", "l1").columns[0].collation) == "latin1_bin"
     assert table(catalog, "d").columns[0].charset == "utf8mb4"
+    assert (table(catalog, "e", "l2").columns[0].charset) == "utf8mb4"
+    # A database whose defaults were never seen: its columns' charset is unknown, not the server's.
+    assert [c.charset for c in table(catalog, "f", "unseen").columns] == [None, "latin1"]
     assert run(MARIADB, "CREATE TABLE d (c varchar(3))").get("shop", "d").columns[0].charset == "latin1"
     # Without any server facts the charset stays unknown rather than guessed.
     assert run(Catalog(), "CREATE TABLE d (c varchar(3))").get("shop", "d").columns[0].charset is None
+
+
+def test_mariadb_uca1400_collations_without_a_charset_take_the_inherited_one() -> None:
+    catalog = run(
+        MARIADB,
+        "CREATE DATABASE u CHARACTER SET utf8mb4",
+        "CREATE TABLE u.a (c varchar(3) COLLATE uca1400_ai_ci, d varchar(3) CHARACTER SET utf8mb3 "
+        "COLLATE uca1400_as_cs, e varchar(3))",
+        "CREATE TABLE u.b (c varchar(3)) COLLATE=uca1400_ai_ci",
+        "CREATE TABLE unseen.c (c varchar(3) COLLATE uca1400_ai_ci)",
+    )
+    a = table(catalog, "a", "u")
+    assert [(c.charset, c.collation) for c in a.columns] == [
+        ("utf8mb4", "utf8mb4_uca1400_ai_ci"), ("utf8mb3", "utf8mb3_uca1400_as_cs"), ("utf8mb4", "utf8mb4_general_ci")]
+    assert (table(catalog, "b", "u").columns[0].charset) == "utf8mb4"
+    assert table(catalog, "c", "unseen").columns[0].charset is None  # whose uca1400? not known
 
 
 def test_primary_keys_inline_constraint_composite_prefix_desc() -> None:

@@ -38,9 +38,13 @@ MULTITABLE = [
     "CREATE TABLE golden.customers (id INT PRIMARY KEY, name VARCHAR(50), balance DECIMAL(10,2))",
     "CREATE TABLE golden.audit (seq BIGINT AUTO_INCREMENT PRIMARY KEY, what VARCHAR(20))",
 ]
+# The servers' catalogs as the bootstrap read them: tools/capture_golden.py creates the database golden
+# with the server's defaults.
 SERVER = {
-    "mysql": Catalog(server_charset="utf8mb4", server_collation="utf8mb4_0900_ai_ci", flavor="mysql"),
-    "mariadb": Catalog(server_charset="latin1", server_collation="latin1_swedish_ci", flavor="mariadb"),
+    "mysql": Catalog(databases={"golden": ("utf8mb4", "utf8mb4_0900_ai_ci")}, server_charset="utf8mb4",
+                     server_collation="utf8mb4_0900_ai_ci", flavor="mysql"),
+    "mariadb": Catalog(databases={"golden": ("latin1", "latin1_swedish_ci")}, server_charset="latin1",
+                       server_collation="latin1_swedish_ci", flavor="mariadb"),
 }
 
 

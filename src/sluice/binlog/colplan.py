@@ -22,6 +22,7 @@ from sluice.binlog.values.charsets import (
 from sluice.binlog.values.decimal import decimal_decoder, decimal_size
 from sluice.binlog.values.geometry import decode_geometry, decode_vector
 from sluice.binlog.values.json_binary import parse_json
+from sluice.binlog.values.mariadb_types import MARIADB_TYPE_BYTES, mariadb_type_decoder
 from sluice.binlog.values.marked import UndecodedText, either_sign_decoder, lenient_text
 from sluice.binlog.values.temporal import (
     date_decoder,
@@ -160,7 +161,10 @@ def column(i: int, t: int, meta: int, info: ColumnInfo, table: str) -> Col:
     elif t in (ColumnType.VARCHAR, ColumnType.VAR_STRING):
         c.kind = "var"
         c.prefix = 1 if meta < 256 else 2
-        _text(c, info, default_text=True, unsupported=unsupported)
+        if info.vector_dimension is not None:
+            _function(c, decode_vector)  # MariaDB's VECTOR(n): a VARBINARY(4n) of float32s (Field_vector)
+        else:
+            _text(c, info, default_text=True, unsupported=unsupported)
     elif t in (ColumnType.STRING, ColumnType.ENUM, ColumnType.SET):
         byte0, byte1 = meta >> 8, meta & 0xFF
         if byte0 and (byte0 & 0x30) != 0x30:
@@ -171,7 +175,13 @@ def column(i: int, t: int, meta: int, info: ColumnInfo, table: str) -> Col:
         else:
             length = byte1
             real = byte0 or t
-        if real == ColumnType.STRING:
+        if real == ColumnType.STRING and info.mariadb_type is not None:
+            if MARIADB_TYPE_BYTES.get(info.mariadb_type) != length:
+                raise unsupported(f"a MariaDB {info.mariadb_type.upper()} column logged as {length} bytes")
+            c.kind = "var"
+            c.prefix = 1
+            _function(c, mariadb_type_decoder(info.mariadb_type))
+        elif real == ColumnType.STRING:
             c.kind = "var"
             c.prefix = 1 if length < 256 else 2
             _text(c, info, default_text=True, unsupported=unsupported)

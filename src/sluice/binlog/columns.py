@@ -2,7 +2,9 @@
 
 ``ColumnInfo`` carries what the optional metadata block of a TABLE_MAP event (MySQL
 ``binlog_row_metadata=FULL``) or sluice's schema history knows about one column: its name,
-signedness, collation, ENUM / SET members, geometry subtype, vector dimension and visibility.
+signedness, collation, ENUM / SET members, geometry subtype, vector dimension and visibility, and
+what only the schema knows: MariaDB's own type of a column its binlog logs as a binary string
+(``mariadb_type``: UUID, INET4, INET6; a MariaDB VECTOR is a VARCHAR with a ``vector_dimension``).
 Every field is optional: a ``None`` means "not known", and the row decoder then follows the
 documented fallback (signed integers, UTF-8 text for VARCHAR/CHAR, bytes for the BLOB family,
 ENUM index / SET bitmask as integers). ``mark_unsure`` asks for the inspection reading instead:
@@ -33,6 +35,7 @@ class ColumnInfo:
     geometry_type: int | None = None
     vector_dimension: int | None = None
     visible: bool = True
+    mariadb_type: str | None = None  # "uuid" | "inet4" | "inet6": a binary STRING printed as that type
     # Decode for inspection: a value whose reading needs a fact not known here (a character
     # column's charset, an integer's signedness), or text that does not decode in its charset,
     # comes out marked (``sluice.binlog.values.marked``) instead of guessed or refused.

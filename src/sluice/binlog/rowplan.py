@@ -29,7 +29,10 @@ SET                         ``tuple`` of member ``str`` when members known, else
 BIT(n)                      ``int``
 JSON                        the decoded value; partial update -> ``JsonDiffs``
 GEOMETRY                    ``Geometry(srid, wkb)``
-VECTOR                      ``tuple`` of ``float``
+VECTOR                      ``tuple`` of ``float``; also MariaDB's (a binary VARCHAR) when the
+                            schema gives its ``vector_dimension``
+MariaDB UUID, INET4, INET6  ``str`` as the server prints it, when the schema names the type
+                            (``ColumnInfo.mariadb_type``; else the BINARY(n) ``bytes`` logged)
 NULL type                   ``None``
 ==========================  ==================================================================
 """

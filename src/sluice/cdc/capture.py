@@ -38,7 +38,7 @@ from sluice.cdc.capture_out import column_spec, line_spec, transaction_columns, 
 from sluice.cdc.committed import CommittedTransaction, CountedRows, DdlRecord, WrittenLines
 from sluice.cdc.jsonl import gtid_ts, value_bytes
 from sluice.cdc.records import RowChange, RowChangeBuilder
-from sluice.cdc.schema import ResolvedTable, SchemaTracker, is_ddl
+from sluice.cdc.schema import ResolvedTable, SchemaTracker, SessionCharsets, is_ddl
 from sluice.cdc.transactions import Transaction, TransactionAssembler
 from sluice.errors import DataLossError, MalformedEventError
 
@@ -265,7 +265,8 @@ class ChangeCapture:
         if not is_ddl(sql):
             return
         # the DDL's own transaction is open: its GTID event came first (the QUERY is fed next)
-        outcome = self.tracker.on_query(sql, event.schema, file, pos, self.assembler.open_gtid)
+        outcome = self.tracker.on_query(sql, event.schema, file, pos, self.assembler.open_gtid,
+                                        SessionCharsets.of(event))
         if outcome is not None:
             self._ddl[(file, pos)] = outcome
 

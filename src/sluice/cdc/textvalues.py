@@ -7,10 +7,10 @@ bytes, kept in the ``str`` as surrogate escapes. ``text_converter`` turns one co
 into exactly what ``sluice.binlog.rowplan`` decodes from a row image of the same column (int, the
 float32 value of a FLOAT, ``Decimal`` with the column's scale, sluice's temporal text with
 TIMESTAMP as a UTC ``...Z`` instant, ``bytes``, a tuple of SET members, the parsed JSON document,
-``Geometry``, a tuple of VECTOR floats, BIT as int, MariaDB's INET4 / INET6 / UUID as their stored
-bytes). It is decided once per column from its ``ColumnDef``; ``row_converter`` compiles a whole
-table's converters into one function per row, with no per-value type tests. Two things the text
-must be read under: the session time zone ``'+00:00'`` (TIMESTAMP is printed in it), and
+``Geometry``, a tuple of VECTOR floats, BIT as int, MariaDB's INET4 / INET6 / UUID as the text the
+binlog decoder makes of their bytes). It is decided once per column from its ``ColumnDef``;
+``row_converter`` compiles a whole table's converters into one function per row, with no per-value
+type tests. Two things the text must be read under: the session time zone ``'+00:00'`` (TIMESTAMP is printed in it), and
 ``select_list``, which selects a FLOAT as ``CAST(... AS DOUBLE)`` because both servers print FLOAT
 with only six significant digits. One value the text cannot tell apart: a number inside a MySQL
 JSON document is a double or a DECIMAL in the binary JSON but prints the same; ``json_number``
@@ -30,6 +30,7 @@ from typing import Any
 from sluice.binlog.columns import BINARY_COLLATION
 from sluice.binlog.values.geometry import decode_geometry, decode_vector
 from sluice.binlog.values.json_binary import JsonDecimal
+from sluice.binlog.values.mariadb_types import inet4_text, inet6_text, uuid_text
 from sluice.cdc.schema.model import ColumnDef, TableSchema
 from sluice.cdc.schema.typemap import BINARY_TYPES, BLOB_TYPES, GEOMETRY_TYPES, INTEGER_TYPES, TEXT_TYPES
 from sluice.codegen import define
@@ -95,20 +96,20 @@ def _vector(text: str) -> tuple[float, ...]:
     return decode_vector(_bytes(text))
 
 
-def _inet4(text: str) -> bytes:
-    return IPv4Address(text).packed
+def _inet4(text: str) -> str:
+    return inet4_text(IPv4Address(text).packed)
 
 
-def _inet6(text: str) -> bytes:
-    return IPv6Address(text).packed
+def _inet6(text: str) -> str:
+    return inet6_text(IPv6Address(text).packed)
 
 
-def _uuid(text: str) -> bytes:
-    # MariaDB logs a UUID's 16 bytes in the order it prints them (checked against its binlog).
+def _uuid(text: str) -> str:
+    # MariaDB logs a UUID's 16 bytes in the order it prints them (UUID::pack, sql_type_uuid.h).
     raw = bytes.fromhex(text.replace("-", ""))
     if len(raw) != 16:
         raise ValueError(f"a UUID has 16 bytes, found {len(raw)}")
-    return raw
+    return uuid_text(raw)
 
 
 def json_number(text: str) -> float | JsonDecimal:
@@ -177,7 +178,7 @@ def text_converter(column: ColumnDef, flavor: str | None = None) -> TextConverte
     if dt in GEOMETRY_TYPES:
         return _geometry
     if dt == "vector":
-        return _bytes if flavor == "mariadb" else _vector  # MariaDB logs a VECTOR as VARBINARY
+        return _vector  # raw float32s in the text protocol; MariaDB's binlog has them as a VARBINARY
     if dt == "inet4":
         return _inet4
     if dt == "inet6":

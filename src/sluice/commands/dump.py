@@ -39,7 +39,9 @@ the binlog (the table changed since), is printed by position instead: columns "@
 the binlog's types, "pk" empty, text only where the binlog gives its charset, and a warning on
 stderr naming the table; --positional prints every table so. A value that cannot be read for
 sure is marked: {"hex": "..."} for text of an unknown charset, {"signed": ..., "unsigned": ...}
-for an integer of unknown signedness with its top bit set (see README).
+for an integer of unknown signedness with its top bit set (see README); so is the text of a column
+that declares no character set in a database created before the first file (its default is not in
+the files), with a warning naming the columns: sluice does not guess a character set.
 """
 
 

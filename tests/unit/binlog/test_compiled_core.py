@@ -100,6 +100,10 @@ COLUMNS: list[tuple[int, int, ColumnInfo]] = [
     *((T.STRING, char_meta(T.SET, n), info) for n in (1, 2, 3, 8) for info in (_S, ColumnInfo(set_values=("x", "y")))),
     (T.BLOB, 2, ColumnInfo()), (T.BLOB, 1, ColumnInfo(collation=UTF8)), (T.BLOB, 3, ColumnInfo(collation=LATIN1)),
     (T.BLOB, 4, ColumnInfo(collation=BINARY)), (T.JSON, 4, _S), (T.GEOMETRY, 4, _S), (T.VECTOR, 4, _S),
+    # MariaDB's own types, as the schema names them
+    *((T.STRING, char_meta(T.STRING, n), ColumnInfo(collation=BINARY, mariadb_type=kind))
+      for kind, n in (("uuid", 16), ("inet4", 4), ("inet6", 16))),
+    (T.VARCHAR, 12, ColumnInfo(collation=BINARY, vector_dimension=3)),
 ]
 
 

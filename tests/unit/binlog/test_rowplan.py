@@ -197,6 +197,28 @@ def test_json_geometry_vector() -> None:
     assert one(T.VECTOR, 4, prefixed(struct.pack("<3f", 1.0, -2.5, 0.5), 4)) == (1.0, -2.5, 0.5)
 
 
+def test_mariadb_uuid_inet4_inet6_vector_as_the_schema_types_them() -> None:
+    uuid = ColumnInfo(collation=63, mariadb_type="uuid")
+    raw = bytes.fromhex("0b8a1c2d3e4f11efa5b6c7d8e9f00102")
+    assert one(T.STRING, char_meta(T.STRING, 16), prefixed(raw, 1), uuid) == "0b8a1c2d-3e4f-11ef-a5b6-c7d8e9f00102"
+    # logged without its trailing zero bytes, as BINARY(n) is
+    assert one(T.STRING, char_meta(T.STRING, 16), prefixed(b"\x01", 1), uuid) == "01000000-0000-0000-0000-000000000000"
+    inet4 = ColumnInfo(collation=63, mariadb_type="inet4")
+    assert one(T.STRING, char_meta(T.STRING, 4), prefixed(bytes([192, 0, 2, 1]), 1), inet4) == "192.0.2.1"
+    assert one(T.STRING, char_meta(T.STRING, 4), prefixed(b"\x0a", 1), inet4) == "10.0.0.0"
+    inet6 = ColumnInfo(collation=63, mariadb_type="inet6")
+    addr = bytes.fromhex("20010db8000000000000000000000001")
+    assert one(T.STRING, char_meta(T.STRING, 16), prefixed(addr, 1), inet6) == "2001:db8::1"
+    with pytest.raises(MalformedEventError, match="INET4 value has 4 bytes"):
+        one(T.STRING, char_meta(T.STRING, 4), prefixed(b"12345", 1), inet4)
+    with pytest.raises(UnsupportedError, match="UUID column logged as 12 bytes"):
+        one(T.STRING, char_meta(T.STRING, 12), prefixed(raw[:12], 1), uuid)
+    # Without the schema's type they are the BINARY(n) they are logged as.
+    assert one(T.STRING, char_meta(T.STRING, 16), prefixed(raw, 1), ColumnInfo(collation=63)) == raw
+    vector = ColumnInfo(collation=63, vector_dimension=3)
+    assert one(T.VARCHAR, 12, prefixed(struct.pack("<3f", 1.0, -2.5, 0.5), 1), vector) == (1.0, -2.5, 0.5)
+
+
 def test_minimal_images_and_updates() -> None:
     m = Map((T.LONG, T.VARCHAR, T.LONG), (0, 40, 0), (ColumnInfo(), ColumnInfo(collation=255), ColumnInfo()))
     before = image([b"\x07\x00\x00\x00"])  # only column 0 (the key)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from sluice.cdc.schema.ddl_detect import is_ddl
 from sluice.cdc.schema.history import SchemaHistory
 from sluice.cdc.schema.model import Catalog, ColumnDef, TableSchema
+from sluice.cdc.schema.session_charsets import SessionCharsets
 from sluice.cdc.schema.tracker import Correction, ResolvedTable, SchemaTracker
 from sluice.cdc.schema.typemap import check_table_map, collation_id, expected_binlog_type
 
@@ -40,6 +41,7 @@ __all__ = [
     "ResolvedTable",
     "SchemaHistory",
     "SchemaTracker",
+    "SessionCharsets",
     "TableSchema",
     "apply_ddl",
     "bootstrap_catalog",

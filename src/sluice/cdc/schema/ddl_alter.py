@@ -17,6 +17,7 @@ from sqlglot.tokens import TokenType
 from sluice.cdc.schema.ddl_columns import (
     _column,
     _converted,
+    _db_defaults,
     _pair,
     _primary_key_of,
     _table_options,
@@ -199,7 +200,10 @@ def _apply_alter(ctx: _Ctx, table: TableSchema,
     new_cs = new_coll = None
     for op in ops:
         if op[0] in ("charset", "convert"):
-            new_cs = op[1] if op[1] != "default" else catalog.database_charset(table.db)
+            new_cs = op[1] if op[1] != "default" else _db_defaults(catalog, table.db)[0]
+            if new_cs is None:
+                raise _NotUnderstood(f"CHARACTER SET DEFAULT: the default character set of the database "
+                                     f"{table.db} is not known (its CREATE DATABASE is not in the binlog read)")
             new_coll = op[2] if op[0] == "convert" else None
             convert = convert or op[0] == "convert"
         elif op[0] == "collate":

@@ -76,25 +76,32 @@ def _member(p: Any, what: str) -> str:
 
 
 def _server_defaults(catalog: Catalog) -> tuple[str | None, str | None]:
+    """The server's character set and collation as the binlog or the server told them, else
+    (None, None): a flavor's compiled-in default is no evidence of what a server was set to."""
     if catalog.server_charset is not None:
         return catalog.server_charset, catalog.server_collation or catalog.default_collation(catalog.server_charset)
-    cs = {"mysql": "utf8mb4", "mariadb": "latin1"}.get(catalog.flavor or "")
-    return cs, catalog.default_collation(cs)
+    return None, None
 
 
 def _db_defaults(catalog: Catalog, db: str) -> tuple[str | None, str | None]:
-    if db in catalog.database_defaults():
-        cs = catalog.database_charset(db)
-        if cs is not None:
-            return cs, catalog.database_collation(db)
-    return _server_defaults(catalog)
+    """A database's defaults when sluice saw them (read from the server, or its CREATE / ALTER
+    DATABASE replayed), else (None, None): a database created before the binlog sluice reads may
+    have any character set, so a column that inherits it has an unknown one."""
+    cs = catalog.database_charset(db)
+    return (cs, catalog.database_collation(db)) if cs is not None else (None, None)
 
 
 def _pair(catalog: Catalog, cs: str | None, coll: str | None,
           fallback: tuple[str | None, str | None]) -> tuple[str | None, str | None]:
-    """(charset, collation) from an explicit charset and/or collation, else the inherited pair."""
+    """(charset, collation) from an explicit charset and/or collation, else the inherited pair.
+
+    MariaDB 11's ``uca1400_*`` collation names carry no character set: they name that collation of
+    the charset given with them, else of the inherited one (``utf8mb4_uca1400_ai_ci``)."""
     if cs is None and coll is None:
         return fallback
+    if coll is not None and coll.startswith("uca1400_"):
+        cs = cs or fallback[0]
+        coll = f"{cs}_{coll}" if cs is not None else None
     if cs is None:
         cs = charset_of_collation(coll)
     if coll is None:

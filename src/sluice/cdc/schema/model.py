@@ -24,6 +24,7 @@ from sluice.cdc.schema.typemap import (
     FIXED_BINARY_TYPES,
     GEOMETRY_TYPES,
     NUMERIC_TYPES,
+    charset_of_collation,
     collation_id,
     default_collation,
 )
@@ -69,6 +70,7 @@ class ColumnDef:
             geometry_type=GEOMETRY_TYPES.get(dt),
             vector_dimension=self.length if dt == "vector" else None,
             visible=self.visible,
+            mariadb_type=dt if dt in FIXED_BINARY_TYPES else None,
         )
 
     def sql_type(self) -> str:
@@ -293,15 +295,14 @@ class Catalog:
         return new
 
     def database_charset(self, db: str) -> str | None:
-        """The database's default charset when known, else the server's."""
-        cs = self._databases.get(db, (None, None))[0]
-        return cs if cs is not None else self.server_charset
+        """The database's default charset when known (from its collation if only that is), else None:
+        a database whose defaults were never seen may have any, not necessarily the server's."""
+        cs, coll = self._databases.get(db, (None, None))
+        return cs if cs is not None or coll is None else charset_of_collation(coll)
 
     def database_collation(self, db: str) -> str | None:
-        """The database's default collation (or its charset's default), else the server's."""
+        """The database's default collation (or its charset's default) when known, else None."""
         cs, coll = self._databases.get(db, (None, None))
-        if cs is None and coll is None:
-            return self.server_collation
         return coll if coll is not None else self.default_collation(cs)
 
     def default_collation(self, charset: str | None) -> str | None:

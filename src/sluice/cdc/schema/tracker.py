@@ -2,7 +2,10 @@
 
 The pipeline calls ``on_query`` for every QUERY event (DDL is replayed on the catalog and recorded
 in the history with its position) and ``resolve`` for every new TABLE_MAP (the caller caches the
-answer by ``(table_map.raw, tracker.version)``). ``resolve`` follows three rules:
+answer by ``(table_map.raw, tracker.version)``). A DDL is replayed with the server's character set
+and default collations its QUERY event carries (``SessionCharsets``: ``collation_server`` of
+``Q_CHARSET_CODE``, MariaDB's ``character_set_collations``, MySQL's
+``default_collation_for_utf8mb4``), as a replica applies it. ``resolve`` follows three rules:
 
 1. The TABLE_MAP names all its columns (``binlog_row_metadata=FULL``): the map is trusted. When the
    tracked definition disagrees (names, count, types, primary key) it is replaced by one derived
@@ -11,6 +14,10 @@ answer by ``(table_map.raw, tracker.version)``). ``resolve`` follows three rules
 2. Otherwise the tracked definition must fit the map (``check_table_map``), or ``SchemaError``
    says where, both definitions and the remedy. The column facts come from the tracked
    definition; whatever the map itself carries (MINIMAL metadata: signedness, charsets) wins.
+   A character column whose character set is known from neither (its table was created in a
+   database whose defaults sluice never saw) stops with ``SchemaError`` naming it and the
+   remedies, or with ``positional="fallback"`` (archived files) is read marked
+   (``ColumnInfo.mark_unsure``) with a warning: sluice does not guess a character set.
 3. An unknown table whose map has no names: ``SchemaError`` saying how to give sluice its columns.
 
 Reading archived files (``positional="fallback"``, ``sluice dump``), rules 2 and 3 do not stop:
@@ -48,7 +55,15 @@ from sluice.binlog.values.charsets import COLLATION_CHARSETS
 from sluice.cdc.schema.ddl_detect import is_ddl
 from sluice.cdc.schema.history import SchemaHistory, binlog_order
 from sluice.cdc.schema.model import Catalog, ColumnDef, TableSchema
-from sluice.cdc.schema.typemap import check_column, check_table_map, collation_name, column_from_map
+from sluice.cdc.schema.session_charsets import SessionCharsets
+from sluice.cdc.schema.typemap import (
+    CHARACTER_TYPES,
+    FIXED_BINARY_TYPES,
+    check_column,
+    check_table_map,
+    collation_name,
+    column_from_map,
+)
 from sluice.errors import SchemaError
 
 if TYPE_CHECKING:
@@ -62,6 +77,13 @@ _REMEDY_MISMATCH = (
     "The schema history is out of step with the server. Re-bootstrap the schema from the server "
     "(delete the schema history file, or run with a fresh checkpoint directory), or set "
     "binlog_row_metadata=FULL on the server so that the binlog names the columns itself."
+)
+_REMEDY_CHARSET = (
+    "sluice does not guess a character set. Give it the binlog files from the one holding that "
+    "database's CREATE DATABASE on, or the table's definition (sluice dump --schema: a server or a "
+    "mysqldump --no-data file), or have the server name the character sets in the binlog "
+    "(binlog_row_metadata=FULL; MINIMAL on MySQL), or follow the live server (sluice tail), whose "
+    "schema is read from information_schema."
 )
 _REMEDY_UNKNOWN = (
     "Set binlog_row_metadata=FULL on the server, or give sluice the table's CREATE TABLE: start from "
@@ -137,6 +159,7 @@ class SchemaTracker:
             raise ValueError(f"positional is never, fallback or all, not {positional!r}")
         self.positional = positional
         self.by_position: dict[tuple[str, str], str] = {}  # tables read by position -> why
+        self.unsure_text: set[tuple[str, str]] = set()  # tables with text of an unknown charset, marked
         self._met: set[tuple[str, str]] = set(met or ())
         self._later: set[tuple[str, str]] = set()  # met first by an ALTER: their definition is read_at's
 
@@ -154,11 +177,18 @@ class SchemaTracker:
 
     # ------------------------------------------------------------------ DDL
 
-    def on_query(self, sql: str, default_db: str, file: str, pos: int, gtid: str | None = None) -> DdlOutcome | None:
-        """Replay a QUERY event's statement if it is DDL; None for anything else."""
+    def on_query(self, sql: str, default_db: str, file: str, pos: int, gtid: str | None = None,
+                 session: SessionCharsets | None = None) -> DdlOutcome | None:
+        """Replay a QUERY event's statement if it is DDL, with the server defaults of ``session``
+        (the event's own, ``SessionCharsets.of``); None for anything else."""
         if not is_ddl(sql):
             return None
         from sluice.cdc.schema.ddl import apply_ddl  # sqlglot, imported at the first DDL
+
+        if session is not None:
+            learned = session.applied(self.catalog)
+            if learned is not self.catalog:
+                self._set(learned)
 
         new, outcome = apply_ddl(self.catalog, sql, default_db)
         if self._ahead is not None:
@@ -231,6 +261,7 @@ class SchemaTracker:
                 reason = self._disagreement(tracked, table_map, names, pk)
                 if reason is not None:
                     self._correct(tracked, table_map, names, pk, file, pos, reason)
+                cols = _with_schema_types(self.catalog.get(db, name) or tracked, cols)
             return ResolvedTable(cols, names, pk)
         if tracked is None:
             if self.positional == "fallback":
@@ -257,6 +288,19 @@ class SchemaTracker:
         infos = tracked.column_infos()
         if len(cols) == n:
             infos = tuple(_merge(t, m) for t, m in zip(infos, cols, strict=True))
+        unknown = [i for i, (c, info) in enumerate(zip(tracked.columns, infos, strict=True))
+                   if c.data_type in _DECODED_TEXT and info.collation is None]
+        if unknown:
+            why = (f"the character set of {db}.{name} column(s) "
+                   f"{', '.join(f'`{tracked.columns[i].name}`' for i in unknown)} is not known at {file}:{pos}: the "
+                   f"definition names none and the default of the database {db} was never seen (it was set before "
+                   "the binlog read, or by a server that did not log its own)")
+            if self.positional != "fallback":
+                raise SchemaError(f"{why}. {_REMEDY_CHARSET}")
+            if (db, name) not in self.unsure_text:  # archived files: those values marked, said once a table
+                self.unsure_text.add((db, name))
+                log.warning("%s; their values are printed as {\"hex\": ...}. %s", why, _REMEDY_CHARSET)
+            infos = tuple(replace(info, mark_unsure=True) if i in unknown else info for i, info in enumerate(infos))
         return ResolvedTable(infos, tracked.names, tracked.primary_key)
 
     def _fall_back(self, table_map: TableMapEvent, file: str, pos: int, why: str) -> ResolvedTable:
@@ -345,7 +389,23 @@ def _merge(tracked: ColumnInfo, logged: ColumnInfo) -> ColumnInfo:
         geometry_type=tracked.geometry_type if logged.geometry_type is None else logged.geometry_type,
         vector_dimension=tracked.vector_dimension if logged.vector_dimension is None else logged.vector_dimension,
         visible=tracked.visible,
+        mariadb_type=tracked.mariadb_type,
     )
 
 
+def _with_schema_types(tracked: TableSchema, logged: tuple[ColumnInfo, ...]) -> tuple[ColumnInfo, ...]:
+    """A FULL map's columns with what only the schema knows: MariaDB's UUID / INET4 / INET6 and
+    VECTOR, which its binlog logs as BINARY / VARBINARY (the map names the column, not the type)."""
+    if len(tracked.columns) != len(logged):
+        return logged
+    out = list(logged)
+    for i, col in enumerate(tracked.columns):
+        if col.data_type in FIXED_BINARY_TYPES or (col.data_type == "vector" and logged[i].vector_dimension is None):
+            schema = col.column_info()
+            out[i] = replace(logged[i], mariadb_type=schema.mariadb_type, vector_dimension=schema.vector_dimension)
+    return tuple(out)
+
+
 _EMPTY = ColumnInfo()
+# Character columns whose values are text in their character set (ENUM / SET members come from the DDL).
+_DECODED_TEXT = CHARACTER_TYPES - {"enum", "set"}

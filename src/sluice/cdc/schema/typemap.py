@@ -113,6 +113,7 @@ _COLLATION_IDS: dict[str, int] = {
     "cp1257_bin": 58, "ucs2_bin": 90, "utf16_bin": 55, "utf16le_bin": 62, "utf32_bin": 61,
     "big5_bin": 84, "gbk_bin": 87, "gb2312_bin": 86, "sjis_bin": 88, "cp932_bin": 96, "euckr_bin": 85,
     "ujis_bin": 91, "eucjpms_bin": 98, "gb18030_bin": 249,
+    "utf8mb4_uca1400_ai_ci": 2304,  # MariaDB 11.x's default for utf8mb4
 }
 _COLLATION_NAMES = {cid: name for name, cid in _COLLATION_IDS.items()}
 _CHARSETS_BY_LENGTH = sorted({*COLLATION_CHARSETS.values(), "utf8"}, key=len, reverse=True)

@@ -220,6 +220,8 @@ def _column(index: int, t: int, meta: int, info: ColumnInfo, where: str) -> Mirr
             return _col(name, f"bit({bits})", pa.decimal128(20, 0), "decimal(20,0)")
         return _col(name, f"bit({bits})", pa.int64(), "bigint")
     if t in (ColumnType.VARCHAR, ColumnType.VAR_STRING):
+        if info.vector_dimension is not None:  # MariaDB's VECTOR(n), as the row decoder takes it
+            return _col(name, f"vector({info.vector_dimension})", pa.list_(pa.float32()), "array<float>")
         if _is_text(info, default_text=True):
             return _col(name, "varchar", pa.string(), "string")
         return _col(name, f"varbinary({meta})", pa.binary(), "binary")
@@ -235,6 +237,8 @@ def _column(index: int, t: int, meta: int, info: ColumnInfo, where: str) -> Mirr
                     return _col(name, "set (members unknown: bitmask)", pa.decimal128(20, 0), "decimal(20,0)")
                 return _col(name, "set (members unknown: bitmask)", pa.int64(), "bigint")
             return _col(name, f"set({_quote_members(info.set_values)})", pa.list_(pa.string()), "array<string>")
+        if info.mariadb_type is not None:  # MariaDB's UUID, INET4, INET6: the text the server prints
+            return _col(name, info.mariadb_type, pa.string(), "string")
         if _is_text(info, default_text=True):
             return _col(name, "char", pa.string(), "string")
         return _col(name, f"binary({length})", pa.binary(), "binary")

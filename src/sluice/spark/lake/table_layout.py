@@ -107,10 +107,9 @@ def _packed(col: ColumnDef, info: ColumnInfo, flavor: str | None, where: str) ->
             return T.BLOB, 4, ColumnInfo(**{**_info_dict(info), "collation": _UTF8MB4_BIN})
         return T.JSON, 4, info
     if dt == "vector":
-        if flavor == "mariadb":  # MariaDB's VECTOR(n) is a VARBINARY(4n)
+        if flavor == "mariadb":  # MariaDB's VECTOR(n) is a VARBINARY(4n) of n float32s
             dim = col.length or 0
-            return T.VARCHAR, 4 * dim, ColumnInfo(**{**_info_dict(info), "collation": BINARY_COLLATION,
-                                                     "vector_dimension": None})
+            return T.VARCHAR, 4 * dim, ColumnInfo(**{**_info_dict(info), "collation": BINARY_COLLATION})
         return T.VECTOR, 4, info
     raise SchemaError(
         f"column `{col.name}` of {where} is declared {col.sql_type()}, a type sluice cannot lay out as a "

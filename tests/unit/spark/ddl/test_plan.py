@@ -12,7 +12,8 @@ pytestmark = pytest.mark.unit
 
 
 def catalog(*statements: str, flavor: str = "mysql") -> Catalog:
-    cat = Catalog(flavor=flavor)
+    # a server's catalog as the bootstrap reads it: the defaults of the database shop are known
+    cat = Catalog(databases={"shop": ("utf8mb4", None)}, flavor=flavor)
     for sql in statements:
         cat, outcome = apply_ddl(cat, sql, "shop")
         assert outcome.understood, outcome.message

@@ -291,6 +291,20 @@ def test_vector_is_a_list_of_float32() -> None:
     assert convert(col, [(1.5, -2.0, 0.25), ()]) == [[1.5, -2.0, 0.25], []]
 
 
+def test_mariadb_vector_uuid_inet_follow_the_schema_type() -> None:
+    # MariaDB's VECTOR(3) is a binary VARCHAR(12); its UUID / INET4 / INET6 binary STRINGs of 16 / 4 / 16
+    vec = one(T.VARCHAR, 12, collation=63, vector_dimension=3)
+    assert (vec.mysql_type, vec.arrow_type, vec.spark_type) == ("vector(3)", pa.list_(pa.float32()), "array<float>")
+    assert convert(vec, [(1.5, -2.0, 0.25)]) == [[1.5, -2.0, 0.25]]
+    for kind, n, text in (("uuid", 16, "0b8a1c2d-3e4f-11ef-a5b6-c7d8e9f00102"), ("inet4", 4, "192.0.2.1"),
+                          ("inet6", 16, "2001:db8::1")):
+        col = one(T.STRING, (T.STRING << 8) | n, collation=63, mariadb_type=kind)
+        assert (col.mysql_type, col.arrow_type, col.spark_type) == (kind, pa.string(), "string")
+        assert convert(col, [text, None]) == [text, None]
+    # without the schema's type, the binary they are logged as
+    assert one(T.STRING, (T.STRING << 8) | 16, collation=63).arrow_type == pa.binary()
+
+
 def test_rows_missing_columns_are_null_and_extra_keys_ignored() -> None:
     cols = mirror_columns(Map((T.LONG, T.VARCHAR), (0, 40)), (ColumnInfo("id"), ColumnInfo("v")))
     table = to_arrow_table(cols, [{"id": 1}, {"id": 2, "v": "x", "dropped": 5}])

@@ -59,9 +59,12 @@ DDL = {
     "partial-json": ["CREATE TABLE golden.docs (id INT PRIMARY KEY, doc JSON, other JSON, n INT)"],
 }
 SERVER = {
-    "mysql": Catalog(server_charset="utf8mb4", server_collation="utf8mb4_0900_ai_ci", flavor="mysql"),
-    "mariadb": Catalog(server_charset="latin1", server_collation="latin1_swedish_ci", flavor="mariadb"),
-    "mariadb11": Catalog(server_charset="utf8mb4", server_collation="utf8mb4_uca1400_ai_ci", flavor="mariadb"),
+    "mysql": Catalog(databases={"golden": ("utf8mb4", "utf8mb4_0900_ai_ci")}, server_charset="utf8mb4",
+                     server_collation="utf8mb4_0900_ai_ci", flavor="mysql"),
+    "mariadb": Catalog(databases={"golden": ("latin1", "latin1_swedish_ci")}, server_charset="latin1",
+                       server_collation="latin1_swedish_ci", flavor="mariadb"),
+    "mariadb11": Catalog(databases={"golden": ("utf8mb4", "utf8mb4_uca1400_ai_ci")}, server_charset="utf8mb4",
+                         server_collation="utf8mb4_uca1400_ai_ci", flavor="mariadb"),
 }
 GOLDEN = sorted(p.name for p in DATA.glob("*.binlog"))
 
@@ -263,12 +266,15 @@ def test_types_beyond_the_golden_files() -> None:
 
 
 def test_mariadb_json_and_fixed_binary_types() -> None:
-    schema = table("CREATE TABLE golden.t (id INT PRIMARY KEY, j JSON, u UUID, i4 INET4, i6 INET6)", "mariadb")
+    schema = table("CREATE TABLE golden.t (id INT PRIMARY KEY, j JSON, u UUID, i4 INET4, i6 INET6, "
+                   "v VECTOR(3))", "mariadb")
     packed = table_map_for_schema(schema, "mariadb")
     assert check_table_map(schema, packed, flavor="mariadb") is None
     types = {c.name: (c.mysql_type, c.spark_type) for c in mirror_columns_for_schema(schema, "mariadb")}
     assert types["j"] == ("longtext", "string")
-    assert types["u"] == ("binary(16)", "binary") and types["i4"] == ("binary(4)", "binary")
+    # the text the server prints, as the change record has it; the vector's floats
+    assert types["u"] == ("uuid", "string") and types["i4"] == ("inet4", "string")
+    assert types["i6"] == ("inet6", "string") and types["v"] == ("vector(3)", "array<float>")
     # A JSON column a schema source reports as json is MariaDB's LONGTEXT utf8mb4_bin, text too.
     raw = TableSchema("db", "t", (*schema.columns[:1], type(schema.columns[0])("j", "json")), ("id",))
     (_, j) = mirror_columns_for_schema(raw, "mariadb")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 import random
+import struct
 from collections.abc import Sequence
 from decimal import Decimal
 from typing import Any
@@ -117,6 +118,21 @@ def test_builders_equal_the_per_value_path(column: ColumnDef, values: tuple[str,
     # Float values compare bit for bit (equals() takes -0.0 == 0.0).
     if pa.types.is_floating(mirror.arrow_type):
         assert [repr(v) for v in got.to_pylist()] == [repr(v) for v in want.to_pylist()]
+
+
+def test_mariadb_types_from_text_are_what_the_binlog_path_writes() -> None:
+    """UUID / INET4 / INET6 as the server's text (upper case or long forms normalised as the row
+    decoder prints the bytes), MariaDB's VECTOR as its float32s (the text protocol sends its bytes)."""
+    raw = struct.pack("<2f", 1.5, -0.25).decode("utf-8", "surrogateescape")
+    cases = [
+        (ColumnDef("c", "uuid"), ["0B8A1C2D-3E4F-11EF-A5B6-C7D8E9F00102"], ["0b8a1c2d-3e4f-11ef-a5b6-c7d8e9f00102"]),
+        (ColumnDef("c", "inet4"), ["192.0.2.1"], ["192.0.2.1"]),
+        (ColumnDef("c", "inet6"), ["2001:0db8:0:0:0:0:0:1", "::ffff:192.0.2.1"], ["2001:db8::1", "::ffff:192.0.2.1"]),
+        (ColumnDef("c", "vector", length=2), [raw], [[1.5, -0.25]]),
+    ]
+    for column, sent, expected in cases:
+        _, build = _builder(column, "mariadb")
+        assert build(text_array([*sent, None])).to_pylist() == [*expected, None], column
 
 
 def test_negative_zero_and_scale_of_decimals() -> None:
