@@ -37,6 +37,7 @@ from deltalake.transaction import AddAction, create_table_with_add_actions
 
 from sluice.cdc.records import RowChange
 from sluice.errors import ConfigError, SchemaError
+from sluice.spark.lake.change_feed import mirror_configuration
 from sluice.spark.lake.columns import json_texts
 from sluice.spark.lake.merge import TableBatch, TablePlan, TableResult, commit_error, plan
 
@@ -119,14 +120,16 @@ class DeltaLake:
 
     ``app_id`` identifies the pipeline in the Delta app transactions (derive it from the source and
     the lake). It must change when the pipeline's checkpoint is reset and batch ids start again.
+    ``change_feed``: new mirrors are created with Delta's Change Data Feed on (``lake.change_feed``).
     """
 
-    def __init__(self, root: str | os.PathLike[str], app_id: str) -> None:
+    def __init__(self, root: str | os.PathLike[str], app_id: str, *, change_feed: bool = True) -> None:
         if not app_id:
             raise ConfigError("a Delta lake needs a non-empty app_id naming the pipeline that writes it")
         self.root = lake_root(root)
         self.app_id = app_id
         self.changelog_path = f"{self.root}/_sluice/changes"
+        self.mirror_configuration = mirror_configuration(change_feed)
 
     def table_path(self, db: str, table: str) -> str:
         """``ROOT/<db>/<table>``, the mirror of ``db.table``."""
@@ -191,7 +194,7 @@ class DeltaLake:
             if dt is not None and _done(dt, self.app_id, batch_id):
                 plans.append(TableResult(tb.db, tb.table, "skipped", n))
                 continue
-            plans.append(plan(tb, path, dt))
+            plans.append(plan(tb, path, dt, self.mirror_configuration))
         path = self.changelog_path
         done = DeltaTable.is_deltatable(path) and _done(DeltaTable(path), self.app_id, batch_id)
         log = changelog

@@ -82,11 +82,11 @@ class SnapshotRunner:
     def __init__(self, spark: Any, source: str, lake_root: str, state_dir: Path, app_id: str,
                  include: Callable[[str, str], bool] | None, *, chunk_rows: int | None = None,
                  progress: Callable[[str], None] | None = None, history: SchemaHistory | None = None,
-                 on_chunk: Callable[[int, int, int], None] | None = None) -> None:
+                 on_chunk: Callable[[int, int, int], None] | None = None, change_feed: bool = True) -> None:
         self.spark = spark
         self.source = source
         self.state_path = state_dir / "snapshot.json"
-        self.lake = DeltaLake(lake_root, f"{app_id}-snapshot")
+        self.lake = DeltaLake(lake_root, f"{app_id}-snapshot", change_feed=change_feed)
         self.include = include
         self.chunk_rows = chunk_rows
         self.progress = progress or (lambda text: log.info("%s", text))
@@ -344,7 +344,8 @@ class SnapshotRunner:
             if dt is not None:
                 dt.update_incremental()  # the commits since (a handle does not follow its own)
             elif not DeltaTable.is_deltatable(path):
-                dt = DeltaTable.create(path, wanted, mode="ignore")  # as the pipeline's MERGE creates it
+                dt = DeltaTable.create(path, wanted, mode="ignore",  # as the pipeline's MERGE creates it
+                                       configuration=self.lake.mirror_configuration)
             else:
                 dt = DeltaTable(path)
             self._mirrors[path] = dt
