@@ -28,7 +28,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -44,9 +44,11 @@ from sluice.io.connection import Connection
 from sluice.io.replication import server_binlog_status
 from sluice.spark.ddl.batch import DdlStage
 from sluice.spark.lake.changelog_rows import query_error, staged_rows
+from sluice.spark.lake.maintenance import MaintenanceConfig
 from sluice.spark.lake.sink import DeltaLake
 from sluice.spark.pipeline.staged_batch import StagedBatch, table_batch
 from sluice.spark.pipeline.stats import PipelineStats
+from sluice.spark.pipeline.upkeep import Upkeep
 from sluice.spark.runtime.session import spark_session, start_python_workers
 from sluice.spark.snapshot.filter import SnapshotFilter
 from sluice.spark.snapshot.runner import SnapshotRunner
@@ -79,6 +81,8 @@ class PipelineConfig:
     skip_incidents: bool = False  # go on past INCIDENT events (the server failed to log changes there)
     metrics_port: int | None = None  # sluice run serves Prometheus metrics there (0: any free port)
     metrics_host: str = "0.0.0.0"
+    change_feed: bool = True  # mirrors write Delta's Change Data Feed (sluice.spark.lake.change_feed)
+    maintenance: MaintenanceConfig = field(default_factory=MaintenanceConfig)  # between batches (pipeline.upkeep)
 
     def __post_init__(self) -> None:
         if self.trigger not in _ONCE:
@@ -118,7 +122,8 @@ class Pipeline:
         self.history_path = state / "schema-history.jsonl"
         self.checkpoint_path = state / "checkpoint"
         self.app_id = self._pipeline_id(state)
-        self.lake = DeltaLake(config.lake, self.app_id)
+        self.lake = DeltaLake(config.lake, self.app_id, change_feed=config.change_feed)
+        self.upkeep = Upkeep(self.lake.root, config.maintenance, progress=self.progress)
         self.ddl = DdlStage(self.lake, state, self.history_path, config.tables, config.exclude_tables, self.progress)
         self._spark: Any = None
 
@@ -150,7 +155,7 @@ class Pipeline:
             runner = SnapshotRunner(
                 spark, cfg.source, cfg.lake, cfg.state_dir, self.app_id, table_filter(cfg.tables, cfg.exclude_tables),
                 chunk_rows=cfg.chunk_rows, progress=self.progress, history=SchemaHistory.open(self.history_path),
-                on_chunk=self.metrics and self.metrics.snapshot_progress,
+                on_chunk=self.metrics and self.metrics.snapshot_progress, change_feed=cfg.change_feed,
             )
             # Once the stream runs, only tables added to the capture (or dropped from the snapshot by
             # `sluice snapshot` or by a DDL to re-read) are read; the stream then goes on from its
@@ -170,6 +175,8 @@ class Pipeline:
         cfg = self.config
         shutil.rmtree(cfg.state_dir / "staging", ignore_errors=True)  # an earlier run's unfinished batch
         drop_unfinished_writes(self.checkpoint_path)
+        self.upkeep.metrics = self.metrics
+        self.upkeep.start(change_feed=cfg.change_feed)
         conf = dict(cfg.conf)
         # The driver JVM plans and commits; the rows never pass through it. Its client compiler
         # alone starts the query about a second sooner (a later -XX:TieredStopAtLevel wins).
@@ -326,6 +333,7 @@ class Pipeline:
             self.stats.last_batch = time.monotonic()
         if self.metrics is not None and written is not None:
             self.metrics.batch(time.monotonic() - started, *written, self.stats.last_commit_lag, self.stats.lag_bytes)
+        self.upkeep.after_batch()  # the batch is committed: maintenance steps due, within their time budget
 
     def _write(self, staged: pa.Table, batch_id: int) -> tuple[Any, ...] | None:
         """Commit what the tasks staged (``sluice.spark.source.staging``): DDL first, then each table's MERGE,
@@ -376,7 +384,8 @@ class Pipeline:
         cfg = self.config
         runner = SnapshotRunner(self._spark, cfg.source, cfg.lake, cfg.state_dir, self.app_id,
                                 table_filter(cfg.tables, cfg.exclude_tables), chunk_rows=cfg.chunk_rows,
-                                progress=self.progress, on_chunk=self.metrics and self.metrics.snapshot_progress)
+                                progress=self.progress, on_chunk=self.metrics and self.metrics.snapshot_progress,
+                                change_feed=cfg.change_feed)
         self._filter = SnapshotFilter(runner.run(only_new=True, only=frozenset(names)))
 
     def _lag_bytes(self, file: str, pos: int) -> int | None:
