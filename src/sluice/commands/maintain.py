@@ -46,6 +46,7 @@ The schedule of sluice run, in its TOML config file (these are the defaults):
   retention_hours = 168           # VACUUM keeps this much history
   vacuum_interval = 86400         # seconds between two VACUUMs of a table
   budget = 0.5                    # seconds of steps started between two micro-batches
+  rescan_interval = 60            # seconds between two listings of the lake's tables
 """
 
 def register(sub: Any) -> None:

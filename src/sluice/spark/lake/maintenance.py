@@ -66,6 +66,7 @@ class MaintenanceConfig:
     retention_hours: float = DEFAULT_RETENTION_HOURS  # VACUUM keeps what versions this recent need
     vacuum_interval: float = 86400.0  # seconds between two VACUUMs of a table
     budget: float = 0.5  # seconds of maintenance steps started per batch boundary
+    rescan_interval: float = 60.0  # seconds between two listings of the lake's tables (new mirrors)
     allow_short_retention: bool = False
 
     def __post_init__(self) -> None:
@@ -73,7 +74,7 @@ class MaintenanceConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ConfigError(f"maintenance {name} must be a whole number >= 1; found {value!r}")
-        for name in ("retention_hours", "vacuum_interval", "budget"):
+        for name in ("retention_hours", "vacuum_interval", "budget", "rescan_interval"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
                 raise ConfigError(f"maintenance {name} must be a number >= 0; found {value!r}")

@@ -2,7 +2,8 @@
 
 ``Upkeep.start`` turns Delta's Change Data Feed on for mirrors made before it was on (when the
 pipeline has it on). ``Upkeep.after_batch``, called once a batch has committed, looks at the lake's
-tables in turn (mirrors, change log, archive; the list is read again every ``RESCAN`` seconds) and
+tables in turn (mirrors, change log, archive; the list is read again every ``rescan_interval``
+seconds) and
 runs the maintenance steps each one is due for (``sluice.spark.lake.maintenance.due_steps``), one
 step after the other while the boundary's time ``budget`` lasts: a step is started only within the
 budget, so a batch waits at most the budget plus the one step that started last. A table whose
@@ -19,7 +20,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Any
 
 from sluice.errors import MaintenanceError
 from sluice.spark.lake.change_feed import enable_change_feed
@@ -28,10 +29,6 @@ from sluice.spark.lake.maintenance import LakeTable, MaintenanceConfig, due_step
 __all__ = ["Upkeep"]
 
 log = logging.getLogger(__name__)
-
-#: Seconds between two readings of the lake's list of tables.
-RESCAN: Final = 60.0
-
 
 class Upkeep:
     """The maintenance schedule of one lake (module docstring); ``metrics`` is a ``PipelineMetrics`` or None."""
@@ -65,7 +62,7 @@ class Upkeep:
         if not self.config.enabled:
             return
         started = self.clock()
-        if self._scanned is None or started - self._scanned >= RESCAN:
+        if self._scanned is None or started - self._scanned >= self.config.rescan_interval:
             self._rescan(started)
         for _ in range(len(self._tables)):
             if self.clock() - started >= self.config.budget:
