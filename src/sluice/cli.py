@@ -25,6 +25,7 @@ COMMANDS = {
     "snapshot": "sluice.commands.snapshot",
     "sandbox": "sluice.sandbox.command",
     "verify": "sluice.commands.verify",
+    "maintain": "sluice.commands.maintain",
 }
 
 

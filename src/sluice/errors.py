@@ -20,6 +20,7 @@ what was found, where (file and offset, host, table) and what to do::
     ├── ConfigError                bad DSN, option, path or missing installation
     │   └── GtidSyntaxError        a GTID set in text form that does not parse (binlog.gtid)
     ├── DataLossError              continuing would lose or duplicate data
+    ├── MaintenanceError           a maintenance step on a lake table failed (spark.lake.maintenance)
     └── SandboxError               a throwaway server could not start or stop (sandbox.process)
 
 What is retried: following a server (``cdc.follow``) reconnects with backoff after a
@@ -131,6 +132,10 @@ class ConfigError(SluiceError):
 
 class DataLossError(SluiceError):
     """Going on would lose or duplicate committed changes."""
+
+
+class MaintenanceError(SluiceError):
+    """A compaction, checkpoint or VACUUM of a lake table failed; what its readers see is unchanged."""
 
 
 def _where(file: str | None, offset: int | None) -> str:

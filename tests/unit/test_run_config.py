@@ -99,3 +99,26 @@ def test_only_the_staging_tasks_keep_typed_images():
 
     assert SourceOptions.parse({"stageTo": "/lake"}).capture_config().typed
     assert not SourceOptions.parse({}).capture_config().typed
+
+
+def test_maintenance_and_change_feed_settings(tmp_path):
+    from sluice.spark.lake.maintenance import MaintenanceConfig
+
+    config = load_config(_args("--source", "mysql://a@b/", "--lake", "x"))
+    assert config.maintenance == MaintenanceConfig() and config.change_feed is True
+    cfg = tmp_path / "pipeline.toml"
+    cfg.write_text('source = "mysql://a@b/"\nlake = "x"\nchange_feed = false\n'
+                   '[maintenance]\nmin_small_files = 4\ncheckpoint_interval = 10\nbudget = 2.5\n')
+    config = load_config(_args("--config", str(cfg), "--no-maintenance"))
+    assert config.change_feed is False
+    assert config.maintenance == MaintenanceConfig(enabled=False, min_small_files=4, checkpoint_interval=10,
+                                                   budget=2.5)
+    assert load_config(_args("--config", str(cfg))).maintenance.enabled is True
+    assert load_config(_args("--source", "mysql://a@b/", "--lake", "x", "--no-change-feed")).change_feed is False
+    for text, match in (("[maintenance]\nretention_hours = 1\n", "below Delta's default of 168 hours"),
+                        ("[maintenance]\nbudjet = 1\n", r"unknown settings \['budjet'\]"),
+                        ("[maintenance]\nmin_small_files = 'many'\n", "min_small_files must be a whole number"),
+                        ('change_feed = "no"\n', "change_feed is true or false")):
+        cfg.write_text(f'source = "mysql://a@b/"\nlake = "x"\n{text}')
+        with pytest.raises(ConfigError, match=match):
+            load_config(_args("--config", str(cfg)))

@@ -49,8 +49,10 @@ it resumes where it stopped (LAKE/_sluice/checkpoint). A table
 without a primary key goes to the change log only and is reported as not mirrorable. The mirror
 follows every DDL in the batch that carries it (added columns get the value the server gave
 existing rows; dropped columns and tables leave the mirror, their data archived under
-LAKE/_sluice/archive; what it cannot follow exactly is read again). Ctrl-C stops at the next
-batch boundary. Read a mirror with e.g.
+LAKE/_sluice/archive; what it cannot follow exactly is read again). Between batches it compacts,
+checkpoints and vacuums the lake's tables a little at a time ([maintenance], see sluice maintain
+--help), and mirrors write Delta's change data feed. Ctrl-C stops at the next batch boundary.
+Read a mirror with e.g.
   python -c "import deltalake; print(deltalake.DeltaTable('lake/shop/orders').to_pandas())"
 """
 
@@ -103,12 +105,22 @@ def register(sub: Any) -> None:
         "batches and their duration, snapshot progress, errors, the last committed position",
     )
     parser.add_argument("--metrics-host", metavar="ADDR", help="address the metrics listen on (default 0.0.0.0)")
+    parser.add_argument(
+        "--no-maintenance", dest="maintenance", action="store_false", default=None,
+        help="do not compact, checkpoint or vacuum the lake's tables between batches ([maintenance] in the config "
+        "sets the schedule; sluice maintain --help)",
+    )
+    parser.add_argument(
+        "--no-change-feed", dest="change_feed", action="store_false", default=None,
+        help="create mirrors without Delta's change data feed (on by default: load_cdf, readChangeFeed)",
+    )
     parser.add_argument("--config", metavar="FILE", help="read these settings from a TOML file")
     parser.set_defaults(handler=run)
 
 
 def load_config(args: argparse.Namespace) -> Any:
     """The ``PipelineConfig`` from ``--config`` TOML, command-line options taking precedence."""
+    from sluice.commands.maintain import maintenance_config
     from sluice.spark.pipeline.runner import PipelineConfig
 
     settings: dict[str, Any] = {}
@@ -121,14 +133,15 @@ def load_config(args: argparse.Namespace) -> Any:
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"{args.config} is not valid TOML: {exc}") from None
     known = {"source", "lake", "tables", "exclude_tables", "trigger", "master", "from", "max_rows_per_batch", "spark",
-             "snapshot", "chunk_rows", "skip_incidents", "metrics_port", "metrics_host", "checkpoint_dir"}
+             "snapshot", "chunk_rows", "skip_incidents", "metrics_port", "metrics_host", "checkpoint_dir",
+             "change_feed", "maintenance"}
     unknown = set(settings) - known
     if unknown:
         raise ConfigError(f"{args.config}: unknown settings {sorted(unknown)}; known: {sorted(known)}")
-    lake, storage = _lake_settings(settings.get("lake"), args.config)
+    lake, storage = lake_settings(settings.get("lake"), args.config)
     settings["lake"] = lake
     for key in ("source", "lake", "tables", "exclude_tables", "trigger", "master", "max_rows_per_batch", "snapshot",
-                "chunk_rows", "skip_incidents", "metrics_port", "metrics_host", "checkpoint_dir"):
+                "chunk_rows", "skip_incidents", "metrics_port", "metrics_host", "checkpoint_dir", "change_feed"):
         value = getattr(args, key, None)
         if value is not None:
             settings[key] = value
@@ -157,10 +170,13 @@ def load_config(args: argparse.Namespace) -> Any:
         metrics_host=str(settings.get("metrics_host") or "0.0.0.0"),
         storage=storage,
         checkpoint_dir=settings.get("checkpoint_dir"),
+        change_feed=_flag(settings.get("change_feed", True), "change_feed"),
+        maintenance=maintenance_config(settings.get("maintenance"), f"{args.config}: [maintenance]",
+                                       enabled=getattr(args, "maintenance", None)),
     )
 
 
-def _lake_settings(value: Any, config: str | None) -> tuple[str | None, tuple[tuple[str, str], ...]]:
+def lake_settings(value: Any, config: str | None) -> tuple[str | None, tuple[tuple[str, str], ...]]:
     """``lake = "..."`` or a ``[lake]`` table (``uri``, ``[lake.storage]``): the lake and its options."""
     if value is None or isinstance(value, str):
         return value, ()
@@ -177,6 +193,12 @@ def _lake_settings(value: Any, config: str | None) -> tuple[str | None, tuple[tu
             raise ConfigError(f"{config}: [lake.storage] {name} must be a string, number or boolean")
     text = {str(k): (str(v).lower() if isinstance(v, bool) else str(v)) for k, v in storage.items()}
     return value.get("uri"), tuple(sorted(text.items()))
+
+
+def _flag(value: Any, name: str) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError(f"{name} is true or false; found {value!r}")
+    return value
 
 
 def _port(value: Any) -> int | None:

@@ -95,7 +95,8 @@ class TablePlan:
     """One table's MERGE, ready to commit: the source rows and the schema changes it needs."""
 
     def __init__(self, tb: TableBatch, path: str, dt: DeltaTable | None, source: pa.Table,
-                 partial: list[int], add: list[MirrorColumn], store: LakeStore | None = None) -> None:
+                 partial: list[int], add: list[MirrorColumn], store: LakeStore | None = None,
+                 configuration: dict[str, str] | None = None) -> None:
         self.tb = tb
         self.path = path
         self.store = store  # the lake's storage (None: a local path)
@@ -104,6 +105,7 @@ class TablePlan:
         self.source = source
         self.partial = partial  # indexes of columns some upsert row does not carry
         self.add = add
+        self.configuration = configuration  # the table properties of a mirror created here
 
     def execute(self, batch_id: int, txn: CommitProperties) -> TableResult:
         """Create or widen the mirror as needed, run the MERGE with the app transaction ``txn``."""
@@ -113,7 +115,7 @@ class TablePlan:
             dt = self.dt
             if dt is None:
                 dt = DeltaTable.create(self.path, mirror_schema(tb.columns), mode="ignore",
-                                      storage_options=self.options)
+                                      storage_options=self.options, configuration=self.configuration)
             elif self.add:
                 fields = DeltaSchema.from_arrow(mirror_schema(self.add)).fields
                 dt.alter.add_columns(list(fields))
@@ -170,8 +172,10 @@ class TablePlan:
 
 # -- planning --------------------------------------------------------------------------------------
 
-def plan(tb: TableBatch, path: str, dt: DeltaTable | None, store: LakeStore | None = None) -> TablePlan:
-    """Check the batch against the mirror's schema and fold its changes into one MERGE source."""
+def plan(tb: TableBatch, path: str, dt: DeltaTable | None, store: LakeStore | None = None,
+         configuration: dict[str, str] | None = None) -> TablePlan:
+    """Check the batch against the mirror's schema and fold its changes into one MERGE source;
+    ``configuration``: the table properties of the mirror, when the MERGE creates it."""
     name = f"{tb.db}.{tb.table}"
     by_name = {c.name: c for c in tb.columns}
     if len(by_name) != len(tb.columns):
@@ -187,11 +191,11 @@ def plan(tb: TableBatch, path: str, dt: DeltaTable | None, store: LakeStore | No
             )
     add = _schema_changes(tb, dt, name)
     if tb.source is not None:
-        return TablePlan(tb, path, dt, tb.source, [], add, store)
+        return TablePlan(tb, path, dt, tb.source, [], add, store, configuration)
     entries = fold(tb, name)
     from_mirror(tb, dt, entries)
     source, partial = _source(tb, entries)
-    return TablePlan(tb, path, dt, source, partial, add, store)
+    return TablePlan(tb, path, dt, source, partial, add, store, configuration)
 
 
 def _schema_changes(tb: TableBatch, dt: DeltaTable | None, name: str) -> list[MirrorColumn]:

@@ -38,6 +38,7 @@ from deltalake.transaction import AddAction, create_table_with_add_actions
 
 from sluice.cdc.records import RowChange
 from sluice.errors import ConfigError, SchemaError
+from sluice.spark.lake.change_feed import mirror_configuration
 from sluice.spark.lake.changelog_schema import CHANGELOG_SCHEMA
 from sluice.spark.lake.columns import json_texts
 from sluice.spark.lake.merge import TableBatch, TablePlan, TableResult, commit_error, plan
@@ -95,9 +96,10 @@ class DeltaLake:
 
     ``app_id`` identifies the pipeline in the Delta app transactions (derive it from the source and
     the lake). It must change when the pipeline's checkpoint is reset and batch ids start again.
+    ``change_feed``: new mirrors are created with Delta's Change Data Feed on (``lake.change_feed``).
     """
 
-    def __init__(self, root: str | os.PathLike[str] | LakeStore, app_id: str) -> None:
+    def __init__(self, root: str | os.PathLike[str] | LakeStore, app_id: str, *, change_feed: bool = True) -> None:
         if not app_id:
             raise ConfigError("a Delta lake needs a non-empty app_id naming the pipeline that writes it")
         self.store = root if isinstance(root, LakeStore) else lake_store(root)
@@ -105,6 +107,7 @@ class DeltaLake:
         self.options = self.store.delta_options()  # every delta-rs call on the lake gets them
         self.app_id = app_id
         self.changelog_path = self.store.join(CHANGES)
+        self.mirror_configuration = mirror_configuration(change_feed)
 
     def table(self, path: str) -> DeltaTable | None:
         """The Delta table at ``path`` in the lake, None when there is none."""
@@ -189,7 +192,7 @@ class DeltaLake:
             if dt is not None and _done(dt, self.app_id, batch_id):
                 plans.append(TableResult(tb.db, tb.table, "skipped", n))
                 continue
-            plans.append(plan(tb, path, dt, self.store))
+            plans.append(plan(tb, path, dt, self.store, self.mirror_configuration))
         path = self.changelog_path
         existing = self.table(path)
         done = existing is not None and _done(existing, self.app_id, batch_id)

@@ -3,7 +3,9 @@
 One registry per pipeline (never the process-wide default, so two pipelines in one process or a
 test's second run do not collide), served over HTTP by ``prometheus_client``. The pipeline calls
 :meth:`PipelineMetrics.batch` after every committed micro-batch, the snapshot calls
-:meth:`snapshot_progress` after every chunk, and errors are counted by their sluice error class.
+:meth:`snapshot_progress` after every chunk, the maintenance between batches
+(``sluice.spark.pipeline.upkeep``) :meth:`table_size` and :meth:`maintained`, and errors are
+counted by their sluice error class.
 Every name starts with ``sluice_``; what each one means is in its help text (``curl :N/metrics``).
 """
 
@@ -59,6 +61,18 @@ class PipelineMetrics:
         self.retries = Counter(
             "sluice_retries", "Retries in committed batches: replication connections made again by the tasks "
             "(kind reconnect) and failed task attempts Spark ran again (kind task)", ["pipeline", "kind"], registry=r)
+        self.table_files = Gauge("sluice_table_files", "Active data files of a lake table (db.table, "
+                                 "_sluice.changes, _sluice.archive/...), when maintenance last looked at it",
+                                 ["pipeline", "table"], registry=r)
+        self.table_bytes = Gauge("sluice_table_bytes", "Bytes of a lake table's active data files, when maintenance "
+                                 "last looked at it", ["pipeline", "table"], registry=r)
+        self.maintenance_last = Gauge(
+            "sluice_maintenance_last_timestamp_seconds", "Unix time of the last maintenance step of each kind "
+            "(compact, checkpoint, vacuum) that completed", ["pipeline", "kind"], registry=r)
+        self.maintenance_steps = Counter("sluice_maintenance_steps", "Maintenance steps completed, by kind",
+                                         ["pipeline", "kind"], registry=r)
+        self.maintenance_failures = Counter("sluice_maintenance_failures", "Maintenance steps that failed, by kind",
+                                            ["pipeline", "kind"], registry=r)
         self._label = pipeline
         self._file: str | None = None
         self._server: Any = None
@@ -101,6 +115,20 @@ class PipelineMetrics:
         """Count a committed batch's reconnects and failed task attempts."""
         for kind, n in (("reconnect", reconnects), ("task", task_attempts)):
             self.retries.labels(self._label, kind).inc(n)  # zero too: the series exists from the first batch
+
+    def table_size(self, table: str, files: int, size: int) -> None:
+        """Record a lake table's active files and their bytes."""
+        self.table_files.labels(self._label, table).set(files)
+        self.table_bytes.labels(self._label, table).set(size)
+
+    def maintained(self, kind: str, when: float) -> None:
+        """Record a completed maintenance step of ``kind`` at Unix time ``when``."""
+        self.maintenance_last.labels(self._label, kind).set(when)
+        self.maintenance_steps.labels(self._label, kind).inc()
+
+    def maintenance_failed(self, kind: str) -> None:
+        """Count a maintenance step that failed."""
+        self.maintenance_failures.labels(self._label, kind).inc()
 
     def snapshot_progress(self, done: int, total: int, rows: int) -> None:
         """Record the snapshot's chunks (planned, done) and the rows it has written."""

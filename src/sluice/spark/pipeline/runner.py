@@ -49,11 +49,13 @@ from sluice.io.connection import Connection
 from sluice.io.replication import server_binlog_status
 from sluice.spark.ddl.batch import DdlStage
 from sluice.spark.lake.changelog_rows import query_error, staged_rows
+from sluice.spark.lake.maintenance import MaintenanceConfig
 from sluice.spark.lake.sink import DeltaLake
 from sluice.spark.lake.store import CHECKPOINT, STAGING, LakeStore, lake_store
 from sluice.spark.pipeline.lake_state import LakeState, drop_unfinished_writes
 from sluice.spark.pipeline.staged_batch import StagedBatch, table_batch
 from sluice.spark.pipeline.stats import PipelineStats
+from sluice.spark.pipeline.upkeep import Upkeep
 from sluice.spark.runtime.session import spark_session, start_python_workers
 from sluice.spark.snapshot.filter import SnapshotFilter
 from sluice.spark.snapshot.runner import SnapshotRunner
@@ -88,6 +90,8 @@ class PipelineConfig:
     metrics_host: str = "0.0.0.0"
     storage: tuple[tuple[str, str], ...] = field(default=(), repr=False)  # [lake.storage]: may hold secrets
     checkpoint_dir: str | None = None  # Spark's checkpoint (default: see checkpoint_path)
+    change_feed: bool = True  # mirrors write Delta's Change Data Feed (sluice.spark.lake.change_feed)
+    maintenance: MaintenanceConfig = field(default_factory=MaintenanceConfig)  # between batches (pipeline.upkeep)
 
     def __post_init__(self) -> None:
         if self.trigger not in _ONCE:
@@ -135,7 +139,9 @@ class Pipeline:
         self.pipeline_id = self.state.pipeline_id
         self.app_id = self.state.app_id
         self.resume_at = self.state.resume_at
-        self.lake = DeltaLake(self.store, self.app_id)
+        self.lake = DeltaLake(self.store, self.app_id, change_feed=config.change_feed)
+        self.upkeep = Upkeep(self.lake.root, config.maintenance, progress=self.progress,
+                             storage_options=self.store.delta_options())
         self.ddl = DdlStage(self.lake, self.history_path, config.tables, config.exclude_tables, self.progress)
         self._spark: Any = None
 
@@ -155,7 +161,7 @@ class Pipeline:
             runner = SnapshotRunner(
                 spark, cfg.source, self.store, self.pipeline_id, table_filter(cfg.tables, cfg.exclude_tables),
                 chunk_rows=cfg.chunk_rows, progress=self.progress, history=SchemaHistory.open(self.history_path),
-                on_chunk=self.metrics and self.metrics.snapshot_progress,
+                on_chunk=self.metrics and self.metrics.snapshot_progress, change_feed=cfg.change_feed,
             )
             # Once the stream runs, only tables added to the capture (or dropped from the snapshot by
             # `sluice snapshot` or by a DDL to re-read) are read; the stream then goes on from its
@@ -177,6 +183,8 @@ class Pipeline:
         self.store.delete_prefix(STAGING)  # an earlier run's unfinished batch
         drop_unfinished_writes(self.checkpoint_path)
         self.state.load_history()
+        self.upkeep.metrics = self.metrics
+        self.upkeep.start(change_feed=cfg.change_feed)
         conf = dict(cfg.conf)
         # The driver JVM plans and commits; the rows never pass through it. Its client compiler
         # alone starts the query about a second sooner (a later -XX:TieredStopAtLevel wins).
@@ -340,6 +348,7 @@ class Pipeline:
             self.stats.last_batch = time.monotonic()
         if self.metrics is not None and written is not None:
             self.metrics.batch(time.monotonic() - started, *written, self.stats.last_commit_lag, self.stats.lag_bytes)
+        self.upkeep.after_batch()  # the batch is committed: maintenance steps due, within their time budget
 
     def _write(self, staged: pa.Table, batch_id: int) -> tuple[Any, ...] | None:
         """Commit what the tasks staged (``sluice.spark.source.staging``): DDL first, then each table's MERGE,
@@ -392,7 +401,8 @@ class Pipeline:
         cfg = self.config
         runner = SnapshotRunner(self._spark, cfg.source, self.store, self.pipeline_id,
                                 table_filter(cfg.tables, cfg.exclude_tables), chunk_rows=cfg.chunk_rows,
-                                progress=self.progress, on_chunk=self.metrics and self.metrics.snapshot_progress)
+                                progress=self.progress, on_chunk=self.metrics and self.metrics.snapshot_progress,
+                                change_feed=cfg.change_feed)
         self._filter = SnapshotFilter(runner.run(only_new=True, only=frozenset(names)))
 
     def _lag_bytes(self, file: str, pos: int) -> int | None:

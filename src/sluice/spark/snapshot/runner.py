@@ -82,11 +82,11 @@ class SnapshotRunner:
     def __init__(self, spark: Any, source: str, store: LakeStore, app_id: str,
                  include: Callable[[str, str], bool] | None, *, chunk_rows: int | None = None,
                  progress: Callable[[str], None] | None = None, history: SchemaHistory | None = None,
-                 on_chunk: Callable[[int, int, int], None] | None = None) -> None:
+                 on_chunk: Callable[[int, int, int], None] | None = None, change_feed: bool = True) -> None:
         self.spark = spark
         self.source = source
         self.store = store
-        self.lake = DeltaLake(store, f"{app_id}-snapshot")
+        self.lake = DeltaLake(store, f"{app_id}-snapshot", change_feed=change_feed)
         self.include = include
         self.chunk_rows = chunk_rows
         self.progress = progress or (lambda text: log.info("%s", text))
@@ -347,7 +347,8 @@ class SnapshotRunner:
             if dt is not None:
                 dt.update_incremental()  # the commits since (a handle does not follow its own)
             elif (dt := self.lake.table(path)) is None:  # as the pipeline's MERGE creates it
-                dt = DeltaTable.create(path, wanted, mode="ignore", storage_options=self.lake.options)
+                dt = DeltaTable.create(path, wanted, mode="ignore", storage_options=self.lake.options,
+                                       configuration=self.lake.mirror_configuration)
             self._mirrors[path] = dt
             if dt.schema() != DeltaSchema.from_arrow(wanted):
                 raise SchemaError(

@@ -1,0 +1,114 @@
+"""The running pipeline's care of its lake's tables, on the driver between two micro-batches.
+
+``Upkeep.start`` turns Delta's Change Data Feed on for mirrors made before it was on (when the
+pipeline has it on). ``Upkeep.after_batch``, called once a batch has committed, looks at the lake's
+tables in turn (mirrors, change log, archive; the list is read again every ``rescan_interval``
+seconds) and
+runs the maintenance steps each one is due for (``sluice.spark.lake.maintenance.due_steps``), one
+step after the other while the boundary's time ``budget`` lasts: a step is started only within the
+budget, so a batch waits at most the budget plus the one step that started last. A table whose
+turn ran out of time is looked at first at the next boundary. Nothing runs while a batch commits,
+so no maintenance commit races the pipeline's own; a kill in a step leaves the table valid
+(``sluice.spark.lake.maintenance``) and the restarted pipeline replays its batch exactly once.
+
+A step that fails is reported on the progress line and counted, and the pipeline goes on: a table
+that is not maintained for a while is slower to read, never wrong.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from sluice.errors import MaintenanceError
+from sluice.spark.lake.change_feed import enable_change_feed
+from sluice.spark.lake.maintenance import LakeTable, MaintenanceConfig, due_steps, inspect, lake_tables, run_step
+
+__all__ = ["Upkeep"]
+
+log = logging.getLogger(__name__)
+
+class Upkeep:
+    """The maintenance schedule of one lake (module docstring); ``metrics`` is a ``PipelineMetrics`` or None."""
+
+    def __init__(self, root: str, config: MaintenanceConfig, *, storage_options: dict[str, str] | None = None,
+                 progress: Callable[[str], None] | None = None, metrics: Any = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.root = root
+        self.config = config
+        self.storage_options = storage_options
+        self.progress = progress or (lambda text: log.info("%s", text))
+        self.metrics = metrics
+        self.clock = clock
+        self._tables: list[LakeTable] = []
+        self._scanned: float | None = None
+        self._next = 0  # index in _tables of the table whose turn is next
+        self._vacuumed: dict[str, float] = {}  # table URI -> clock() of its last VACUUM by this process
+        self.steps_run = 0
+        self.failures = 0
+
+    def start(self, *, change_feed: bool) -> None:
+        """At the pipeline's start: turn the change feed on for every mirror that lacks it."""
+        if not change_feed:
+            return
+        for table in lake_tables(self.root, self.storage_options):
+            if table.kind == "mirror" and enable_change_feed(table.uri, self.storage_options):
+                self.progress(f"the mirror of {table.name} now writes Delta's change data feed")
+
+    def after_batch(self) -> None:
+        """Run the maintenance steps that are due, within the time budget (module docstring)."""
+        if not self.config.enabled:
+            return
+        started = self.clock()
+        if self._scanned is None or started - self._scanned >= self.config.rescan_interval:
+            self._rescan(started)
+        for _ in range(len(self._tables)):
+            if self.clock() - started >= self.config.budget:
+                return
+            table = self._tables[self._next % len(self._tables)]
+            if self._turn(table, started):
+                self._next = (self._next + 1) % len(self._tables)
+            else:
+                return
+
+    def _rescan(self, now: float) -> None:
+        current = self._tables[self._next % len(self._tables)].uri if self._tables else None
+        self._tables = lake_tables(self.root, self.storage_options)
+        self._scanned = now
+        uris = [t.uri for t in self._tables]
+        self._next = uris.index(current) if current in uris else 0
+
+    def _turn(self, table: LakeTable, started: float) -> bool:
+        """Look at one table and run its due steps while the budget lasts; False when time ran out
+        before its last due step (the table keeps its turn)."""
+        config = self.config
+        try:
+            state = inspect(table.uri, config, self.storage_options)
+        except Exception as exc:  # moved or archived by a DDL since the scan: the next scan finds it
+            log.debug("maintenance: cannot read %s: %s", table.uri, exc)
+            return True
+        if self.metrics is not None:
+            self.metrics.table_size(table.name, state.files, state.bytes)
+        last = self._vacuumed.get(table.uri)
+        for step in due_steps(state, config, None if last is None else started - last):
+            if self.clock() - started >= config.budget:
+                return False
+            began = self.clock()
+            try:
+                result = run_step(step, table, config, self.storage_options)
+            except MaintenanceError as exc:
+                self.failures += 1
+                self.progress(f"maintenance: {exc}")
+                if self.metrics is not None:
+                    self.metrics.maintenance_failed(step)
+                continue
+            finally:
+                if step == "vacuum":
+                    self._vacuumed[table.uri] = self.clock()  # a failed one too: tried again a day later
+            self.steps_run += 1
+            log.info("maintenance: %s: %s (%.2fs)", table.name, result.summary, self.clock() - began)
+            if self.metrics is not None:
+                self.metrics.maintained(step, time.time())
+        return True

@@ -1,0 +1,96 @@
+"""The pipeline's maintenance between batches (``sluice.spark.pipeline.upkeep``) on a lake of
+temporary Delta tables: round robin over the tables, the time budget per batch boundary, the
+metrics, and the change feed turned on for older mirrors."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
+
+from sluice.spark.lake.change_feed import has_change_feed
+from sluice.spark.lake.maintenance import MaintenanceConfig
+from sluice.spark.pipeline.metrics import PipelineMetrics
+from sluice.spark.pipeline.upkeep import Upkeep
+
+pytestmark = pytest.mark.unit
+
+TABLES = ("shop/a", "shop/b", "_sluice/changes")
+
+
+def _lake(root, files=5):
+    for folder in TABLES:
+        for i in range(files):
+            txn = CommitProperties(app_transactions=[Transaction("app", i)])
+            write_deltalake(str(root / folder), pa.table({"id": [i]}), mode="append", commit_properties=txn)
+
+
+class Clock:
+    """A clock that moves ``step`` seconds each time it is read: every step "takes" time."""
+
+    def __init__(self, step):
+        self.now, self.step = 0.0, step
+
+    def __call__(self):
+        self.now += self.step
+        return self.now
+
+
+def test_steps_stay_within_the_budget_and_every_table_gets_its_turn(tmp_path):
+    _lake(tmp_path)
+    config = MaintenanceConfig(min_small_files=3, checkpoint_interval=1000, budget=0.5)
+    metrics = PipelineMetrics("p")
+    upkeep = Upkeep(str(tmp_path), config, metrics=metrics, clock=Clock(0.1))
+    upkeep.after_batch()
+    first = upkeep.steps_run
+    assert 1 <= first < 2 * len(TABLES)  # a compaction and a vacuum per table: not all in one boundary
+    for _ in range(10):
+        upkeep.after_batch()
+    assert upkeep.steps_run == 2 * len(TABLES) and upkeep.failures == 0
+    for folder in TABLES:
+        dt = DeltaTable(str(tmp_path / folder))
+        assert len(dt.file_uris()) == 1 and dt.transaction_version("app") == 4
+    sample = metrics.registry.get_sample_value
+    assert sample("sluice_maintenance_steps_total", {"pipeline": "p", "kind": "compact"}) == 3
+    assert sample("sluice_maintenance_steps_total", {"pipeline": "p", "kind": "vacuum"}) == 3
+    assert sample("sluice_maintenance_last_timestamp_seconds", {"pipeline": "p", "kind": "compact"}) > 0
+    assert sample("sluice_table_files", {"pipeline": "p", "table": "shop.a"}) in (1, 5)
+    upkeep.after_batch()  # every table is looked at again: sizes after the compaction
+    upkeep.after_batch()
+    upkeep.after_batch()
+    assert sample("sluice_table_files", {"pipeline": "p", "table": "_sluice.changes"}) == 1
+    assert sample("sluice_table_bytes", {"pipeline": "p", "table": "shop.a"}) > 0
+
+
+def test_no_budget_or_disabled_runs_nothing(tmp_path):
+    _lake(tmp_path, files=3)
+    for config in (MaintenanceConfig(min_small_files=2, budget=0), MaintenanceConfig(min_small_files=2, enabled=False)):
+        upkeep = Upkeep(str(tmp_path), config)
+        upkeep.after_batch()
+        assert upkeep.steps_run == 0
+    assert len(DeltaTable(str(tmp_path / "shop/a")).file_uris()) == 3
+
+
+def test_checkpoints_follow_the_interval(tmp_path):
+    _lake(tmp_path, files=4)
+    upkeep = Upkeep(str(tmp_path), MaintenanceConfig(checkpoint_interval=3, budget=60))
+    upkeep.after_batch()
+    for folder in TABLES:
+        assert (tmp_path / folder / "_delta_log" / "00000000000000000003.checkpoint.parquet").exists()
+    steps = upkeep.steps_run
+    upkeep.after_batch()  # nothing new: nothing due (the vacuum was a day ago at the earliest)
+    assert upkeep.steps_run == steps
+
+
+def test_start_turns_the_change_feed_on_for_mirrors_only(tmp_path):
+    _lake(tmp_path, files=1)
+    upkeep = Upkeep(str(tmp_path), MaintenanceConfig())
+    upkeep.start(change_feed=False)
+    assert not has_change_feed(DeltaTable(str(tmp_path / "shop/a")))
+    said = []
+    upkeep.progress = said.append
+    upkeep.start(change_feed=True)
+    assert all(has_change_feed(DeltaTable(str(tmp_path / "shop" / t))) for t in "ab")
+    assert not has_change_feed(DeltaTable(str(tmp_path / "_sluice/changes")))
+    assert said == ["the mirror of shop.a now writes Delta's change data feed",
+                    "the mirror of shop.b now writes Delta's change data feed"]
