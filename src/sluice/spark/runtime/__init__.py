@@ -1,5 +1,5 @@
 """Spark's runtime as sluice starts it: the session with the ``binlog`` source registered and the
-driver JVM launched by sluice (``session``), the driver's class archive (``jvm_archive``,
+driver JVM launched by sluice in a session of its own (``session``), the driver's class archive (``jvm_archive``,
 ``make_archive``), and the driver's logging settings (``conf/log4j2.properties``).
 """
 

@@ -10,13 +10,16 @@ whose directory on the classpath would keep the driver from its class archive) u
 The driver JVM maps the class archive of ``jvm_archive`` (or makes it, on a machine's first run).
 sluice starts the driver JVM itself, as ``getOrCreate`` would, to read its standard error: the
 line the JVM prints on every start about the incubator module Spark's launcher adds stays out of
-the terminal, every other line goes through.
+the terminal, every other line goes through. The driver JVM runs in a session of its own, so that
+the terminal's Ctrl-C reaches sluice alone; ``kill_driver`` ends it at once.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import signal
+import subprocess
 import sys
 import threading
 from collections.abc import Iterator, Mapping
@@ -27,7 +30,7 @@ from sluice.errors import ConfigError
 from sluice.spark.runtime.jvm_archive import driver_options
 from sluice.spark.source.datasource import BinlogDataSource
 
-__all__ = ["spark_session", "start_python_workers"]
+__all__ = ["kill_driver", "spark_session", "start_python_workers"]
 
 log = logging.getLogger(__name__)
 
@@ -100,7 +103,15 @@ def _launch_driver(app_name: str, master: str, settings: Mapping[str, str]) -> N
                               daemon=True)
     reader.start()
     try:
-        gateway = launch_gateway(conf, popen_kwargs={"stderr": write_end})
+        # A session of its own: a terminal sends the signal of Ctrl-C (and of Ctrl-\, Ctrl-Z) to its
+        # whole foreground process group, and what Ctrl-C means is sluice's to decide
+        # (``sluice.spark.pipeline.interrupts``). PySpark's launcher only ignores SIGINT in the JVM;
+        # a disposition is each process's own to change, and the processes the JVM starts (Spark's
+        # Python workers turn SIGINT back into KeyboardInterrupt) and the other keys (Ctrl-\ makes
+        # the JVM print its threads on the terminal, Ctrl-Z stops it) would still reach them. Outside
+        # the terminal's session nothing the JVM starts can get them. The JVM still ends with sluice:
+        # it exits when its standard input, a pipe from this process, closes.
+        gateway = launch_gateway(conf, popen_kwargs={"stderr": write_end, "start_new_session": True})
     except PySparkRuntimeError as exc:
         if exc.getCondition() != "JAVA_GATEWAY_EXITED":
             raise
@@ -116,6 +127,23 @@ def _launch_driver(app_name: str, master: str, settings: Mapping[str, str]) -> N
         )
     SparkContext._gateway = gateway
     SparkContext._jvm = gateway.jvm
+
+
+def kill_driver(timeout: float = 10.0) -> None:
+    """End the driver JVM this process started, at once (SIGKILL to its session's process group, as
+    ``kill -9`` would), and wait up to ``timeout`` seconds for it to go. Spark's Python daemon, in a
+    process group of its own, ends its workers and itself when the JVM's end closes its standard
+    input. Nothing when no driver was started here (its JVM then ends when this process does)."""
+    from pyspark import SparkContext
+
+    proc = getattr(SparkContext._gateway, "proc", None)
+    if proc is None or proc.poll() is not None:
+        return
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)  # its own session: the group's id is the JVM's pid
+        proc.wait(timeout)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        log.debug("ending the driver JVM: %s", exc)
 
 
 def _forward_stderr(stream: BinaryIO, fd: int = 2) -> None:
