@@ -1,6 +1,6 @@
 """``sluice run``'s pipeline: the streaming query and the driver's commit of each micro-batch
-(``runner``), the reading of a staged batch (``staged_batch``), its progress (``stats``) and its
-Prometheus metrics (``metrics``).
+(``runner``), the reading of a staged batch (``staged_batch``), its progress (``stats``), its
+Prometheus metrics (``metrics``) and what Ctrl-C and SIGTERM do to it (``interrupts``).
 """
 
 from __future__ import annotations
