@@ -22,13 +22,16 @@ mode, append or MERGE) and every finished chunk with its watermarks; a chunk's w
 before its write and each write carries the chunk's sequence number as a Delta app transaction
 (chunks of a table are written in plan order), so a restart knows whether an interrupted write
 landed (keep its watermarks) or not (read the chunk again). A killed snapshot resumes at the first
-unfinished chunk.
+unfinished chunk. A stop asked for (``stopping``: Ctrl-C, SIGTERM) ends the snapshot, unfinished, at
+the end of the wave of chunks being read (the wave submitted ahead is cancelled) or before the next
+key-less table's scan; the next run resumes it there.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+import uuid
 from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -72,6 +75,10 @@ log = logging.getLogger(__name__)
 _PASSES = 5  # snapshot passes over tables that DDL changed under the read, before giving up
 
 
+class _Stopped(Exception):
+    """A stop was asked for: the snapshot ends here, unfinished, its state saved."""
+
+
 def _as_list(rows: Iterator[Any]) -> list[Any]:
     return list(rows)
 
@@ -82,7 +89,8 @@ class SnapshotRunner:
     def __init__(self, spark: Any, source: str, store: LakeStore, app_id: str,
                  include: Callable[[str, str], bool] | None, *, chunk_rows: int | None = None,
                  progress: Callable[[str], None] | None = None, history: SchemaHistory | None = None,
-                 on_chunk: Callable[[int, int, int], None] | None = None, change_feed: bool = True) -> None:
+                 on_chunk: Callable[[int, int, int], None] | None = None, change_feed: bool = True,
+                 stopping: Callable[[], bool] | None = None) -> None:
         self.spark = spark
         self.source = source
         self.store = store
@@ -94,6 +102,8 @@ class SnapshotRunner:
         self.on_chunk = on_chunk  # (chunks done, chunks planned, rows written) after every chunk
         self._failed: dict[str, str] = {}  # chunk errors of this pass that DDL may explain
         self._mirrors: dict[str, DeltaTable] = {}  # appended mirrors, open: reopening replays the log
+        self.stopping = stopping or (lambda: False)  # whether to stop at the next wave boundary
+        self._jobs = f"sluice-snapshot-{uuid.uuid4().hex[:8]}"  # the Spark job group of the chunks' waves
 
     def run(self, *, only_new: bool = False, only: frozenset[str] | None = None) -> SnapshotState:
         """Snapshot every captured table not snapshotted yet (all of them on the first run; with
@@ -105,7 +115,13 @@ class SnapshotRunner:
         if not state.complete:  # the chunks' workers come up while the tables are planned
             start_python_workers(self.spark, ("sluice.spark.snapshot.task",), kind="rdd")
         for _attempt in range(_PASSES):
-            stale = self._pass(state, only)
+            try:
+                stale = self._pass(state, only)
+            except _Stopped:
+                done = sum(len(t["done"]) for t in state.tables.values())
+                total = sum(len(t["chunks"]) for t in state.tables.values())
+                self.progress(f"snapshot: stopped at {done}/{total} chunks; the next run resumes it there")
+                return state
             if not stale:
                 break
             only_new = True  # plan the tables a DDL changed under the read again, and only those
@@ -175,6 +191,8 @@ class SnapshotRunner:
         self._failed = {}
         reading = {name for name, _ in self._pending(state)}
         stale = self._chunks(catalog, state)
+        if self.stopping() and self._pending(state):
+            raise _Stopped
         if reading:  # DDL on a table between its planning and its last chunk makes its read stale
             since = min((Checkpoint.from_json(state.tables[n]["planned_at"]) for n in reading
                          if state.tables[n].get("planned_at")),
@@ -206,6 +224,8 @@ class SnapshotRunner:
         moved = set()
         for name, table in state.tables.items():
             if "read" in table and table["read"] is None:  # key-less (not in older states)
+                if self.stopping():
+                    raise _Stopped
                 try:
                     snapshot_keyless(self.source, self.lake, table, lambda: state.save(self.store),
                                      self.progress)
@@ -278,8 +298,15 @@ class SnapshotRunner:
         submitted = 0
         marks: deque[LowMark] = deque()  # low watermarks taken ahead, oldest first
         conn = Connection.open(parse_dsn(self.source)) if early_low and payloads else None
+
+        def run_wave(rdd: Any) -> list[Any]:
+            sc.setJobGroup(self._jobs, "sluice snapshot chunks")  # this thread's jobs, for cancelJobGroup
+            return sc.runJob(rdd, _as_list)
+
         try:
             while submitted < len(payloads) or futures:
+                if self.stopping():  # the chunks of the waves read so far are written; the others wait
+                    break
                 while submitted < len(payloads) and len(futures) < 2:
                     group = payloads[submitted:submitted + wave]
                     if conn is not None:
@@ -287,10 +314,12 @@ class SnapshotRunner:
                             marks.append(low_mark(conn))
                         group = [(*payload[:-1], marks.popleft().to_json()) for payload in group]
                     rdd = sc.parallelize(group, len(group)).map(read_and_reconcile)
-                    futures.append(pool.submit(sc.runJob, rdd, _as_list))
+                    futures.append(pool.submit(run_wave, rdd))
                     submitted += len(group)
                 yield from futures.popleft().result()
         finally:
+            if futures:  # stopped, or a chunk's write failed: the waves in flight are not waited for
+                sc.cancelJobGroup(self._jobs)
             pool.shutdown(wait=True, cancel_futures=True)
             if conn is not None:
                 conn.close()
