@@ -30,7 +30,6 @@ import json
 import logging
 import os
 import re
-import signal
 import threading
 import time
 from collections.abc import Callable
@@ -52,11 +51,12 @@ from sluice.spark.lake.changelog_rows import query_error, staged_rows
 from sluice.spark.lake.maintenance import MaintenanceConfig
 from sluice.spark.lake.sink import DeltaLake
 from sluice.spark.lake.store import CHECKPOINT, STAGING, LakeStore, lake_store
+from sluice.spark.pipeline.interrupts import StopSignals
 from sluice.spark.pipeline.lake_state import LakeState, drop_unfinished_writes
 from sluice.spark.pipeline.staged_batch import StagedBatch, table_batch
 from sluice.spark.pipeline.stats import PipelineStats
 from sluice.spark.pipeline.upkeep import Upkeep
-from sluice.spark.runtime.session import spark_session, start_python_workers
+from sluice.spark.runtime.session import kill_driver, spark_session, start_python_workers
 from sluice.spark.snapshot.filter import SnapshotFilter
 from sluice.spark.snapshot.runner import SnapshotRunner
 from sluice.spark.snapshot.state import SnapshotState, stream_start
@@ -127,6 +127,9 @@ class Pipeline:
         self.stats = PipelineStats()
         self.progress = progress or (lambda text: log.info("%s", text))
         self._stop = threading.Event()
+        self._signals: StopSignals | None = None
+        self._refused = False  # a batch began after the stop was asked: left whole to the next run
+        self.phase = "start"  # then "snapshot", "stream": where a stop asked for takes effect
         self._query: Any = None
         self._filter: Any = None
         self._lag_checked = 0.0  # SnapshotFilter: early changes the snapshot already holds
@@ -162,6 +165,7 @@ class Pipeline:
                 spark, cfg.source, self.store, self.pipeline_id, table_filter(cfg.tables, cfg.exclude_tables),
                 chunk_rows=cfg.chunk_rows, progress=self.progress, history=SchemaHistory.open(self.history_path),
                 on_chunk=self.metrics and self.metrics.snapshot_progress, change_feed=cfg.change_feed,
+                stopping=self._stop.is_set,
             )
             # Once the stream runs, only tables added to the capture (or dropped from the snapshot by
             # `sluice snapshot` or by a DDL to re-read) are read; the stream then goes on from its
@@ -194,9 +198,12 @@ class Pipeline:
         if not log.isEnabledFor(logging.DEBUG):  # a batch's error is reported once, by run(), not by py4j too
             logging.getLogger("py4j.clientserver").setLevel(logging.CRITICAL)
         spark = spark_session(cfg.master, conf=conf)
+        if self._signals is not None:
+            self._signals.install()  # in place of the SIGINT handler PySpark's SparkContext installed
         self._spark = spark
         starting = cfg.starting_position
         if cfg.snapshot != "never" or SnapshotState.exists(self.store):
+            self.phase = "snapshot"
             after_snapshot = self.snapshot(spark)
             if after_snapshot is not None:
                 starting = after_snapshot
@@ -204,8 +211,9 @@ class Pipeline:
             starting = f"{self.resume_at['file']}:{self.resume_at['pos']}"
             self.progress(f"Spark's checkpoint {self.checkpoint_path} holds no position: going on from the lake's "
                           f"last batch, {starting}")
-        if cfg.snapshot == "only":
+        if cfg.snapshot == "only" or self._stop.is_set():
             return None
+        self.phase = "stream"
         # The tasks' Python workers come up while the query starts, not in its first batch, unless
         # nothing can be waiting (a new query from the server's end): on two cores starting them
         # costs the query's own start about a second.
@@ -272,13 +280,14 @@ class Pipeline:
                 f"them for: {names}. sluice verify shows the difference; sluice snapshot --tables reads a table again"
             )
 
-    def run(self, *, report_every: float = 5.0, handle_signals: bool = True) -> PipelineStats:
-        """Run until stopped (Ctrl-C / SIGTERM: at the next batch boundary) or, with
-        ``trigger="once"``, until everything available at the start is in the lake."""
-        previous: dict[Any, Any] = {}
+    def run(self, *, report_every: float = 5.0, handle_signals: bool = True,
+            label: str = "sluice run") -> PipelineStats:
+        """Run until stopped (Ctrl-C / SIGTERM: at the next batch boundary, a second Ctrl-C at once;
+        ``sluice.spark.pipeline.interrupts``) or, with ``trigger="once"``, until everything available
+        at the start is in the lake. ``label`` begins the lines the signals print."""
         if handle_signals and threading.current_thread() is threading.main_thread():
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                previous[sig] = signal.signal(sig, lambda *_: self.stop())
+            self._signals = StopSignals(label, self.stop, lambda: self.phase, kill_driver)
+            self._signals.install()
         try:
             query = self.start()
             if query is None:  # snapshot only
@@ -296,15 +305,16 @@ class Pipeline:
                     last = time.monotonic()
                     self.progress(self.stats.line())
             exc = query.exception()
-            if exc is not None and self.error is None:
+            if exc is not None and self.error is None and not self._refused:
                 raise query_error(exc)
             if self.error is not None:
                 if isinstance(self.error, Exception) and not isinstance(self.error, SluiceError):
                     raise query_error(self.error) from self.error
                 raise self.error
         finally:
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
+            if self._signals is not None:
+                self._signals.restore()
+                self._signals = None
         return self.stats
 
     def stop(self) -> None:
@@ -319,6 +329,12 @@ class Pipeline:
 
     # -- one micro-batch ---------------------------------------------------------------------------
     def _batch(self, df: Any, batch_id: int) -> None:
+        if self._stop.is_set():
+            # Spark began a batch after the stop was asked (batches can follow each other with no
+            # gap to stop the query in): fail it before it reads anything, which ends the query and
+            # leaves the batch, whose offsets Spark has logged, to the next run. run() reports no error.
+            self._refused = True
+            raise RuntimeError("the pipeline is stopping")
         started = time.monotonic()
         staging = staging_dir(self.lake.root, batch_id)
         try:
