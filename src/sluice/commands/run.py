@@ -51,7 +51,9 @@ follows every DDL in the batch that carries it (added columns get the value the 
 existing rows; dropped columns and tables leave the mirror, their data archived under
 LAKE/_sluice/archive; what it cannot follow exactly is read again). Between batches it compacts,
 checkpoints and vacuums the lake's tables a little at a time ([maintenance], see sluice maintain
---help), and mirrors write Delta's change data feed. Ctrl-C stops at the next batch boundary.
+--help), and mirrors write Delta's change data feed. Ctrl-C (or SIGTERM) stops at the next batch
+boundary (in the snapshot, after the wave of chunks being read) and prints what the run did; a
+second Ctrl-C stops at once, and the next run does the unfinished batch again.
 Read a mirror with e.g.
   python -c "import deltalake; print(deltalake.DeltaTable('lake/shop/orders').to_pandas())"
 """

@@ -13,7 +13,8 @@ HELP = """\
 Snapshot tables of a lake again: their Delta mirrors are dropped and read anew from the source in
 primary-key chunks on Spark, consistent with the binlog (the same method as the first start of
 sluice run). Stop the pipeline first; when it starts again it streams on from where it stopped and
-skips, for these tables, the changes the new snapshot already holds.
+skips, for these tables, the changes the new snapshot already holds. Ctrl-C stops after the wave of
+chunks being read (a second Ctrl-C at once); the next sluice run resumes the snapshot there.
 
 examples:
   sluice snapshot --source mysql://repl@db/ --lake ./lake --tables 'shop\\.orders'
@@ -56,5 +57,5 @@ def run(args: argparse.Namespace) -> int:
     names = [n for n in state.tables if pattern.fullmatch(n)]
     dropped = forget_tables(pipeline.lake, names)
     say(f"reading again: {', '.join(dropped) or 'no snapshotted table matches; new tables only'}")
-    pipeline.run(handle_signals=False)
+    pipeline.run(label="sluice snapshot")  # Ctrl-C: at the end of a wave of chunks; twice: now
     return 0
