@@ -85,6 +85,7 @@ class StopSignals:
         elif signum == signal.SIGINT:
             self._say(f"stopped now, {_LEFT.get(phase, _LEFT['stream'])}", signum)
             try:
+                _silence_stderr()  # the last line said it all: not the threads' words on the JVM's end
                 self.stop_now()
             finally:
                 os._exit(EXIT_INTERRUPTED)  # no interpreter teardown: threads are mid-call into the JVM
@@ -98,3 +99,14 @@ class StopSignals:
                 data = data[os.write(2, data):]
         except OSError:
             pass
+
+
+def _silence_stderr() -> None:
+    """Point standard error at /dev/null: PySpark's threads (its accumulator server, py4j) report the
+    driver JVM's end with tracebacks of their own."""
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, 2)
+        os.close(null)
+    except OSError:
+        pass
