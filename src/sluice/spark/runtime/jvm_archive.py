@@ -139,6 +139,7 @@ def _another_maker(directory: Path, name: str) -> bool:
 
 def _finish(partial: Path, directory: Path, name: str) -> None:
     """Let the driver JVM exit (it writes the archive as it does) and keep the file if it did so cleanly."""
+    proc = None
     try:
         proc = _gateway_process()
         if proc is None:
@@ -151,6 +152,9 @@ def _finish(partial: Path, directory: Path, name: str) -> None:
             archive = directory / f"{name}-{partial.stat().st_size}.jsa"
             os.replace(partial, archive)
             log.debug("the Spark driver's class archive is %s", archive)
+    except KeyboardInterrupt:  # Ctrl-C while the JVM writes it: the archive is left to a later run
+        if proc is not None:
+            proc.kill()
     except Exception as exc:  # never let the archive spoil a run's exit
         log.debug("the Spark driver's class archive was not kept: %s", exc)
     finally:

@@ -87,6 +87,26 @@ def test_the_archive_is_kept_only_when_the_jvm_exited_cleanly(fresh: Path, monke
         assert (fresh / "spark-k-42.jsa").exists() == kept
 
 
+def test_ctrl_c_while_the_jvm_writes_the_archive_ends_it_and_keeps_nothing(
+        fresh: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fresh.mkdir()
+    part = fresh / "spark-k.7.part"
+    part.write_bytes(b"y" * 42)
+    jvm = subprocess.Popen(["sleep", "60"])
+
+    class Interrupted:  # the JVM's process, with Ctrl-C coming while sluice waits for it
+        stdin = None
+        kill = jvm.kill
+
+        def wait(self, timeout: float) -> int:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(jvm_archive, "_gateway_process", Interrupted)
+    jvm_archive._finish(part, fresh, "spark-k")  # no KeyboardInterrupt out of the exit's callback
+    assert jvm.wait(10) == -9
+    assert not part.exists() and not list(fresh.glob("*.jsa"))
+
+
 def test_one_run_at_a_time_makes_the_archive(fresh: Path) -> None:
     fresh.mkdir()
     gone = subprocess.Popen(["true"])
