@@ -64,9 +64,12 @@ class Terminal:
         return "\n".join(line for line in shown.splitlines() if not line.startswith("Pane is dead ("))
 
     def exit_status(self) -> int | None:
-        state = self.tmux("display-message", "-p", "-t", "run", "#{pane_dead} #{pane_dead_status}")
-        dead, _, status = state.partition(" ")
-        return int(status) if dead == "1" else None
+        """The process's exit status once it ended (minus the signal's number when one killed it)."""
+        state = self.tmux("display-message", "-p", "-t", "run",
+                          "#{pane_dead}:#{pane_dead_status}:#{pane_dead_signal}").split(":")
+        if state[0] != "1" or not (state[1] or state[2]):  # tmux can see the terminal closed before the exit
+            return None
+        return int(state[1]) if state[1] else -int(state[2])
 
     def wait_exit(self, timeout: float) -> int:
         deadline = time.monotonic() + timeout
@@ -111,15 +114,17 @@ def _run_args(server: Sandbox, lake: Path, db: str, file: str, pos: int) -> list
 
 
 def _batch_in_flight(terminal: Terminal, lake: Path, timeout: float) -> int:
-    """The number of the first batch Spark has begun (its offsets logged) and not finished."""
-    offsets, commits = lake / "_sluice" / "checkpoint" / "offsets", lake / "_sluice" / "checkpoint" / "commits"
+    """The number of a batch sluice is inside of: its tasks have staged their files (Spark logs a
+    batch's offsets before it calls sluice, and a batch not yet called when Ctrl-C comes is left whole
+    to the next run)."""
+    staging = lake / "_sluice" / "staging"
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if terminal.exit_status() is not None:
             pytest.fail(f"sluice run ended before its first batch:\n{terminal.text()}")
-        begun = sorted(int(p.name) for p in offsets.glob("[0-9]*")) if offsets.is_dir() else []
-        if begun and not (commits / str(begun[-1])).exists():
-            return begun[-1]
+        staged = sorted(int(p.name) for p in staging.glob("[0-9]*")) if staging.is_dir() else []
+        if staged:
+            return staged[-1]
         time.sleep(0.05)
     pytest.fail(f"no batch began within {timeout:.0f}s")
 
