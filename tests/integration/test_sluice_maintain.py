@@ -108,12 +108,15 @@ def test_kill_9_during_sluice_maintain_then_the_writer_goes_on_exactly_once(tmp_
         expected = sorted(model.values(), key=lambda r: r["id"])
         changes = DeltaTable(lake.changelog_path).count()
         for _ in range(3):
-            proc = subprocess.Popen(maintain, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            time.sleep(rng.uniform(0.3, 2.5))
+            proc = subprocess.Popen(maintain, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+            assert proc.stdout is not None
+            proc.stdout.readline()  # "maintaining N tables of ...": the steps begin now
+            time.sleep(rng.uniform(0.0, 0.2))  # into a step of the first table
             if proc.poll() is None:
                 os.kill(proc.pid, signal.SIGKILL)
                 killed += 1
             proc.wait()
+            proc.stdout.close()
             assert _rows(lake) == expected  # every table reads, with the same rows
             assert DeltaTable(lake.changelog_path).count() == changes
             assert lake.committed_batch() == next_batch - 1  # the app transactions survive
