@@ -7,7 +7,7 @@ import pytest
 from sluice.cli import build_parser
 from sluice.commands.run import load_config
 from sluice.errors import ConfigError
-from sluice.spark.pipeline.runner import _interval
+from sluice.spark.pipeline.config import interval as _interval
 
 pytestmark = pytest.mark.unit
 

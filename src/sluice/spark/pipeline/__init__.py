@@ -14,7 +14,7 @@ __all__ = ["Pipeline", "PipelineConfig", "PipelineStats"]
 # does not import the others (the Python workers of Spark's tasks import only what they run).
 _HOMES = {
     "Pipeline": "runner",
-    "PipelineConfig": "runner",
+    "PipelineConfig": "config",
     "PipelineStats": "stats",
 }
 

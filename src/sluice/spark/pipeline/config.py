@@ -1,0 +1,78 @@
+"""What ``sluice run`` runs: ``PipelineConfig``, one frozen object of its settings, checked before
+Spark starts (a bad trigger or snapshot mode fails here), with where the lake and Spark's
+checkpoint are."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sluice.errors import ConfigError
+from sluice.spark.lake.maintenance import MaintenanceConfig
+from sluice.spark.lake.store import CHECKPOINT, LakeStore, lake_store
+
+__all__ = ["ONCE", "PipelineConfig", "interval"]
+
+ONCE = frozenset({"once", "available-now", "availableNow"})  # --trigger values: all there is now, then stop
+
+
+@dataclass(frozen=True, slots=True)
+class PipelineConfig:
+    """What ``sluice run`` runs: source, lake, tables, trigger and Spark master."""
+
+    source: str
+    lake: str
+    tables: str | None = None
+    exclude_tables: str | None = None
+    trigger: str = "1s"  # a processing-time interval ("1s", "500ms", "2 minutes") or "once"
+    master: str | None = None
+    starting_position: str = "earliest"
+    snapshot: str = "never"  # initial: snapshot the tables first, then stream; only: snapshot and stop
+    chunk_rows: int | None = None  # rows per snapshot chunk; None: 64 MiB of the table's average row
+    max_rows_per_batch: int | None = None  # counting rows makes the driver decode ahead: bytes by default
+    max_bytes_per_batch: int | None = 256 << 20
+    conf: tuple[tuple[str, str], ...] = ()
+    skip_incidents: bool = False  # go on past INCIDENT events (the server failed to log changes there)
+    metrics_port: int | None = None  # sluice run serves Prometheus metrics there (0: any free port)
+    metrics_host: str = "0.0.0.0"
+    storage: tuple[tuple[str, str], ...] = field(default=(), repr=False)  # [lake.storage]: may hold secrets
+    checkpoint_dir: str | None = None  # Spark's checkpoint (default: see checkpoint_path)
+    change_feed: bool = True  # mirrors write Delta's Change Data Feed (sluice.spark.lake.change_feed)
+    maintenance: MaintenanceConfig = field(default_factory=MaintenanceConfig)  # between batches (pipeline.upkeep)
+
+    def __post_init__(self) -> None:
+        if self.trigger not in ONCE:
+            interval(self.trigger)  # a bad trigger fails here, before Spark starts
+        if self.snapshot not in ("initial", "never", "only"):
+            raise ConfigError(f"--snapshot is initial, never or only; found {self.snapshot!r}")
+
+    @property
+    def store(self) -> LakeStore:
+        """Where the lake lives and with which storage options."""
+        return lake_store(self.lake, dict(self.storage))
+
+    @property
+    def checkpoint_path(self) -> Path:
+        """Spark's checkpoint: ``--checkpoint-dir``, else ``LAKE/_sluice/checkpoint`` for a lake on a file
+        system, else a folder named after the lake in the user's state directory."""
+        if self.checkpoint_dir:
+            return Path(self.checkpoint_dir).expanduser().absolute()
+        store = self.store
+        if not store.remote:
+            return Path(store.join(CHECKPOINT))
+        base = Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state")
+        return base / "sluice" / "checkpoints" / hashlib.sha256(store.uri.encode()).hexdigest()[:16]
+
+
+def interval(text: str) -> str:
+    """Spark's processing-time interval of a --trigger value (1s, 500ms, 2m)."""
+    t = text.strip().lower()
+    for suffix, unit in (("ms", "milliseconds"), ("s", "seconds"), ("m", "minutes")):
+        number = t[: -len(suffix)]
+        if t.endswith(suffix) and number.replace(".", "", 1).isdigit():
+            return f"{number} {unit}"
+    if t and t[0].isdigit():
+        return text
+    raise ConfigError(f"--trigger takes an interval such as 1s, 500ms or 2m, or 'once'; found {text!r}")
