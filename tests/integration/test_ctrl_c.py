@@ -67,9 +67,11 @@ class Terminal:
         """The process's exit status once it ended (minus the signal's number when one killed it)."""
         state = self.tmux("display-message", "-p", "-t", "run",
                           "#{pane_dead}:#{pane_dead_status}:#{pane_dead_signal}").split(":")
-        if state[0] != "1" or not (state[1] or state[2]):  # tmux can see the terminal closed before the exit
+        if state[0] != "1":
             return None
-        return int(state[1]) if state[1] else -int(state[2])
+        if state[1] or state[2]:
+            return int(state[1]) if state[1] else -int(state[2])
+        return _zombie_status(self.pid)  # tmux saw the terminal close but has not reaped the process yet
 
     def wait_exit(self, timeout: float) -> int:
         deadline = time.monotonic() + timeout
@@ -145,6 +147,19 @@ def _driver_jvm(terminal: Terminal) -> int:
                 return int(entry.name)
         time.sleep(0.1)
     pytest.fail("sluice run started no driver JVM")
+
+
+def _zombie_status(pid: int) -> int | None:
+    """The exit status of a process that ended and waits for its parent to reap it (the last field of
+    /proc/PID/stat, as waitpid reports it), None while it runs or once it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    if fields[0] != "Z":
+        return None
+    status = int(fields[-1])
+    return os.WEXITSTATUS(status) if os.WIFEXITED(status) else -os.WTERMSIG(status)
 
 
 def _gone(pid: int, timeout: float) -> bool:
