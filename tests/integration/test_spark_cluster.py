@@ -89,10 +89,12 @@ class Cluster:
                 pytest.fail(f"the standalone cluster has fewer than {n} live workers after {timeout:.0f}s:\n{logs}")
             time.sleep(1)
 
-    def kill_worker(self, i: int) -> None:
-        """SIGKILL a worker and everything it started (its executors and their Python workers)."""
-        os.killpg(self.workers[i].pid, signal.SIGKILL)
-        self.workers[i].wait()
+    def kill_worker(self) -> None:
+        """SIGKILL the oldest live worker and everything it started (its executors and their Python
+        workers): the cluster serves the module's tests in turn, each killing one."""
+        worker = next(w for w in self.workers if w.poll() is None)
+        os.killpg(worker.pid, signal.SIGKILL)
+        worker.wait()
 
     def stop(self) -> None:
         for proc in [*self.workers, self.master]:
@@ -180,7 +182,7 @@ def test_a_cluster_run_survives_kill_9_of_a_worker_and_of_the_driver(cluster, my
                                 env=env, start_new_session=True)
         try:
             _wait_commits(lake, _commits(lake) + 3, proc)
-            cluster.kill_worker(0)  # with its executor, while batches run
+            cluster.kill_worker()  # with its executor, while batches run
             _wait_commits(lake, _commits(lake) + 3, proc)  # the run goes on with the other worker
             cluster.add_worker()
             cluster.wait_workers(2)
