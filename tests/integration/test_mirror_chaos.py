@@ -101,14 +101,6 @@ def test_kill_9_during_ddl_loses_and_repeats_nothing(server, row_metadata, tmp_p
     _chaos(server, lake_store(tmp_path / "lake"), dict(os.environ), tmp_path)
 
 
-@pytest.mark.mariadb
-def test_kill_9_with_the_lake_on_s3_loses_and_repeats_nothing(mariadb_server, s3_server, tmp_path):
-    """The same on an S3 API server, credentials from the environment: kills land in uploads, copies of
-    archived mirrors and the schema history's copy too."""
-    db_lake = lake_store(f"s3://{s3_server.bucket}/chaos-{uuid.uuid4().hex[:8]}", s3_server.storage_options())
-    _chaos(mariadb_server, db_lake, {**os.environ, **s3_server.env()}, tmp_path)
-
-
 def _chaos(server: Sandbox, store: LakeStore, env: dict[str, str], tmp_path: Path) -> None:
     db = f"kc_{uuid.uuid4().hex[:8]}"
     lake = store.uri
