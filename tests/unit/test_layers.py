@@ -115,7 +115,7 @@ def test_spark_roles_import_only_downward():
             continue
         for target in _imports(path, top_level_only=False):
             theirs = _spark_role(target)
-            if theirs is not None and theirs != mine and SPARK_LAYERS[theirs] >= SPARK_LAYERS[mine]:
+            if theirs in SPARK_LAYERS and theirs != mine and SPARK_LAYERS[theirs] >= SPARK_LAYERS[mine]:
                 upward.append(f"{name} -> {target}")
     assert not upward, "spark/ imports that go up or sideways:\n" + "\n".join(sorted(upward))
 
@@ -169,3 +169,15 @@ def test_the_cdc_core_does_no_io():
     doing_io = [f"{name}: {', '.join(sorted(_io_of(path)))}" for name, path in sorted(modules.items())
                 if name.startswith("sluice.cdc") and name not in CDC_SHELL and _io_of(path)]
     assert not doing_io, "cdc core modules that do I/O (it belongs in the shell):\n" + "\n".join(doing_io)
+
+
+def test_every_spark_role_exports_what_it_names():
+    """Each name a role's ``__all__`` lists resolves (``sluice.spark.lazy_exports``) to the object of
+    that name in one of the role's modules."""
+    import importlib
+
+    for role in SPARK_LAYERS:
+        package = importlib.import_module(f"sluice.spark.{role}")
+        for name in package.__all__:
+            value = getattr(package, name)
+            assert getattr(value, "__module__", package.__name__).startswith(f"sluice.spark.{role}"), (role, name)

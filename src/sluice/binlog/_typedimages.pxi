@@ -7,7 +7,7 @@
 # dates and times) as that string's UTF-8, NULL as a cleared validity byte. It types nothing the
 # JSON reader would read differently: a value of any other kind, a column of mixed kinds, a
 # minimal image, a text with an escape in its JSON form or an integer beyond int64 marks it
-# ``failed``, and the JSON images are parsed as before (``sluice.spark.lake.merge_source.merge_source``,
+# ``failed``, and its JSON images are parsed instead (``sluice.spark.lake.merge_source.merge_source``,
 # which is the reference: a test holds the two equal).
 
 cdef extern from "string.h":

@@ -7,24 +7,14 @@ outside a writer (``data_files``), row images read back (``images``, ``typed_ima
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from sluice.spark import lazy_exports
 
-__all__ = ["CHANGELOG_SCHEMA", "DeltaLake", "MirrorColumn", "TableBatch", "mirror_columns_for_schema"]
-
-# Each name's module, imported at the first use of the name: importing one module of the package
-# does not import the others (the Python workers of Spark's tasks import only what they run).
-_HOMES = {
+_HOMES = {  # each exported name's module
     "CHANGELOG_SCHEMA": "changelog_schema",
     "DeltaLake": "sink",
     "MirrorColumn": "columns",
     "TableBatch": "sink",
     "mirror_columns_for_schema": "table_layout",
 }
-
-
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{home}"), name)
+__all__ = sorted(_HOMES)
+__getattr__ = lazy_exports(__name__, _HOMES)

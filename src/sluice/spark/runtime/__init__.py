@@ -5,21 +5,11 @@ driver JVM launched by sluice in a session of its own (``session``), the driver'
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from sluice.spark import lazy_exports
 
-__all__ = ["spark_session", "start_python_workers"]
-
-# Each name's module, imported at the first use of the name: importing one module of the package
-# does not import the others (the Python workers of Spark's tasks import only what they run).
-_HOMES = {
+_HOMES = {  # each exported name's module
     "spark_session": "session",
     "start_python_workers": "session",
 }
-
-
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{home}"), name)
+__all__ = sorted(_HOMES)
+__getattr__ = lazy_exports(__name__, _HOMES)

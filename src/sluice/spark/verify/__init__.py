@@ -4,22 +4,12 @@ through a canonical form and its checksum (``rows``).
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from sluice.spark import lazy_exports
 
-__all__ = ["TableVerdict", "lake_tables", "verify_lake"]
-
-# Each name's module, imported at the first use of the name: importing one module of the package
-# does not import the others (the Python workers of Spark's tasks import only what they run).
-_HOMES = {
+_HOMES = {  # each exported name's module
     "TableVerdict": "check",
     "lake_tables": "check",
     "verify_lake": "check",
 }
-
-
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{home}"), name)
+__all__ = sorted(_HOMES)
+__getattr__ = lazy_exports(__name__, _HOMES)
