@@ -59,7 +59,8 @@ def register(sub: Any) -> None:
         description=HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--lake", metavar="DIR", help="the lake sluice run writes (or 'lake = ...' in --config)")
+    parser.add_argument("--lake", metavar="DIR|URI",
+                        help="the lake sluice run writes: a directory or s3://, abfss://, gs:// (or in --config)")
     parser.add_argument("--dry-run", action="store_true", help="say what each step would do; change nothing")
     parser.add_argument("--retention", type=float, metavar="HOURS",
                         help="VACUUM keeps the files versions this recent need (default 168, Delta's 7 days)")

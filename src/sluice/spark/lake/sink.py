@@ -44,7 +44,9 @@ from sluice.spark.lake.columns import json_texts
 from sluice.spark.lake.merge import TableBatch, TablePlan, TableResult, commit_error, plan
 from sluice.spark.lake.store import CHANGES, LakeStore, lake_store
 
-__all__ = ["CHANGELOG_SCHEMA", "POSITION_KEY", "BatchResult", "DeltaLake", "TableBatch", "TableResult"]
+__all__ = [
+    "CHANGELOG_SCHEMA", "POSITION_KEY", "BatchResult", "DeltaLake", "TableBatch", "TableResult", "committed_position",
+]
 
 #: The change log's commit metadata key holding the stream offset its batch ends at (JSON).
 POSITION_KEY: Final = "sluice.position"
@@ -131,18 +133,6 @@ class DeltaLake:
             return None
         version = log.transaction_version(self.app_id)
         return None if version is None else int(version)
-
-    def committed_position(self, *, look_back: int = 1000) -> dict[str, Any] | None:
-        """The stream offset of the last batch the change log holds (``POSITION_KEY`` of its newest
-        commit that has one; maintenance commits have none), None when no batch recorded one."""
-        log = self.table(self.changelog_path)
-        if log is None:
-            return None
-        for commit in log.history(look_back):
-            text = commit.get(POSITION_KEY)
-            if text:
-                return dict(json.loads(text))
-        return None
 
     def write_batch(
         self, batch_id: int, tables: Sequence[TableBatch], *, changelog: pa.Table | None = None,
@@ -242,6 +232,16 @@ class DeltaLake:
                             schema_mode="merge", storage_options=self.options)
         except DeltaError as exc:
             raise commit_error("the change log", batch_id, exc) from exc
+
+
+def committed_position(log: DeltaTable, *, look_back: int = 1000) -> dict[str, Any] | None:
+    """The stream offset of the last batch the change log ``log`` holds (``POSITION_KEY`` of its
+    newest commit that has one; maintenance commits have none), None when no batch recorded one."""
+    for commit in log.history(look_back):
+        text = commit.get(POSITION_KEY)
+        if text:
+            return dict(json.loads(text))
+    return None
 
 
 def changelog_table(batch_id: int, changes: Sequence[RowChange]) -> pa.Table:

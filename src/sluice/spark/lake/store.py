@@ -11,8 +11,7 @@ config's ``[lake.storage]`` table win over the environment.
 
 What sluice keeps of its own is written as whole objects, never appended to, renamed or listed as
 the truth: ``put`` replaces an object in one write, ``create`` writes it only when it is absent
-(``If-None-Match: *`` on S3), ``replace_if`` only when it is still the version read
-(``If-Match: <etag>``). ``check_conditional_writes`` proves at start that the store refuses a
+(``If-None-Match: *`` on S3). ``check_conditional_writes`` proves at start that the store refuses a
 second ``create`` of one key, since a store that ignores conditional writes loses Delta commits
 silently.
 
@@ -34,7 +33,7 @@ from sluice.errors import ConfigError
 
 __all__ = [
     "ARCHIVE", "CHANGES", "CHECKPOINT", "DDL_JOURNAL", "HISTORY", "PIPELINE", "REMOTE_SCHEMES", "SNAPSHOT_STATE",
-    "STAGING", "LakeStore", "ObjectVersion", "lake_store", "redact",
+    "STAGING", "LakeStore", "lake_store", "redact",
 ]
 
 # The lake's layout: keys under its root. ``<db>/<table>`` is a table's mirror.
@@ -59,14 +58,6 @@ _CLIENT_OPTIONS: Final = frozenset({
 })
 # Option-name fragments whose values are secret.
 _SECRET_WORDS: Final = ("secret", "key", "token", "password", "sas", "credential", "signature")
-
-
-@dataclass(frozen=True, slots=True)
-class ObjectVersion:
-    """An object's bytes and the version tag (ETag) that ``replace_if`` checks."""
-
-    data: bytes
-    e_tag: str | None
 
 
 @dataclass(frozen=True)
@@ -117,18 +108,16 @@ class LakeStore:
             _STORES[token] = cached
         return cached
 
-    def get(self, key: str) -> ObjectVersion | None:
+    def get(self, key: str) -> bytes | None:
         """The object ``key`` under the root, None when there is none."""
         import obstore
 
         try:
-            result = obstore.get(self._store(), key)
-            data = bytes(result.bytes())
+            return bytes(obstore.get(self._store(), key).bytes())
         except FileNotFoundError:
             return None
         except Exception as exc:
             raise self.error(f"reading {key}", exc) from None
-        return ObjectVersion(data, result.meta.get("e_tag"))
 
     def get_json(self, key: str) -> Any:
         """The JSON document ``key``, None when there is none; a damaged one is a ``ConfigError``."""
@@ -136,7 +125,7 @@ class LakeStore:
         if found is None:
             return None
         try:
-            return json.loads(found.data)
+            return json.loads(found)
         except ValueError as exc:
             raise ConfigError(f"{self.join(key)} is damaged ({exc}); it is sluice's own file, not yours to "
                               "edit: restore it or start the lake over") from None
@@ -160,7 +149,7 @@ class LakeStore:
         if found is None:
             raise ConfigError(f"{uri} is missing from the lake: a staged file of the batch was removed; restart "
                               "the run (the batch is replayed)")
-        return pa.BufferReader(found.data)
+        return pa.BufferReader(found)
 
     def write_file(self, uri: str, data: bytes) -> None:
         """Write a whole file of the lake (a local one through a file, a remote one in one PUT)."""
@@ -186,22 +175,6 @@ class LakeStore:
             return False
         except Exception as exc:
             raise self.error(f"creating {key}", exc) from None
-        return True
-
-    def replace_if(self, key: str, data: bytes, e_tag: str | None) -> bool:
-        """Replace ``key`` only if it is still the version ``e_tag`` (``create`` when None): True
-        when written, False when another writer changed it first."""
-        if e_tag is None:
-            return self.create(key, data)
-        import obstore
-        from obstore.exceptions import AlreadyExistsError, PreconditionError
-
-        try:
-            obstore.put(self._store(), key, data, mode={"e_tag": e_tag})
-        except (AlreadyExistsError, PreconditionError, FileNotFoundError):
-            return False
-        except Exception as exc:
-            raise self.error(f"replacing {key}", exc) from None
         return True
 
     def delete(self, key: str) -> None:

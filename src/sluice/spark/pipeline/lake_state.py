@@ -7,7 +7,7 @@ checkpoint goes on from.
   gets an app id of its own (the pipeline id and a suffix), kept in the checkpoint folder
   (``APP_MARKER``); a checkpoint of a version before that marker keeps the pipeline id.
 - Every change-log commit records the stream offset its batch ends at
-  (``DeltaLake.committed_position``): a checkpoint with no offset goes on from there.
+  (``sluice.spark.lake.sink.committed_position``): a checkpoint with no offset goes on from there.
 - The source writes the schema history to a file. For a lake on a file system that file is in the
   lake; for one on an object store it lives beside the checkpoint and is copied into the lake, whole,
   before each commit (``save_history``), and back when the checkpoint is new (``load_history``).
@@ -22,7 +22,7 @@ from typing import Any
 
 from sluice.errors import ConfigError
 from sluice.io.atomic import write_atomically
-from sluice.spark.lake.sink import DeltaLake
+from sluice.spark.lake.sink import DeltaLake, committed_position
 from sluice.spark.lake.store import CHANGES, HISTORY, PIPELINE, LakeStore
 
 __all__ = ["APP_MARKER", "LakeState", "drop_unfinished_writes"]
@@ -50,11 +50,14 @@ class LakeState:
             except PermissionError:
                 raise ConfigError(f"--lake {store.uri}: permission denied creating {folder}") from None
             self.history_path = Path(store.join(HISTORY))
-        self._history_saved = -1
+        self._history_saved = -1  # bytes of the schema history in the lake
+        self._history_seen = -1  # the source's file's size when it was last copied
         self.pipeline_id = self._pipeline_id()
-        self.app_id = self._stream_app_id()
-        self.resume_at: dict[str, Any] | None = (
-            None if _has_offsets(checkpoint_path) else DeltaLake(store, self.app_id).committed_position())
+        self._had_offsets = _has_offsets(checkpoint_path)
+        # The change log, read once, only for a checkpoint that has no offset yet.
+        log = None if self._had_offsets else DeltaLake(store, self.pipeline_id).table(store.join(CHANGES))
+        self.app_id = self._stream_app_id(new_on_a_used_lake=log is not None)
+        self.resume_at: dict[str, Any] | None = None if log is None else committed_position(log)
 
     def _pipeline_id(self) -> str:
         store = self.store
@@ -70,7 +73,7 @@ class LakeState:
             return self._pipeline_id()  # another run made it first
         return pid
 
-    def _stream_app_id(self) -> str:
+    def _stream_app_id(self, *, new_on_a_used_lake: bool) -> str:
         """The Delta app id of the stream's batches: Spark numbers batches per checkpoint, so a new
         checkpoint on a lake that already holds batches gets an app id of its own (the pipeline id and
         a suffix, kept in the checkpoint folder), and its batch 0 is not taken for the old batch 0."""
@@ -82,17 +85,14 @@ class LakeState:
         except (ValueError, KeyError, TypeError) as exc:
             raise ConfigError(f"{marker} is damaged ({exc}); delete it with the checkpoint: the stream goes on "
                               "from the lake's last batch") from None
-        app_id = self.pipeline_id
-        if not _has_offsets(self.checkpoint_path) and DeltaLake(self.store, app_id).table(
-                self.store.join(CHANGES)) is not None:
-            app_id = f"{self.pipeline_id}.{uuid.uuid4().hex[:8]}"
+        app_id = f"{self.pipeline_id}.{uuid.uuid4().hex[:8]}" if new_on_a_used_lake else self.pipeline_id
         self.checkpoint_path.mkdir(parents=True, exist_ok=True)
         write_atomically(marker, json.dumps({"app_id": app_id}).encode("utf-8"), what="the stream's app id")
         return app_id
 
     def streamed(self) -> bool:
         """Whether the stream ran before: Spark's checkpoint or the lake knows where it stands."""
-        return _has_offsets(self.checkpoint_path) or self.resume_at is not None
+        return self._had_offsets or self.resume_at is not None
 
     def load_history(self) -> None:
         """A lake on an object store: its schema history becomes the source's file when the file is
@@ -101,15 +101,19 @@ class LakeState:
             return
         found = self.store.get(HISTORY)
         have = self.history_path.stat().st_size if self.history_path.exists() else 0
-        if found is not None and len(found.data) > have:
+        if found is not None and len(found) > have:
             self.history_path.parent.mkdir(parents=True, exist_ok=True)
-            write_atomically(self.history_path, found.data, what="the schema history")
-        self._history_saved = len(found.data) if found is not None else -1
+            write_atomically(self.history_path, found, what="the schema history")
+        self._history_saved = len(found) if found is not None else -1
 
     def save_history(self) -> None:
         """A lake on an object store: the source's schema history, whole, into the lake, when it grew."""
         if not self.store.remote or not self.history_path.exists():
             return
+        size = self.history_path.stat().st_size
+        if size == self._history_seen:  # the file is read only when the source wrote to it
+            return
+        self._history_seen = size
         data = self.history_path.read_bytes()
         data = data[:data.rfind(b"\n") + 1]  # whole entries: the source may be writing the next one
         if len(data) != self._history_saved:

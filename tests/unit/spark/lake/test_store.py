@@ -77,8 +77,7 @@ def test_local_objects_keep_object_store_semantics(tmp_path):
     assert store.get("_sluice/a.json") is None
     assert store.create("_sluice/a.json", b"1")
     assert not store.create("_sluice/a.json", b"2")
-    first = store.get("_sluice/a.json")
-    assert first is not None and first.data == b"1"
+    assert store.get("_sluice/a.json") == b"1"
     store.check_conditional_writes()
     store.put_json("_sluice/b.json", {"x": 1})
     assert store.get_json("_sluice/b.json") == {"x": 1}
