@@ -19,11 +19,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from deltalake import DeltaTable
 
 from sluice.spark.lake.maintenance import lake_tables
 from sluice.spark.lake.sink import DeltaLake
 from tests.unit.spark.lake.test_sink import Log, items
+
+pytestmark = pytest.mark.unit
 
 SLUICE = [sys.executable, "-m", "sluice.cli"]
 
@@ -98,6 +101,7 @@ def test_sluice_maintain_dry_run_refusal_and_run(tmp_path: Path) -> None:
     assert "no Delta tables there" in missing.stderr and len(missing.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.slow
 def test_kill_9_during_sluice_maintain_then_the_writer_goes_on_exactly_once(tmp_path: Path) -> None:
     lake, log, model, rng = DeltaLake(tmp_path / "lake", "app"), Log(), {}, random.Random(17)
     maintain = [*SLUICE, "maintain", "--lake", lake.root, "--retention", "0", "--allow-short-retention"]
