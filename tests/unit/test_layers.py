@@ -172,12 +172,15 @@ def test_the_cdc_core_does_no_io():
 
 
 def test_every_spark_role_exports_what_it_names():
-    """Each name a role's ``__all__`` lists resolves (``sluice.spark.lazy_exports``) to the object of
-    that name in one of the role's modules."""
+    """Each name a role's ``__all__`` lists resolves (``sluice.spark.lazy_exports``) to that very object
+    of the role's module its ``_HOMES`` names, and an unknown name is an AttributeError."""
     import importlib
 
     for role in SPARK_LAYERS:
         package = importlib.import_module(f"sluice.spark.{role}")
-        for name in package.__all__:
-            value = getattr(package, name)
-            assert getattr(value, "__module__", package.__name__).startswith(f"sluice.spark.{role}"), (role, name)
+        assert package.__all__ == sorted(package._HOMES)
+        for name, home in package._HOMES.items():
+            module = importlib.import_module(f"sluice.spark.{role}.{home}")
+            assert getattr(package, name) is getattr(module, name), (role, name)
+        with pytest.raises(AttributeError, match="no attribute"):
+            _ = package.no_such_name
