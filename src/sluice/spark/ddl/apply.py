@@ -85,7 +85,8 @@ class MirrorDdl:
     # -- steps -----------------------------------------------------------------------------------
     def _run(self, step: MirrorStep, batch_id: int, at: tuple[str, int], index: int) -> None:
         path = self.lake.table_path(step.db, step.table)
-        exists = self.lake.table(path) is not None
+        mirror = self.lake.table(path)
+        exists = mirror is not None
         what = f"{step.name}: {step.why}" if step.why else step.name
         if step.kind in ("archive", "reread"):
             if exists:
@@ -104,14 +105,14 @@ class MirrorDdl:
             new = f"{step.to[0]}.{step.to[1]}"
             self._snapshot_state(lambda tables: tables.__setitem__(new, tables.pop(step.name))
                                  if step.name in tables else None)
-        elif step.kind == "truncate" and exists:
-            dt = DeltaTable(path, storage_options=self.lake.options)
+        elif step.kind == "truncate" and mirror is not None:
+            dt = mirror
             if not self._landed(dt, batch_id):
                 empty = dt.schema().to_arrow()
                 self._commit(path, pa.Table.from_batches([], schema=pa.schema(empty)), batch_id, step)
                 self.progress(f"DDL: the mirror of {step.name} emptied (TRUNCATE)")
-        elif step.kind == "rewrite" and exists:
-            dt = DeltaTable(path, storage_options=self.lake.options)
+        elif step.kind == "rewrite" and mirror is not None:
+            dt = mirror
             if not self._landed(dt, batch_id):
                 self._rewrite(dt, path, step, batch_id)
                 self.progress(f"DDL: the mirror of {step.name} rewritten in the new layout "
@@ -193,9 +194,9 @@ class MirrorDdl:
         return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
     def _snapshot_state(self, edit: Callable[[dict[str, Any]], Any]) -> None:
-        if not SnapshotState.exists(self.store):
+        state = SnapshotState.find(self.store)
+        if state is None:
             return
-        state = SnapshotState.load(self.store)
         before = json.dumps(state.tables, sort_keys=True)
         edit(state.tables)
         if json.dumps(state.tables, sort_keys=True) != before:

@@ -33,7 +33,7 @@ from deltalake import (
     write_deltalake,
 )
 from deltalake import Schema as DeltaSchema
-from deltalake.exceptions import DeltaError
+from deltalake.exceptions import DeltaError, TableNotFoundError
 from deltalake.transaction import AddAction, create_table_with_add_actions
 
 from sluice.cdc.records import RowChange
@@ -112,10 +112,11 @@ class DeltaLake:
         self.mirror_configuration = mirror_configuration(change_feed)
 
     def table(self, path: str) -> DeltaTable | None:
-        """The Delta table at ``path`` in the lake, None when there is none."""
-        if not DeltaTable.is_deltatable(path, storage_options=self.options):
+        """The Delta table at ``path`` in the lake, None when there is none (one read of its log)."""
+        try:
+            return DeltaTable(path, storage_options=self.options)
+        except TableNotFoundError:
             return None
-        return DeltaTable(path, storage_options=self.options)
 
     def table_path(self, db: str, table: str) -> str:
         """``ROOT/<db>/<table>``, the mirror of ``db.table``."""

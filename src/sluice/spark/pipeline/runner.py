@@ -96,18 +96,15 @@ class Pipeline:
         self._spark: Any = None
 
     # -- the query --------------------------------------------------------------------------------
-    def snapshot(self, spark: Any) -> str | None:
+    def snapshot(self, spark: Any, state: SnapshotState | None) -> str | None:
         """Run or resume the initial snapshot (``snapshot="initial"|"only"``) unless the stream has
-        already started; returns where the stream must start, None when the snapshot does not decide."""
+        already started; ``state``: the lake's snapshot state, None when it has none. Returns where
+        the stream must start, None when the snapshot does not decide."""
 
         cfg = self.config
-        exists = SnapshotState.exists(self.store)
-        if cfg.snapshot == "never" and not exists:
+        if cfg.snapshot == "never" and state is None:
             return None
-        state = SnapshotState.load(self.store) if exists else None
-        if cfg.snapshot == "never" and state is not None and state.complete:
-            pass
-        else:
+        if state is None or cfg.snapshot != "never" or not state.complete:
             runner = SnapshotRunner(
                 spark, cfg.source, self.store, self.pipeline_id, table_filter(cfg.tables, cfg.exclude_tables),
                 chunk_rows=cfg.chunk_rows, progress=self.progress, history=SchemaHistory.open(self.history_path),
@@ -149,9 +146,10 @@ class Pipeline:
             self._signals.install()  # in place of the SIGINT handler PySpark's SparkContext installed
         self._spark = spark
         starting = cfg.starting_position
-        if cfg.snapshot != "never" or SnapshotState.exists(self.store):
+        found = SnapshotState.find(self.store)
+        if cfg.snapshot != "never" or found is not None:
             self.phase = "snapshot"
-            after_snapshot = self.snapshot(spark)
+            after_snapshot = self.snapshot(spark, found)
             if after_snapshot is not None:
                 starting = after_snapshot
         if self.resume_at is not None:  # the lake's last batch: nothing lost, nothing twice

@@ -36,17 +36,17 @@ class SnapshotState:
         return {"version": STATE_VERSION, "start": self.start, "tables": self.tables, "complete": self.complete,
                 "flavor": self.flavor}
 
-    @staticmethod
-    def exists(store: LakeStore) -> bool:
-        """Whether the lake holds a snapshot state."""
-        return store.get(SNAPSHOT_STATE) is not None
-
     @classmethod
     def load(cls, store: LakeStore) -> SnapshotState:
         """Read ``snapshot.json`` (an empty state when absent); ``ConfigError`` when damaged."""
+        return cls.find(store) or cls()
+
+    @classmethod
+    def find(cls, store: LakeStore) -> SnapshotState | None:
+        """Read ``snapshot.json``, None when the lake has none; ``ConfigError`` when damaged."""
         data = store.get_json(SNAPSHOT_STATE)
         if data is None:
-            return cls()
+            return None
         try:
             if data.get("version") != STATE_VERSION:
                 raise ValueError(f"version {data.get('version')!r}")
