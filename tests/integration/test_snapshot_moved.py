@@ -17,6 +17,7 @@ import pytest
 
 from sluice.dsn import parse_dsn
 from sluice.io.connection import Connection
+from sluice.spark.lake.store import lake_store
 from sluice.spark.snapshot.runner import SnapshotRunner
 from sluice.spark.verify.check import verify_lake
 
@@ -61,7 +62,7 @@ def _snapshot(server: Any, spark: Any, tmp_path: Path, victim: str, ddl: str, ke
     lake = tmp_path / "lake"
     (lake / "_sluice").mkdir(parents=True)
     lines: list[str] = []
-    runner = _MovesATable(spark, server.dsn("root"), str(lake), lake / "_sluice", "test",
+    runner = _MovesATable(spark, server.dsn("root"), lake_store(str(lake)), "test",
                           lambda d, _t: d == db, chunk_rows=20, progress=lines.append)
     runner.db, runner.victim, runner.ddl = db, victim, ddl.format(db=db)
     state = runner.run()
