@@ -131,6 +131,11 @@ def fold(tb: TableBatch, name: str) -> dict[tuple[Any, ...], Entry]:
     return state
 
 
+def needs_mirror(entries: dict[tuple[Any, ...], Entry]) -> bool:
+    """Whether ``from_mirror`` reads the mirror for these entries (moved keys, partial JSON updates)."""
+    return any(e.mode == MOVE or any(type(v) is _PendingJson for v in e.image.values()) for e in entries.values())
+
+
 def from_mirror(tb: TableBatch, dt: DeltaTable | None, entries: dict[tuple[Any, ...], Entry]) -> None:
     """Read from the mirror what the fold's images lack: the rows moved keys patch (``base_row``)
     and the documents of partial JSON updates (replayed here)."""

@@ -14,7 +14,7 @@ column-wise (``sluice.spark.lake.merge_source``).
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -28,7 +28,7 @@ from sluice.cdc.records import RowChange
 from sluice.errors import DataLossError, SchemaError
 from sluice.spark.lake.columns import MirrorColumn, column_array, mirror_schema
 from sluice.spark.lake.data_files import append_data_files
-from sluice.spark.lake.fold import DELETE, MOVE, PATCH, Entry, fold, from_mirror
+from sluice.spark.lake.fold import DELETE, MOVE, PATCH, Entry, fold, from_mirror, needs_mirror
 from sluice.spark.lake.merge_source import DELETE_FLAG, key_bounds
 from sluice.spark.lake.merge_source import quote_name as _quote
 from sluice.spark.lake.store import LakeStore
@@ -38,7 +38,7 @@ from sluice.spark.lake.store import LakeStore
 #: 0.46-0.70 s against 0.36-0.38 s, for larger files.
 LAKE_WRITER: Final = WriterProperties(compression="ZSTD", compression_level=1)
 
-__all__ = ["TableBatch", "TablePlan", "TableResult", "commit_error", "plan"]
+__all__ = ["TableBatch", "TablePlan", "TableResult", "commit_error", "merge_into", "plan"]
 
 _DELETE_FLAG = DELETE_FLAG
 
@@ -139,27 +139,7 @@ class TablePlan:
         tb = self.tb
         if not dt.file_uris():
             return self._append(dt, txn)
-        pk = set(tb.primary_key)
-        predicate = " AND ".join(f"target.{_quote(k)} = source.{_quote(k)}" for k in tb.primary_key)
-        predicate += key_bounds(self.source, tb.primary_key[0])
-        partial = set(self.partial)
-        updates: dict[str, str] = {}
-        for i, col in enumerate(tb.columns):
-            if col.name in pk:
-                continue
-            q = _quote(col.name)
-            if i in partial:
-                updates[q] = f"CASE WHEN source.{_PRESENT}{i} THEN source.{q} ELSE target.{q} END"
-            else:
-                updates[q] = f"source.{q}"
-        inserts = {_quote(c.name): f"source.{_quote(c.name)}" for c in tb.columns}
-        merger = dt.merge(self.source, predicate, source_alias="source", target_alias="target",
-                          writer_properties=LAKE_WRITER, commit_properties=txn)
-        merger = merger.when_matched_delete(f"source.{_DELETE_FLAG}")
-        if updates:
-            merger = merger.when_matched_update(updates, f"NOT source.{_DELETE_FLAG}")
-        merger = merger.when_not_matched_insert(inserts, f"NOT source.{_DELETE_FLAG}")
-        return merger.execute()
+        return merge_into(dt, self.source, tb.primary_key, [c.name for c in tb.columns], self.partial, txn)
 
     def _append(self, dt: DeltaTable, txn: CommitProperties) -> dict[str, Any]:
         """Into a mirror without rows a MERGE inserts every upsert and nothing else: append them.
@@ -170,12 +150,42 @@ class TablePlan:
         return {"num_target_rows_inserted": append_data_files(dt, self.path, rows, txn, keep=upserts, store=self.store)}
 
 
+def merge_into(dt: DeltaTable, source: pa.Table, primary_key: Sequence[str], names: Sequence[str],
+               partial: Sequence[int], txn: CommitProperties | None) -> dict[str, Any]:
+    """MERGE a source (one row per key: the columns ``names``, the delete flag, a presence flag per
+    column of ``partial``) into the mirror ``dt``; delta-rs' metrics."""
+    pk = set(primary_key)
+    predicate = " AND ".join(f"target.{_quote(k)} = source.{_quote(k)}" for k in primary_key)
+    predicate += key_bounds(source, primary_key[0])
+    patched = set(partial)
+    updates: dict[str, str] = {}
+    for i, name in enumerate(names):
+        if name in pk:
+            continue
+        q = _quote(name)
+        if i in patched:
+            updates[q] = f"CASE WHEN source.{_PRESENT}{i} THEN source.{q} ELSE target.{q} END"
+        else:
+            updates[q] = f"source.{q}"
+    inserts = {_quote(name): f"source.{_quote(name)}" for name in names}
+    merger = dt.merge(source, predicate, source_alias="source", target_alias="target",
+                      writer_properties=LAKE_WRITER, commit_properties=txn)
+    merger = merger.when_matched_delete(f"source.{_DELETE_FLAG}")
+    if updates:
+        merger = merger.when_matched_update(updates, f"NOT source.{_DELETE_FLAG}")
+    merger = merger.when_not_matched_insert(inserts, f"NOT source.{_DELETE_FLAG}")
+    return merger.execute()
+
+
 # -- planning --------------------------------------------------------------------------------------
 
 def plan(tb: TableBatch, path: str, dt: DeltaTable | None, store: LakeStore | None = None,
-         configuration: dict[str, str] | None = None) -> TablePlan:
+         configuration: dict[str, str] | None = None,
+         current: Callable[[], DeltaTable | None] | None = None) -> TablePlan:
     """Check the batch against the mirror's schema and fold its changes into one MERGE source;
-    ``configuration``: the table properties of the mirror, when the MERGE creates it."""
+    ``configuration``: the table properties of the mirror, when the MERGE creates it; ``current``:
+    called before the fold reads rows of the mirror, returns the mirror up to date (its pending
+    changes MERGEd, ``sluice.spark.lake.pending``)."""
     name = f"{tb.db}.{tb.table}"
     by_name = {c.name: c for c in tb.columns}
     if len(by_name) != len(tb.columns):
@@ -193,6 +203,8 @@ def plan(tb: TableBatch, path: str, dt: DeltaTable | None, store: LakeStore | No
     if tb.source is not None:
         return TablePlan(tb, path, dt, tb.source, [], add, store, configuration)
     entries = fold(tb, name)
+    if current is not None and needs_mirror(entries):
+        dt = current()
     from_mirror(tb, dt, entries)
     source, partial = _source(tb, entries)
     return TablePlan(tb, path, dt, source, partial, add, store, configuration)

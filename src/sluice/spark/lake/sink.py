@@ -41,7 +41,18 @@ from sluice.errors import ConfigError, SchemaError
 from sluice.spark.lake.change_feed import mirror_configuration
 from sluice.spark.lake.changelog_schema import CHANGELOG_SCHEMA
 from sluice.spark.lake.columns import json_texts
-from sluice.spark.lake.merge import TableBatch, TablePlan, TableResult, commit_error, plan
+from sluice.spark.lake.merge import TableBatch, TablePlan, TableResult, commit_error, merge_into, plan
+from sluice.spark.lake.merge_source import DELETE_FLAG
+from sluice.spark.lake.pending import (
+    MirrorCadence,
+    PendingChanges,
+    combine,
+    last_per_key,
+    mirror_bytes,
+    now,
+    pending_tables,
+    primary_key_of,
+)
 from sluice.spark.lake.store import CHANGES, LakeStore, lake_store
 
 __all__ = [
@@ -99,9 +110,11 @@ class DeltaLake:
     ``app_id`` identifies the pipeline in the Delta app transactions (derive it from the source and
     the lake). It must change when the pipeline's checkpoint is reset and batch ids start again.
     ``change_feed``: new mirrors are created with Delta's Change Data Feed on (``lake.change_feed``).
+    ``cadence``: when a table's changes are MERGEd into its mirror (``lake.pending``).
     """
 
-    def __init__(self, root: str | os.PathLike[str] | LakeStore, app_id: str, *, change_feed: bool = True) -> None:
+    def __init__(self, root: str | os.PathLike[str] | LakeStore, app_id: str, *, change_feed: bool = True,
+                 cadence: MirrorCadence | None = None) -> None:
         if not app_id:
             raise ConfigError("a Delta lake needs a non-empty app_id naming the pipeline that writes it")
         self.store = root if isinstance(root, LakeStore) else lake_store(root)
@@ -110,6 +123,8 @@ class DeltaLake:
         self.app_id = app_id
         self.changelog_path = self.store.join(CHANGES)
         self.mirror_configuration = mirror_configuration(change_feed)
+        self.cadence = cadence or MirrorCadence()
+        self._pending: set[tuple[str, str]] | None = None  # tables with a pending table (listed once)
 
     def table(self, path: str) -> DeltaTable | None:
         """The Delta table at ``path`` in the lake, None when there is none (one read of its log)."""
@@ -164,7 +179,7 @@ class DeltaLake:
                 )
             seen.add((tb.db, tb.table))
         txn = CommitProperties(app_transactions=[Transaction(self.app_id, batch_id)])
-        plans: list[TablePlan | TableResult] = []
+        plans: list[tuple[TablePlan, PendingChanges | None] | TableResult] = []
         for tb in tables:
             n = tb.change_count
             if tb.source is not None and changelog is None and files is None:
@@ -180,10 +195,15 @@ class DeltaLake:
                 plans.append(TableResult(tb.db, tb.table, "empty", 0))
                 continue
             dt = self.table(path)
-            if dt is not None and _done(dt, self.app_id, batch_id):
+            pending = self._pending_of(tb.db, tb.table)
+            if dt is not None and (_done(dt, self.app_id, batch_id)
+                                   or (pending is not None and pending.done(self.app_id, batch_id))):
                 plans.append(TableResult(tb.db, tb.table, "skipped", n))
                 continue
-            plans.append(plan(tb, path, dt, self.store, self.mirror_configuration))
+            current = None
+            if pending is not None and pending.rows:
+                current = self._current(tb, path, pending, dt, batch_id)
+            plans.append((plan(tb, path, dt, self.store, self.mirror_configuration, current), pending))
         path = self.changelog_path
         existing = self.table(path)
         done = existing is not None and _done(existing, self.app_id, batch_id)
@@ -191,7 +211,7 @@ class DeltaLake:
         if not done and files is None and log is None:
             log = changelog_table(batch_id, [c for tb in tables for c in tb.changes])
         # commits from here on: the mirrors, then the change log (its version is the last whole batch)
-        results = tuple(p if isinstance(p, TableResult) else p.execute(batch_id, txn) for p in plans)
+        results = tuple(p if isinstance(p, TableResult) else self._commit_table(*p, batch_id, txn) for p in plans)
         if done:
             return BatchResult(batch_id, results, 0, True)
         if position is not None:  # the change log's commit says where the stream stands, atomically with it
@@ -203,6 +223,79 @@ class DeltaLake:
         assert log is not None
         self._append_changelog(batch_id, log, txn)
         return BatchResult(batch_id, results, log.num_rows, False)
+
+    def _commit_table(self, p: TablePlan, pending: PendingChanges | None, batch_id: int,
+                      txn: CommitProperties) -> TableResult:
+        """MERGE one table's plan, with the rows pending for it; or, when the cadence says the MERGE
+        can wait, append its source to the pending rows."""
+        tb = p.tb
+        full = not p.partial and set(p.source.column_names) == {c.name for c in tb.columns} | {DELETE_FLAG}
+        if full and p.dt is not None and not p.add and p.dt.file_uris():
+            size = mirror_bytes(p.dt)
+            rows = (pending.rows if pending is not None else 0) + p.source.num_rows
+            if not self.cadence.due(size, rows, pending.oldest if pending is not None else None, now()):
+                if pending is None:
+                    pending = PendingChanges(self.store, tb.db, tb.table)
+                self._guard(f"the pending changes of {tb.db}.{tb.table}", batch_id,
+                            lambda: pending.append(p.source, tb.primary_key, txn))
+                self._known_pending().add((tb.db, tb.table))
+                return TableResult(tb.db, tb.table, "pending", tb.change_count)
+        if pending is not None and pending.rows and full:
+            p.source = combine(pending.read(), p.source, tb.primary_key)
+        result = p.execute(batch_id, txn)
+        if pending is not None and pending.rows:
+            self._guard(f"the pending changes of {tb.db}.{tb.table}", batch_id, lambda: pending.clear(txn))
+        return result
+
+    def _current(self, tb: TableBatch, path: str, pending: PendingChanges, dt: DeltaTable | None,
+                 batch_id: int) -> Any:
+        """For a fold that reads mirror rows: MERGE the pending changes first, then the mirror."""
+        def current() -> DeltaTable | None:
+            self._flush_table(tb.db, tb.table, pending, dt, batch_id)
+            return self.table(path)
+        return current
+
+    def flush(self, db: str | None = None, table: str | None = None) -> int:
+        """MERGE the pending changes of ``db.table`` (all tables: None) into their mirrors, before
+        something else writes a mirror or when the pipeline stops. Returns the rows MERGEd."""
+        names = sorted(self._known_pending()) if db is None else [(db, table or "")]
+        merged = 0
+        for d, t in names:
+            pending = self._pending_of(d, t)
+            if pending is not None and pending.rows:
+                merged += pending.rows
+                self._flush_table(d, t, pending, self.table(self.table_path(d, t)), None)
+        return merged
+
+    def _flush_table(self, db: str, table: str, pending: PendingChanges, dt: DeltaTable | None,
+                     batch_id: int | None) -> None:
+        """MERGE what is pending for a mirror, then empty the pending table (no app transaction:
+        MERGEd again after a kill between the two, the rows leave the mirror as they found it)."""
+        rows = pending.read()
+        if rows is not None and dt is not None:
+            key = primary_key_of(rows.schema)
+            names = [n for n in rows.column_names if n != DELETE_FLAG]
+            source = last_per_key(rows, key)
+            self._guard(f"the mirror of {db}.{table}", batch_id,
+                        lambda: merge_into(dt, source, key, names, (), None))
+        self._guard(f"the pending changes of {db}.{table}", batch_id, lambda: pending.clear(None))
+
+    def _guard(self, what: str, batch_id: int | None, step: Any) -> None:
+        try:
+            step()
+        except DeltaError as exc:
+            raise commit_error(what, -1 if batch_id is None else batch_id, exc) from exc
+
+    def _known_pending(self) -> set[tuple[str, str]]:
+        if self._pending is None:
+            self._pending = set(pending_tables(self.store))
+        return self._pending
+
+    def _pending_of(self, db: str, table: str) -> PendingChanges | None:
+        """The pending table of a mirror, None when it has none (no read of the lake then)."""
+        if (db, table) not in self._known_pending():
+            return None
+        return PendingChanges(self.store, db, table)
 
     def _commit_changelog(self, batch_id: int, files: Sequence[AddAction], txn: CommitProperties) -> None:
         """Commit change-log files already in its folder (an empty list still records the batch)."""

@@ -32,12 +32,13 @@ from typing import Any, Final
 from sluice.errors import ConfigError
 
 __all__ = [
-    "ARCHIVE", "CHANGES", "CHECKPOINT", "DDL_JOURNAL", "HISTORY", "PIPELINE", "REMOTE_SCHEMES", "SNAPSHOT_STATE",
-    "STAGING", "LakeStore", "lake_store", "redact",
+    "ARCHIVE", "CHANGES", "CHECKPOINT", "DDL_JOURNAL", "HISTORY", "PENDING", "PIPELINE", "REMOTE_SCHEMES",
+    "SNAPSHOT_STATE", "STAGING", "LakeStore", "lake_store", "redact",
 ]
 
 # The lake's layout: keys under its root. ``<db>/<table>`` is a table's mirror.
 CHANGES: Final = "_sluice/changes"  # the change log (Delta)
+PENDING: Final = "_sluice/pending"  # /<db>/<table>: changes not yet MERGEd into the mirror (Delta)
 STAGING: Final = "_sluice/staging"  # /<batch>/: the running batch's MERGE sources, one Arrow IPC file each
 ARCHIVE: Final = "_sluice/archive"  # /<db>/<table>@<file>-<pos>: mirrors of dropped / renamed-away tables
 SNAPSHOT_STATE: Final = "_sluice/snapshot.json"  # the snapshot's plan, chunk watermarks, re-reads
