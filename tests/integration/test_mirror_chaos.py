@@ -29,6 +29,7 @@ import pytest
 from sluice.dsn import parse_dsn
 from sluice.io.connection import Connection
 from sluice.sandbox.server import Sandbox
+from sluice.spark.lake.pending import PendingChanges
 from sluice.spark.lake.store import LakeStore, lake_store
 from sluice.spark.verify.check import lake_tables, verify_lake
 from tests.conftest import kills
@@ -98,10 +99,12 @@ class Writer:
 
 
 def test_kill_9_during_ddl_loses_and_repeats_nothing(server, row_metadata, tmp_path):
-    _chaos(server, lake_store(tmp_path / "lake"), dict(os.environ), tmp_path)
+    # With FULL metadata the mirrors' MERGEs wait (lake.pending): kills land between appends of
+    # pending changes, their MERGEs and the DDL that MERGEs them first.
+    _chaos(server, lake_store(tmp_path / "lake"), dict(os.environ), tmp_path, later=row_metadata == "FULL")
 
 
-def _chaos(server: Sandbox, store: LakeStore, env: dict[str, str], tmp_path: Path) -> None:
+def _chaos(server: Sandbox, store: LakeStore, env: dict[str, str], tmp_path: Path, later: bool = False) -> None:
     db = f"kc_{uuid.uuid4().hex[:8]}"
     lake = store.uri
     with Connection.open(parse_dsn(server.dsn("root"))) as conn:
@@ -132,6 +135,10 @@ def _chaos(server: Sandbox, store: LakeStore, env: dict[str, str], tmp_path: Pat
         sys.executable, "-m", "sluice.cli", "run", "--source", server.dsn("root"), "--lake", lake,
         "--tables", rf"{db}\..*", "--max-rows-per-batch", "50", "--checkpoint-dir", str(tmp_path / "checkpoint"),
     ]
+    if later:
+        config = tmp_path / "later.toml"
+        config.write_text("[mirror]\nmerge_below = 1\nbytes_per_change = 1\nmax_lag = 3600\n")
+        args += ["--config", str(config)]
     first = subprocess.run([*args, "--snapshot", "only"], capture_output=True, timeout=300, env=env)
     assert first.returncode == 0, first.stderr.decode()[-3000:]
     first_ddl = threading.Event()
@@ -153,6 +160,8 @@ def _chaos(server: Sandbox, store: LakeStore, env: dict[str, str], tmp_path: Pat
         done.set()
         thread.join(120)
     assert not failure, failure
+    if later:
+        assert PendingChanges(store, db, "acc").rows > 0, "no batch of acc was left pending by the kills"
     final = subprocess.run([*args, "--trigger", "once"], capture_output=True, timeout=900, env=env)
     assert final.returncode == 0, final.stderr.decode()[-3000:]
 
@@ -162,6 +171,7 @@ def _chaos(server: Sandbox, store: LakeStore, env: dict[str, str], tmp_path: Pat
         verdicts = verify_lake(parse_dsn(server.dsn("root")), store, tables=lambda d, _t: d == db)
         conn.execute(f"DROP DATABASE {db}")
     assert {t for d, t in lake_tables(store) if d == db} == source
+    assert not PendingChanges(store, db, "acc").rows, "a clean stop left changes pending"
     assert all(v.ok for v in verdicts), [v for v in verdicts if not v.ok]
     log = deltalake.DeltaTable(f"{lake}/_sluice/changes", storage_options=store.delta_options()
                                ).to_pyarrow_table().to_pylist()

@@ -78,17 +78,23 @@ def maintenance_config(table: Any, where: str = "[maintenance]", **overrides: An
     that are not None; an unknown key or a bad value is a ``ConfigError`` naming it."""
     from sluice.spark.lake.maintenance import MaintenanceConfig
 
+    return settings_table(MaintenanceConfig, table, where, "maintenance", **overrides)
+
+
+def settings_table(cls: Any, table: Any, where: str, what: str, **overrides: Any) -> Any:
+    """The settings dataclass ``cls`` from a TOML table of ``what`` settings (None: the defaults) and
+    overrides that are not None; an unknown key or a bad value is a ``ConfigError`` naming it."""
     if table is None:
         table = {}
     if not isinstance(table, dict):
-        raise ConfigError(f"{where} must be a table of maintenance settings")
-    known = {f.name for f in dataclasses.fields(MaintenanceConfig)}
+        raise ConfigError(f"{where} must be a table of {what} settings")
+    known = {f.name for f in dataclasses.fields(cls)}
     unknown = set(table) - known
     if unknown:
         raise ConfigError(f"{where}: unknown settings {sorted(unknown)}; known: {sorted(known)}")
     settings = dict(table) | {k: v for k, v in overrides.items() if v is not None}
     try:
-        return MaintenanceConfig(**settings)
+        return cls(**settings)
     except TypeError as exc:  # the dataclass's own complaint about a value
         raise ConfigError(f"{where}: {exc}") from None
 

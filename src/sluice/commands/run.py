@@ -116,13 +116,20 @@ def register(sub: Any) -> None:
         "--no-change-feed", dest="change_feed", action="store_false", default=None,
         help="create mirrors without Delta's change data feed (on by default: load_cdf, readChangeFeed)",
     )
+    parser.add_argument(
+        "--mirror-max-lag", type=float, metavar="SECONDS",
+        help="MERGE a table's pending changes into its Delta mirror at least this often (default 600; 0: every "
+        "batch). A large mirror is MERGEd once its pending changes pay for rewriting it ([mirror] in the config); "
+        "the change log and sluice.lake.read_mirror are current after every batch",
+    )
     parser.add_argument("--config", metavar="FILE", help="read these settings from a TOML file")
     parser.set_defaults(handler=run)
 
 
 def load_config(args: argparse.Namespace) -> Any:
     """The ``PipelineConfig`` from ``--config`` TOML, command-line options taking precedence."""
-    from sluice.commands.maintain import maintenance_config
+    from sluice.commands.maintain import maintenance_config, settings_table
+    from sluice.spark.lake.pending import MirrorCadence
     from sluice.spark.pipeline.runner import PipelineConfig
 
     settings: dict[str, Any] = {}
@@ -136,7 +143,7 @@ def load_config(args: argparse.Namespace) -> Any:
             raise ConfigError(f"{args.config} is not valid TOML: {exc}") from None
     known = {"source", "lake", "tables", "exclude_tables", "trigger", "master", "from", "max_rows_per_batch", "spark",
              "snapshot", "chunk_rows", "skip_incidents", "metrics_port", "metrics_host", "checkpoint_dir",
-             "change_feed", "maintenance"}
+             "change_feed", "maintenance", "mirror"}
     unknown = set(settings) - known
     if unknown:
         raise ConfigError(f"{args.config}: unknown settings {sorted(unknown)}; known: {sorted(known)}")
@@ -175,6 +182,8 @@ def load_config(args: argparse.Namespace) -> Any:
         change_feed=_flag(settings.get("change_feed", True), "change_feed"),
         maintenance=maintenance_config(settings.get("maintenance"), f"{args.config}: [maintenance]",
                                        enabled=getattr(args, "maintenance", None)),
+        mirror=settings_table(MirrorCadence, settings.get("mirror"), f"{args.config}: [mirror]", "mirror",
+                              max_lag=getattr(args, "mirror_max_lag", None)),
     )
 
 

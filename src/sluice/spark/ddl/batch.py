@@ -56,6 +56,8 @@ class DdlStage:
                 planned = plan_ddl(before, ddl["sql"], ddl.get("default_db"), self.captured, before.flavor)
             for step in planned:
                 steps += [((file, pos), s) for s in self._against_snapshot(step, file, pos, snapshot_filter)]
+        for name in {(s.db, s.table) for _, s in steps} | {s.to for _, s in steps if s.to is not None}:
+            self.lake.flush(*name)  # a DDL writes the mirror as of every change before it
         rereads = self.mirror.apply(batch_id, steps)
         return {f"{s.db}.{s.table}" for s in rereads}
 

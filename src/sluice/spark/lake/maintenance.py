@@ -90,7 +90,7 @@ class MaintenanceConfig:
 @dataclass(frozen=True, slots=True)
 class LakeTable:
     """One Delta table of the lake: its URI and its name in output (``db.table``, ``_sluice.changes``,
-    ``_sluice.archive/<db>/<table>@<file>-<pos>``); ``kind`` is mirror, changes or archive."""
+    ``_sluice.archive/<db>/<table>@<file>-<pos>``); ``kind`` is mirror, changes, archive or pending."""
 
     uri: str
     name: str
@@ -121,8 +121,8 @@ class StepResult:
 
 
 def lake_tables(root: str, storage_options: dict[str, str] | None = None) -> list[LakeTable]:
-    """Every Delta table of the lake at ``root``: the mirrors, the change log and the archived
-    mirrors, in that order. A lake that does not exist yet has none."""
+    """Every Delta table of the lake at ``root``: the mirrors, the change log, the archived mirrors
+    and the mirrors' pending changes, in that order. A lake that does not exist yet has none."""
     from deltalake.fs import DeltaStorageHandler
     from pyarrow import fs as pafs
 
@@ -150,6 +150,9 @@ def lake_tables(root: str, storage_options: dict[str, str] | None = None) -> lis
     for db in folders("_sluice/archive"):
         found.extend(LakeTable(f"{base}/_sluice/archive/{db}/{t}", f"_sluice.archive/{db}/{t}", "archive")
                      for t in folders(f"_sluice/archive/{db}") if is_table(f"_sluice/archive/{db}/{t}"))
+    for db in folders("_sluice/pending"):
+        found.extend(LakeTable(f"{base}/_sluice/pending/{db}/{t}", f"_sluice.pending/{db}/{t}", "pending")
+                     for t in folders(f"_sluice/pending/{db}") if is_table(f"_sluice/pending/{db}/{t}"))
     return found
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from sluice.errors import ConfigError
 from sluice.spark.lake.maintenance import MaintenanceConfig
+from sluice.spark.lake.pending import MirrorCadence
 from sluice.spark.lake.store import CHECKPOINT, LakeStore, lake_store
 
 __all__ = ["ONCE", "PipelineConfig", "interval"]
@@ -41,6 +42,7 @@ class PipelineConfig:
     checkpoint_dir: str | None = None  # Spark's checkpoint (default: see checkpoint_path)
     change_feed: bool = True  # mirrors write Delta's Change Data Feed (sluice.spark.lake.change_feed)
     maintenance: MaintenanceConfig = field(default_factory=MaintenanceConfig)  # between batches (pipeline.upkeep)
+    mirror: MirrorCadence = field(default_factory=MirrorCadence)  # when pending changes are MERGEd (lake.pending)
 
     def __post_init__(self) -> None:
         if self.trigger not in ONCE:

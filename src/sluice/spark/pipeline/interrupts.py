@@ -33,11 +33,13 @@ _STOPPING = {
     "start": "stopping once Spark has started",
     "snapshot": "stopping after the snapshot chunks being read",
     "stream": "stopping at the end of this batch",
+    "flush": "stopping once the pending changes are in the mirrors",
 }
 _LEFT = {
     "start": "before the pipeline started",
     "snapshot": "in the middle of the snapshot; the next run resumes it at its first unfinished chunk",
     "stream": "in the middle of a batch; the next run does that batch again, nothing lost or written twice",
+    "flush": "with changes still pending for some mirrors; the next run MERGEs them, nothing lost",
 }
 
 

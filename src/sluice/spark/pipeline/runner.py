@@ -76,7 +76,7 @@ class Pipeline:
         self._stop = threading.Event()
         self._signals: StopSignals | None = None
         self._refused = False  # a batch began after the stop was asked: left whole to the next run
-        self.phase = "start"  # then "snapshot", "stream": where a stop asked for takes effect
+        self.phase = "start"  # then "snapshot", "stream", "flush": where a stop asked for takes effect
         self._query: Any = None
         self._filter: Any = None
         self._lag_checked = 0.0  # SnapshotFilter: early changes the snapshot already holds
@@ -89,7 +89,7 @@ class Pipeline:
         self.pipeline_id = self.state.pipeline_id
         self.app_id = self.state.app_id
         self.resume_at = self.state.resume_at
-        self.lake = DeltaLake(self.store, self.app_id, change_feed=config.change_feed)
+        self.lake = DeltaLake(self.store, self.app_id, change_feed=config.change_feed, cadence=config.mirror)
         self.upkeep = Upkeep(self.lake.root, config.maintenance, progress=self.progress,
                              storage_options=self.store.delta_options())
         self.ddl = DdlStage(self.lake, self.history_path, config.tables, config.exclude_tables, self.progress)
@@ -256,11 +256,20 @@ class Pipeline:
                 if isinstance(self.error, Exception) and not isinstance(self.error, SluiceError):
                     raise query_error(self.error) from self.error
                 raise self.error
+            self._flush()
         finally:
             if self._signals is not None:
                 self._signals.restore()
                 self._signals = None
         return self.stats
+
+    def _flush(self) -> None:
+        """At a clean stop, MERGE what is pending into the mirrors (``sluice.spark.lake.pending``)."""
+        self.phase = "flush"
+        started = time.monotonic()
+        rows = self.lake.flush()
+        if rows:
+            self.progress(f"mirrors: MERGEd {rows:,} pending changes in {time.monotonic() - started:.1f} s")
 
     def stop(self) -> None:
         """Ask the running query to stop after the batch in flight (``run()`` then returns)."""

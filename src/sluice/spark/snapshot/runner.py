@@ -171,6 +171,7 @@ class SnapshotRunner:
                                           "writing": None, "scan": None, "read": None}
                     state.save(self.store)
                     continue
+                self.lake.flush(schema.db, schema.name)  # the stream's changes pending for it: older than the read
                 append = self._mirror_empty(schema.db, schema.name)
                 try:
                     plan = plan_table(conn, schema, self.chunk_rows, merged=not append)  # keyed by the primary key

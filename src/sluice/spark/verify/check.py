@@ -35,6 +35,7 @@ from sluice.errors import ConfigError, SchemaError
 from sluice.io.connection import Connection
 from sluice.spark.lake import columns as _mc
 from sluice.spark.lake.columns import MirrorColumn, column_array
+from sluice.spark.lake.pending import PendingChanges, read_mirror
 from sluice.spark.lake.store import LakeStore, lake_store
 from sluice.spark.lake.table_layout import mirror_columns_for_schema
 from sluice.spark.verify.rows import canonical_column, row_checksums
@@ -141,7 +142,7 @@ def verify_lake(
 
 def _verify_table(conn: Connection, db: str, table: str, schema: TableSchema | None, flavor: str | None,
                   store: LakeStore, path: str) -> TableVerdict:
-    dataset = _dataset(store, path)
+    dataset = _dataset(store, path, db, table)
     if schema is None:
         rows = dataset.count_rows()
         return TableVerdict(db, table, 0, rows, 0, rows, 0, False,
@@ -165,7 +166,11 @@ def _verify_table(conn: Connection, db: str, table: str, schema: TableSchema | N
     return source.verdict(db, table)
 
 
-def _dataset(store: LakeStore, path: str) -> Any:
+def _dataset(store: LakeStore, path: str, db: str, table: str) -> Any:
+    if PendingChanges(store, db, table).rows:  # the mirror as of the change log: its pending changes laid over it
+        import pyarrow.dataset as pads
+
+        return pads.dataset(read_mirror(store, db, table))
     if store.remote:  # the mirror's rows read by delta-rs itself, into memory
         import pyarrow.dataset as pads
 
