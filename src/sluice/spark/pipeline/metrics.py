@@ -16,6 +16,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
 from sluice.errors import ConfigError
+from sluice.spark.pipeline.stats import BatchWritten
 
 __all__ = ["PipelineMetrics"]
 
@@ -92,15 +93,15 @@ class PipelineMetrics:
             self._server.server_close()
             self._server = None
 
-    def batch(self, seconds: float, counts: list[tuple[str, str, int]], ddl: int, file: str | None, pos: int | None,
-              lag_seconds: float | None, lag_bytes: int | None) -> None:
+    def batch(self, seconds: float, written: BatchWritten, lag_seconds: float | None, lag_bytes: int | None) -> None:
         """One committed micro-batch: its duration, ``(table, op, n)`` counts, DDL and last position."""
         self.batches.inc()
         self.batch_seconds.observe(seconds)
-        for table, op, n in counts:
+        for table, op, n in written.counts:
             self.changes.labels(self._label, table, op).inc(n)
-        if ddl:
-            self.ddl.inc(ddl)
+        if written.ddl:
+            self.ddl.inc(written.ddl)
+        file, pos = written.file, written.pos
         if lag_seconds is not None:
             self.lag_seconds.set(lag_seconds)
         if lag_bytes is not None:

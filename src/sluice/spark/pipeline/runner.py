@@ -50,7 +50,7 @@ from sluice.spark.pipeline.config import ONCE, PipelineConfig, interval
 from sluice.spark.pipeline.interrupts import StopSignals
 from sluice.spark.pipeline.lake_state import LakeState, drop_unfinished_writes
 from sluice.spark.pipeline.staged_batch import StagedBatch, table_batch
-from sluice.spark.pipeline.stats import PipelineStats
+from sluice.spark.pipeline.stats import BatchWritten, PipelineStats
 from sluice.spark.pipeline.upkeep import Upkeep
 from sluice.spark.runtime.session import kill_driver, spark_session, start_python_workers
 from sluice.spark.snapshot.filter import SnapshotFilter
@@ -317,10 +317,10 @@ class Pipeline:
             self.stats.first_batch = self.stats.first_batch or started
             self.stats.last_batch = time.monotonic()
         if self.metrics is not None and written is not None:
-            self.metrics.batch(time.monotonic() - started, *written, self.stats.last_commit_lag, self.stats.lag_bytes)
+            self.metrics.batch(time.monotonic() - started, written, self.stats.last_commit_lag, self.stats.lag_bytes)
         self.upkeep.after_batch()  # the batch is committed: maintenance steps due, within their time budget
 
-    def _write(self, staged: pa.Table, batch_id: int) -> tuple[Any, ...] | None:
+    def _write(self, staged: pa.Table, batch_id: int) -> BatchWritten | None:
         """Commit what the tasks staged (``sluice.spark.source.staging``): DDL first, then each table's MERGE,
         the change log last. The metrics of the batch, None when it was empty."""
         batch = StagedBatch(staged)
@@ -361,7 +361,7 @@ class Pipeline:
         if time.monotonic() - self._lag_checked >= 5.0:  # one status query per 5 s, not per batch
             self._lag_checked = time.monotonic()
             stats.lag_bytes = self._lag_bytes(last_file, last_pos)
-        return [c for c in counts if c[2]], len(batch.ddls), last_file, last_pos
+        return BatchWritten([c for c in counts if c[2]], len(batch.ddls), last_file, last_pos)
 
     def _reread(self, names: set[str]) -> None:
         """Snapshot these tables again (a DDL the mirror cannot follow exactly), then renew the filter."""

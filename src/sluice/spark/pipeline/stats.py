@@ -7,7 +7,17 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 
-__all__ = ["PipelineStats"]
+__all__ = ["BatchWritten", "PipelineStats"]
+
+
+@dataclass(frozen=True, slots=True)
+class BatchWritten:
+    """What one committed micro-batch wrote, as the metrics count it."""
+
+    counts: list[tuple[str, str, int]]  # (db.table, insert|update|delete, changes), tables with changes
+    ddl: int  # DDL statements the batch applied
+    file: str  # the binlog position after its last change
+    pos: int
 
 
 @dataclass
