@@ -1,0 +1,143 @@
+"""MySQL 8.0 and 8.4 binlog layouts that the live tests, run on MySQL 9.x, never produce.
+
+Covered: the FORMAT_DESCRIPTION post-header length arrays of 8.0 (41 event types) and 8.4 (42, its
+V1 rows entries zeroed), and TRANSACTION_PAYLOAD, whose declared post-header length (40) its reader
+does not use.
+
+The byte layouts come from the MySQL server source: libbinlogevents (``libbinlogevents/`` in the
+8.0 tree, ``libs/mysql/binlog/event/`` in later ones), the readers: ``binlog_event.h`` (post-header
+lengths), ``control_events.cpp`` (FORMAT_DESCRIPTION), ``codecs/binary.cpp`` (TRANSACTION_PAYLOAD
+fields).
+"""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+from typing import Any
+
+import pytest
+import zstandard
+
+from sluice.binlog import events as ev
+from sluice.binlog.constants import EventType as E
+from sluice.binlog.parser import EventParser, ParserConfig
+from tests.unit.binlog.test_events import SIMPLE_TM, event, packed, query_body, stub_plan_for
+from tests.unit.binlog.test_events_rows import TID, rows_v2
+
+pytestmark = pytest.mark.unit
+
+GOLDEN_9X = Path(__file__).resolve().parents[2] / "data" / "mysql-matrix.binlog"
+
+# -- FORMAT_DESCRIPTION ---------------------------------------------------------------------------
+
+
+def server_post_header_lengths(types: int) -> bytes:
+    """The array ``Format_description_event(4, version)`` writes, one length per event type 1 ..
+    ``types`` (control_events.cpp ``server_event_header_length``, the lengths binlog_event.h
+    ``enum_post_header_length``). 8.0 knows 41 types; 8.4 adds GTID_TAGGED_LOG_EVENT and, having
+    dropped the V1 rows events, writes 0 for them. TRANSACTION_PAYLOAD's entry is the source's
+    ``TRANSACTION_PAYLOAD_EVENT``: the type code 40 itself, not its header length 0."""
+    v1_rows = 8 if types == 41 else 0
+    lengths = {
+        E.QUERY_EVENT: 4 + 4 + 1 + 2 + 2,  # QUERY_HEADER_LEN
+        E.ROTATE_EVENT: 8,
+        E.APPEND_BLOCK_EVENT: 4,
+        E.DELETE_FILE_EVENT: 4,
+        E.FORMAT_DESCRIPTION_EVENT: (2 + 50 + 4) + 1 + types,  # START_V3_HEADER_LEN + 1 + types
+        E.BEGIN_LOAD_QUERY_EVENT: 4,
+        E.EXECUTE_LOAD_QUERY_EVENT: 13 + (4 + 4 + 4 + 1),  # QUERY_HEADER_LEN + its extra 13
+        E.TABLE_MAP_EVENT: 8,
+        E.WRITE_ROWS_EVENT_V1: v1_rows,
+        E.UPDATE_ROWS_EVENT_V1: v1_rows,
+        E.DELETE_ROWS_EVENT_V1: v1_rows,
+        E.INCIDENT_EVENT: 2,
+        E.WRITE_ROWS_EVENT_V2: 10,
+        E.UPDATE_ROWS_EVENT_V2: 10,
+        E.DELETE_ROWS_EVENT_V2: 10,
+        E.GTID_LOG_EVENT: 1 + 16 + 8 + 1 + 16,  # flags, sid, gno, typecode, two logical clocks
+        E.ANONYMOUS_GTID_LOG_EVENT: 1 + 16 + 8 + 1 + 16,
+        E.TRANSACTION_CONTEXT_EVENT: 18,
+        E.VIEW_CHANGE_EVENT: 52,
+        E.PARTIAL_UPDATE_ROWS_EVENT: 10,
+        E.TRANSACTION_PAYLOAD_EVENT: int(E.TRANSACTION_PAYLOAD_EVENT),
+    }
+    return bytes(lengths.get(code, 0) for code in range(1, types + 1))
+
+
+MYSQL_80, MYSQL_84 = server_post_header_lengths(41), server_post_header_lengths(42)
+
+
+def fde_body(version: str, phl: bytes) -> bytes:
+    """binlog version 4, server version char[50], created u32, header length 19, the lengths, the
+    checksum algorithm (CRC32)."""
+    return struct.pack("<H", 4) + version.encode().ljust(50, b"\0") + struct.pack("<I", 0) + b"\x13" + phl + b"\x01"
+
+
+def fde_event(version: str, phl: bytes) -> bytes:
+    return event(E.FORMAT_DESCRIPTION_EVENT, fde_body(version, phl))
+
+
+@pytest.mark.parametrize(("version", "phl"), [("8.0.36", MYSQL_80), ("8.4.3", MYSQL_84)])
+def test_format_description_lengths_of_8_0_and_8_4(version: str, phl: bytes) -> None:
+    p = EventParser()
+    e = p.parse(fde_event(version, phl))
+    assert isinstance(e, ev.FormatDescriptionEvent) and e.server_version == version
+    assert e.post_header_lengths == phl and p.checksum_alg == e.checksum_alg == 1
+    assert e.post_header_length(E.FORMAT_DESCRIPTION_EVENT) == 57 + len(phl)  # 98, 99
+    assert e.post_header_length(E.QUERY_EVENT) == 13 and e.post_header_length(E.GTID_LOG_EVENT) == 42
+    assert e.post_header_length(E.VIEW_CHANGE_EVENT) == 52 and e.post_header_length(E.HEARTBEAT_LOG_EVENT_V2) == 0
+    if version.startswith("8.0"):
+        assert len(phl) == 41 and e.post_header_length(E.GTID_TAGGED_LOG_EVENT) is None
+        assert e.post_header_length(E.WRITE_ROWS_EVENT_V1) == 8
+    else:
+        assert len(phl) == 42 and e.post_header_length(E.GTID_TAGGED_LOG_EVENT) == 0
+        assert e.post_header_length(E.WRITE_ROWS_EVENT_V1) == 0
+
+
+def test_8_4_lengths_are_those_a_9x_server_wrote() -> None:
+    data = GOLDEN_9X.read_bytes()
+    e = EventParser().parse(data[4 : 4 + int.from_bytes(data[13:17], "little")])
+    assert isinstance(e, ev.FormatDescriptionEvent) and e.version >= (9, 0, 0)
+    assert e.post_header_lengths == MYSQL_84
+    # 8.0 differs in its own length (98), the V1 rows entries (8) and the missing GTID_TAGGED.
+    differ = {code for code in range(1, 42) if MYSQL_80[code - 1] != MYSQL_84[code - 1]}
+    assert differ == {E.FORMAT_DESCRIPTION_EVENT, E.WRITE_ROWS_EVENT_V1, E.UPDATE_ROWS_EVENT_V1,
+                      E.DELETE_ROWS_EVENT_V1}
+
+
+def parser80(**config: Any) -> EventParser:
+    config.setdefault("plan_for", stub_plan_for)
+    p = EventParser(ParserConfig(**config))
+    p.parse(fde_event("8.0.36", MYSQL_80))
+    return p
+
+
+def payload_fields(ctype: int, size: int, usize: int | None) -> bytes:
+    """``Transaction_payload::encode``: compression type, the uncompressed size unless the type is
+    NONE, the payload size, the end mark; each field ``type, length, value`` in packed integers."""
+    def field(ftype: int, value: int) -> bytes:
+        return packed(ftype) + packed(len(packed(value))) + packed(value)
+
+    usize_field = field(3, usize) if usize is not None else b""
+    return field(2, ctype) + usize_field + field(1, size) + b"\x00"
+
+
+@pytest.mark.parametrize("compressed", [True, False], ids=["zstd", "none"])
+def test_transaction_payload_starts_at_its_body_not_its_declared_length(compressed: bool) -> None:
+    inner = b"".join(event(code, body, crc=False, log_pos=0) for code, body in [
+        (E.QUERY_EVENT, query_body(b"BEGIN", b"")),
+        (E.TABLE_MAP_EVENT, SIMPLE_TM),
+        (E.WRITE_ROWS_EVENT_V2, rows_v2(TID, 2, b"\x03", b"R")),
+        (E.XID_EVENT, struct.pack("<Q", 31)),
+    ])
+    data = zstandard.ZstdCompressor().compress(inner) if compressed else inner
+    fields = payload_fields(0, len(data), len(inner)) if compressed else payload_fields(255, len(data), None)
+    p = parser80()
+    assert p.post_header_len(E.TRANSACTION_PAYLOAD_EVENT, 0) == 40
+    e = p.parse(event(E.TRANSACTION_PAYLOAD_EVENT, fields + data))
+    assert isinstance(e, ev.TransactionPayloadEvent)
+    assert (e.compression_type, e.payload_size) == (0 if compressed else 255, len(data))
+    assert e.uncompressed_size == (len(inner) if compressed else None)
+    assert [type(x).__name__ for x in e.events] == ["QueryEvent", "TableMapEvent", "RowsEvent", "XidEvent"]
+    assert e.events[3].xid == 31
