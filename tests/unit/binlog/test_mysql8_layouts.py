@@ -2,12 +2,15 @@
 
 Covered: the FORMAT_DESCRIPTION post-header length arrays of 8.0 (41 event types) and 8.4 (42, its
 V1 rows entries zeroed), and TRANSACTION_PAYLOAD, whose declared post-header length (40) its reader
-does not use.
+does not use; the GTID_LOG_EVENT bodies the GTID reader accepts, from the bare GTID through the
+commit timestamps, transaction length and server versions 8.0 releases added to the commit group
+ticket, the parts a body lacks decoding as None; a tagged GTID relayed with its original timestamp,
+original version and ticket.
 
 The byte layouts come from the MySQL server source: libbinlogevents (``libbinlogevents/`` in the
 8.0 tree, ``libs/mysql/binlog/event/`` in later ones), the readers: ``binlog_event.h`` (post-header
-lengths), ``control_events.cpp`` (FORMAT_DESCRIPTION), ``codecs/binary.cpp`` (TRANSACTION_PAYLOAD
-fields).
+lengths), ``control_events.h``/``.cpp`` (FORMAT_DESCRIPTION, GTID and tagged GTID),
+``codecs/binary.cpp`` (TRANSACTION_PAYLOAD fields). The writer: ``sql/log_event.cc`` (GTID body).
 """
 
 from __future__ import annotations
@@ -21,8 +24,10 @@ import zstandard
 
 from sluice.binlog import events as ev
 from sluice.binlog.constants import EventType as E
+from sluice.binlog.decoders._reader import write_varlen, write_varlen_signed
 from sluice.binlog.parser import EventParser, ParserConfig
-from tests.unit.binlog.test_events import SIMPLE_TM, event, packed, query_body, stub_plan_for
+from sluice.errors import MalformedEventError
+from tests.unit.binlog.test_events import SID, SIMPLE_TM, event, packed, query_body, stub_plan_for
 from tests.unit.binlog.test_events_rows import TID, rows_v2
 
 pytestmark = pytest.mark.unit
@@ -141,3 +146,83 @@ def test_transaction_payload_starts_at_its_body_not_its_declared_length(compress
     assert e.uncompressed_size == (len(inner) if compressed else None)
     assert [type(x).__name__ for x in e.events] == ["QueryEvent", "TableMapEvent", "RowsEvent", "XidEvent"]
     assert e.events[3].xid == 31
+
+
+# -- GTID_LOG_EVENT -------------------------------------------------------------------------------
+
+GNO = 77
+HEAD = b"\x00" + SID.bytes + struct.pack("<Q", GNO)  # flags (rows only), sid, gno
+CLOCK = b"\x02" + struct.pack("<QQ", 9, 10)  # LOGICAL_TIMESTAMP_TYPECODE, last_committed, sequence_number
+IMMEDIATE, ORIGINAL = 1_700_000_000_000_002, 1_699_999_999_000_001
+COMMIT_TS = IMMEDIATE.to_bytes(7, "little")  # original == immediate: bit 55 clear, one timestamp
+COMMIT_TS_RELAYED = (IMMEDIATE | 1 << 55).to_bytes(7, "little") + ORIGINAL.to_bytes(7, "little")
+TRX_LENGTH = packed(300)  # net_store_length: 0xfc + u16
+VERSION = struct.pack("<I", 80036)  # original == immediate: bit 31 clear, one version
+VERSION_RELAYED = struct.pack("<II", 80036 | 1 << 31, 80027)
+TICKET = struct.pack("<Q", 5)
+
+# The parts Gtid_event::Gtid_event reads, each only when its bytes remain. mysqlbinlog guards the
+# session variables it sets from them with /*!80001*/ (original_commit_timestamp) and
+# /*!80014*/ (original/immediate_server_version), the releases from which servers have them.
+# (last_committed, sequence_number, immediate ts, original ts, length, immediate version,
+# original version, ticket)
+GTID_BODIES: list[tuple[str, bytes, tuple[Any, ...]]] = [
+    ("bare", b"", (None,) * 8),
+    ("logical-clock", CLOCK, (9, 10) + (None,) * 6),
+    ("commit-ts", CLOCK + COMMIT_TS, (9, 10, IMMEDIATE, IMMEDIATE) + (None,) * 4),
+    ("commit-ts-relayed", CLOCK + COMMIT_TS_RELAYED, (9, 10, IMMEDIATE, ORIGINAL) + (None,) * 4),
+    ("trx-length", CLOCK + COMMIT_TS + TRX_LENGTH, (9, 10, IMMEDIATE, IMMEDIATE, 300, None, None, None)),
+    ("server-version", CLOCK + COMMIT_TS + TRX_LENGTH + VERSION,
+     (9, 10, IMMEDIATE, IMMEDIATE, 300, 80036, 80036, None)),
+    ("server-version-relayed", CLOCK + COMMIT_TS_RELAYED + TRX_LENGTH + VERSION_RELAYED,
+     (9, 10, IMMEDIATE, ORIGINAL, 300, 80036, 80027, None)),
+    ("commit-group-ticket", CLOCK + COMMIT_TS + TRX_LENGTH + VERSION + TICKET,
+     (9, 10, IMMEDIATE, IMMEDIATE, 300, 80036, 80036, 5)),
+]
+
+
+def gtid_fields(e: ev.GtidEvent) -> tuple[Any, ...]:
+    return (e.last_committed, e.sequence_number, e.immediate_commit_timestamp, e.original_commit_timestamp,
+            e.transaction_length, e.immediate_server_version, e.original_server_version, e.commit_group_ticket)
+
+
+@pytest.mark.parametrize(("tail", "expected"), [b[1:] for b in GTID_BODIES], ids=[b[0] for b in GTID_BODIES])
+def test_gtid_body_parts_a_body_lacks_are_none(tail: bytes, expected: tuple[Any, ...]) -> None:
+    e = parser80().parse(event(E.GTID_LOG_EVENT, HEAD + tail))
+    assert isinstance(e, ev.GtidEvent) and (e.sid, e.gno, e.gtid) == (SID, GNO, f"{SID}:{GNO}")
+    assert not e.commit_flag and gtid_fields(e) == expected
+
+
+@pytest.mark.parametrize("tail", [
+    CLOCK + COMMIT_TS_RELAYED[:10],  # bit 55 says an original timestamp follows; 3 of its 7 bytes do
+    CLOCK + COMMIT_TS + TRX_LENGTH + VERSION_RELAYED[:6],  # bit 31 says an original version follows
+    CLOCK + COMMIT_TS + b"\xfc\x2c",  # a 3-byte packed length cut after 2
+], ids=["original-ts", "original-version", "trx-length"])
+def test_gtid_body_cut_inside_a_part_is_malformed(tail: bytes) -> None:
+    with pytest.raises(MalformedEventError):
+        parser80().parse(event(E.GTID_LOG_EVENT, HEAD + tail))
+
+
+def serialized(fields: bytes, last_non_ignorable: int) -> bytes:
+    """A serialization-library message: format version, message size counting from its first
+    byte, the last non-ignorable field id (it bounds the fields a reader may not skip; every
+    field here is one sluice reads), then the fields."""
+    rest = write_varlen(last_non_ignorable) + fields
+    n = len(write_varlen(1)) + len(rest)
+    size = next(n + k for k in range(1, 10) if len(write_varlen(n + k)) == k)
+    return write_varlen(1) + write_varlen(size) + rest
+
+
+def test_tagged_gtid_relayed_with_original_timestamp_version_and_ticket() -> None:
+    f = write_varlen
+    fields = (
+        f(0) + f(1) + f(1) + b"".join(f(b) for b in SID.bytes) + f(2) + write_varlen_signed(GNO)
+        + f(3) + f(5) + b"batch" + f(4) + write_varlen_signed(9) + f(5) + write_varlen_signed(10)
+        + f(6) + f(IMMEDIATE) + f(7) + f(ORIGINAL) + f(8) + f(420)
+        + f(9) + f(80403) + f(10) + f(80036) + f(11) + f(12)
+    )
+    p = EventParser(ParserConfig(plan_for=stub_plan_for))
+    p.parse(fde_event("8.4.3", MYSQL_84))
+    e = p.parse(event(E.GTID_TAGGED_LOG_EVENT, serialized(fields, 11)))
+    assert isinstance(e, ev.GtidEvent) and e.commit_flag and e.gtid == f"{SID}:batch:{GNO}"
+    assert gtid_fields(e) == (9, 10, IMMEDIATE, ORIGINAL, 420, 80403, 80036, 12)
