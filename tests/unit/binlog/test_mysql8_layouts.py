@@ -5,12 +5,15 @@ V1 rows entries zeroed), and TRANSACTION_PAYLOAD, whose declared post-header len
 does not use; the GTID_LOG_EVENT bodies the GTID reader accepts, from the bare GTID through the
 commit timestamps, transaction length and server versions 8.0 releases added to the commit group
 ticket, the parts a body lacks decoding as None; a tagged GTID relayed with its original timestamp,
-original version and ticket.
+original version and ticket; the QUERY status variables 8.0 writes, in the order it writes them,
+and the codes a reader stops at (the unused Q_COMMIT_TS pair, a newer server's
+Q_ENABLE_CASCADE_TRIGGERS).
 
 The byte layouts come from the MySQL server source: libbinlogevents (``libbinlogevents/`` in the
 8.0 tree, ``libs/mysql/binlog/event/`` in later ones), the readers: ``binlog_event.h`` (post-header
 lengths), ``control_events.h``/``.cpp`` (FORMAT_DESCRIPTION, GTID and tagged GTID),
-``codecs/binary.cpp`` (TRANSACTION_PAYLOAD fields). The writer: ``sql/log_event.cc`` (GTID body).
+``statement_events.h``/``.cpp`` (status variables), ``codecs/binary.cpp`` (TRANSACTION_PAYLOAD
+fields). The writer: ``sql/log_event.cc`` (status variables, GTID body).
 """
 
 from __future__ import annotations
@@ -226,3 +229,65 @@ def test_tagged_gtid_relayed_with_original_timestamp_version_and_ticket() -> Non
     e = p.parse(event(E.GTID_TAGGED_LOG_EVENT, serialized(fields, 11)))
     assert isinstance(e, ev.GtidEvent) and e.commit_flag and e.gtid == f"{SID}:batch:{GNO}"
     assert gtid_fields(e) == (9, 10, IMMEDIATE, ORIGINAL, 420, 80403, 80036, 12)
+
+
+# -- QUERY status variables -----------------------------------------------------------------------
+
+FLAGS2 = b"\x00" + struct.pack("<I", 0x4000)  # Q_FLAGS2_CODE
+SQL_MODE = b"\x01" + struct.pack("<Q", 1168113696)  # Q_SQL_MODE_CODE
+CATALOG = b"\x06\x03std"  # Q_CATALOG_NZ_CODE
+CHARSET = b"\x04" + struct.pack("<HHH", 255, 255, 255)  # Q_CHARSET_CODE
+UTF8MB4 = b"\x12" + struct.pack("<H", 255)  # Q_DEFAULT_COLLATION_FOR_UTF8MB4
+
+# Query_log_event::write writes the codes in increasing order, each only when it applies:
+# Q_SQL_REQUIRE_PRIMARY_KEY (19) for CREATE/ALTER TABLE, Q_DEFAULT_TABLE_ENCRYPTION (20) for
+# CREATE DATABASE without an ENCRYPTION clause, one byte each (the header's table says 2; the
+# writer and the reader use 1).
+QUERIES: list[tuple[str, bytes, bytes, dict[str, Any]]] = [
+    ("create-table", b"CREATE TABLE t (id INT PRIMARY KEY, at TIMESTAMP)",
+     FLAGS2 + SQL_MODE + CATALOG + CHARSET
+     + b"\x0c\x01shop\x00"  # Q_UPDATED_DB_NAMES: one name, NUL-terminated
+     + b"\x10\x01"  # Q_EXPLICIT_DEFAULTS_FOR_TIMESTAMP
+     + b"\x11" + struct.pack("<Q", 4242)  # Q_DDL_LOGGED_WITH_XID
+     + UTF8MB4 + b"\x13\x01",  # Q_SQL_REQUIRE_PRIMARY_KEY
+     {"updated_db_names": ("shop",), "explicit_defaults_for_timestamp": 1, "ddl_xid": 4242,
+      "default_collation_for_utf8mb4": 255, "sql_require_primary_key": 1, "default_table_encryption": None}),
+    ("create-database", b"CREATE DATABASE archive",
+     FLAGS2 + SQL_MODE + CATALOG + CHARSET + b"\x0c\x01archive\x00" + b"\x11" + struct.pack("<Q", 4243)
+     + UTF8MB4 + b"\x14\x00",  # Q_DEFAULT_TABLE_ENCRYPTION
+     {"updated_db_names": ("archive",), "ddl_xid": 4243, "default_table_encryption": 0,
+      "sql_require_primary_key": None}),
+    ("multi-table-update", b"UPDATE a.t, b.t SET a.t.at = NOW(6) WHERE a.t.id = b.t.id",
+     FLAGS2 + SQL_MODE + CATALOG
+     + b"\x03" + struct.pack("<HH", 5, 2)  # Q_AUTO_INCREMENT: increment, offset
+     + CHARSET + b"\x05\x06+02:00"  # Q_TIME_ZONE_CODE
+     + b"\x07" + struct.pack("<H", 4)  # Q_LC_TIME_NAMES_CODE
+     + b"\x08" + struct.pack("<H", 8)  # Q_CHARSET_DATABASE_CODE
+     + b"\x09" + struct.pack("<Q", 0b11)  # Q_TABLE_MAP_FOR_UPDATE_CODE
+     + b"\x0c\xfe"  # Q_UPDATED_DB_NAMES: OVER_MAX_DBS_IN_EVENT_MTS, no names follow
+     + b"\x0d" + (654321).to_bytes(3, "little")  # Q_MICROSECONDS
+     + UTF8MB4,
+     {"auto_increment_increment": 5, "auto_increment_offset": 2, "time_zone": "+02:00", "lc_time_names": 4,
+      "charset_database": 8, "table_map_for_update": 3, "updated_db_names": (), "microseconds": 654321,
+      "ddl_xid": None}),
+]
+
+
+@pytest.mark.parametrize(("sql", "status", "expected"), [q[1:] for q in QUERIES], ids=[q[0] for q in QUERIES])
+def test_query_status_variables_8_0_writes(sql: bytes, status: bytes, expected: dict[str, Any]) -> None:
+    e = parser80().parse(event(E.QUERY_EVENT, query_body(sql, status)))
+    assert isinstance(e, ev.QueryEvent) and (e.schema, e.query, e.unparsed_status) == ("shop", sql, b"")
+    assert (e.flags2, e.sql_mode, e.catalog, e.charset) == (0x4000, 1168113696, "std", (255, 255, 255))
+    assert {name: getattr(e, name) for name in expected} == expected
+
+
+@pytest.mark.parametrize("code", [14, 15, 21], ids=["Q_COMMIT_TS", "Q_COMMIT_TS2", "Q_ENABLE_CASCADE_TRIGGERS"])
+def test_query_reader_stops_at_a_code_it_does_not_read(code: int) -> None:
+    # Query_event's reader jumps to the end of the status block at a code it has no case for (the
+    # writer keeps codes in increasing order for that): 14 and 15 in every release, 21 in those
+    # before its Q_ENABLE_CASCADE_TRIGGERS. sluice keeps the rest raw.
+    sql = b"CREATE TABLE t (id INT PRIMARY KEY)"
+    status = FLAGS2 + SQL_MODE + UTF8MB4 + bytes([code, 1])
+    e = parser80().parse(event(E.QUERY_EVENT, query_body(sql, status)))
+    assert isinstance(e, ev.QueryEvent) and (e.sql_mode, e.default_collation_for_utf8mb4) == (1168113696, 255)
+    assert (e.unparsed_status, e.schema, e.query) == (bytes([code, 1]), "shop", sql)
