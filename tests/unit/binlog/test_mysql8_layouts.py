@@ -7,17 +7,21 @@ commit timestamps, transaction length and server versions 8.0 releases added to 
 ticket, the parts a body lacks decoding as None; a tagged GTID relayed with its original timestamp,
 original version and ticket; the QUERY status variables 8.0 writes, in the order it writes them,
 and the codes a reader stops at (the unused Q_COMMIT_TS pair, a newer server's
-Q_ENABLE_CASCADE_TRIGGERS).
+Q_ENABLE_CASCADE_TRIGGERS); HEARTBEAT_LOG_EVENT_V2 with a position past 4 GiB; and a group
+replication view change (GTID, BEGIN, VIEW_CHANGE, COMMIT) captured end to end.
 
 The byte layouts come from the MySQL server source: libbinlogevents (``libbinlogevents/`` in the
 8.0 tree, ``libs/mysql/binlog/event/`` in later ones), the readers: ``binlog_event.h`` (post-header
-lengths), ``control_events.h``/``.cpp`` (FORMAT_DESCRIPTION, GTID and tagged GTID),
-``statement_events.h``/``.cpp`` (status variables), ``codecs/binary.cpp`` (TRANSACTION_PAYLOAD
-fields). The writer: ``sql/log_event.cc`` (status variables, GTID body).
+lengths), ``control_events.h``/``.cpp`` (FORMAT_DESCRIPTION, GTID and tagged GTID, heartbeat,
+VIEW_CHANGE), ``statement_events.h``/``.cpp`` (status variables), ``codecs/binary.cpp``
+(TRANSACTION_PAYLOAD and heartbeat fields). The writers: ``sql/log_event.cc`` (status variables,
+GTID body, VIEW_CHANGE body), ``sql/rpl_binlog_sender.cc`` (heartbeat) and group replication's
+``certification_handler.cc`` (the view change transaction).
 """
 
 from __future__ import annotations
 
+import io
 import struct
 from pathlib import Path
 from typing import Any
@@ -28,8 +32,13 @@ import zstandard
 from sluice.binlog import events as ev
 from sluice.binlog.constants import EventType as E
 from sluice.binlog.decoders._reader import write_varlen, write_varlen_signed
+from sluice.binlog.gtid import MysqlGtidSet
+from sluice.binlog.header import LOG_EVENT_IGNORABLE_F
 from sluice.binlog.parser import EventParser, ParserConfig
+from sluice.binlog.position import Checkpoint
+from sluice.cdc.capture import CaptureConfig, ChangeCapture
 from sluice.errors import MalformedEventError
+from sluice.io.binlog_file import BINLOG_MAGIC, iter_raw_spans
 from tests.unit.binlog.test_events import SID, SIMPLE_TM, event, packed, query_body, stub_plan_for
 from tests.unit.binlog.test_events_rows import TID, rows_v2
 
@@ -291,3 +300,71 @@ def test_query_reader_stops_at_a_code_it_does_not_read(code: int) -> None:
     e = parser80().parse(event(E.QUERY_EVENT, query_body(sql, status)))
     assert isinstance(e, ev.QueryEvent) and (e.sql_mode, e.default_collation_for_utf8mb4) == (1168113696, 255)
     assert (e.unparsed_status, e.schema, e.query) == (bytes([code, 1]), "shop", sql)
+
+
+# -- HEARTBEAT_LOG_EVENT_V2 ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("crc", [True, False], ids=["crc32", "no-checksum"])
+def test_heartbeat_v2_position_past_4_gib(crc: bool) -> None:
+    # Heartbeat::encode: the file name field, the position field (its length the packed
+    # position's size, then the packed position), the end mark. Binlog_sender sends the event
+    # without padding, the header's log_pos the position cut to 32 bits.
+    name, position = b"binlog.000042", 5_000_000_000
+    body = b"\x01" + packed(len(name)) + name + b"\x02" + packed(len(packed(position))) + packed(position) + b"\x00"
+    assert body[-12:-10] == b"\x02\x09"  # 9 bytes: 0xfe and the u64
+    e = parser80().parse(event(E.HEARTBEAT_LOG_EVENT_V2, body, crc=crc, log_pos=position & 0xFFFF_FFFF))
+    assert isinstance(e, ev.HeartbeatEvent) and (e.log_file, e.position) == ("binlog.000042", position)
+    assert e.header.log_pos == position - (1 << 32)
+
+
+# -- group replication view change ----------------------------------------------------------------
+
+
+def binlog_file(*events: tuple[int, bytes, int]) -> bytes:
+    """A binlog file of ``(type, body, flags)`` events, each ``log_pos`` the end of the event."""
+    out, pos = [BINLOG_MAGIC], 4
+    for code, body, flags in events:
+        end = pos + 19 + len(body) + 4
+        out.append(event(code, body, log_pos=end, flags=flags))
+        pos = end
+    return b"".join(out)
+
+
+def test_view_change_transaction_is_committed_empty_and_consumes_its_gtid() -> None:
+    # certification_handler.cc logs a view change as GTID, BEGIN, VIEW_CHANGE, COMMIT; the
+    # VIEW_CHANGE (view id char[40], seq_number u64, cert info count u32, then key u16-prefixed and
+    # value u32-prefixed) carries LOG_EVENT_IGNORABLE_F. sluice keeps it as UnknownEvent.
+    key, value = bytes(range(16)), MysqlGtidSet.parse(f"{SID}:1-76").encode()  # a write-set hash, a GTID set
+    view = (b"17040672000000000:3".ljust(40, b"\0") + struct.pack("<QI", 77, 1)
+            + struct.pack("<H", len(key)) + key + struct.pack("<I", len(value)) + value)
+
+    def gtid(gno: int, flags: int = 0, clock: bytes = CLOCK) -> tuple[int, bytes, int]:
+        body = bytes([flags]) + SID.bytes + struct.pack("<Q", gno) + clock + COMMIT_TS + TRX_LENGTH + VERSION
+        return E.GTID_LOG_EVENT, body, 0
+
+    def query(sql: bytes) -> tuple[int, bytes, int]:
+        return E.QUERY_EVENT, query_body(sql, FLAGS2 + SQL_MODE + CATALOG + CHARSET + UTF8MB4), 0
+
+    previous = MysqlGtidSet.parse(f"{SID}:1-75").encode()
+    data = binlog_file(
+        (E.FORMAT_DESCRIPTION_EVENT, fde_body("8.0.36", MYSQL_80), 0),
+        (E.PREVIOUS_GTIDS_LOG_EVENT, previous, 0),
+        gtid(76, 1), query(b"CREATE TABLE orders (id INT, note VARCHAR(20)) CHARSET utf8mb4"),
+        gtid(77, 1, b"\x02" + bytes(16)), query(b"BEGIN"),  # group-made GTID: clocks 0
+        (E.VIEW_CHANGE_EVENT, view, LOG_EVENT_IGNORABLE_F), query(b"COMMIT"),
+        gtid(78), query(b"BEGIN"), (E.TABLE_MAP_EVENT, SIMPLE_TM, 0),
+        (E.WRITE_ROWS_EVENT_V2, rows_v2(TID, 2, b"\x03", b"\x00" + struct.pack("<i", 7) + b"\x01x"), 0),
+        (E.XID_EVENT, struct.pack("<Q", 99), 0),
+    )
+    capture = ChangeCapture(CaptureConfig(), Checkpoint("binlog.000001", 4))
+    txs = list(capture.feed_file("binlog.000001", "binlog.000001", iter_raw_spans(io.BytesIO(data))))
+    assert [(t.transaction.gtid, t.transaction.kind, t.row_count, str(t.end.gtid_set)) for t in txs] == [
+        (f"{SID}:76", "ddl", 0, f"{SID}:1-76"), (f"{SID}:77", "dml", 0, f"{SID}:1-77"),
+        (f"{SID}:78", "dml", 1, f"{SID}:1-78")]
+    unknown = [e for _, _, e in txs[1].transaction.events if isinstance(e, ev.UnknownEvent)]
+    assert len(unknown) == 1 and unknown[0].header.type_code == E.VIEW_CHANGE_EVENT
+    assert unknown[0].raw == view and unknown[0].header.flags & LOG_EVENT_IGNORABLE_F
+    record = txs[2].records[0]
+    assert (record.op, record.db, record.table, record.gtid) == ("insert", "shop", "orders", f"{SID}:78")
+    assert record.after == {"id": 7, "note": "x"}
