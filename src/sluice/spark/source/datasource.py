@@ -57,7 +57,7 @@ from sluice.io.replication import server_binlog_files, server_binlog_status
 from sluice.spark.source.change_schema import CHANGE_SCHEMA, arrow_batches
 from sluice.spark.source.file_reader import BinlogFileReader
 from sluice.spark.source.options import SourceOptions
-from sluice.spark.source.scout import RangePartition, Scout, offset_checkpoint, offset_json, position_order
+from sluice.spark.source.scout import RangePartition, Scout, offset_checkpoint, offset_json
 from sluice.spark.source.staging import STAGE_SCHEMA, stage_range, task_batch_id
 
 __all__ = ["BinlogDataSource", "SourceOptions"]
@@ -131,7 +131,7 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         scout.read_ahead(max_rows, max_bytes, self._target)
         end = scout.choose_end(begin, max_rows, max_bytes, self._target)
         target = self._target
-        if not scout.at_end and (target is None or position_order(end) < position_order(target)):
+        if not scout.at_end and (target is None or end.key < target.key):
             # Read the next batch's worth while Spark runs this one.
             rows = sum(p.rows for p in scout.pending)
             size = sum(p.size for p in scout.pending)
@@ -194,14 +194,14 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         start, end = offset_checkpoint(partition.start), offset_checkpoint(partition.end)
         tracker = SchemaTracker(Catalog.from_json(partition.catalog), None, flavor=partition.flavor)
         capture = ChangeCapture(self.options.capture_config(), start, tracker)
-        goal = position_order(end)
+        goal = end.key
         reached = False
         reconnects: list[BaseException] = []
 
         def until_end() -> Iterator[CommittedTransaction]:
             nonlocal reached
             for committed in follow(self.options.follow_config(until_end=True), capture, on_retry=reconnects.append):
-                here = position_order(committed.transaction.end)
+                here = committed.transaction.end.key
                 if here > goal:
                     return
                 yield committed

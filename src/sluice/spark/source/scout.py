@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from pyspark.sql.datasource import InputPartition
 
-from sluice.binlog.position import Checkpoint, binlog_file_key
+from sluice.binlog.position import Checkpoint
 from sluice.cdc.capture import ChangeCapture
 from sluice.cdc.follow import follow
 from sluice.cdc.schema import Catalog
@@ -27,7 +27,7 @@ from sluice.errors import ConfigError
 if TYPE_CHECKING:
     from sluice.spark.source.options import SourceOptions
 
-__all__ = ["RangePartition", "Scout", "offset_checkpoint", "offset_json", "position_order"]
+__all__ = ["RangePartition", "Scout", "offset_checkpoint", "offset_json"]
 
 
 def offset_json(cp: Checkpoint) -> dict[str, Any]:
@@ -41,11 +41,6 @@ def offset_checkpoint(offset: Mapping[str, Any]) -> Checkpoint:
         return Checkpoint(str(offset["file"]), int(offset["pos"]), str(offset.get("gtid") or "") or None)
     except (KeyError, TypeError, ValueError):
         raise ConfigError(f"not a binlog offset: {offset!r}; expected {{'file', 'pos', 'gtid'}}") from None
-
-
-def position_order(cp: Checkpoint) -> tuple[str, int, int]:
-    """Sort key of a checkpoint: file base name, numeric extension, offset."""
-    return (*binlog_file_key(cp.file), cp.pos)
 
 
 @dataclass
@@ -111,7 +106,7 @@ class Scout:
             size += span
             if (want_rows is not None and rows >= want_rows) or (want_bytes is not None and size >= want_bytes):
                 return
-            if target is not None and position_order(tx.end) >= position_order(target):
+            if target is not None and tx.end.key >= target.key:
                 return
             if tx.kind == "ddl" or self._stopping:  # a DDL ends the batch: what follows is the next one's
                 return
@@ -141,7 +136,7 @@ class Scout:
     def drop_before(self, start: Checkpoint) -> None:
         """Forget the scouted transactions that start before ``start`` (already in a batch)."""
         with self._lock:
-            self.pending = [p for p in self.pending if position_order(p.start) >= position_order(start)]
+            self.pending = [p for p in self.pending if p.start.key >= start.key]
 
     def choose_end(self, start: Checkpoint, max_rows: int | None, max_bytes: int | None,
                    target: Checkpoint | None) -> Checkpoint:
@@ -149,7 +144,7 @@ class Scout:
         self.drop_before(start)
         end, rows, size = start, 0, 0
         for p in self.pending:
-            if target is not None and position_order(p.end) > position_order(target):
+            if target is not None and p.end.key > target.key:
                 break
             if p.ddl:
                 if rows == 0 and size == 0:
@@ -170,8 +165,8 @@ class Scout:
         each range would still hold 10,000 rows / 1 MiB."""
         with self._lock:
             pending = list(self.pending)
-        first, last = position_order(start), position_order(end)
-        chosen = [p for p in pending if position_order(p.start) >= first and position_order(p.end) <= last]
+        first, last = start.key, end.key
+        chosen = [p for p in pending if p.start.key >= first and p.end.key <= last]
         if not chosen or chosen[0].start != start or chosen[-1].end != end:
             return None
         # Rows are counted only under maxRowsPerBatch; planning by bytes decodes none (every count is 0).
