@@ -2,7 +2,7 @@
 
 ``spark.readStream.format("binlog").option("dsn", ...).load()`` — the driver follows the server
 (``sluice.spark.source.scout``) and plans micro-batches on transaction boundaries; its offsets are checkpoints as JSON
-(``{"file", "pos", "gtid"}``); while Spark runs a batch, the scout reads the next one's worth in a
+(``Checkpoint.to_json``); while Spark runs a batch, the scout reads the next one's worth in a
 thread. A micro-batch never spans a schema change: a DDL transaction is a batch of its own, so
 every batch has one layout per table. A batch is split into ranges of about ``rowsPerPartition``
 rows / ``bytesPerPartition`` bytes, and into at least one range per core when it is smaller.
@@ -57,7 +57,7 @@ from sluice.io.replication import server_binlog_files, server_binlog_status
 from sluice.spark.source.change_schema import CHANGE_SCHEMA, arrow_batches
 from sluice.spark.source.file_reader import BinlogFileReader
 from sluice.spark.source.options import SourceOptions
-from sluice.spark.source.scout import RangePartition, Scout, offset_checkpoint, offset_json
+from sluice.spark.source.scout import RangePartition, Scout, offset_checkpoint
 from sluice.spark.source.staging import STAGE_SCHEMA, stage_range, task_batch_id
 
 __all__ = ["BinlogDataSource", "SourceOptions"]
@@ -90,17 +90,17 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         with Connection.open(self.options.follow_config().connection) as conn:
             if starting.lower() == "latest":
                 status = server_binlog_status(conn)
-                return offset_json(Checkpoint(status.file, status.pos, status.gtid_executed or None))
+                return Checkpoint(status.file, status.pos, status.gtid_executed or None).to_json()
             if starting.lower() == "earliest":
                 files = server_binlog_files(conn)
                 if not files:
                     raise ConfigError("the server lists no binary logs (SHOW BINARY LOGS)")
                 log.warning("binlog source: starting at the earliest binlog still on the server, %s:4", files[0][0])
-                return offset_json(Checkpoint(files[0][0], 4))
+                return Checkpoint(files[0][0], 4).to_json()
         file, sep, pos = starting.rpartition(":")
         if sep and pos.isdigit() and "-" not in pos and not _looks_like_gtid(starting):
-            return offset_json(Checkpoint(file, int(pos)))
-        return offset_json(Checkpoint("", 4, starting))
+            return Checkpoint(file, int(pos)).to_json()
+        return Checkpoint("", 4, starting).to_json()
 
     def getDefaultReadLimit(self) -> ReadLimit:
         """``maxRowsPerBatch`` or ``maxBytesPerBatch`` as Spark's read limit, else all."""
@@ -137,7 +137,7 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             size = sum(p.size for p in scout.pending)
             scout.read_ahead_later(None if max_rows is None else rows + max_rows,
                                    None if max_bytes is None else size + max_bytes, target)
-        return offset_json(end)
+        return end.to_json()
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
         """Ranges of the batch ``[start, end)`` for the executors, with the catalog at each start."""

@@ -1,6 +1,8 @@
 """The driver side of the ``binlog`` stream: offsets, the scout that plans micro-batches, ranges.
 
-Offsets are transaction-boundary checkpoints as JSON (``{"file", "pos", "gtid"}``). ``Scout``
+Offsets are transaction-boundary checkpoints as JSON (``Checkpoint.to_json``); ``offset_checkpoint``
+reads them back, and reads the ``{"file", "pos", "gtid"}`` form too, which offsets kept in Spark's
+checkpoints and in the change log's commits may have (``"gtid"`` is ``""`` without GTIDs). ``Scout``
 follows the server ahead of the query and remembers every transaction boundary it passed (with its
 row count when rows are counted, its size in binlog bytes, whether it was a DDL, and the catalog in
 force at its start); ``choose_end`` picks a batch's end within the read limits (a DDL is a batch of
@@ -27,20 +29,22 @@ from sluice.errors import ConfigError
 if TYPE_CHECKING:
     from sluice.spark.source.options import SourceOptions
 
-__all__ = ["RangePartition", "Scout", "offset_checkpoint", "offset_json"]
-
-
-def offset_json(cp: Checkpoint) -> dict[str, Any]:
-    """A transaction-boundary checkpoint as a stream offset (``{file, pos, gtid}``)."""
-    return {"file": cp.file, "pos": cp.pos, "gtid": cp.gtid_set or ""}
+__all__ = ["RangePartition", "Scout", "offset_checkpoint"]
 
 
 def offset_checkpoint(offset: Mapping[str, Any]) -> Checkpoint:
-    """Inverse of ``offset_json``; ``ConfigError`` for anything else."""
+    """The checkpoint of a stream offset: ``Checkpoint.to_json``'s document or the ``{file, pos, gtid}``
+    form (module docstring); ``ConfigError`` for anything else."""
+    document: Any = offset
+    if isinstance(offset, Mapping) and "gtid" in offset and "gtid_set" not in offset:
+        gtid = offset["gtid"]
+        if gtid is not None and not isinstance(gtid, str):
+            raise ConfigError(f"not a binlog offset: {offset!r}; its 'gtid' must be a GTID set as text")
+        document = {**{k: v for k, v in offset.items() if k != "gtid"}, "gtid_set": gtid or None}
     try:
-        return Checkpoint(str(offset["file"]), int(offset["pos"]), str(offset.get("gtid") or "") or None)
-    except (KeyError, TypeError, ValueError):
-        raise ConfigError(f"not a binlog offset: {offset!r}; expected {{'file', 'pos', 'gtid'}}") from None
+        return Checkpoint.from_json(document)
+    except ConfigError as exc:
+        raise ConfigError(f"not a binlog offset: {offset!r}; {exc}") from None
 
 
 @dataclass
@@ -191,7 +195,7 @@ class Scout:
 
     def _range(self, group: list[_Planned]) -> RangePartition:
         return RangePartition(
-            offset_json(group[0].start), offset_json(group[-1].end), group[0].catalog.to_json(), self.flavor,
+            group[0].start.to_json(), group[-1].end.to_json(), group[0].catalog.to_json(), self.flavor,
             sum(g.rows for g in group),
         )
 
