@@ -40,6 +40,7 @@ from sluice.cdc.jsonl import gtid_ts, value_bytes
 from sluice.cdc.records import RowChange, RowChangeBuilder
 from sluice.cdc.schema import ResolvedTable, SchemaTracker, SessionCharsets, is_ddl
 from sluice.cdc.transactions import Transaction, TransactionAssembler
+from sluice.dsn import flavor_of
 from sluice.errors import DataLossError, MalformedEventError
 
 if TYPE_CHECKING:
@@ -208,7 +209,7 @@ class ChangeCapture:
         elif kind is IncidentEvent and event.incident:
             self._on_incident(event, file, pos)
         elif kind is FormatDescriptionEvent:
-            self.tracker.learn_flavor("mariadb" if event.is_mariadb else "mysql")
+            self.tracker.learn_flavor(flavor_of(event.is_mariadb))
         tx = self.assembler.feed(file, pos, next_pos, event)
         if tx is None:
             return None

@@ -152,7 +152,7 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         # A batch planned before a restart: one range, with the schema persisted at its start.
         with Connection.open(self.options.follow_config().connection) as conn:
             tracker = _tracker_at(self.options, conn, begin)
-            flavor = "mariadb" if conn.is_mariadb else "mysql"
+            flavor = conn.flavor
         return [RangePartition(start, end, tracker.catalog.to_json(), flavor)]
 
     def commit(self, end: dict[str, Any]) -> None:
@@ -174,7 +174,7 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         config = self.options.follow_config()
         with Connection.open(config.connection) as conn:
             tracker = _tracker_at(self.options, conn, start)
-            flavor = "mariadb" if conn.is_mariadb else "mysql"
+            flavor = conn.flavor
         if self.options.max_rows is not None:
             # Row counts are needed to honour maxRowsPerBatch: count them (by the row images' lengths
             # where the compiled core takes the events), build no records.
