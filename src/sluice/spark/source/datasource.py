@@ -47,7 +47,7 @@ from pyspark.sql.streaming.datasource import (
 )
 
 from sluice.binlog.position import Checkpoint
-from sluice.cdc.capture import CaptureConfig, ChangeCapture, CommittedTransaction
+from sluice.cdc.capture import CaptureConfig, CaptureOutput, ChangeCapture, CommittedTransaction
 from sluice.cdc.follow import follow
 from sluice.cdc.schema import Catalog, SchemaHistory, SchemaTracker
 from sluice.cdc.session import tracker_at
@@ -178,10 +178,10 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if self.options.max_rows is not None:
             # Row counts are needed to honour maxRowsPerBatch: count them (by the row images' lengths
             # where the compiled core takes the events), build no records.
-            planning = replace(self.options.capture_config(), count_only=True, values=False)
+            planning = replace(self.options.capture_config(), output=CaptureOutput.COUNTS)
         else:
             # Planning by bytes: transaction boundaries and DDL only, no row is decoded here.
-            planning = CaptureConfig(table_filter=lambda _db, _table: False, count_only=True,
+            planning = CaptureConfig(table_filter=lambda _db, _table: False, output=CaptureOutput.COUNTS,
                                      skip_incidents=self.options.skip_incidents)
         capture = ChangeCapture(planning, start, tracker)
         self._scout = Scout(self.options, start, capture, flavor)
