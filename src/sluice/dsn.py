@@ -8,7 +8,8 @@ Forms::
 
 The password may be given in the DSN (URL-encoded), by ``password_env=NAME`` naming an environment
 variable, or by ``SLUICE_PASSWORD``. It never appears in ``repr``, ``str``, logs or errors:
-``ConnectionConfig.redacted()`` is what gets printed.
+``ConnectionConfig.redacted()`` is what gets printed. The scheme names the server's flavor,
+``"mysql"`` or ``"mariadb"``: ``flavor_of`` is where a server's flavor gets that name.
 """
 
 from __future__ import annotations
@@ -83,6 +84,11 @@ _KNOWN_PARAMS = {
     "ssl", "ssl_mode", "ssl_ca", "ssl_cert", "ssl_key", "socket", "password_env",
     "server_public_key", "get_server_public_key", "connect_timeout", "read_timeout", "server_id",
 }
+
+
+def flavor_of(is_mariadb: bool) -> str:
+    """The name of a server's flavor, as a DSN's scheme spells it: ``"mariadb"`` or ``"mysql"``."""
+    return "mariadb" if is_mariadb else "mysql"
 
 
 def parse_dsn(dsn: str, *, environ: dict[str, str] | None = None) -> ConnectionConfig:
@@ -173,4 +179,4 @@ def _parse_int(text: str, name: str) -> int:
         raise ConfigError(f"DSN parameter {name}={text!r} must be a whole number") from None
 
 
-__all__ = ["ConnectionConfig", "SslMode", "parse_dsn"]
+__all__ = ["ConnectionConfig", "SslMode", "flavor_of", "parse_dsn"]

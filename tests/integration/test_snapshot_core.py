@@ -110,7 +110,7 @@ def _writer(server: Any, db: str, seed: int, stop: threading.Event, busy: thread
 def _select_all(conn: Connection, schema: Any) -> list[dict[str, Any]]:
     from sluice.cdc.textvalues import convert_rows, select_list, text_converters
 
-    converters = text_converters(schema, "mariadb" if conn.is_mariadb else "mysql")
+    converters = text_converters(schema, conn.flavor)
     rows = conn.query(f"SELECT {select_list(schema)} FROM `{schema.db}`.`{schema.name}`").rows
     return [dict(zip(schema.names, r, strict=True)) for r in convert_rows(schema, converters, rows)]
 

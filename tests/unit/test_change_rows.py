@@ -17,7 +17,7 @@ import pytest
 
 from sluice.binlog import rowplan
 from sluice.binlog.position import Checkpoint
-from sluice.cdc.capture import CaptureConfig, ChangeCapture
+from sluice.cdc.capture import CaptureConfig, CaptureOutput, ChangeCapture
 from sluice.errors import SluiceError
 from sluice.io.binlog_file import iter_raw_spans
 from sluice.spark.source.change_schema import arrow_batches, columns_batch
@@ -31,10 +31,11 @@ pytestmark = [
 GOLDEN = sorted((Path(__file__).resolve().parents[1] / "data").glob("*.binlog"))
 
 
-def _table(files: list[bytes], *, compiled: bool, **config: Any) -> Any:
+def _table(files: list[bytes], *, compiled: bool, typed: bool = False, **config: Any) -> Any:
     previous = rowplan.use_compiled(compiled)
+    output = (CaptureOutput.TYPED_COLUMNS if typed else CaptureOutput.COLUMNS) if compiled else CaptureOutput.RECORDS
     try:
-        capture = ChangeCapture(CaptureConfig(ddl=True, columns=compiled, **config), Checkpoint("f0", 4))
+        capture = ChangeCapture(CaptureConfig(ddl=True, output=output, **config), Checkpoint("f0", 4))
 
         def transactions() -> Any:
             for i, data in enumerate(files):
@@ -113,7 +114,7 @@ def test_typed_images_hold_every_change_of_their_table(path: Path) -> None:
     the parser decoded its rows event (the first of each shape is the parser's): a table short of
     some would have its JSON images parsed back in every batch."""
     data = path.read_bytes()
-    capture = ChangeCapture(CaptureConfig(ddl=True, columns=True, typed=True), Checkpoint("f0", 4))
+    capture = ChangeCapture(CaptureConfig(ddl=True, output=CaptureOutput.TYPED_COLUMNS), Checkpoint("f0", 4))
 
     def transactions() -> Any:
         for i in range(2):

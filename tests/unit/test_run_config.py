@@ -95,10 +95,11 @@ def test_metrics_port_from_the_command_line_or_the_file(tmp_path):
 def test_only_the_staging_tasks_keep_typed_images():
     """The tasks that stage for the pipeline build its MERGE sources from the typed images; a plain
     read of the source does not pay for them."""
+    from sluice.cdc.capture import CaptureOutput
     from sluice.spark.source.datasource import SourceOptions
 
-    assert SourceOptions.parse({"stageTo": "/lake"}).capture_config().typed
-    assert not SourceOptions.parse({}).capture_config().typed
+    assert SourceOptions.parse({"stageTo": "/lake"}).capture_config().output is CaptureOutput.TYPED_COLUMNS
+    assert SourceOptions.parse({}).capture_config().output is CaptureOutput.COLUMNS
 
 
 def test_maintenance_and_change_feed_settings(tmp_path):

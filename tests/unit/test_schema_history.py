@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 
 from sluice.cdc.schema import Catalog, SchemaHistory, apply_ddl
-from sluice.cdc.schema.history import binlog_order
 from sluice.errors import ConfigError
 
 pytestmark = pytest.mark.unit
@@ -30,12 +29,6 @@ def names(catalog: Catalog | None, table: str = "t") -> tuple[str, ...] | None:
 
 def lines(path: Path) -> list[str]:
     return path.read_text().splitlines()
-
-
-def test_binlog_order_uses_the_numeric_suffix() -> None:
-    assert binlog_order("binlog.999999", 4) < binlog_order("binlog.1000000", 4)
-    assert binlog_order("mysql-bin.000009", 900) < binlog_order("mysql-bin.000010", 4)
-    assert binlog_order("mysql-bin.000010", 4) < binlog_order("mysql-bin.000010", 5)
 
 
 def build(path: Path) -> SchemaHistory:

@@ -6,8 +6,12 @@ boundary, and, when GTIDs are on, the executed GTID set at that point in its tex
 ``gtid_executed`` / ``gtid_binlog_pos`` a replica would have there). Checkpoints are plain values:
 they print as ``binlog.000003:1234 gtid=...`` and round-trip through a small JSON document.
 ``binlog_file_key`` orders binlog file names the way the server numbers them (the numeric
-extension grows past six digits: ``.1000000`` follows ``.999999``), and ``position_key`` orders
-``(file, offset)`` pairs across files.
+extension grows past six digits: ``.1000000`` follows ``.999999``), and ``position_key`` (also
+``Checkpoint.key``) is the one order of ``(file, offset)`` positions that every part of sluice
+compares by. It is the rule of the server's ``Relay_log_info::wait_for_pos`` (``MASTER_POS_WAIT``,
+sql/rpl_rli.cc): base name first, then the extension as a number (``log_name_extension``), then
+the offset. The server refuses to compare positions under two base names; here they order by the
+base name's text, so that a list of positions sorts the same way wherever it is sorted.
 """
 
 from __future__ import annotations
@@ -61,6 +65,11 @@ class Checkpoint:
             )
         return cls(file, pos, gtid_set)
 
+    @property
+    def key(self) -> tuple[str, int, int]:
+        """Sort key of this position: ``position_key(file, pos)``."""
+        return position_key(self.file, self.pos)
+
     def __str__(self) -> str:
         text = f"{self.file}:{self.pos}"
         if self.gtid_set is not None:
@@ -80,6 +89,7 @@ def binlog_file_key(name: str) -> tuple[str, int]:
 
 
 def position_key(file: str, pos: int) -> tuple[str, int, int]:
-    """Sort key of a binlog position: file order first, then the byte offset."""
+    """Sort key of a binlog position: base name, numeric extension, then the byte offset (module
+    docstring). Every comparison of binlog positions goes through this key."""
     base, number = binlog_file_key(file)
     return base, number, pos

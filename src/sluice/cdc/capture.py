@@ -13,6 +13,7 @@ follow are decoded with the table's new layout; a DDL statement is its own trans
 
 from __future__ import annotations
 
+import enum
 import logging
 import struct
 from collections.abc import Callable, Iterable, Iterator
@@ -40,12 +41,13 @@ from sluice.cdc.jsonl import gtid_ts, value_bytes
 from sluice.cdc.records import RowChange, RowChangeBuilder
 from sluice.cdc.schema import ResolvedTable, SchemaTracker, SessionCharsets, is_ddl
 from sluice.cdc.transactions import Transaction, TransactionAssembler
+from sluice.dsn import flavor_of
 from sluice.errors import DataLossError, MalformedEventError
 
 if TYPE_CHECKING:
     from sluice.cdc.schema.ddl import DdlOutcome
 
-__all__ = ["CaptureConfig", "ChangeCapture", "CommittedTransaction", "DdlRecord"]
+__all__ = ["CaptureConfig", "CaptureOutput", "ChangeCapture", "CommittedTransaction", "DdlRecord"]
 
 log = logging.getLogger(__name__)
 
@@ -56,27 +58,42 @@ _SIZE = struct.Struct("<I").unpack_from
 _build_rows = frozen_builder(RowsEvent)
 
 
+class CaptureOutput(enum.Enum):
+    """What a capture makes of a committed transaction's row changes (``CommittedTransaction``)."""
+
+    #: ``records``: ``RowChange``s, and ``DdlRecord``s when ``CaptureConfig.ddl`` asks for them.
+    RECORDS = "records"
+    #: ``counted`` only: the compiled core counts the rows events it takes by walking their row
+    #: images' lengths, decoding no value (the Python path decodes them all the same).
+    COUNTS = "counts"
+    #: ``counted`` only, every value of the counted rows decoded (``sluice dump --format none``).
+    DECODED_COUNTS = "decoded_counts"
+    #: ``lines``: the records' JSON lines.
+    LINES = "lines"
+    #: ``columns``: change-log rows (the compiled core's ``ChangeRows``) where the core is in use;
+    #: ``records`` without it.
+    COLUMNS = "columns"
+    #: ``columns``, with each table's images kept as typed columns too (``ChangeRows.typed``): the
+    #: pipeline's staging tasks build their MERGE sources from them; nothing else reads them.
+    TYPED_COLUMNS = "typed_columns"
+
+
+_COUNTING = frozenset({CaptureOutput.COUNTS, CaptureOutput.DECODED_COUNTS})
+_COLUMNS = frozenset({CaptureOutput.COLUMNS, CaptureOutput.TYPED_COLUMNS})
+
+
 @dataclass(frozen=True, slots=True)
 class CaptureConfig:
     """What to capture: ``table_filter(db, table)`` (rows of other tables are never decoded),
-    ``ops`` (a subset of insert/update/delete; None = all), ``ddl`` (emit DDL records)."""
+    ``ops`` (a subset of insert/update/delete; None = all), ``ddl`` (emit DDL records), and
+    ``output``, what is made of the row changes."""
 
     table_filter: Callable[[str, str], bool] | None = None
     ops: frozenset[str] | None = None
     ddl: bool = False
     verify_checksum: bool = True
     initial_checksum: ChecksumAlgorithm | None = None
-    count_only: bool = False  # build no records, only count the row changes (planning ahead)
-    # with count_only, False counts the rows events the compiled core takes by walking their row
-    # images' lengths, without decoding a value (the Python path decodes them all the same)
-    values: bool = True
-    lines: bool = False  # build the records' JSON lines (``CommittedTransaction.lines``), not the records
-    # build the records as change-log rows (``CommittedTransaction.columns``, the compiled core's
-    # ``ChangeRows``) where the core is in use; without it the records are built as usual
-    columns: bool = False
-    # with columns, keep each table's images as typed columns too (``ChangeRows.typed``): the
-    # pipeline's staging tasks build their MERGE sources from them; nothing else reads them
-    typed: bool = False
+    output: CaptureOutput = CaptureOutput.RECORDS
     # An INCIDENT event says the server failed to log some changes there. By default capture stops
     # with DataLossError (as a replica does); True logs a warning, counts it and goes on.
     skip_incidents: bool = False
@@ -111,14 +128,18 @@ class ChangeCapture:
         self._run = core.EventRun(self.parser, build_header, _build_rows) if core is not None else None
         self._core = core
         self._run_types: frozenset[int] = core.RUN_TYPES if core is not None else frozenset()
-        if self._run is not None and config.lines:
+        output = config.output
+        self._counting = output in _COUNTING
+        self._lines_out = output is CaptureOutput.LINES
+        self._columns_out = core is not None and output in _COLUMNS
+        if self._run is not None and self._lines_out:
             self._run.write_lines(lambda table_map, file: line_spec(self.builder, table_map, file, self._pos),
                                   self.builder.kinds, ABSENT, value_bytes, WrittenLines)
-        elif self._run is not None and config.count_only and not config.values:
+        elif self._run is not None and output is CaptureOutput.COUNTS:
             self._run.skip_values = True
-        elif self._run is not None and config.columns:
+        elif self._run is not None and self._columns_out:
             self._run.write_columns(lambda table_map, file: column_spec(self.builder, table_map, file, self._pos),
-                                    self.builder.kinds, ABSENT, value_bytes, config.typed)
+                                    self.builder.kinds, ABSENT, value_bytes, output is CaptureOutput.TYPED_COLUMNS)
 
     @property
     def boundary(self) -> Checkpoint:
@@ -182,9 +203,9 @@ class ChangeCapture:
         """Let the compiled core take the events of ``buf[start:end]`` it can; returns where it stopped."""
         run = self._run
         assert run is not None
-        count = self.config.count_only
+        count = self._counting
         gtid = None
-        if self.config.lines:
+        if self._lines_out:
             open_gtid = self.assembler.open_gtid
             if self._gtid_ts[0] != open_gtid:
                 self._gtid_ts = (open_gtid, gtid_ts(open_gtid))
@@ -208,16 +229,16 @@ class ChangeCapture:
         elif kind is IncidentEvent and event.incident:
             self._on_incident(event, file, pos)
         elif kind is FormatDescriptionEvent:
-            self.tracker.learn_flavor("mariadb" if event.is_mariadb else "mysql")
+            self.tracker.learn_flavor(flavor_of(event.is_mariadb))
         tx = self.assembler.feed(file, pos, next_pos, event)
         if tx is None:
             return None
-        if self.config.count_only:
+        if self._counting:
             return CommittedTransaction(tx, [], self._count(tx.events))
-        if self.config.lines:
+        if self._lines_out:
             lines, count = self._lines(tx)
             return CommittedTransaction(tx, [], count, lines)
-        if self._core is not None and self.config.columns:
+        if self._columns_out:
             rows, count = self._columns(tx)
             return CommittedTransaction(tx, [], count, columns=rows)
         return CommittedTransaction(tx, list(self._records(tx)))
@@ -302,7 +323,8 @@ class ChangeCapture:
 
     def _columns(self, tx: Transaction) -> tuple[Any, int]:
         self.builder.gtid = tx.rows_gtid
-        return transaction_columns(tx, self.builder, self._event_records, self._core, typed=self.config.typed)
+        typed = self.config.output is CaptureOutput.TYPED_COLUMNS
+        return transaction_columns(tx, self.builder, self._event_records, self._core, typed=typed)
 
     def _event_records(self, tx: Transaction, file: str, pos: int, event: Any) -> Iterator[RowChange | DdlRecord]:
         kind = type(event)

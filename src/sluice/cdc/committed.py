@@ -1,7 +1,8 @@
 """What the change capture hands out: committed transactions and the records inside them.
 
 ``CommittedTransaction`` carries a ``Transaction`` with its change records (``RowChange`` and, if
-asked, ``DdlRecord``), or only their count (``count_only``), or their JSON lines (``lines``).
+asked, ``DdlRecord``), or only their count, or their JSON lines, or change-log rows, as the
+capture's ``CaptureOutput`` says.
 ``CountedRows`` and ``WrittenLines`` stand in a transaction's events for runs of rows events the
 compiled core counted or wrote as lines.
 """
@@ -54,8 +55,8 @@ class DdlRecord:
 
 @dataclass(frozen=True, slots=True)
 class CountedRows:
-    """Rows of a run of rows events the compiled core decoded and counted without keeping them
-    (``count_only``), per rows-event kind."""
+    """Rows of a run of rows events the compiled core counted without keeping them
+    (``CaptureOutput.COUNTS`` and ``DECODED_COUNTS``), per rows-event kind."""
 
     write: int
     update: int
@@ -71,7 +72,7 @@ class CountedRows:
 
 @dataclass(frozen=True, slots=True)
 class WrittenLines:
-    """The JSON lines the compiled core wrote for a run of rows events (``CaptureConfig.lines``)."""
+    """The JSON lines the compiled core wrote for a run of rows events (``CaptureOutput.LINES``)."""
 
     data: bytes
     rows: int
@@ -83,9 +84,9 @@ class CommittedTransaction:
 
     transaction: Transaction
     records: list[RowChange | DdlRecord] = field(default_factory=list)
-    counted: int | None = None  # with ``count_only`` or ``lines``: the number of row changes, records stay empty
-    lines: list[bytes] | None = None  # with ``lines``: the JSON lines of the records, UTF-8, newline-ended
-    columns: Any = None  # with ``columns``: the records as the compiled core's ``ChangeRows`` (cdc.change_rows)
+    counted: int | None = None  # counted or written as lines: the number of row changes, records stay empty
+    lines: list[bytes] | None = None  # ``CaptureOutput.LINES``: the records' JSON lines, UTF-8, newline-ended
+    columns: Any = None  # ``CaptureOutput.COLUMNS``: the records as the core's ``ChangeRows`` (cdc.change_rows)
 
     @property
     def row_count(self) -> int:

@@ -97,7 +97,7 @@ def prepare_capture(
                 "default. To start somewhere else, use another --checkpoint directory or delete that one"
             )
     with Connection.open(connection) as conn:
-        flavor = "mariadb" if conn.is_mariadb else "mysql"
+        flavor = conn.flavor
         if loaded is not None:
             start, extra = loaded
             how = f"resuming from the checkpoint at {start}"
@@ -137,7 +137,7 @@ def tracker_at(conn: Connection, start: Checkpoint, history: SchemaHistory | Non
     position it was read at and the tables met since, or else one read from the server now and
     recorded in the history at ``start``. ``lenient``: a schema the server cannot give leaves an
     empty catalog, with a warning, instead of the error."""
-    flavor = "mariadb" if conn.is_mariadb else "mysql"
+    flavor = conn.flavor
     catalog = history.catalog_at(start.file, start.pos) if history is not None and start.file else None
     if catalog is not None:
         assert history is not None

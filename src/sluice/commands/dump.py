@@ -115,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
     if args.events:
         return _run_events(args)
     from sluice.binlog.position import Checkpoint
-    from sluice.cdc.capture import CaptureConfig, ChangeCapture
+    from sluice.cdc.capture import CaptureConfig, CaptureOutput, ChangeCapture
     from sluice.cdc.filters import parse_ops, table_filter
     from sluice.cdc.schema.given import archived_tracker, load_schema
     from sluice.io.binlog_file import iter_raw_spans
@@ -127,9 +127,11 @@ def run(args: argparse.Namespace) -> int:
     jsonl = args.format == "jsonl" and not args.count_only
     # --format none decodes every event and every value of the captured tables but prints only
     # counts, so it builds no change records.
+    output = (CaptureOutput.LINES if jsonl else CaptureOutput.COUNTS if args.count_only
+              else CaptureOutput.DECODED_COUNTS)
     config = CaptureConfig(
         table_filter=keep, ops=parse_ops(args.ops), ddl=args.ddl, verify_checksum=not args.no_verify_checksum,
-        skip_incidents=args.skip_incidents, count_only=not jsonl, lines=jsonl, values=not args.count_only,
+        skip_incidents=args.skip_incidents, output=output,
     )
     sys.stdout.flush()
     out = sys.stdout.buffer

@@ -137,7 +137,7 @@ def run(args: argparse.Namespace) -> int:
     if args.events:
         return _run_events(args)
     from sluice.binlog.position import position_key
-    from sluice.cdc.capture import CaptureConfig, ChangeCapture
+    from sluice.cdc.capture import CaptureConfig, CaptureOutput, ChangeCapture
     from sluice.cdc.filters import parse_ops, table_filter
     from sluice.cdc.follow import FollowConfig, follow
     from sluice.cdc.session import StartRequest, prepare_capture
@@ -155,7 +155,7 @@ def run(args: argparse.Namespace) -> int:
     output = CheckpointedOutput(args.output, None if saved is None else int(saved)) if args.output else None
     capture = ChangeCapture(
         CaptureConfig(table_filter=keep, ops=ops, ddl=args.ddl, verify_checksum=not args.no_verify_checksum,
-                      skip_incidents=args.skip_incidents, lines=True),
+                      skip_incidents=args.skip_incidents, output=CaptureOutput.LINES),
         begin.start,
         begin.tracker,
     )

@@ -18,7 +18,7 @@ from typing import Any
 
 from sluice import __version__ as _sluice_version
 from sluice.binlog.framing import row_packets
-from sluice.dsn import ConnectionConfig
+from sluice.dsn import ConnectionConfig, flavor_of
 from sluice.errors import ConfigError, ProtocolError, TransportError
 from sluice.io.transport import connect, describe_endpoint, start_tls, transport_error, want_tls
 from sluice.wire.auth import AuthDone, AuthExchange, AuthSend
@@ -125,6 +125,12 @@ class Connection:
     def is_mariadb(self) -> bool:
         """True when the server is MariaDB."""
         return self.handshake.is_mariadb
+
+    @property
+    def flavor(self) -> str:
+        """The server's flavor, ``"mariadb"`` or ``"mysql"`` (``sluice.dsn.flavor_of``): what the schema
+        takes to map types the way that server does."""
+        return flavor_of(self.is_mariadb)
 
     @property
     def connection_id(self) -> int:

@@ -31,6 +31,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Literal
 
+from sluice.dsn import flavor_of
 from sluice.errors import ConfigError
 from sluice.sandbox import argv
 from sluice.sandbox.accounts import PASSWORDS, create_users
@@ -348,8 +349,7 @@ class Sandbox:
         """``mysql://root:sluice-root@127.0.0.1:PORT/`` (or ``mariadb://...``) for a sandbox user."""
         secret = PASSWORDS.get(user, "") if password is None else password
         auth = f"{user}:{secret}" if secret else user
-        scheme = "mariadb" if self.is_mariadb else "mysql"
-        return f"{scheme}://{auth}@{self.host}:{self.port}/"
+        return f"{flavor_of(self.is_mariadb)}://{auth}@{self.host}:{self.port}/"
 
     def binlog_files(self) -> list[str]:
         """Names of the binlog files, oldest first, from the server's binlog index."""

@@ -19,7 +19,7 @@ import pytest
 
 from sluice.binlog import rowplan
 from sluice.binlog.position import Checkpoint
-from sluice.cdc.capture import CaptureConfig, ChangeCapture
+from sluice.cdc.capture import CaptureConfig, CaptureOutput, ChangeCapture
 from sluice.cdc.jsonl import record_line
 from sluice.errors import SluiceError
 from sluice.io import binlog_file
@@ -56,14 +56,13 @@ def _recut(event: bytes, keep: int) -> bytes:
     return data + zlib.crc32(data).to_bytes(4, "little")
 
 
-def _capture(files: list[bytes], *, compiled: bool, count_only: bool = False, by_event: bool = False,
-             keep: Any = None, lines: bool = False, ops: frozenset[str] | None = None, values: bool = True) -> Any:
+def _capture(files: list[bytes], *, compiled: bool, output: CaptureOutput = CaptureOutput.RECORDS,
+             by_event: bool = False, keep: Any = None, ops: frozenset[str] | None = None) -> Any:
     """What one capture makes of ``files`` in order: per transaction its checkpoints, row count and
     JSON lines, or the error's type and message."""
     previous = rowplan.use_compiled(compiled)
     try:
-        config = CaptureConfig(count_only=count_only, ddl=True, table_filter=keep, lines=lines, ops=ops,
-                               values=values)
+        config = CaptureConfig(output=output, ddl=True, table_filter=keep, ops=ops)
         capture = ChangeCapture(config, Checkpoint("f0", 4))
         out: list[Any] = []
         for i, data in enumerate(files):
@@ -99,22 +98,23 @@ def _offsets(data: bytes) -> list[int]:
 
 
 @pytest.mark.parametrize("path", GOLDEN, ids=[p.stem for p in GOLDEN])
-@pytest.mark.parametrize("mode", ["records", "count", "lines", "lengths"])
-def test_golden_files_capture_alike(path: Path, mode: str, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("output", [CaptureOutput.RECORDS, CaptureOutput.DECODED_COUNTS, CaptureOutput.LINES,
+                                    CaptureOutput.COUNTS], ids=lambda output: output.value)
+def test_golden_files_capture_alike(path: Path, output: CaptureOutput, monkeypatch: pytest.MonkeyPatch) -> None:
     data = path.read_bytes()
-    counting = mode in ("count", "lengths")
-    how = {"count_only": counting, "lines": mode == "lines", "values": mode != "lengths"}
-    twin, twin_events, _ = _capture([data, data], compiled=False, count_only=counting)
-    assert _capture([data, data], compiled=False, **how)[:2] == (twin, twin_events)
-    compiled, events, taken = _capture([data, data], compiled=True, **how)
+    counting = output in (CaptureOutput.COUNTS, CaptureOutput.DECODED_COUNTS)
+    twin, twin_events, _ = _capture(
+        [data, data], compiled=False, output=CaptureOutput.DECODED_COUNTS if counting else CaptureOutput.RECORDS)
+    assert _capture([data, data], compiled=False, output=output)[:2] == (twin, twin_events)
+    compiled, events, taken = _capture([data, data], compiled=True, output=output)
     assert compiled == twin and events == twin_events
     if any(e[4] in ROWS_TYPES for e in _events(data)):
         assert taken > 0, "the second pass did not go through the compiled run"
-    by_event, _, taken_one = _capture([data, data], compiled=True, by_event=True, **how)
+    by_event, _, taken_one = _capture([data, data], compiled=True, by_event=True, output=output)
     assert by_event == twin
     assert taken_one == taken
     monkeypatch.setattr(binlog_file, "BLOCK_SIZE", 97)  # runs cut by block ends everywhere
-    assert _capture([data, data], compiled=True, **how)[0] == twin
+    assert _capture([data, data], compiled=True, output=output)[0] == twin
 
 
 def _result(outcome: Any) -> Any:
@@ -143,7 +143,7 @@ def test_rows_events_cut_at_every_byte_fail_alike(path: Path) -> None:
     for index, keep, files in cut_variants(path.read_bytes(), 5):
         twin = _result(_capture(files, compiled=False))
         assert _result(_capture(files, compiled=True)) == twin, (index, keep)
-        assert _result(_capture(files, compiled=True, lines=True)) == twin, (index, keep)
+        assert _result(_capture(files, compiled=True, output=CaptureOutput.LINES)) == twin, (index, keep)
 
 
 @pytest.mark.parametrize("path", GOLDEN, ids=[p.stem for p in GOLDEN])
@@ -159,7 +159,7 @@ def test_a_checksum_mismatch_in_a_run_fails_alike(path: Path) -> None:
         twin = _capture(files, compiled=False)
         assert twin[0] == "ChecksumMismatchError"
         assert _result(_capture(files, compiled=True)) == twin
-        assert _result(_capture(files, compiled=True, lines=True)) == twin
+        assert _result(_capture(files, compiled=True, output=CaptureOutput.LINES)) == twin
 
 
 @pytest.mark.parametrize("path", [p for p in GOLDEN if "multitable" in p.stem], ids=lambda p: p.stem)
@@ -175,7 +175,7 @@ def test_rows_of_tables_not_captured_are_skipped_alike(path: Path) -> None:
         twin = _capture(files, compiled=False, keep=keep)
         compiled = _capture(files, compiled=True, keep=keep)
         assert _result(compiled) == _result(twin)
-        assert _result(_capture(files, compiled=True, keep=keep, lines=True)) == _result(twin)
+        assert _result(_capture(files, compiled=True, keep=keep, output=CaptureOutput.LINES)) == _result(twin)
         assert twin[0][-1][0] > 0 and compiled[2] > 0
 
 
@@ -184,11 +184,11 @@ def test_only_the_operations_asked_for_alike(path: Path) -> None:
     data = path.read_bytes()
     for ops in ({"insert"}, {"update", "delete"}):
         twin = _capture([data, data], compiled=False, ops=frozenset(ops))
-        for how in ({}, {"lines": True}, {"count_only": True}):
-            assert _result(_capture([data, data], compiled=True, ops=frozenset(ops), **how))[0] == (
-                twin[0] if not how.get("count_only") else _capture([data, data], compiled=False, ops=frozenset(ops),
-                                                                    count_only=True)[0]
-            ), (ops, how)
+        for output in (CaptureOutput.RECORDS, CaptureOutput.LINES, CaptureOutput.DECODED_COUNTS):
+            assert _result(_capture([data, data], compiled=True, ops=frozenset(ops), output=output))[0] == (
+                twin[0] if output is not CaptureOutput.DECODED_COUNTS
+                else _capture([data, data], compiled=False, ops=frozenset(ops), output=output)[0]
+            ), (ops, output)
 
 
 def test_crc32_is_zlibs() -> None:

@@ -134,7 +134,7 @@ def bootstrap_catalog(conn: Connection, include: Callable[[str, str], bool] | No
     ``information_schema`` for the tables wanted. Raises ``ServerError`` / ``TransportError`` from
     the connection, ``SchemaError`` for a column type it cannot read.
     """
-    flavor = "mariadb" if conn.is_mariadb else "mysql"
+    flavor = conn.flavor
     server_cs, server_coll = conn.query("SELECT @@character_set_server, @@collation_server").rows[0]
     defaults = _default_collations(conn, flavor)
     databases = {}

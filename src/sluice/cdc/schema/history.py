@@ -8,7 +8,7 @@ a ``change`` (the new definitions of the tables a DDL statement, or a FULL-metad
 touched at its position; ``null`` for a dropped table; plus the database defaults when they changed).
 ``catalog_at(file, pos)`` rebuilds the catalog an event at that position was written under: the
 last bootstrap at or before it, then every change from the bootstrap's position up to, but not
-including, the event's position, in binlog order (files order by their numeric suffix). Recording
+including, the event's position, in binlog order (``sluice.binlog.position.position_key``). Recording
 is idempotent on the position, so a restart that replays events already recorded writes nothing
 twice. Every append is flushed and fsynced before ``record`` returns; an unterminated last line
 (a crash in the middle of an append that therefore never returned) is dropped when the file is
@@ -24,20 +24,15 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from sluice.binlog.position import position_key
 from sluice.cdc.schema.model import Catalog, DbDefaults, TableSchema
 from sluice.errors import ConfigError
 from sluice.io.atomic import fsync_directory
 
-__all__ = ["HistoryEntry", "SchemaHistory", "binlog_order"]
+__all__ = ["HistoryEntry", "SchemaHistory"]
 
 FORMAT = "sluice-schema-history"
 VERSION = 1
-
-
-def binlog_order(file: str, pos: int) -> tuple[int, str, int]:
-    """Sort key of a binlog position: ``mysql-bin.000010`` comes after ``mysql-bin.000009``."""
-    _, _, suffix = file.rpartition(".")
-    return (int(suffix) if suffix.isdigit() else -1, file, pos)
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,9 +50,9 @@ class HistoryEntry:
     read_at: tuple[str, int] | None = None  # bootstrap: the server's position when the catalog was read
 
     @property
-    def key(self) -> tuple[tuple[int, str, int], int]:
+    def key(self) -> tuple[tuple[str, int, int], int]:
         """Sort key: binlog position, a bootstrap before a change at the same position."""
-        return binlog_order(self.file, self.pos), 0 if self.kind == "bootstrap" else 1
+        return position_key(self.file, self.pos), 0 if self.kind == "bootstrap" else 1
 
     def to_json(self) -> dict[str, Any]:
         """The entry as its JSON line's object."""
@@ -166,7 +161,7 @@ class SchemaHistory:
         if ("change", file, pos) in self._seen:
             return
         names = list(dict.fromkeys((db, t) for db, t in tables))
-        key = (binlog_order(file, pos), 1)
+        key = (position_key(file, pos), 1)
         before = self.latest() if not self._keys or key >= self._keys[-1] else self.catalog_at(file, pos)
         dbs = catalog.database_defaults()
         changed_dbs = dbs if before is None or before.database_defaults() != dbs else None
@@ -180,7 +175,7 @@ class SchemaHistory:
         already recorded."""
         if ("bootstrap", file, pos) in self._seen:
             return
-        if read_at is not None and binlog_order(*read_at) <= binlog_order(file, pos):
+        if read_at is not None and position_key(*read_at) <= position_key(file, pos):
             read_at = None
         self._append(HistoryEntry("bootstrap", file, pos, catalog=catalog, read_at=read_at))
 
@@ -216,13 +211,13 @@ class SchemaHistory:
 
     def catalog_at(self, file: str, pos: int) -> Catalog | None:
         """The catalog in force for an event at ``(file, pos)``; None when no bootstrap precedes it."""
-        return self._fold(binlog_order(file, pos))
+        return self._fold(position_key(file, pos))
 
     def read_ahead(self, file: str, pos: int) -> tuple[tuple[str, int] | None, set[tuple[str, str]]]:
         """For an event at ``(file, pos)``: the ``read_at`` of the bootstrap in force (None when it
         was read at its own position, or none precedes) and the tables changed since that bootstrap
         up to the event, for ``SchemaTracker(read_at=..., met=...)``."""
-        entries = self._entries[:bisect.bisect_right(self._keys, (binlog_order(file, pos), 0))]
+        entries = self._entries[:bisect.bisect_right(self._keys, (position_key(file, pos), 0))]
         met: set[tuple[str, str]] = set()
         for e in reversed(entries):
             if e.kind == "bootstrap":
@@ -237,7 +232,7 @@ class SchemaHistory:
             self._latest_valid = True
         return self._latest
 
-    def _fold(self, before: tuple[int, str, int] | None) -> Catalog | None:
+    def _fold(self, before: tuple[str, int, int] | None) -> Catalog | None:
         # A bootstrap at the event's own position counts (it was read before that event); a change
         # there does not (it is that event).
         entries = self._entries if before is None else self._entries[:bisect.bisect_right(self._keys, (before, 0))]

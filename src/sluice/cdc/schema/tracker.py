@@ -51,9 +51,10 @@ from typing import TYPE_CHECKING, Any
 from sluice.binlog.columns import ColumnInfo, inspection_columns
 from sluice.binlog.constants import ColumnType
 from sluice.binlog.events import TableMapEvent
+from sluice.binlog.position import position_key
 from sluice.binlog.values.charsets import COLLATION_CHARSETS
 from sluice.cdc.schema.ddl_detect import is_ddl
-from sluice.cdc.schema.history import SchemaHistory, binlog_order
+from sluice.cdc.schema.history import SchemaHistory
 from sluice.cdc.schema.model import Catalog, ColumnDef, TableSchema
 from sluice.cdc.schema.session_charsets import SessionCharsets
 from sluice.cdc.schema.typemap import (
@@ -151,10 +152,9 @@ class SchemaTracker:
         self.unparsed: list[tuple[str, int, str, str]] = []
         self.corrections: list[Correction] = []
         self.read_at = read_at
-        self._ahead: tuple[Any, ...] | None = None if read_at is None else binlog_order(*read_at)
+        # Where the catalog was read, while DDL before it is still to come (read_later: after every position).
+        self._ahead: tuple[str, int, int] | None = None if read_at is None else position_key(*read_at)
         self.read_later = read_later
-        if read_later is not None:
-            self._ahead = (float("inf"),)  # after every position
         if positional not in ("never", "fallback", "all"):
             raise ValueError(f"positional is never, fallback or all, not {positional!r}")
         self.positional = positional
@@ -191,11 +191,10 @@ class SchemaTracker:
                 self._set(learned)
 
         new, outcome = apply_ddl(self.catalog, sql, default_db)
-        if self._ahead is not None:
-            if binlog_order(file, pos) < self._ahead:
-                new, outcome = self._replay_ahead(new, outcome, sql, default_db, file, pos, gtid)
-            else:
-                self._ahead = None
+        if self.read_later is not None or (self._ahead is not None and position_key(file, pos) < self._ahead):
+            new, outcome = self._replay_ahead(new, outcome, sql, default_db, file, pos, gtid)
+        else:
+            self._ahead = None
         if not outcome.understood:
             self.unparsed.append((file, pos, sql, outcome.message or "not understood"))
         if new is not self.catalog:

@@ -122,7 +122,7 @@ def consistent_scan(conn: Connection, schema: TableSchema, *, attempts: int = 5,
     ``attempts`` bounds the MySQL backup-lock tries before falling back to FLUSH TABLES;
     ``prefer_flush`` goes to FLUSH TABLES WITH READ LOCK at once (MySQL).
     """
-    flavor = "mariadb" if conn.is_mariadb else "mysql"
+    flavor = conn.flavor
     converters = text_converters(schema, flavor)
     if conn.is_mariadb:
         conn.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY")

@@ -114,7 +114,7 @@ def _table_statistics(conn: Connection, db: str, table: str) -> tuple[int, int]:
 
 
 def _key_values(conn: Connection, schema: TableSchema, key: tuple[str, ...], text: tuple[str | None, ...]) -> tuple:
-    flavor = "mariadb" if conn.is_mariadb else "mysql"
+    flavor = conn.flavor
     out = []
     for column, value in zip(key_columns(schema, key), text, strict=True):
         convert = text_converter(column, flavor)
@@ -268,7 +268,7 @@ def read_chunk(conn: Connection, plan: TablePlan, chunk: Chunk, *, settle: float
     long the low watermark is read before the ``SELECT``'s snapshot starts.
     """
     schema = plan.schema
-    converters = text_converters(schema, "mariadb" if conn.is_mariadb else "mysql")
+    converters = text_converters(schema, conn.flavor)
     low, high, text_rows = read_chunk_text(conn, plan, chunk, settle=settle, early=early)
     names = schema.names
     rows = [dict(zip(names, values, strict=True))

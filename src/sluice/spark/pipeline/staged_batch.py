@@ -68,8 +68,9 @@ class StagedBatch:
         return (sum(f["reconnects"] or 0 for f in self.files), sum(f["attempt"] or 0 for f in self.files))
 
     def range_end(self) -> dict[str, Any] | None:
-        """The stream offset (``{file, pos, gtid}``) the batch's last range with changes ends at: where
-        a stream that lost its checkpoint starts again. None when the tasks did not say."""
+        """The stream offset (``sluice.spark.source.scout``; only its file and pos are read here) the
+        batch's last range with changes ends at: where a stream that lost its checkpoint starts again.
+        None when the tasks did not say."""
         ends = [json.loads(f["range_end"]) for f in self.files if f.get("range_end")]
         return max(ends, key=lambda e: position_key(e["file"], e["pos"])) if ends else None
 

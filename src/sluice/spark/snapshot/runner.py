@@ -140,7 +140,7 @@ class SnapshotRunner:
         moved: set[str] = set()
         with Connection.open(config) as conn:
             prepare_session(conn)
-            state.flavor = "mariadb" if conn.is_mariadb else "mysql"
+            state.flavor = conn.flavor
             if state.start is None:
                 # The stream starts at `start` and decodes with the schema in force there: read both
                 # so that no DDL falls between them (every table: one added to the capture later too).

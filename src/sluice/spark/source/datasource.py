@@ -2,7 +2,7 @@
 
 ``spark.readStream.format("binlog").option("dsn", ...).load()`` — the driver follows the server
 (``sluice.spark.source.scout``) and plans micro-batches on transaction boundaries; its offsets are checkpoints as JSON
-(``{"file", "pos", "gtid"}``); while Spark runs a batch, the scout reads the next one's worth in a
+(``Checkpoint.to_json``); while Spark runs a batch, the scout reads the next one's worth in a
 thread. A micro-batch never spans a schema change: a DDL transaction is a batch of its own, so
 every batch has one layout per table. A batch is split into ranges of about ``rowsPerPartition``
 rows / ``bytesPerPartition`` bytes, and into at least one range per core when it is smaller.
@@ -47,7 +47,7 @@ from pyspark.sql.streaming.datasource import (
 )
 
 from sluice.binlog.position import Checkpoint
-from sluice.cdc.capture import CaptureConfig, ChangeCapture, CommittedTransaction
+from sluice.cdc.capture import CaptureConfig, CaptureOutput, ChangeCapture, CommittedTransaction
 from sluice.cdc.follow import follow
 from sluice.cdc.schema import Catalog, SchemaHistory, SchemaTracker
 from sluice.cdc.session import tracker_at
@@ -57,7 +57,7 @@ from sluice.io.replication import server_binlog_files, server_binlog_status
 from sluice.spark.source.change_schema import CHANGE_SCHEMA, arrow_batches
 from sluice.spark.source.file_reader import BinlogFileReader
 from sluice.spark.source.options import SourceOptions
-from sluice.spark.source.scout import RangePartition, Scout, offset_checkpoint, offset_json, position_order
+from sluice.spark.source.scout import RangePartition, Scout, offset_checkpoint
 from sluice.spark.source.staging import STAGE_SCHEMA, stage_range, task_batch_id
 
 __all__ = ["BinlogDataSource", "SourceOptions"]
@@ -90,17 +90,17 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         with Connection.open(self.options.follow_config().connection) as conn:
             if starting.lower() == "latest":
                 status = server_binlog_status(conn)
-                return offset_json(Checkpoint(status.file, status.pos, status.gtid_executed or None))
+                return Checkpoint(status.file, status.pos, status.gtid_executed or None).to_json()
             if starting.lower() == "earliest":
                 files = server_binlog_files(conn)
                 if not files:
                     raise ConfigError("the server lists no binary logs (SHOW BINARY LOGS)")
                 log.warning("binlog source: starting at the earliest binlog still on the server, %s:4", files[0][0])
-                return offset_json(Checkpoint(files[0][0], 4))
+                return Checkpoint(files[0][0], 4).to_json()
         file, sep, pos = starting.rpartition(":")
         if sep and pos.isdigit() and "-" not in pos and not _looks_like_gtid(starting):
-            return offset_json(Checkpoint(file, int(pos)))
-        return offset_json(Checkpoint("", 4, starting))
+            return Checkpoint(file, int(pos)).to_json()
+        return Checkpoint("", 4, starting).to_json()
 
     def getDefaultReadLimit(self) -> ReadLimit:
         """``maxRowsPerBatch`` or ``maxBytesPerBatch`` as Spark's read limit, else all."""
@@ -131,13 +131,13 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         scout.read_ahead(max_rows, max_bytes, self._target)
         end = scout.choose_end(begin, max_rows, max_bytes, self._target)
         target = self._target
-        if not scout.at_end and (target is None or position_order(end) < position_order(target)):
+        if not scout.at_end and (target is None or end.key < target.key):
             # Read the next batch's worth while Spark runs this one.
             rows = sum(p.rows for p in scout.pending)
             size = sum(p.size for p in scout.pending)
             scout.read_ahead_later(None if max_rows is None else rows + max_rows,
                                    None if max_bytes is None else size + max_bytes, target)
-        return offset_json(end)
+        return end.to_json()
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
         """Ranges of the batch ``[start, end)`` for the executors, with the catalog at each start."""
@@ -152,7 +152,7 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         # A batch planned before a restart: one range, with the schema persisted at its start.
         with Connection.open(self.options.follow_config().connection) as conn:
             tracker = _tracker_at(self.options, conn, begin)
-            flavor = "mariadb" if conn.is_mariadb else "mysql"
+            flavor = conn.flavor
         return [RangePartition(start, end, tracker.catalog.to_json(), flavor)]
 
     def commit(self, end: dict[str, Any]) -> None:
@@ -174,14 +174,14 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         config = self.options.follow_config()
         with Connection.open(config.connection) as conn:
             tracker = _tracker_at(self.options, conn, start)
-            flavor = "mariadb" if conn.is_mariadb else "mysql"
+            flavor = conn.flavor
         if self.options.max_rows is not None:
             # Row counts are needed to honour maxRowsPerBatch: count them (by the row images' lengths
             # where the compiled core takes the events), build no records.
-            planning = replace(self.options.capture_config(), count_only=True, values=False)
+            planning = replace(self.options.capture_config(), output=CaptureOutput.COUNTS)
         else:
             # Planning by bytes: transaction boundaries and DDL only, no row is decoded here.
-            planning = CaptureConfig(table_filter=lambda _db, _table: False, count_only=True,
+            planning = CaptureConfig(table_filter=lambda _db, _table: False, output=CaptureOutput.COUNTS,
                                      skip_incidents=self.options.skip_incidents)
         capture = ChangeCapture(planning, start, tracker)
         self._scout = Scout(self.options, start, capture, flavor)
@@ -194,14 +194,14 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         start, end = offset_checkpoint(partition.start), offset_checkpoint(partition.end)
         tracker = SchemaTracker(Catalog.from_json(partition.catalog), None, flavor=partition.flavor)
         capture = ChangeCapture(self.options.capture_config(), start, tracker)
-        goal = position_order(end)
+        goal = end.key
         reached = False
         reconnects: list[BaseException] = []
 
         def until_end() -> Iterator[CommittedTransaction]:
             nonlocal reached
             for committed in follow(self.options.follow_config(until_end=True), capture, on_retry=reconnects.append):
-                here = position_order(committed.transaction.end)
+                here = committed.transaction.end.key
                 if here > goal:
                     return
                 yield committed

@@ -11,7 +11,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from sluice.cdc.capture import CaptureConfig
+from sluice.cdc.capture import CaptureConfig, CaptureOutput
 from sluice.cdc.filters import parse_ops, table_filter
 from sluice.cdc.follow import FollowConfig
 from sluice.dsn import parse_dsn
@@ -88,8 +88,8 @@ class SourceOptions:
         """How executors decode: table and ops filters, DDL rows, column-wise records (typed images
         too when the tasks stage for the pipeline)."""
         return CaptureConfig(table_filter=table_filter(self.tables, self.exclude_tables), ops=self.ops,
-                             skip_incidents=self.skip_incidents, ddl=self.include_ddl, columns=True,
-                             typed=bool(self.stage_to))
+                             skip_incidents=self.skip_incidents, ddl=self.include_ddl,
+                             output=CaptureOutput.TYPED_COLUMNS if self.stage_to else CaptureOutput.COLUMNS)
 
     def follow_config(self, *, until_end: bool = True) -> FollowConfig:
         """How to follow the server of option ``dsn`` (to its current end by default)."""

@@ -1,6 +1,8 @@
 """The driver side of the ``binlog`` stream: offsets, the scout that plans micro-batches, ranges.
 
-Offsets are transaction-boundary checkpoints as JSON (``{"file", "pos", "gtid"}``). ``Scout``
+Offsets are transaction-boundary checkpoints as JSON (``Checkpoint.to_json``); ``offset_checkpoint``
+reads them back, and reads the ``{"file", "pos", "gtid"}`` form too, which offsets kept in Spark's
+checkpoints and in the change log's commits may have (``"gtid"`` is ``""`` without GTIDs). ``Scout``
 follows the server ahead of the query and remembers every transaction boundary it passed (with its
 row count when rows are counted, its size in binlog bytes, whether it was a DDL, and the catalog in
 force at its start); ``choose_end`` picks a batch's end within the read limits (a DDL is a batch of
@@ -18,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from pyspark.sql.datasource import InputPartition
 
-from sluice.binlog.position import Checkpoint, binlog_file_key
+from sluice.binlog.position import Checkpoint
 from sluice.cdc.capture import ChangeCapture
 from sluice.cdc.follow import follow
 from sluice.cdc.schema import Catalog
@@ -27,25 +29,22 @@ from sluice.errors import ConfigError
 if TYPE_CHECKING:
     from sluice.spark.source.options import SourceOptions
 
-__all__ = ["RangePartition", "Scout", "offset_checkpoint", "offset_json", "position_order"]
-
-
-def offset_json(cp: Checkpoint) -> dict[str, Any]:
-    """A transaction-boundary checkpoint as a stream offset (``{file, pos, gtid}``)."""
-    return {"file": cp.file, "pos": cp.pos, "gtid": cp.gtid_set or ""}
+__all__ = ["RangePartition", "Scout", "offset_checkpoint"]
 
 
 def offset_checkpoint(offset: Mapping[str, Any]) -> Checkpoint:
-    """Inverse of ``offset_json``; ``ConfigError`` for anything else."""
+    """The checkpoint of a stream offset: ``Checkpoint.to_json``'s document or the ``{file, pos, gtid}``
+    form (module docstring); ``ConfigError`` for anything else."""
+    document: Any = offset
+    if isinstance(offset, Mapping) and "gtid" in offset and "gtid_set" not in offset:
+        gtid = offset["gtid"]
+        if gtid is not None and not isinstance(gtid, str):
+            raise ConfigError(f"not a binlog offset: {offset!r}; its 'gtid' must be a GTID set as text")
+        document = {**{k: v for k, v in offset.items() if k != "gtid"}, "gtid_set": gtid or None}
     try:
-        return Checkpoint(str(offset["file"]), int(offset["pos"]), str(offset.get("gtid") or "") or None)
-    except (KeyError, TypeError, ValueError):
-        raise ConfigError(f"not a binlog offset: {offset!r}; expected {{'file', 'pos', 'gtid'}}") from None
-
-
-def position_order(cp: Checkpoint) -> tuple[str, int, int]:
-    """Sort key of a checkpoint: file base name, numeric extension, offset."""
-    return (*binlog_file_key(cp.file), cp.pos)
+        return Checkpoint.from_json(document)
+    except ConfigError as exc:
+        raise ConfigError(f"not a binlog offset: {offset!r}; {exc}") from None
 
 
 @dataclass
@@ -111,7 +110,7 @@ class Scout:
             size += span
             if (want_rows is not None and rows >= want_rows) or (want_bytes is not None and size >= want_bytes):
                 return
-            if target is not None and position_order(tx.end) >= position_order(target):
+            if target is not None and tx.end.key >= target.key:
                 return
             if tx.kind == "ddl" or self._stopping:  # a DDL ends the batch: what follows is the next one's
                 return
@@ -141,7 +140,7 @@ class Scout:
     def drop_before(self, start: Checkpoint) -> None:
         """Forget the scouted transactions that start before ``start`` (already in a batch)."""
         with self._lock:
-            self.pending = [p for p in self.pending if position_order(p.start) >= position_order(start)]
+            self.pending = [p for p in self.pending if p.start.key >= start.key]
 
     def choose_end(self, start: Checkpoint, max_rows: int | None, max_bytes: int | None,
                    target: Checkpoint | None) -> Checkpoint:
@@ -149,7 +148,7 @@ class Scout:
         self.drop_before(start)
         end, rows, size = start, 0, 0
         for p in self.pending:
-            if target is not None and position_order(p.end) > position_order(target):
+            if target is not None and p.end.key > target.key:
                 break
             if p.ddl:
                 if rows == 0 and size == 0:
@@ -170,8 +169,8 @@ class Scout:
         each range would still hold 10,000 rows / 1 MiB."""
         with self._lock:
             pending = list(self.pending)
-        first, last = position_order(start), position_order(end)
-        chosen = [p for p in pending if position_order(p.start) >= first and position_order(p.end) <= last]
+        first, last = start.key, end.key
+        chosen = [p for p in pending if p.start.key >= first and p.end.key <= last]
         if not chosen or chosen[0].start != start or chosen[-1].end != end:
             return None
         # Rows are counted only under maxRowsPerBatch; planning by bytes decodes none (every count is 0).
@@ -196,7 +195,7 @@ class Scout:
 
     def _range(self, group: list[_Planned]) -> RangePartition:
         return RangePartition(
-            offset_json(group[0].start), offset_json(group[-1].end), group[0].catalog.to_json(), self.flavor,
+            group[0].start.to_json(), group[-1].end.to_json(), group[0].catalog.to_json(), self.flavor,
             sum(g.rows for g in group),
         )
 

@@ -88,7 +88,7 @@ def change_rows(transactions: list[list[tuple[int, list[Any]]]], names: tuple[st
     pos = 4
     for tx in transactions:
         rows = core.ChangeRows()
-        rows.keep_typed = True  # as the pipeline's tasks ask for (CaptureConfig.typed)
+        rows.keep_typed = True  # as the pipeline's tasks ask for (CaptureOutput.TYPED_COLUMNS)
         for kind, event in tx:
             rows.add_rows(kind, keys, event, rows.meta_id(metas[kind]), pos, 1_700_000_000_000_000, ABSENT, value_bytes)
             pos += 100

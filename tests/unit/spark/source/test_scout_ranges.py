@@ -46,3 +46,17 @@ def test_a_batch_is_split_for_the_cores_but_not_below_a_floor(monkeypatch: pytes
     counted = scout_of([100] * 10, rows=[10] * 10, max_rows=1000)
     assert split(counted, per_rows=20) == [2, 2, 2, 2, 2]
     assert split(scout_of([100] * 10, rows=[1000] * 10, max_rows=10**6)) == [10]  # 10k rows: one range
+
+
+def test_the_scout_orders_checkpoints_by_position_key() -> None:
+    # The base name changes between two scouted transactions (binlog < mysql-bin by position_key),
+    # where ordering by the numeric extension alone would put mysql-bin.000009 first.
+    catalog = Catalog(flavor="mysql")
+    first = _Planned(Checkpoint("binlog.000010", 4), Checkpoint("binlog.000010", 900), 0, 896, False, catalog)
+    second = _Planned(Checkpoint("binlog.000010", 900), Checkpoint("mysql-bin.000009", 4), 0, 4, False, catalog)
+    opts = SourceOptions(dsn="mysql://u@127.0.0.1:3306/")
+    scout = Scout(opts, first.start, None, "mysql", pending=[first, second])  # type: ignore[arg-type]
+    assert scout.choose_end(first.start, None, None, target=second.start) == first.end
+    assert scout.choose_end(first.start, None, None, target=None) == second.end
+    scout.drop_before(second.start)
+    assert scout.pending == [second]
