@@ -1,4 +1,4 @@
-"""Command-line parsing that needs no server: start positions, table filters, help texts."""
+"""Command-line parsing that needs no server: table filters, help texts (start positions: test_start_positions)."""
 
 import subprocess
 import sys
@@ -7,19 +7,9 @@ import pytest
 
 from sluice.cdc.filters import table_filter
 from sluice.cli import build_parser
-from sluice.commands.tail import parse_start
 from sluice.errors import ConfigError
 
 pytestmark = pytest.mark.unit
-
-
-def test_parse_start():
-    assert parse_start("binlog.000007:1234") == ("binlog.000007", 1234)
-    assert parse_start("binlog.000007") == ("binlog.000007", 4)
-    with pytest.raises(ConfigError, match="FILE:POS"):
-        parse_start("binlog.000007:abc")
-    with pytest.raises(ConfigError, match="4 or more"):
-        parse_start("binlog.000007:2")
 
 
 def test_table_filter_full_match_and_exclude():

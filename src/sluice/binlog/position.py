@@ -12,6 +12,12 @@ compares by. It is the rule of the server's ``Relay_log_info::wait_for_pos`` (``
 sql/rpl_rli.cc): base name first, then the extension as a number (``log_name_extension``), then
 the offset. The server refuses to compare positions under two base names; here they order by the
 base name's text, so that a list of positions sorts the same way wherever it is sorted.
+
+A position a user writes has one rule, ``parse_position``: ``FILE:POS`` with a non-empty file name
+and an offset of ASCII digits, 4 or more (the first event follows the 4-byte binlog header); a bare
+``FILE`` means ``FILE:4``; a text that reads as a GTID set is not a position. ``start_checkpoint``
+reads a start that may be either (the ``binlog`` source's ``startingPosition``, ``sluice run
+--from``): a GTID set when it reads as one, else a position by that rule.
 """
 
 from __future__ import annotations
@@ -20,9 +26,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from sluice.binlog.gtid import MariadbGtidPosition, MysqlGtidSet
 from sluice.errors import ConfigError
 
-__all__ = ["Checkpoint", "binlog_file_key", "position_key"]
+__all__ = ["Checkpoint", "binlog_file_key", "parse_position", "position_key", "start_checkpoint"]
 
 _FIELDS = frozenset({"file", "pos", "gtid_set"})
 
@@ -93,3 +100,48 @@ def position_key(file: str, pos: int) -> tuple[str, int, int]:
     docstring). Every comparison of binlog positions goes through this key."""
     base, number = binlog_file_key(file)
     return base, number, pos
+
+
+def parse_position(text: str, option: str) -> tuple[str, int]:
+    """``FILE:POS`` -> ``(file, pos)``, a bare ``FILE`` -> ``(file, 4)``; anything else, a GTID set
+    included, is a ``ConfigError`` naming ``option`` (see the module docstring for the rule)."""
+    file, sep, digits = text.strip().rpartition(":")
+    if not sep:
+        file, digits = digits, "4"
+    if (file and not any(c.isspace() for c in file) and digits.isascii() and digits.isdigit()
+            and int(digits) >= 4 and not _is_gtid_set(text)):
+        return file, int(digits)
+    raise _bad_start(option, text, gtid=False)
+
+
+def start_checkpoint(text: str, option: str) -> Checkpoint:
+    """Where a start given as a GTID set or a binlog position begins: the GTID set when ``text``
+    reads as one (MySQL ``uuid:1-100,...`` or MariaDB ``0-1-100,...``), else ``parse_position``'s
+    position; a ``ConfigError`` naming ``option`` when it is neither."""
+    if _is_gtid_set(text):
+        return Checkpoint("", 4, text.strip())
+    try:
+        return Checkpoint(*parse_position(text, option))
+    except ConfigError:
+        raise _bad_start(option, text, gtid=True) from None
+
+
+def _is_gtid_set(text: str) -> bool:
+    if not text.strip():
+        return False
+    for parse in (MysqlGtidSet.parse, MariadbGtidPosition.parse):
+        try:
+            parse(text)
+        except (ConfigError, ValueError):
+            continue
+        return True
+    return False
+
+
+def _bad_start(option: str, text: str, *, gtid: bool) -> ConfigError:
+    """The one message for a start that does not parse: what it takes, an example, what was found."""
+    either = "a GTID set (MySQL uuid:1-100, MariaDB 0-1-100) or " if gtid else ""
+    return ConfigError(
+        f"{option} takes {either}a binlog position FILE:POS: a binlog file name and a byte offset of 4 or "
+        f"more, such as binlog.000003:4 (a bare FILE means FILE:4); found {text!r}"
+    )

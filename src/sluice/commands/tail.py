@@ -16,6 +16,7 @@ import logging
 import sys
 from typing import Any
 
+from sluice.binlog.position import parse_position, position_key
 from sluice.dsn import parse_dsn
 from sluice.errors import ConfigError
 from sluice.eventjson import event_summary, inspection_plan
@@ -118,25 +119,10 @@ def register(sub: Any) -> None:
     parser.set_defaults(handler=run)
 
 
-def parse_start(text: str, option: str = "--from") -> tuple[str, int]:
-    """``FILE:POS`` -> (file, pos); a bare FILE starts at offset 4."""
-    file, sep, pos_text = text.rpartition(":")
-    if not sep:
-        return text, 4
-    try:
-        pos = int(pos_text)
-    except ValueError:
-        raise ConfigError(f"{option} expects FILE:POS such as binlog.000003:4, found {text!r}") from None
-    if pos < 4:
-        raise ConfigError(f"{option} position must be 4 or more (the binlog header), found {pos}")
-    return file, pos
-
-
 def run(args: argparse.Namespace) -> int:
     """``sluice tail``: follow a server's binlog and print committed row changes as JSON lines."""
     if args.events:
         return _run_events(args)
-    from sluice.binlog.position import position_key
     from sluice.cdc.capture import CaptureConfig, CaptureOutput, ChangeCapture
     from sluice.cdc.filters import parse_ops, table_filter
     from sluice.cdc.follow import FollowConfig, follow
@@ -147,7 +133,7 @@ def run(args: argparse.Namespace) -> int:
     ops = parse_ops(args.ops)
     if args.output and not args.checkpoint:
         log.info("--output without --checkpoint: a restart starts again from the chosen position")
-    file, pos = parse_start(args.start) if args.start else (None, 4)
+    file, pos = parse_position(args.start, "--from") if args.start else (None, 4)
     request = StartRequest(file=file, pos=pos, gtid=args.gtid, from_now=args.from_now)
     begin = prepare_capture(connection, request, checkpoint_dir=args.checkpoint, include=keep)
     print(f"sluice tail: {begin.how}", file=sys.stderr)
@@ -166,7 +152,7 @@ def run(args: argparse.Namespace) -> int:
         retries=args.retries,
     )
     checkpoint = begin.checkpoint
-    stop = position_key(*parse_start(args.until, "--until")) if args.until else None
+    stop = position_key(*parse_position(args.until, "--until")) if args.until else None
     stopped = False
     try:
         for committed in follow(config, capture):
@@ -199,7 +185,7 @@ def _run_events(args: argparse.Namespace) -> int:
     if args.checkpoint or args.output or args.from_now or args.until:
         raise ConfigError("--events prints raw events only: drop --checkpoint, --output, --from-now and --until")
     connection = parse_dsn(args.dsn)
-    file, pos = parse_start(args.start) if args.start else (None, 4)
+    file, pos = parse_position(args.start, "--from") if args.start else (None, 4)
     config = StreamConfig(
         connection=connection,
         file=file,

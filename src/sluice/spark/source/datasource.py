@@ -86,21 +86,18 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     # -- driver ----------------------------------------------------------------------------------
     def initialOffset(self) -> dict[str, Any]:
         """The first offset, from ``startingPosition``: earliest, latest, FILE:POS or GTIDs."""
-        starting = self.options.starting.strip()
+        named = self.options.start_checkpoint()
+        if named is not None:
+            return named.to_json()
         with Connection.open(self.options.follow_config().connection) as conn:
-            if starting.lower() == "latest":
+            if self.options.starting.strip().lower() == "latest":
                 status = server_binlog_status(conn)
                 return Checkpoint(status.file, status.pos, status.gtid_executed or None).to_json()
-            if starting.lower() == "earliest":
-                files = server_binlog_files(conn)
-                if not files:
-                    raise ConfigError("the server lists no binary logs (SHOW BINARY LOGS)")
-                log.warning("binlog source: starting at the earliest binlog still on the server, %s:4", files[0][0])
-                return Checkpoint(files[0][0], 4).to_json()
-        file, sep, pos = starting.rpartition(":")
-        if sep and pos.isdigit() and "-" not in pos and not _looks_like_gtid(starting):
-            return Checkpoint(file, int(pos)).to_json()
-        return Checkpoint("", 4, starting).to_json()
+            files = server_binlog_files(conn)
+            if not files:
+                raise ConfigError("the server lists no binary logs (SHOW BINARY LOGS)")
+            log.warning("binlog source: starting at the earliest binlog still on the server, %s:4", files[0][0])
+            return Checkpoint(files[0][0], 4).to_json()
 
     def getDefaultReadLimit(self) -> ReadLimit:
         """``maxRowsPerBatch`` or ``maxBytesPerBatch`` as Spark's read limit, else all."""
@@ -222,11 +219,6 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 f"the binlog range {start}..{end} planned for this batch could not be read to its end "
                 "(the server's binlog changed or was purged): restart the query from a new checkpoint location"
             )
-
-
-def _looks_like_gtid(text: str) -> bool:
-    head = text.split(",")[0].strip()
-    return len(head) >= 36 and head[8:9] == "-" and head[13:14] == "-"
 
 
 class BinlogDataSource(DataSource):

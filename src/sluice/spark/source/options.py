@@ -2,7 +2,8 @@
 
 ``SourceOptions.parse`` reads the options as Spark hands them (case-insensitive camelCase names;
 the list is in ``sluice.spark.source.datasource``) and says what each number or flag must be;
-``capture_config`` and ``follow_config`` turn them into the capture's and the follower's settings.
+``capture_config`` and ``follow_config`` turn them into the capture's and the follower's settings;
+``start_checkpoint`` reads ``startingPosition`` by the one rule of ``sluice.binlog.position``.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from sluice.binlog.position import Checkpoint, start_checkpoint
 from sluice.cdc.capture import CaptureConfig, CaptureOutput
 from sluice.cdc.filters import parse_ops, table_filter
 from sluice.cdc.follow import FollowConfig
@@ -64,7 +66,7 @@ class SourceOptions:
             paths = tuple(json.loads(lower["paths"]))
         elif "path" in lower:
             paths = (lower["path"],)
-        return cls(
+        parsed = cls(
             dsn=lower.get("dsn"),
             tables=lower.get("tables"),
             exclude_tables=lower.get("excludetables"),
@@ -83,6 +85,15 @@ class SourceOptions:
             schema=lower.get("schema") or None,
             positional=_flag("positional", lower.get("positional")),
         )
+        parsed.start_checkpoint()  # a start that does not parse fails here, before any connection
+        return parsed
+
+    def start_checkpoint(self) -> Checkpoint | None:
+        """Where ``startingPosition`` starts when it names the place (``FILE:POS`` or a GTID set);
+        None for ``earliest`` and ``latest``, which the server's binlogs answer."""
+        if self.starting.strip().lower() in ("earliest", "latest"):
+            return None
+        return start_checkpoint(self.starting, 'option("startingPosition")')
 
     def capture_config(self) -> CaptureConfig:
         """How executors decode: table and ops filters, DDL rows, column-wise records (typed images
