@@ -37,3 +37,43 @@ def test_errors_are_one_line_and_exit_1(tmp_path):
 
 def test_parser_builds():
     assert build_parser().prog == "sluice"
+
+
+# The filter options each command takes (sluice.commands.filter_options): the same words everywhere.
+FILTERS_OF = {
+    "tail": ("--tables", "--exclude-tables", "--ops", "--ddl", "--skip-incidents"),
+    "dump": ("--tables", "--exclude-tables", "--ops", "--ddl", "--skip-incidents"),
+    "run": ("--tables", "--exclude-tables", "--skip-incidents"),
+    "verify": ("--tables", "--exclude-tables"),
+}
+
+
+def _help(command: str, capsys) -> str:
+    with pytest.raises(SystemExit):
+        build_parser(command).parse_args([command, "--help"])
+    return " ".join(capsys.readouterr().out.split())
+
+
+def _option_help(text: str, flag: str) -> str:
+    """The help of ``flag`` in a normalised ``--help`` text: from after the flag (and its value's
+    name) to the next option of the listing."""
+    import re
+
+    m = re.search(rf"(?:^| ){re.escape(flag)}(?: [A-Z_|.]+)? (.*?)(?= --?[a-z][\w-]*(?: [A-Z_|.]+| \{{)? |$)",
+                  text[text.index("options:"):])
+    assert m, f"{flag} is not in the listing"
+    return m.group(1)
+
+
+def test_every_command_lists_its_filter_options_with_the_same_text(capsys):
+    from sluice.commands.filter_options import FILTER_OPTIONS
+
+    declared = {o.flag: " ".join(o.help.split()) for o in FILTER_OPTIONS}
+    said: dict[str, dict[str, str]] = {}
+    for command, flags in FILTERS_OF.items():
+        text = _help(command, capsys)
+        for flag in flags:
+            said.setdefault(flag, {})[command] = _option_help(text, flag)
+    assert set(said) == set(declared)
+    for flag, by_command in said.items():
+        assert set(by_command.values()) == {declared[flag]}, (flag, by_command)

@@ -12,6 +12,8 @@ import sys
 import time
 from typing import Any
 
+from sluice.commands.filter_options import add_filter_options
+
 HELP = """\
 Decode binlog files (as written by a MySQL or MariaDB server, or archived copies) and print one
 JSON object per changed row, in binlog order (see README: "The change record").
@@ -54,10 +56,7 @@ def register(sub: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("files", nargs="+", metavar="FILE", help="binlog files, in order; - for stdin")
-    parser.add_argument(
-        "--tables", metavar="REGEX", help="only tables whose 'db.table' matches (others are not decoded)"
-    )
-    parser.add_argument("--exclude-tables", metavar="REGEX", help="skip tables whose 'db.table' matches")
+    add_filter_options(parser)
     parser.add_argument(
         "--format",
         choices=("jsonl", "none"),
@@ -70,10 +69,6 @@ def register(sub: Any) -> None:
         help="count the row changes without decoding their values (fastest; a value the server could "
         "not have written goes unnoticed); implies --format none",
     )
-    parser.add_argument(
-        "--ops", metavar="LIST", help="only these operations, comma-separated: insert,update,delete (default all)"
-    )
-    parser.add_argument("--ddl", action="store_true", help="also print schema changes as {\"op\": \"ddl\", ...}")
     names = parser.add_mutually_exclusive_group()
     names.add_argument(
         "--schema", metavar="DSN|FILE.sql",
@@ -95,12 +90,6 @@ def register(sub: Any) -> None:
         help="with --events, also each rows event's rows, by position (@1, @2, ...) as mysqlbinlog -vv prints them",
     )
     parser.add_argument("--no-verify-checksum", action="store_true", help="do not check event CRC32s")
-    parser.add_argument(
-        "--skip-incidents",
-        action="store_true",
-        help="go on past INCIDENT events (the server failed to log some changes there) with a warning "
-        "instead of stopping",
-    )
     parser.set_defaults(handler=run)
 
 

@@ -7,6 +7,7 @@ import sys
 import tomllib
 from typing import Any
 
+from sluice.commands.filter_options import EXCLUDE_TABLES, SKIP_INCIDENTS, TABLES
 from sluice.errors import ConfigError
 
 HELP = """\
@@ -72,8 +73,8 @@ def register(sub: Any) -> None:
                         help="directory of the Delta tables (created if missing), or s3://, abfss://, gs:// URI")
     parser.add_argument("--checkpoint-dir", metavar="DIR",
                         help="Spark's streaming checkpoint, on a file system (default: see above)")
-    parser.add_argument("--tables", metavar="REGEX", help="only tables whose 'db.table' matches")
-    parser.add_argument("--exclude-tables", metavar="REGEX", help="skip tables whose 'db.table' matches")
+    TABLES.add(parser)
+    EXCLUDE_TABLES.add(parser)
     parser.add_argument(
         "--trigger", metavar="EVERY", help="micro-batch interval (1s, 500ms, 2m) or 'once' (default 1s)"
     )
@@ -96,11 +97,7 @@ def register(sub: Any) -> None:
         help="rows per snapshot chunk (default: 64 MiB of the table's average row, 1,000 to 1,000,000 rows; "
         "a running chunk holds its rows a few times over in its task's memory)",
     )
-    parser.add_argument(
-        "--skip-incidents", action="store_true", default=None,
-        help="go on past INCIDENT events (the server failed to log some changes there) with a warning "
-        "instead of stopping",
-    )
+    SKIP_INCIDENTS.add(parser, default=None)  # not given: the config file says
     parser.add_argument(
         "--metrics-port", type=int, metavar="N",
         help="serve Prometheus metrics on http://HOST:N/metrics: lag (seconds, bytes), changes per table and op, "

@@ -17,6 +17,7 @@ import sys
 from typing import Any
 
 from sluice.binlog.position import parse_position, position_key
+from sluice.commands.filter_options import add_filter_options
 from sluice.dsn import parse_dsn
 from sluice.errors import ConfigError
 from sluice.eventjson import event_summary, inspection_plan
@@ -76,14 +77,7 @@ def register(sub: Any) -> None:
     parser.add_argument(
         "--output", metavar="FILE", help="append the JSON lines to FILE instead of standard output"
     )
-    parser.add_argument(
-        "--tables", metavar="REGEX", help="only tables whose 'db.table' matches (others are not decoded)"
-    )
-    parser.add_argument("--exclude-tables", metavar="REGEX", help="skip tables whose 'db.table' matches")
-    parser.add_argument(
-        "--ops", metavar="LIST", help="only these operations, comma-separated: insert,update,delete (default all)"
-    )
-    parser.add_argument("--ddl", action="store_true", help="also print schema changes as {\"op\": \"ddl\", ...}")
+    add_filter_options(parser)
     parser.add_argument(
         "--until-end", action="store_true", help="stop at the current end of the binlog instead of waiting"
     )
@@ -109,12 +103,6 @@ def register(sub: Any) -> None:
     )
     parser.add_argument(
         "--no-verify-checksum", action="store_true", help="do not check the CRC32 of each event"
-    )
-    parser.add_argument(
-        "--skip-incidents",
-        action="store_true",
-        help="go on past INCIDENT events (the server failed to log some changes there) with a warning "
-        "instead of stopping",
     )
     parser.set_defaults(handler=run)
 

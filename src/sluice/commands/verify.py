@@ -6,6 +6,8 @@ import argparse
 import sys
 from typing import Any, TextIO
 
+from sluice.commands.filter_options import EXCLUDE_TABLES, TABLES, add_filter_options
+
 HELP = """\
 Compare every mirrored table of a lake (LAKE/<db>/<table>, as sluice run writes them) with its
 table on the source server: the row count, and a checksum of every row over all its columns in
@@ -45,8 +47,7 @@ def register(sub: Any) -> None:
     parser.add_argument("--lake", metavar="DIR|URI", required=True,
                         help="the lake sluice run writes to: a directory, or s3://, abfss://, gs:// (options from "
                         "the AWS_* / AZURE_* / GOOGLE_* environment)")
-    parser.add_argument("--tables", metavar="REGEX", help="only tables whose 'db.table' matches")
-    parser.add_argument("--exclude-tables", metavar="REGEX", help="skip tables whose 'db.table' matches")
+    add_filter_options(parser, TABLES, EXCLUDE_TABLES)
     parser.set_defaults(handler=run)
 
 
