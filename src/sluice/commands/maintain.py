@@ -1,16 +1,14 @@
-"""``sluice maintain``: compact, checkpoint and vacuum every Delta table of a lake now; and the
-``[maintenance]`` settings that ``sluice run`` and ``sluice maintain`` read from a TOML file."""
+"""``sluice maintain``: compact, checkpoint and vacuum every Delta table of a lake now, with the
+``lake`` and ``[maintenance]`` settings of sluice run's TOML file (``sluice.commands.config_file``)."""
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import sys
 import time
-import tomllib
 from typing import Any, TextIO
 
-from sluice.commands.run import lake_settings
+from sluice.commands.config_file import lake_settings, maintenance_config, read_config
 from sluice.errors import ConfigError, SluiceError
 from sluice.spark.lake.store import LakeStore, lake_store
 
@@ -73,42 +71,8 @@ def register(sub: Any) -> None:
     parser.set_defaults(handler=run)
 
 
-def maintenance_config(table: Any, where: str = "[maintenance]", **overrides: Any) -> Any:
-    """A ``MaintenanceConfig`` from a ``[maintenance]`` TOML table (None: the defaults) and overrides
-    that are not None; an unknown key or a bad value is a ``ConfigError`` naming it."""
-    from sluice.spark.lake.maintenance import MaintenanceConfig
-
-    return settings_table(MaintenanceConfig, table, where, "maintenance", **overrides)
-
-
-def settings_table(cls: Any, table: Any, where: str, what: str, **overrides: Any) -> Any:
-    """The settings dataclass ``cls`` from a TOML table of ``what`` settings (None: the defaults) and
-    overrides that are not None; an unknown key or a bad value is a ``ConfigError`` naming it."""
-    if table is None:
-        table = {}
-    if not isinstance(table, dict):
-        raise ConfigError(f"{where} must be a table of {what} settings")
-    known = {f.name for f in dataclasses.fields(cls)}
-    unknown = set(table) - known
-    if unknown:
-        raise ConfigError(f"{where}: unknown settings {sorted(unknown)}; known: {sorted(known)}")
-    settings = dict(table) | {k: v for k, v in overrides.items() if v is not None}
-    try:
-        return cls(**settings)
-    except TypeError as exc:  # the dataclass's own complaint about a value
-        raise ConfigError(f"{where}: {exc}") from None
-
-
 def _settings(args: argparse.Namespace) -> tuple[LakeStore, Any]:
-    file: dict[str, Any] = {}
-    if args.config:
-        try:
-            with open(args.config, "rb") as f:
-                file = tomllib.load(f)
-        except OSError as exc:
-            raise ConfigError(f"cannot read {args.config}: {exc.strerror}") from None
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(f"{args.config} is not valid TOML: {exc}") from None
+    file = read_config(args.config)
     lake, storage = lake_settings(file.get("lake"), args.config)
     lake = args.lake or lake
     if not lake:

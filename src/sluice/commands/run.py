@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-import tomllib
 from typing import Any
 
-from sluice.commands.filter_options import EXCLUDE_TABLES, SKIP_INCIDENTS, TABLES
-from sluice.errors import ConfigError
+from sluice.commands.run_settings import RunHelp, add_run_options, pipeline_config
 
 HELP = """\
 Run the change-data pipeline on Spark: follow the server's binlog and keep, in the lake (a
@@ -61,160 +59,21 @@ Read a mirror with e.g.
 
 
 def register(sub: Any) -> None:
-    """Add ``sluice run`` and its options to the command subparsers."""
+    """Add ``sluice run`` and its options (``sluice.commands.run_settings``) to the command subparsers."""
     parser = sub.add_parser(
         "run",
         help="run the pipeline into a Delta lake on Spark",
         description=HELP,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=RunHelp,
     )
-    parser.add_argument("--source", metavar="DSN", help="mysql://user[:password]@host[:port]/ or mariadb://...")
-    parser.add_argument("--lake", metavar="DIR|URI",
-                        help="directory of the Delta tables (created if missing), or s3://, abfss://, gs:// URI")
-    parser.add_argument("--checkpoint-dir", metavar="DIR",
-                        help="Spark's streaming checkpoint, on a file system (default: see above)")
-    TABLES.add(parser)
-    EXCLUDE_TABLES.add(parser)
-    parser.add_argument(
-        "--trigger", metavar="EVERY", help="micro-batch interval (1s, 500ms, 2m) or 'once' (default 1s)"
-    )
-    parser.add_argument("--master", metavar="URL", help="Spark master (default local[*])")
-    parser.add_argument(
-        "--from", dest="starting", metavar="POSITION",
-        help="where a new lake starts: earliest (default), latest, FILE:POS or a GTID set",
-    )
-    parser.add_argument(
-        "--max-rows-per-batch", type=int, metavar="N",
-        help="cap on the changes in one micro-batch (default: batches of up to 256 MiB of binlog)"
-    )
-    parser.add_argument(
-        "--snapshot", choices=("initial", "never", "only"),
-        help="initial (default without --from): copy every captured table first, in primary-key chunks on "
-        "Spark, then stream from the right position; never: stream only; only: snapshot and stop",
-    )
-    parser.add_argument(
-        "--chunk-rows", type=int, metavar="N",
-        help="rows per snapshot chunk (default: 64 MiB of the table's average row, 1,000 to 1,000,000 rows; "
-        "a running chunk holds its rows a few times over in its task's memory)",
-    )
-    SKIP_INCIDENTS.add(parser, default=None)  # not given: the config file says
-    parser.add_argument(
-        "--metrics-port", type=int, metavar="N",
-        help="serve Prometheus metrics on http://HOST:N/metrics: lag (seconds, bytes), changes per table and op, "
-        "batches and their duration, snapshot progress, errors, the last committed position",
-    )
-    parser.add_argument("--metrics-host", metavar="ADDR", help="address the metrics listen on (default 0.0.0.0)")
-    parser.add_argument(
-        "--no-maintenance", dest="maintenance", action="store_false", default=None,
-        help="do not compact, checkpoint or vacuum the lake's tables between batches ([maintenance] in the config "
-        "sets the schedule; sluice maintain --help)",
-    )
-    parser.add_argument(
-        "--no-change-feed", dest="change_feed", action="store_false", default=None,
-        help="create mirrors without Delta's change data feed (on by default: load_cdf, readChangeFeed)",
-    )
-    parser.add_argument(
-        "--mirror-max-lag", type=float, metavar="SECONDS",
-        help="MERGE a table's pending changes into its Delta mirror at least this often (default 600; 0: every "
-        "batch). A large mirror is MERGEd once its pending changes pay for rewriting it ([mirror] in the config); "
-        "the change log and sluice.lake.read_mirror are current after every batch",
-    )
+    add_run_options(parser)
     parser.add_argument("--config", metavar="FILE", help="read these settings from a TOML file")
     parser.set_defaults(handler=run)
 
 
 def load_config(args: argparse.Namespace) -> Any:
     """The ``PipelineConfig`` from ``--config`` TOML, command-line options taking precedence."""
-    from sluice.commands.maintain import maintenance_config, settings_table
-    from sluice.spark.lake.pending import MirrorCadence
-    from sluice.spark.pipeline.runner import PipelineConfig
-
-    settings: dict[str, Any] = {}
-    if args.config:
-        try:
-            with open(args.config, "rb") as f:
-                settings = tomllib.load(f)
-        except OSError as exc:
-            raise ConfigError(f"cannot read {args.config}: {exc.strerror}") from None
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(f"{args.config} is not valid TOML: {exc}") from None
-    known = {"source", "lake", "tables", "exclude_tables", "trigger", "master", "from", "max_rows_per_batch", "spark",
-             "snapshot", "chunk_rows", "skip_incidents", "metrics_port", "metrics_host", "checkpoint_dir",
-             "change_feed", "maintenance", "mirror"}
-    unknown = set(settings) - known
-    if unknown:
-        raise ConfigError(f"{args.config}: unknown settings {sorted(unknown)}; known: {sorted(known)}")
-    lake, storage = lake_settings(settings.get("lake"), args.config)
-    settings["lake"] = lake
-    for key in ("source", "lake", "tables", "exclude_tables", "trigger", "master", "max_rows_per_batch", "snapshot",
-                "chunk_rows", "skip_incidents", "metrics_port", "metrics_host", "checkpoint_dir", "change_feed"):
-        value = getattr(args, key, None)
-        if value is not None:
-            settings[key] = value
-    if args.starting is not None:
-        settings["from"] = args.starting
-    for key in ("source", "lake"):
-        if not settings.get(key):
-            raise ConfigError(f"sluice run needs --{key} (or '{key} = ...' in --config)")
-    spark_conf = settings.get("spark") or {}
-    if not isinstance(spark_conf, dict):
-        raise ConfigError("[spark] in the config file must be a table of Spark settings")
-    return PipelineConfig(
-        source=settings["source"],
-        lake=settings["lake"],
-        tables=settings.get("tables"),
-        exclude_tables=settings.get("exclude_tables"),
-        trigger=settings.get("trigger", "1s"),
-        master=settings.get("master"),
-        starting_position=settings.get("from", "earliest"),
-        max_rows_per_batch=int(settings["max_rows_per_batch"]) if settings.get("max_rows_per_batch") else None,
-        snapshot=settings.get("snapshot") or ("never" if "from" in settings else "initial"),
-        chunk_rows=int(settings["chunk_rows"]) if settings.get("chunk_rows") is not None else None,
-        conf=tuple((str(k), str(v)) for k, v in spark_conf.items()),
-        skip_incidents=bool(settings.get("skip_incidents", False)),
-        metrics_port=_port(settings.get("metrics_port")),
-        metrics_host=str(settings.get("metrics_host") or "0.0.0.0"),
-        storage=storage,
-        checkpoint_dir=settings.get("checkpoint_dir"),
-        change_feed=_flag(settings.get("change_feed", True), "change_feed"),
-        maintenance=maintenance_config(settings.get("maintenance"), f"{args.config}: [maintenance]",
-                                       enabled=getattr(args, "maintenance", None)),
-        mirror=settings_table(MirrorCadence, settings.get("mirror"), f"{args.config}: [mirror]", "mirror",
-                              max_lag=getattr(args, "mirror_max_lag", None)),
-    )
-
-
-def lake_settings(value: Any, config: str | None) -> tuple[str | None, tuple[tuple[str, str], ...]]:
-    """``lake = "..."`` or a ``[lake]`` table (``uri``, ``[lake.storage]``): the lake and its options."""
-    if value is None or isinstance(value, str):
-        return value, ()
-    if not isinstance(value, dict):
-        raise ConfigError(f"{config}: lake is a path or URI, or a [lake] table with uri = \"...\"")
-    unknown = set(value) - {"uri", "storage"}
-    if unknown:
-        raise ConfigError(f"{config}: unknown settings in [lake]: {sorted(unknown)}; known: ['storage', 'uri']")
-    storage = value.get("storage") or {}
-    if not isinstance(storage, dict):
-        raise ConfigError(f"{config}: [lake.storage] must be a table of storage options (name = value)")
-    for name, option in storage.items():
-        if not isinstance(option, str | int | float | bool):
-            raise ConfigError(f"{config}: [lake.storage] {name} must be a string, number or boolean")
-    text = {str(k): (str(v).lower() if isinstance(v, bool) else str(v)) for k, v in storage.items()}
-    return value.get("uri"), tuple(sorted(text.items()))
-
-
-def _flag(value: Any, name: str) -> bool:
-    if not isinstance(value, bool):
-        raise ConfigError(f"{name} is true or false; found {value!r}")
-    return value
-
-
-def _port(value: Any) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 65535:
-        raise ConfigError(f"--metrics-port takes a port number 0..65535 (0: any free port); found {value!r}")
-    return value
+    return pipeline_config(args)
 
 
 def run(args: argparse.Namespace) -> int:

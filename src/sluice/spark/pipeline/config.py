@@ -1,6 +1,7 @@
 """What ``sluice run`` runs: ``PipelineConfig``, one frozen object of its settings, checked before
 Spark starts (a bad trigger or snapshot mode fails here), with where the lake and Spark's
-checkpoint are."""
+checkpoint are. Its field defaults are the settings' defaults: ``sluice run`` leaves a setting
+given neither in its file nor on its command line to them (``sluice.commands.run_settings``)."""
 
 from __future__ import annotations
 
