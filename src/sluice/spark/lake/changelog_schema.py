@@ -1,5 +1,12 @@
-"""The change log's schema: one row per row change (and per DDL), values in sluice's JSON-lines
-encoding. The pipeline's tasks write change-log files in it without importing the Delta writer.
+"""The change rows' schema, once: as the ``binlog`` source yields them (``CHANGE_ARROW_SCHEMA``, one
+row per row change and per DDL, values in sluice's JSON-lines encoding) and as the change log stores
+them (``CHANGELOG_SCHEMA``). The pipeline's tasks write change-log files in it without importing the
+Delta writer.
+
+The change log's columns are the change rows' but ``commit_ts``, with the batch id, in the order
+``CHANGELOG_COLUMNS`` gives: the order of its Delta tables on disk, where the columns added later
+(``json_diffs``, ``ddl``) come last. Each column has the change rows' type; the source's Spark DDL
+is derived from ``CHANGE_ARROW_SCHEMA`` as well (``sluice.spark.source.change_schema``).
 """
 
 from __future__ import annotations
@@ -8,22 +15,34 @@ from typing import Final
 
 import pyarrow as pa
 
-__all__ = ["CHANGELOG_SCHEMA"]
+__all__ = ["CHANGELOG_COLUMNS", "CHANGELOG_SCHEMA", "CHANGE_ARROW_SCHEMA"]
 
-#: Schema of the change log: one row per row change, values in sluice's JSON-lines encoding.
-CHANGELOG_SCHEMA: Final = pa.schema([
-    pa.field("op", pa.string()),
-    pa.field("db", pa.string()),
-    pa.field("table", pa.string()),
-    pa.field("before", pa.string()),
-    pa.field("after", pa.string()),
-    pa.field("pk", pa.list_(pa.string())),
-    pa.field("file", pa.string()),
-    pa.field("pos", pa.int64()),
-    pa.field("row", pa.int32()),
-    pa.field("gtid", pa.string()),
-    pa.field("ts", pa.timestamp("us", tz="UTC")),
-    pa.field("batch_id", pa.int64()),
-    pa.field("json_diffs", pa.string()),
-    pa.field("ddl", pa.string()),  # op "ddl": the statement (sluice.cdc.change_rows.ddl_json)
+_TS = pa.timestamp("us", tz="UTC")
+
+#: The change rows, in the order the source yields their columns (the table of their meaning is in
+#: ``sluice.spark.source.change_schema``).
+CHANGE_ARROW_SCHEMA: Final = pa.schema([
+    ("op", pa.string()),
+    ("db", pa.string()),
+    ("table", pa.string()),
+    ("before", pa.string()),
+    ("after", pa.string()),
+    ("json_diffs", pa.string()),
+    ("pk", pa.list_(pa.field("element", pa.string()))),
+    ("file", pa.string()),
+    ("pos", pa.int64()),
+    ("row", pa.int32()),
+    ("gtid", pa.string()),
+    ("ts", _TS),
+    ("commit_ts", _TS),
+    ("ddl", pa.string()),  # op "ddl": the statement (sluice.cdc.change_rows.ddl_json)
 ])
+
+#: The change log's columns in the order of its Delta tables on disk (see the module docstring).
+CHANGELOG_COLUMNS: Final = ("op", "db", "table", "before", "after", "pk", "file", "pos", "row", "gtid", "ts",
+                            "batch_id", "json_diffs", "ddl")
+_BATCH_ID = pa.field("batch_id", pa.int64())  # the micro-batch that committed the row
+
+#: Schema of the change log: the change rows' columns in ``CHANGELOG_COLUMNS``' order.
+CHANGELOG_SCHEMA: Final = pa.schema([_BATCH_ID if name == "batch_id" else CHANGE_ARROW_SCHEMA.field(name)
+                                     for name in CHANGELOG_COLUMNS])

@@ -1,7 +1,7 @@
 """The ``binlog`` PySpark data source: its options (``options``), the driver's planning of
 micro-batches on transaction boundaries (``scout``), the stream and file readers (``datasource``,
-``file_reader``), the change DataFrame's schema (``change_schema``) and the executors' staging of a
-range into the lake (``staging``).
+``file_reader``), the change DataFrame's schema (``change_schema``; its Spark DDL derived from Arrow
+by ``spark_ddl``) and the executors' staging of a range into the lake (``staging``).
 """
 
 from __future__ import annotations

@@ -1,5 +1,8 @@
 """The change DataFrame's schema and the Arrow record batches the ``binlog`` data source yields.
 
+The schema is declared once, in Arrow (``sluice.spark.lake.changelog_schema.CHANGE_ARROW_SCHEMA``);
+``CHANGE_SCHEMA``, its Spark DDL, is derived from it.
+
 One row per row change, in binlog order within a partition:
 
 | column | type | meaning |
@@ -32,35 +35,18 @@ import pyarrow as pa
 from sluice.cdc.capture import CommittedTransaction, DdlRecord
 from sluice.cdc.change_rows import ddl_json, json_text
 from sluice.cdc.records import RowChange
+from sluice.spark.lake.changelog_schema import CHANGE_ARROW_SCHEMA
+from sluice.spark.source.spark_ddl import spark_ddl
 
 __all__ = ["ARROW_BATCH_ROWS", "ARROW_SCHEMA", "CHANGE_SCHEMA", "arrow_batches", "columns_batch", "record_batch"]
 
 ARROW_BATCH_ROWS = 8192  # rows per Arrow batch the source yields
 
-CHANGE_SCHEMA = (
-    "op STRING, db STRING, `table` STRING, before STRING, after STRING, json_diffs STRING, pk ARRAY<STRING>, "
-    "file STRING, pos BIGINT, row INT, gtid STRING, ts TIMESTAMP, commit_ts TIMESTAMP, ddl STRING"
-)
-
-_TS = pa.timestamp("us", tz="UTC")
-ARROW_SCHEMA = pa.schema(
-    [
-        ("op", pa.string()),
-        ("db", pa.string()),
-        ("table", pa.string()),
-        ("before", pa.string()),
-        ("after", pa.string()),
-        ("json_diffs", pa.string()),
-        ("pk", pa.list_(pa.field("element", pa.string()))),
-        ("file", pa.string()),
-        ("pos", pa.int64()),
-        ("row", pa.int32()),
-        ("gtid", pa.string()),
-        ("ts", _TS),
-        ("commit_ts", _TS),
-        ("ddl", pa.string()),
-    ]
-)
+#: The change rows' Arrow schema; its home is the lake's, whose change log stores the same columns.
+ARROW_SCHEMA = CHANGE_ARROW_SCHEMA
+#: The same schema in Spark's DDL, what the data source's ``schema()`` answers.
+CHANGE_SCHEMA = spark_ddl(ARROW_SCHEMA)
+_TS = ARROW_SCHEMA.field("ts").type
 
 
 def record_batch(changes: Sequence[RowChange | DdlRecord], commit_us: Iterable[int]) -> pa.RecordBatch:

@@ -39,6 +39,7 @@ from sluice.spark.lake.merge_source import merge_source, typed_merge_source
 from sluice.spark.lake.store import CHANGES, STAGING, LakeStore, lake_store
 from sluice.spark.lake.table_layout import mirror_columns_for_schema
 from sluice.spark.lake.typed_images import typed_rows
+from sluice.spark.source.spark_ddl import spark_ddl
 
 __all__ = [
     "BATCH_PROPERTY", "STAGE_ARROW_SCHEMA", "STAGE_SCHEMA", "STORAGE_PROPERTY", "layout_key", "stage_range",
@@ -51,12 +52,6 @@ BATCH_PROPERTY: Final = "sluice.batch"
 STORAGE_PROPERTY: Final = "sluice.storage"
 
 #: One row per file a task wrote (``kind`` ``changes`` / ``table``) or schema change it met (``ddl``).
-STAGE_SCHEMA: Final = (
-    "kind STRING, db STRING, `table` STRING, path STRING, size BIGINT, mtime BIGINT, rows BIGINT, "
-    "first_file STRING, first_pos BIGINT, first_row INT, last_file STRING, last_pos BIGINT, "
-    "inserts BIGINT, updates BIGINT, deletes BIGINT, stats STRING, layout STRING, ddl STRING, "
-    "commit_us ARRAY<BIGINT>, commit_rows ARRAY<BIGINT>, reconnects INT, attempt INT, range_end STRING"
-)
 STAGE_ARROW_SCHEMA: Final = pa.schema([
     ("kind", pa.string()), ("db", pa.string()), ("table", pa.string()), ("path", pa.string()),
     ("size", pa.int64()), ("mtime", pa.int64()), ("rows", pa.int64()),
@@ -68,6 +63,8 @@ STAGE_ARROW_SCHEMA: Final = pa.schema([
     ("commit_rows", pa.list_(pa.field("element", pa.int64()))),
     ("reconnects", pa.int32()), ("attempt", pa.int32()), ("range_end", pa.string()),
 ])
+#: The same schema in Spark's DDL: the stream's schema, which the pipeline gives its reader.
+STAGE_SCHEMA: Final = spark_ddl(STAGE_ARROW_SCHEMA)
 
 # Delta data skipping reads these bounds: exact ones for the short columns, none for the images.
 _BOUNDED: Final = ("op", "db", "table", "file", "gtid", "pos", "row", "batch_id")
