@@ -191,8 +191,8 @@ SETTINGS: tuple[Setting, ...] = (
             "load_cdf, readChangeFeed)", switch=False, convert=_flag("change_feed")),
     Setting("mirror", "--mirror-max-lag", "MERGE a table's pending changes into its Delta mirror at least this "
             "often (default {mirror.max_lag:g}; 0: every batch). A large mirror is MERGEd once its pending changes "
-            "pay for rewriting it ([mirror] in the config); the change log and sluice.lake.read_mirror are current "
-            "after every batch", metavar="SECONDS", value_type=float, into="max_lag", convert=_mirror),
+            "pay for rewriting it ([mirror] in the config); the change log and read_mirror are current after every "
+            "batch", metavar="SECONDS", value_type=float, into="max_lag", convert=_mirror),
     Setting("conf", toml="spark", convert=_spark),
 )
 
