@@ -10,6 +10,8 @@ Two measurements on sandbox servers (the W1 binlogs of ``bench/decode.py`` are r
               part (from the first batch with changes to the end of the last, as ``sluice run``
               reports it), the start-up (the same command over an empty range, ``--from latest``)
               and the peak RSS of the largest process (the Spark driver's JVM).
+              With ``--s3`` the W1 run is repeated with the lake on the S3 test server (moto, in
+              memory, on this machine): its steady rows/s over the local lake's.
   latency     a steady load of about ``--rate`` rows/s (inserts and updates in small transactions)
               while the pipeline runs with a 1 s trigger: the median and 90th percentile of
               commit-to-visible latency (from a change's commit to the end of the micro-batch that
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import shutil
 import sys
@@ -41,12 +44,13 @@ import decode
 from sluice.dsn import parse_dsn
 from sluice.io.connection import Connection
 from sluice.io.replication import server_binlog_status
+from sluice.sandbox.s3 import S3Sandbox
 from sluice.spark.pipeline.runner import Pipeline, PipelineConfig
 
 OUT = decode.OUT
 
 
-def throughput(flavor: str, scale: decode.Scale) -> dict[str, object]:
+def throughput(flavor: str, scale: decode.Scale, s3: S3Sandbox | None = None) -> dict[str, object]:
     box, files = decode.prepare(flavor, scale)
     try:
         w1 = files["W1"]
@@ -62,16 +66,32 @@ def throughput(flavor: str, scale: decode.Scale) -> dict[str, object]:
         empty = decode.timed([*command, "--lake", str(lake), "--from", "latest"], pin=False)
         shutil.rmtree(lake, ignore_errors=True)
         rows = scale.w1_rows + scale.w1_updates + scale.w1_deletes
-        steady = re.search(r"([0-9.]+)s from the first batch with changes", run.stderr_tail)
-        batch_seconds = float(steady.group(1)) if steady else float("nan")
+        batch_seconds = _steady(run)
+        on_s3: dict[str, object] = {}
+        if s3 is not None:  # the same run with the lake on the S3 server (a bucket prefix of its own)
+            uri = f"s3://{s3.bucket}/w1-{scale.name}-{flavor}-{int(time.time())}"
+            checkpoint = OUT / f"checkpoint-{scale.name}-{flavor}"
+            shutil.rmtree(checkpoint, ignore_errors=True)
+            remote = decode.timed([*command, "--lake", uri, "--checkpoint-dir", str(checkpoint),
+                                   "--from", f"{w1[0]}:4"], pin=False, env={**os.environ, **s3.env()})
+            shutil.rmtree(checkpoint, ignore_errors=True)
+            on_s3 = {"s3_run": remote.__dict__, "s3_batch_seconds": _steady(remote),
+                     "s3_steady_rows_per_s": rows / _steady(remote),
+                     "s3_over_local_steady": batch_seconds / _steady(remote)}
         return {
             "flavor": flavor, "rows": rows, "sluice_run": run.__dict__, "binlog_tool": tool.__dict__,
             "sluice_rows_per_s": rows / run.seconds, "tool_rows_per_s": rows / tool.seconds,
             "batch_seconds": batch_seconds, "steady_rows_per_s": rows / batch_seconds,
-            "startup_seconds": empty.seconds, "startup_error": empty.error,
+            "startup_seconds": empty.seconds, "startup_error": empty.error, **on_s3,
         }
     finally:
         box.stop()
+
+
+def _steady(run: decode.Run) -> float:
+    """Seconds from the first batch with changes to the end of the last, as ``sluice run`` reports them."""
+    steady = re.search(r"([0-9.]+)s from the first batch with changes", run.stderr_tail)
+    return float(steady.group(1)) if steady else float("nan")
 
 
 def latency(flavor: str, seconds: float, rate: int) -> dict[str, object]:
@@ -134,17 +154,23 @@ def main() -> int:
     parser.add_argument("--flavors", default="mariadb,mysql", help="comma-separated: mysql, mariadb")
     parser.add_argument("--rate", type=int, default=5000, help="rows/s of the latency load (default 5000)")
     parser.add_argument("--only", choices=("throughput", "latency"), help="run one of the two measurements")
+    parser.add_argument("--s3", action="store_true",
+                        help="also run W1 with the lake on the S3 test server (moto): its steady rows/s next to "
+                        "the local lake's")
     args = parser.parse_args()
     scale = decode.QUICK if args.quick else decode.FULL
     OUT.mkdir(parents=True, exist_ok=True)
     results: dict[str, list[dict[str, object]]] = {"throughput": [], "latency": []}
+    s3 = S3Sandbox.start() if args.s3 else None
     for flavor in args.flavors.split(","):
         if args.only != "latency":
             decode.log(f"{flavor}: W1 end to end")
-            results["throughput"].append(throughput(flavor, scale))
+            results["throughput"].append(throughput(flavor, scale, s3))
         if args.only != "throughput":
             decode.log(f"{flavor}: latency at {args.rate} rows/s")
             results["latency"].append(latency(flavor, 20.0 if args.quick else 60.0, args.rate))
+    if s3 is not None:
+        s3.stop()
     (OUT / f"pipeline-{scale.name}{'-' + args.only if args.only else ''}.json").write_text(
         json.dumps(results, indent=1, default=str)
     )
