@@ -16,7 +16,7 @@ from sluice import __version__
 from sluice.errors import SluiceError
 
 #: Each command's module, imported only when needed: ``sluice dump`` starts without the TLS,
-#: sandbox and Spark code of the others (a tenth of a second, a tenth of dumping W1).
+#: sandbox and Spark code of the others, whose imports would be a sizeable part of a short dump.
 COMMANDS = {
     "demo": "sluice.commands.demo",
     "dump": "sluice.commands.dump",

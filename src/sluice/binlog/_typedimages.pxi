@@ -1,14 +1,15 @@
 # Included by _rowcore.pyx: a table's row images as typed column buffers, beside its JSON images.
 #
 # ``ChangeRows`` writes each row image as JSON text for the change log; the pipeline's tasks also
-# need the last state per key in the mirror's types, and parsing that JSON back was a third of a
-# task's time. A ``TypedImages`` per table keeps the same images column by column while ChangeRows
-# writes them: integers as int64, every value whose JSON form is a string (text, DECIMAL digits,
-# dates and times) as that string's UTF-8, NULL as a cleared validity byte. It types nothing the
-# JSON reader would read differently: a value of any other kind, a column of mixed kinds, a
-# minimal image, a text with an escape in its JSON form or an integer beyond int64 marks it
-# ``failed``, and its JSON images are parsed instead (``sluice.spark.lake.merge_source.merge_source``,
-# which is the reference: a test holds the two equal).
+# need the last state per key in the mirror's types, and parsing that JSON back costs them more
+# than typing the values as they are written. A ``TypedImages`` per table keeps the same images
+# column by column while ChangeRows writes them: integers as int64, every value whose JSON form is
+# a string (text, DECIMAL digits, dates and times) as that string's UTF-8, NULL as a cleared
+# validity byte. It types nothing the JSON reader would read differently: a value of any other
+# kind, a column of mixed kinds, a minimal image, a text with an escape in its JSON form or an
+# integer beyond int64 marks it ``failed``, and its JSON images are parsed instead
+# (``sluice.spark.lake.merge_source.merge_source``, which is the reference: a test holds the two
+# equal).
 
 cdef extern from "string.h":
     const void *memchr(const void *s, int c, size_t n)

@@ -7,7 +7,7 @@ its file, modulo 2^32; often 0 in events made up for a replica, and 0 inside tra
 MariaDB 11.4+ with ``binlog_legacy_event_pos=OFF``, so a 0 says nothing by itself), flags u16.
 ``frozen_builder(cls)`` makes a function that builds a frozen slotted dataclass from all of its
 fields, storing through the slot descriptors: a frozen dataclass's own ``__init__`` goes through
-``object.__setattr__`` once per field, which is about half the cost of an event on the hot path.
+``object.__setattr__`` once per field, a large share of an event's cost on the hot path.
 """
 
 from __future__ import annotations

@@ -1,1 +1,2 @@
-"""The only modules that touch sockets and files: connections, the replication stream, binlog files."""
+"""The I/O shell under the decoders: server connections and their socket, the replication stream,
+binlog files, and the state and output files of a capture."""

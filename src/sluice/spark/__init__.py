@@ -1,9 +1,10 @@
 """sluice on Spark and Delta Lake: typed Arrow conversion, the Delta writer, the binlog data source.
 
 ``sluice.spark.lake.columns`` maps MySQL columns to Arrow / Spark types and converts decoded values;
-``sluice.spark.lake.sink`` merges row changes into a Delta mirror and appends them to the change
-log, exactly once. Importing this package does not import pyspark: modules that need Spark import
-it themselves, so the Delta writer also runs in a plain Python process.
+``sluice.spark.lake.sink`` MERGEs row changes into a Delta mirror (or holds them pending until a
+MERGE pays, ``sluice.spark.lake.pending``) and appends them to the change log, exactly once.
+Importing this package does not import pyspark: modules that need Spark import it themselves, so
+the Delta writer also runs in a plain Python process.
 
 Each role is a subpackage (``lake``, ``source``, ``runtime``, ``snapshot``, ``verify``, ``ddl``,
 ``pipeline``) whose ``__init__`` names its exports with ``lazy_exports``.

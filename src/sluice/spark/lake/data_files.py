@@ -33,7 +33,7 @@ def write_data_file(table: pa.Table, folder: str, *, plain: Iterable[str] = (),
     ``add`` action's fields (``path`` relative to the folder, ``size``, ``mtime``, ``stats``).
     ``plain``: columns of nearly distinct values, written without dictionary or page bounds (they
     only cost time); ``bounded``: the columns whose bounds the statistics give (all by default).
-    zstd at level 1 writes W1's change log faster than snappy and at half its size."""
+    zstd at level 1 writes the change log faster than snappy, and smaller."""
     import pyarrow.parquet as pq
 
     name = f"part-00000-{uuid.uuid4()}-c000.zstd.parquet"

@@ -33,9 +33,8 @@ from sluice.spark.lake.merge_source import DELETE_FLAG, key_bounds
 from sluice.spark.lake.merge_source import quote_name as _quote
 from sluice.spark.lake.store import LakeStore
 
-#: How the lake's Parquet files are written, as the tasks write theirs (``stage.write_data_file``):
-#: zstd at level 1. delta-rs' default, snappy, made a 500k-row MERGE into an empty mirror take
-#: 0.46-0.70 s against 0.36-0.38 s, for larger files.
+#: How the lake's Parquet files are written, as the tasks write theirs (``data_files.write_data_file``):
+#: zstd at level 1. delta-rs' default, snappy, makes a large MERGE slower and its files larger.
 LAKE_WRITER: Final = WriterProperties(compression="ZSTD", compression_level=1)
 
 __all__ = ["TableBatch", "TablePlan", "TableResult", "commit_error", "merge_into", "plan"]
@@ -142,8 +141,9 @@ class TablePlan:
         return merge_into(dt, self.source, tb.primary_key, [c.name for c in tb.columns], self.partial, txn)
 
     def _append(self, dt: DeltaTable, txn: CommitProperties) -> dict[str, Any]:
-        """Into a mirror without rows a MERGE inserts every upsert and nothing else: append them.
-        delta-rs' MERGE and its own writer both took 0.8-0.9 s for W1's 400,000 rows, on one core."""
+        """Into a mirror without rows a MERGE inserts every upsert and nothing else: append them,
+        as Parquet files written a file per core at once, where delta-rs' MERGE and its own writer
+        would write them on one core."""
         tb = self.tb
         rows = pa.Table.from_arrays([self.source.column(c.name) for c in tb.columns], schema=mirror_schema(tb.columns))
         upserts = pc.invert(self.source.column(_DELETE_FLAG).combine_chunks())

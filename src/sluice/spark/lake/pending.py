@@ -2,7 +2,7 @@
 
 delta-rs MERGEs copy-on-write: a MERGE rewrites every file of the mirror holding a key it touches,
 and changes at random keys touch them all. MERGEd every batch, a large mirror is rewritten whole
-every second. So a batch whose table has a large mirror is not MERGEd at once: its MERGE source
+at every batch. So a batch whose table has a large mirror is not MERGEd at once: its MERGE source
 (one row per key, the full row or a delete flag, ``sluice.spark.lake.merge``) is appended to the
 table's pending table ``LAKE/_sluice/pending/<db>/<table>`` (Delta, a small file per batch) and
 MERGEd later, folded with everything pending before it, in one MERGE. ``MirrorCadence.due`` says

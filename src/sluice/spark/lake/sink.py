@@ -1,16 +1,18 @@
-"""The Delta Lake writer: per micro-batch, MERGE each table's changes into its mirror and append
-every change to the change log, exactly once.
+"""The Delta Lake writer: per micro-batch, MERGE each table's changes into its mirror (or hold them
+as its pending changes, ``sluice.spark.lake.pending``) and append every change to the change log,
+exactly once.
 
 A lake is a root folder or an object-store prefix (``sluice.spark.lake.store``): ``ROOT/<db>/<table>``
 is the typed mirror of a table (one row per primary key, columns per ``sluice.spark.lake.columns``)
 and ``ROOT/_sluice/changes`` the append-only change log.
 ``DeltaLake.write_batch`` plans every table's MERGE first (``sluice.spark.lake.merge``: the
 fold to the last state per primary key, the mirror's schema, the MERGE source), so a
-``SchemaError`` leaves the lake untouched, then commits them, one MERGE per table. Every commit
-carries the Delta app transaction ``(app_id, batch_id)``: a table whose recorded version is already
-``>= batch_id`` is skipped, so a batch replayed after a crash between two commits writes only what
-is missing. The change log is committed last; its recorded version is the highest batch fully
-committed.
+``SchemaError`` leaves the lake untouched, then commits them: per table one MERGE, with the rows
+pending for it, or, when ``MirrorCadence.due`` says the MERGE can wait, an append to its pending
+table. Every commit carries the Delta app transaction ``(app_id, batch_id)``: a table whose mirror
+or pending table records a version ``>= batch_id`` is skipped, so a batch replayed after a crash
+between two commits writes only what is missing. The change log is committed last; its recorded
+version is the highest batch fully committed.
 """
 
 from __future__ import annotations
@@ -65,7 +67,7 @@ POSITION_KEY: Final = "sluice.position"
 
 
 # The row images of the change log are nearly all distinct: a dictionary page per column chunk only
-# costs time (two thirds of the append) and Parquet falls back to plain pages anyway.
+# costs time (most of the append's) and Parquet falls back to plain pages anyway.
 _CHANGELOG_WRITER: Final = WriterProperties(compression="ZSTD", compression_level=1, column_properties={
     name: ColumnProperties(dictionary_enabled=False) for name in ("before", "after", "json_diffs")
 })
@@ -154,7 +156,8 @@ class DeltaLake:
         self, batch_id: int, tables: Sequence[TableBatch], *, changelog: pa.Table | None = None,
         changelog_files: Sequence[AddAction] | None = None, position: dict[str, Any] | None = None,
     ) -> BatchResult:
-        """MERGE every table's changes into its mirror, then append all changes to the change log.
+        """MERGE every table's changes into its mirror (or append them to its pending changes, when
+        the MERGE can wait), then append all changes to the change log.
 
         Everything is checked and planned before the first commit, so a ``SchemaError`` leaves the
         lake untouched. A table (or the change log) that already holds ``batch_id`` is skipped.
@@ -367,7 +370,7 @@ def changelog_table(batch_id: int, changes: Sequence[RowChange]) -> pa.Table:
 @contextmanager
 def _gc_paused() -> Iterator[None]:
     """Pause the cyclic garbage collector while a batch builds its many small dicts and lists: its
-    collections would rescan every live object of the batch again and again (a third of the time)."""
+    collections would rescan every live object of the batch again and again."""
     enabled = gc.isenabled()
     gc.disable()
     try:

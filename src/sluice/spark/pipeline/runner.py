@@ -134,8 +134,8 @@ class Pipeline:
         self.upkeep.metrics = self.metrics
         self.upkeep.start(change_feed=cfg.change_feed)
         conf = dict(cfg.conf)
-        # The driver JVM plans and commits; the rows never pass through it. Its client compiler
-        # alone starts the query about a second sooner (a later -XX:TieredStopAtLevel wins).
+        # The driver JVM plans and commits; the rows never pass through it. With its client
+        # compiler alone the query starts sooner (a later -XX:TieredStopAtLevel wins).
         mine = conf.get("spark.driver.extraJavaOptions", "")
         conf["spark.driver.extraJavaOptions"] = f"-XX:TieredStopAtLevel=1 {mine}".strip()
         self._check_source()
@@ -160,13 +160,13 @@ class Pipeline:
             return None
         self.phase = "stream"
         # The tasks' Python workers come up while the query starts, not in its first batch, unless
-        # nothing can be waiting (a new query from the server's end): on two cores starting them
-        # costs the query's own start about a second.
+        # nothing can be waiting (a new query from the server's end): on few cores starting them
+        # delays the query's own start.
         if not (str(starting).strip().lower() == "latest" and not self.state.streamed()):
             start_python_workers(spark, ("sluice.spark.source.datasource", "sluice.spark.source.staging"))
         reader = (
             spark.readStream.format("binlog")
-            .schema(STAGE_SCHEMA)  # given, not asked of the source: a Python worker less at start (1 s)
+            .schema(STAGE_SCHEMA)  # given, not asked of the source: a Python worker less at start
             .option("dsn", cfg.source)
             .option("startingPosition", starting)
             .option("schemaHistory", str(self.history_path))

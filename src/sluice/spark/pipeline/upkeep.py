@@ -2,14 +2,14 @@
 
 ``Upkeep.start`` turns Delta's Change Data Feed on for mirrors made before it was on (when the
 pipeline has it on). ``Upkeep.after_batch``, called once a batch has committed, looks at the lake's
-tables in turn (mirrors, change log, archive; the list is read again every ``rescan_interval``
-seconds) and
-runs the maintenance steps each one is due for (``sluice.spark.lake.maintenance.due_steps``), one
-step after the other while the boundary's time ``budget`` lasts: a step is started only within the
-budget, so a batch waits at most the budget plus the one step that started last. A table whose
-turn ran out of time is looked at first at the next boundary. Nothing runs while a batch commits,
-so no maintenance commit races the pipeline's own; a kill in a step leaves the table valid
-(``sluice.spark.lake.maintenance``) and the restarted pipeline replays its batch exactly once.
+tables in turn (mirrors, change log, archive, pending changes; the list is read again every
+``rescan_interval`` seconds) and runs the maintenance steps each one is due for
+(``sluice.spark.lake.maintenance.due_steps``), one step after the other while the boundary's time
+``budget`` lasts: a step is started only within the budget, so a batch waits at most the budget
+plus the one step that started last. A table whose turn ran out of time is looked at first at the
+next boundary. Nothing runs while a batch commits, so no maintenance commit races the pipeline's
+own; a kill in a step leaves the table valid (``sluice.spark.lake.maintenance``) and the restarted
+pipeline replays its batch exactly once.
 
 A step that fails is reported on the progress line and counted, and the pipeline goes on: a table
 that is not maintained for a while is slower to read, never wrong.

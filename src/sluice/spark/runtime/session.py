@@ -165,13 +165,12 @@ def start_python_workers(session: Any, modules: tuple[str, ...], *, kind: str = 
     background job, so that the first tasks do not wait for them.
 
     Spark starts a Python worker only when a task needs one, and its imports (pyarrow, sluice) then
-    delay the task that asked: the first batch ran on one worker and the second core's worker only
-    came up, a second late, in the batch after. Run while the streaming query starts, one task per
-    core brings every worker up beforehand; on two cores it delays the query's own start by about a
-    second, which pays only when a batch is waiting. Workers are kept per kind of function: ``sql``
-    starts them with a ``mapInArrow``, the kind a data source read is; ``rdd`` with an RDD ``map``,
-    the kind the snapshot's chunk tasks are. Best effort: a failure is logged and changes nothing
-    else.
+    delay the task that asked: left alone, the first batch runs on one worker and the other cores'
+    workers come up late, in the batch after. Run while the streaming query starts, one task per
+    core brings every worker up beforehand; on few cores that delays the query's own start, which
+    pays only when a batch is waiting. Workers are kept per kind of function: ``sql`` starts them
+    with a ``mapInArrow``, the kind a data source read is; ``rdd`` with an RDD ``map``, the kind the
+    snapshot's chunk tasks are. Best effort: a failure is logged and changes nothing else.
     """
 
     def load() -> None:

@@ -286,9 +286,9 @@ class SnapshotRunner:
         return stale
 
     def _in_order(self, payloads: list[ChunkPayload], early_low: bool) -> Iterator[Any]:
-        """The chunks' task results in plan order. Chunks run as Spark jobs of one task each, a
-        wave of two per core per job, and the next wave is submitted while one runs (a job per
-        chunk, one per core plus one ahead, was 3-10% slower on 50,000-row chunks).
+        """The chunks' task results in plan order. Chunks run as Spark jobs of a wave of two chunks
+        per core, one task per chunk, and the next wave is submitted while one runs: a job per
+        chunk, one per core plus one ahead, was slower.
         ``early_low`` (MySQL): a chunk's low watermark is taken a wave ahead of it, so the settle
         after it (``sluice.cdc.snapshot.reader``) has passed when its task runs, not holding a slot
         idle (an older mark only widens the window the chunk is reconciled with)."""
