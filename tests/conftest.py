@@ -28,6 +28,7 @@ same stream and decoders as these and take minutes each per server: they stay on
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
@@ -89,16 +90,26 @@ def server(request: pytest.FixtureRequest) -> Sandbox:
 def row_metadata(request: pytest.FixtureRequest, server: Sandbox) -> Iterator[str]:
     """The ``server``'s binlog_row_metadata for one test: its default (MariaDB NO_LOG, MySQL MINIMAL),
     then FULL; the setting is restored afterwards."""
+    with binlog_row_metadata(server, request.param):
+        yield request.param
+
+
+@contextlib.contextmanager
+def binlog_row_metadata(server: Sandbox, setting: str) -> Iterator[None]:
+    """The server's binlog_row_metadata set to ``setting`` (``default``: left as it is), then restored.
+    Suites too long to run all four (flavor, metadata) pairs take two with it."""
     from sluice.dsn import parse_dsn
     from sluice.io.connection import Connection
 
     with Connection.open(parse_dsn(server.dsn("root"))) as conn:
         old = conn.query("SELECT @@GLOBAL.binlog_row_metadata").rows[0][0]
-        if request.param == "FULL":
-            conn.execute("SET GLOBAL binlog_row_metadata = 'FULL'")
-    yield request.param
-    with Connection.open(parse_dsn(server.dsn("root"))) as conn:
-        conn.execute(f"SET GLOBAL binlog_row_metadata = '{old}'")
+        if setting != "default":
+            conn.execute(f"SET GLOBAL binlog_row_metadata = '{setting}'")
+    try:
+        yield
+    finally:
+        with Connection.open(parse_dsn(server.dsn("root"))) as conn:
+            conn.execute(f"SET GLOBAL binlog_row_metadata = '{old}'")
 
 
 @pytest.fixture(scope="session")

@@ -25,6 +25,7 @@ from sluice.io.replication import server_binlog_status
 from sluice.sandbox.s3 import S3Sandbox
 from sluice.spark.lake.store import lake_store
 from sluice.spark.pipeline.runner import Pipeline, PipelineConfig
+from tests.conftest import binlog_row_metadata
 
 pytestmark = pytest.mark.spark
 
@@ -37,7 +38,20 @@ def _rows(conn: Connection, sql: str) -> list[tuple[Any, ...]]:
     return [tuple(r) for r in conn.query(sql).rows]
 
 
-def test_the_pipeline_mirrors_into_s3_through_every_schema_change(spark, server, row_metadata, s3_server, tmp_path):
+# Two of the four (flavor, metadata) pairs: what the metadata changes is where column names come
+# from, which the local suites cover on all four; here it is the lake's storage that is tested.
+@pytest.mark.parametrize("flavor, metadata", [
+    pytest.param("mariadb", "FULL", marks=pytest.mark.mariadb, id="mariadb-FULL"),
+    pytest.param("mysql", "default", marks=pytest.mark.mysql, id="mysql-default"),
+])
+def test_the_pipeline_mirrors_into_s3_through_every_schema_change(spark, flavor, metadata, s3_server, tmp_path,
+                                                                 request):
+    server = request.getfixturevalue(f"{flavor}_server")
+    with binlog_row_metadata(server, metadata):
+        _through_every_schema_change(server, s3_server, tmp_path)
+
+
+def _through_every_schema_change(server: Any, s3_server: S3Sandbox, tmp_path: Any) -> None:
     db = f"s3_{uuid.uuid4().hex[:8]}"
     lake = f"s3://{s3_server.bucket}/{db}"
     options = s3_server.storage_options()

@@ -13,7 +13,6 @@ every change once: its count per table and op equals the writer's own tally of a
 from __future__ import annotations
 
 import collections
-import contextlib
 import os
 import random
 import signal
@@ -22,7 +21,6 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import deltalake
@@ -34,7 +32,7 @@ from sluice.sandbox.server import Sandbox
 from sluice.spark.lake.pending import PendingChanges
 from sluice.spark.lake.store import LakeStore, lake_store
 from sluice.spark.verify.check import lake_tables, verify_lake
-from tests.conftest import kills
+from tests.conftest import binlog_row_metadata, kills
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -110,7 +108,7 @@ class Writer:
 ])
 def test_kill_9_during_ddl_loses_and_repeats_nothing(flavor, metadata, later, request, tmp_path):
     server = request.getfixturevalue(f"{flavor}_server")
-    with _metadata(server, metadata):
+    with binlog_row_metadata(server, metadata):
         _chaos(server, lake_store(tmp_path / "lake"), dict(os.environ), tmp_path, later=later)
 
 
@@ -122,20 +120,6 @@ def _wait_pending(store: LakeStore, db: str, proc: subprocess.Popen[bytes], time
         if time.monotonic() > deadline:
             pytest.fail(f"no change of acc was left pending in {timeout:.0f} s")
         time.sleep(0.5)
-
-
-@contextlib.contextmanager
-def _metadata(server: Sandbox, setting: str) -> Iterator[None]:
-    """The server's binlog_row_metadata set to ``setting`` (``default``: left as it is), then restored."""
-    with Connection.open(parse_dsn(server.dsn("root"))) as conn:
-        old = conn.query("SELECT @@GLOBAL.binlog_row_metadata").rows[0][0]
-        if setting != "default":
-            conn.execute(f"SET GLOBAL binlog_row_metadata = '{setting}'")
-    try:
-        yield
-    finally:
-        with Connection.open(parse_dsn(server.dsn("root"))) as conn:
-            conn.execute(f"SET GLOBAL binlog_row_metadata = '{old}'")
 
 
 def _chaos(server: Sandbox, store: LakeStore, env: dict[str, str], tmp_path: Path, later: bool = False) -> None:
