@@ -289,6 +289,10 @@ class _DdlAfterTablesRead:
     def is_mariadb(self) -> bool:
         return self.conn.is_mariadb
 
+    @property
+    def flavor(self) -> str:
+        return self.conn.flavor
+
     def query(self, sql: str) -> Any:
         result = self.conn.query(sql)
         if "information_schema.TABLES" in sql and not self.done:
