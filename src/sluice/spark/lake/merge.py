@@ -81,10 +81,12 @@ class TableResult:
 
 
 
-def commit_error(what: str, batch_id: int, exc: Exception) -> DataLossError:
-    """The ``DataLossError`` for a failed Delta commit of a batch: nothing committed, restart replays."""
+def commit_error(what: str, batch_id: int | None, exc: Exception) -> DataLossError:
+    """The ``DataLossError`` for a failed Delta commit of a batch (None: of pending changes between
+    batches): nothing committed, restart replays."""
+    of = "" if batch_id is None else f" of batch {batch_id}"
     return DataLossError(
-        f"the Delta commit of batch {batch_id} to {what} failed ({exc}); nothing of it was committed. "
+        f"the Delta commit{of} to {what} failed ({exc}); nothing of it was committed. "
         "Fix the cause (storage, permissions, another writer) and restart: the batch is replayed and "
         "tables that already hold it are skipped"
     )

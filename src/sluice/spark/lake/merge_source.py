@@ -28,7 +28,9 @@ from sluice.spark.lake import columns as t
 from sluice.spark.lake.columns import MirrorColumn
 from sluice.spark.lake.typed_images import TypedRows
 
-__all__ = ["DELETE_FLAG", "fold_sources", "key_bounds", "merge_source", "quote_name", "typed_merge_source"]
+__all__ = [
+    "DELETE_FLAG", "fold_sources", "key_bounds", "last_per_key", "merge_source", "quote_name", "typed_merge_source",
+]
 
 DELETE_FLAG = "_sluice_delete"  # the MERGE source's column: delete the key (else upsert the row)
 
@@ -351,13 +353,17 @@ def fold_sources(sources: Sequence[pa.Table], primary_key: Sequence[str]) -> pa.
 
 def _fold_grouped(sources: Sequence[pa.Table], primary_key: Sequence[str]) -> pa.Table:
     """``fold_sources`` for keys of any types, by an Arrow group-by."""
+    return last_per_key(pa.concat_tables(sources).combine_chunks(), primary_key)
+
+
+def last_per_key(rows: pa.Table, primary_key: Sequence[str]) -> pa.Table:
+    """``rows`` with one row per key, the last of each, in their order."""
     import numpy as np
 
-    table = pa.concat_tables(sources).combine_chunks()
-    at = pa.array(np.arange(table.num_rows, dtype=np.int64))
-    keys = pa.table({**{f"k{j}": table.column(k) for j, k in enumerate(primary_key)}, "at": at})
+    at = pa.array(np.arange(rows.num_rows, dtype=np.int64))
+    keys = pa.table({**{f"k{j}": rows.column(k) for j, k in enumerate(primary_key)}, "at": at})
     last = keys.group_by([f"k{j}" for j in range(len(primary_key))], use_threads=False).aggregate([("at", "max")])
-    return table.take(pa.array(np.sort(last.column("at_max").to_numpy())))
+    return rows.take(pa.array(np.sort(last.column("at_max").to_numpy())))
 
 
 def key_bounds(source: pa.Table, key: str) -> str:

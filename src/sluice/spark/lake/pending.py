@@ -35,12 +35,12 @@ from deltalake import CommitProperties, DeltaTable, write_deltalake
 from deltalake.exceptions import TableNotFoundError
 
 from sluice.errors import ConfigError
-from sluice.spark.lake.merge_source import DELETE_FLAG, fold_sources
+from sluice.spark.lake.merge_source import DELETE_FLAG, fold_sources, last_per_key
 from sluice.spark.lake.store import PENDING, LakeStore, lake_store
 
 __all__ = [
-    "KEY_METADATA", "SEQ", "MirrorCadence", "PendingChanges", "combine", "last_per_key", "mirror_bytes", "now",
-    "overlay", "pending_tables", "primary_key_of", "read_mirror",
+    "KEY_METADATA", "SEQ", "MirrorCadence", "PendingChanges", "combine", "mirror_bytes", "overlay", "pending_tables",
+    "primary_key_of", "read_mirror", "with_pending",
 ]
 
 SEQ: Final = "_sluice_seq"  # the pending table's column: the order in which rows were appended
@@ -79,23 +79,21 @@ class MirrorCadence:
 
 
 class PendingChanges:
-    """The pending table of one mirror."""
+    """The pending table of one mirror, as its log said when opened; each write here keeps the
+    state up to date without reading the log again."""
 
     def __init__(self, store: LakeStore, db: str, table: str) -> None:
         self.path = store.join(PENDING, db, table)
         self.options = store.delta_options()
         self.table: DeltaTable | None = None
+        self.version = -1  # the pending table's version (-1: none yet)
         self.rows = 0  # pending rows
-        self.oldest: float | None = None  # epoch seconds of the oldest pending rows' file
-        self.refresh()
-
-    def refresh(self) -> None:
-        """Read the pending table's state (rows and age) from its log."""
+        self.oldest: float | None = None  # epoch seconds of the oldest pending rows' append
         try:
             self.table = DeltaTable(self.path, storage_options=self.options)
         except TableNotFoundError:
-            self.table, self.rows, self.oldest = None, 0, None
             return
+        self.version = self.table.version()
         actions = self.table.get_add_actions(flatten=True)
         self.rows = sum(n or 0 for n in actions.column("num_records").to_pylist())
         times = [t for t in actions.column(f"min.{APPENDED}").to_pylist() if t is not None] if self.rows else []
@@ -108,39 +106,37 @@ class PendingChanges:
         version = self.table.transaction_version(app_id)
         return version is not None and version >= batch_id
 
-    def read(self, like: pa.Schema | None = None) -> pa.Table | None:
+    def read(self) -> pa.Table | None:
         """The pending rows in the order they came (a later row of a key wins), without ``SEQ``;
-        ``like``: the schema to give them. None when nothing is pending."""
+        None when nothing is pending."""
         if self.table is None or not self.rows:
             return None
         rows = self.table.to_pyarrow_table()
         rows = rows.take(pc.sort_indices(rows.column(SEQ)))  # a stable sort: a batch's rows keep their order
-        rows = rows.drop_columns([SEQ, APPENDED])
-        if like is not None:
-            rows = _conform(rows, like)
-        return rows
+        return rows.drop_columns([SEQ, APPENDED])
 
     def append(self, source: pa.Table, primary_key: tuple[str, ...], txn: CommitProperties) -> None:
         """Add a batch's MERGE source (no presence flags: full rows and deletes only)."""
-        seq = 0 if self.table is None else self.table.version() + 1  # this commit's version: one writer
+        seq = self.version + 1  # this commit's version: the pipeline is the table's one writer
+        appended = time.time()
         rows = _with_key(source, primary_key).append_column(SEQ, pa.array(np.full(source.num_rows, seq, np.int64)))
-        rows = rows.append_column(APPENDED, pa.array(np.full(source.num_rows, int(now() * 1000), np.int64)))
-        if self.table is None or not self.rows:  # empty: take this batch's schema as it is
+        rows = rows.append_column(APPENDED, pa.array(np.full(source.num_rows, int(appended * 1000), np.int64)))
+        if not self.rows:  # empty: take this batch's schema as it is
             write_deltalake(self.path, rows, mode="overwrite", schema_mode="overwrite", commit_properties=txn,
                             storage_options=self.options)
         else:
             write_deltalake(self.path, rows, mode="append", schema_mode="merge", commit_properties=txn,
                             storage_options=self.options)
-        self.refresh()
+        self.version, self.rows = seq, self.rows + source.num_rows
+        self.oldest = appended if self.oldest is None else self.oldest
 
     def clear(self, txn: CommitProperties | None) -> None:
         """Empty the pending table (after a MERGE took its rows), recording ``txn``."""
         if self.table is None:
             return
-        empty = self.table.schema().to_arrow()
-        write_deltalake(self.path, pa.schema(empty).empty_table(), mode="overwrite", commit_properties=txn,
-                        storage_options=self.options)
-        self.refresh()
+        empty = pa.schema(self.table.schema().to_arrow()).empty_table()
+        write_deltalake(self.path, empty, mode="overwrite", commit_properties=txn, storage_options=self.options)
+        self.version, self.rows, self.oldest = self.version + 1, 0, None
 
 
 def combine(pending: pa.Table | None, source: pa.Table, primary_key: tuple[str, ...]) -> pa.Table:
@@ -171,11 +167,12 @@ def read_mirror(lake: str | LakeStore, db: str, table: str, storage: dict[str, s
     changes pending for it laid over it (``overlay``). ``storage``: the lake's storage options."""
     store = lake if isinstance(lake, LakeStore) else lake_store(lake, storage)
     mirror = DeltaTable(store.join(db, table), storage_options=store.delta_options()).to_pyarrow_table()
-    pending = PendingChanges(store, db, table)
-    rows = pending.read()
-    if rows is None:
-        return mirror
-    return overlay(mirror, rows, primary_key_of(rows.schema))
+    return with_pending(mirror, PendingChanges(store, db, table).read())
+
+
+def with_pending(mirror: pa.Table, pending: pa.Table | None) -> pa.Table:
+    """``mirror`` with the pending rows ``pending`` (``PendingChanges.read``; None: none) laid over it."""
+    return mirror if pending is None else overlay(mirror, pending, primary_key_of(pending.schema))
 
 
 def primary_key_of(schema: pa.Schema) -> tuple[str, ...]:
@@ -195,24 +192,11 @@ def pending_tables(store: LakeStore) -> list[tuple[str, str]]:
     return [(db, t) for db in store.folders(PENDING) for t in store.folders(f"{PENDING}/{db}")]
 
 
-def now() -> float:
-    """Epoch seconds, as ``MirrorCadence.due`` takes them."""
-    return time.time()
-
-
 def _with_key(source: pa.Table, primary_key: tuple[str, ...]) -> pa.Table:
     """``source`` with its key columns marked in their metadata, so a reader finds the key."""
     fields = [f.with_metadata({KEY_METADATA: str(primary_key.index(f.name)).encode()}) if f.name in primary_key else f
               for f in source.schema]
     return source.cast(pa.schema(fields))
-
-
-def last_per_key(rows: pa.Table, primary_key: tuple[str, ...]) -> pa.Table:
-    """``rows`` with one row per key, the last."""
-    at = pa.array(np.arange(rows.num_rows, dtype=np.int64))
-    keys = pa.table({**{f"k{j}": rows.column(k) for j, k in enumerate(primary_key)}, "at": at})
-    last = keys.group_by([f"k{j}" for j in range(len(primary_key))], use_threads=False).aggregate([("at", "max")])
-    return rows.take(pa.array(np.sort(last.column("at_max").to_numpy())))
 
 
 def _conform(rows: pa.Table, schema: pa.Schema) -> pa.Table:

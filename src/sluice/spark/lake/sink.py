@@ -20,6 +20,7 @@ from __future__ import annotations
 import gc
 import json
 import os
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -44,14 +45,12 @@ from sluice.spark.lake.change_feed import mirror_configuration
 from sluice.spark.lake.changelog_schema import CHANGELOG_SCHEMA
 from sluice.spark.lake.columns import json_texts
 from sluice.spark.lake.merge import TableBatch, TablePlan, TableResult, commit_error, merge_into, plan
-from sluice.spark.lake.merge_source import DELETE_FLAG
+from sluice.spark.lake.merge_source import DELETE_FLAG, last_per_key
 from sluice.spark.lake.pending import (
     MirrorCadence,
     PendingChanges,
     combine,
-    last_per_key,
     mirror_bytes,
-    now,
     pending_tables,
     primary_key_of,
 )
@@ -233,21 +232,24 @@ class DeltaLake:
         can wait, append its source to the pending rows."""
         tb = p.tb
         full = not p.partial and set(p.source.column_names) == {c.name for c in tb.columns} | {DELETE_FLAG}
+        waiting = pending.rows if pending is not None else 0
         if full and p.dt is not None and not p.add and p.dt.file_uris():
-            size = mirror_bytes(p.dt)
-            rows = (pending.rows if pending is not None else 0) + p.source.num_rows
-            if not self.cadence.due(size, rows, pending.oldest if pending is not None else None, now()):
-                if pending is None:
-                    pending = PendingChanges(self.store, tb.db, tb.table)
+            oldest = pending.oldest if pending is not None else None
+            if not self.cadence.due(mirror_bytes(p.dt), waiting + p.source.num_rows, oldest, time.time()):
+                held = pending or PendingChanges(self.store, tb.db, tb.table)
                 self._guard(f"the pending changes of {tb.db}.{tb.table}", batch_id,
-                            lambda: pending.append(p.source, tb.primary_key, txn))
+                            lambda: held.append(p.source, tb.primary_key, txn))
                 self._known_pending().add((tb.db, tb.table))
                 return TableResult(tb.db, tb.table, "pending", tb.change_count)
-        if pending is not None and pending.rows and full:
-            p.source = combine(pending.read(), p.source, tb.primary_key)
+        if pending is None or not waiting:
+            return p.execute(batch_id, txn)
+        if not full:  # a source with presence flags patches the mirror's rows: those pending go first
+            self._flush_table(tb.db, tb.table, pending, p.dt, batch_id)
+            p.dt = self.table(p.path)
+            return p.execute(batch_id, txn)
+        p.source = combine(pending.read(), p.source, tb.primary_key)
         result = p.execute(batch_id, txn)
-        if pending is not None and pending.rows:
-            self._guard(f"the pending changes of {tb.db}.{tb.table}", batch_id, lambda: pending.clear(txn))
+        self._guard(f"the pending changes of {tb.db}.{tb.table}", batch_id, lambda: pending.clear(txn))
         return result
 
     def _current(self, tb: TableBatch, path: str, pending: PendingChanges, dt: DeltaTable | None,
@@ -258,17 +260,20 @@ class DeltaLake:
             return self.table(path)
         return current
 
-    def flush(self, db: str | None = None, table: str | None = None) -> int:
-        """MERGE the pending changes of ``db.table`` (all tables: None) into their mirrors, before
-        something else writes a mirror or when the pipeline stops. Returns the rows MERGEd."""
-        names = sorted(self._known_pending()) if db is None else [(db, table or "")]
-        merged = 0
-        for d, t in names:
-            pending = self._pending_of(d, t)
-            if pending is not None and pending.rows:
-                merged += pending.rows
-                self._flush_table(d, t, pending, self.table(self.table_path(d, t)), None)
-        return merged
+    def flush_all(self) -> int:
+        """MERGE the pending changes of every table into its mirror (the pipeline stops); the rows
+        MERGEd."""
+        return sum(self.flush(db, table) for db, table in sorted(self._known_pending()))
+
+    def flush(self, db: str, table: str) -> int:
+        """MERGE the pending changes of ``db.table`` into its mirror, before something else writes
+        the mirror; the rows MERGEd."""
+        pending = self._pending_of(db, table)
+        if pending is None or not pending.rows:
+            return 0
+        rows = pending.rows
+        self._flush_table(db, table, pending, self.table(self.table_path(db, table)), None)
+        return rows
 
     def _flush_table(self, db: str, table: str, pending: PendingChanges, dt: DeltaTable | None,
                      batch_id: int | None) -> None:
@@ -287,7 +292,7 @@ class DeltaLake:
         try:
             step()
         except DeltaError as exc:
-            raise commit_error(what, -1 if batch_id is None else batch_id, exc) from exc
+            raise commit_error(what, batch_id, exc) from exc
 
     def _known_pending(self) -> set[tuple[str, str]]:
         if self._pending is None:

@@ -267,7 +267,7 @@ class Pipeline:
         """At a clean stop, MERGE what is pending into the mirrors (``sluice.spark.lake.pending``)."""
         self.phase = "flush"
         started = time.monotonic()
-        rows = self.lake.flush()
+        rows = self.lake.flush_all()
         if rows:
             self.progress(f"mirrors: MERGEd {rows:,} pending changes in {time.monotonic() - started:.1f} s")
 

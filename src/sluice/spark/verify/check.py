@@ -35,7 +35,7 @@ from sluice.errors import ConfigError, SchemaError
 from sluice.io.connection import Connection
 from sluice.spark.lake import columns as _mc
 from sluice.spark.lake.columns import MirrorColumn, column_array
-from sluice.spark.lake.pending import PendingChanges, read_mirror
+from sluice.spark.lake.pending import PendingChanges, with_pending
 from sluice.spark.lake.store import LakeStore, lake_store
 from sluice.spark.lake.table_layout import mirror_columns_for_schema
 from sluice.spark.verify.rows import canonical_column, row_checksums
@@ -167,10 +167,12 @@ def _verify_table(conn: Connection, db: str, table: str, schema: TableSchema | N
 
 
 def _dataset(store: LakeStore, path: str, db: str, table: str) -> Any:
-    if PendingChanges(store, db, table).rows:  # the mirror as of the change log: its pending changes laid over it
+    pending = PendingChanges(store, db, table).read()
+    if pending is not None:  # the mirror as of the change log: its pending changes laid over it
         import pyarrow.dataset as pads
 
-        return pads.dataset(read_mirror(store, db, table))
+        mirror = DeltaTable(path, storage_options=store.delta_options()).to_pyarrow_table()
+        return pads.dataset(with_pending(mirror, pending))
     if store.remote:  # the mirror's rows read by delta-rs itself, into memory
         import pyarrow.dataset as pads
 

@@ -62,7 +62,7 @@ def test_pending_batches_read_as_merged_ones(tmp_path: Path, seed: int) -> None:
         assert state(later) == read(now.table_path("shop", "items"))
     assert pending_rows(later) > 0
     assert read(later.table_path("shop", "items")) != read(now.table_path("shop", "items"))
-    assert later.flush() > 0
+    assert later.flush_all() > 0
     assert pending_rows(later) == 0
     assert read(later.table_path("shop", "items")) == read(now.table_path("shop", "items"))
 
@@ -108,12 +108,12 @@ def test_a_kill_between_the_merge_and_the_emptying_changes_nothing(tmp_path: Pat
                                 log.delete(id=2, name="a", qty=2)])])
     monkeypatch.setattr(PendingChanges, "clear", lambda self, txn: (_ for _ in ()).throw(KeyboardInterrupt))
     with pytest.raises(KeyboardInterrupt):
-        lake.flush()
+        lake.flush_all()
     monkeypatch.undo()
     assert pending_rows(lake) == 2  # MERGEd, not emptied
     again = DeltaLake(tmp_path / "lake", "p", cadence=ALWAYS_LATER)
     again.write_batch(2, [items([log.insert(id=2, name="again", qty=9)])])
-    again.flush()
+    again.flush_all()
     assert read(again.table_path("shop", "items")) == [
         {"id": 0, "name": "a", "qty": 0}, {"id": 1, "name": "b", "qty": 1}, {"id": 2, "name": "again", "qty": 9},
         {"id": 3, "name": "a", "qty": 3}, {"id": 4, "name": "a", "qty": 4},
@@ -129,7 +129,7 @@ def test_a_fold_that_reads_the_mirror_merges_the_pending_rows_first(tmp_path: Pa
     # a minimal image that moves the key: the other columns come from the mirror, pending included
     lake.write_batch(2, [items([log.update({"id": 1}, {"id": 7})])])
     assert state(lake) == [{"id": 7, "name": "b", "qty": 5}]
-    lake.flush()
+    lake.flush_all()
     assert read(lake.table_path("shop", "items")) == [{"id": 7, "name": "b", "qty": 5}]
 
 
@@ -165,3 +165,17 @@ def test_the_oldest_pending_change_is_when_its_batch_was_appended(tmp_path: Path
     assert cadence.due(10**9, 10**9, oldest, oldest)  # the changes pay for the rewrite
     assert cadence.due(100, 1, None, 0) is False and MirrorCadence(merge_below=101).due(100, 1, None, 0)
     assert MirrorCadence(max_lag=0).due(10**9, 1, None, 0)  # every batch
+
+
+def test_a_minimal_image_that_patches_a_row_comes_after_the_pending_rows(tmp_path: Path) -> None:
+    lake = DeltaLake(tmp_path / "lake", "p", cadence=ALWAYS_LATER)
+    log = Log()
+    lake.write_batch(0, [items([log.insert(id=1, name="a", qty=1), log.insert(id=2, name="b", qty=2)])])
+    assert lake.write_batch(1, [items([log.update({"id": 1, "name": "a", "qty": 1}, {"id": 1, "name": "A", "qty": 1}),
+                                       log.insert(id=3, name="c", qty=3)])]).tables[0].status == "pending"
+    # a minimal image carries the key and the changed column only: its MERGE patches the mirror's row
+    assert lake.write_batch(2, [items([log.update({"id": 1}, {"qty": 11})])]).tables[0].status == "written"
+    expected = [{"id": 1, "name": "A", "qty": 11}, {"id": 2, "name": "b", "qty": 2}, {"id": 3, "name": "c", "qty": 3}]
+    assert state(lake) == expected
+    assert pending_rows(lake) == 0
+    assert read(lake.table_path("shop", "items")) == expected
