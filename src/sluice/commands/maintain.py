@@ -40,13 +40,15 @@ The schedule of sluice run, in its TOML config file (these are the defaults):
   change_feed = true              # mirrors write Delta's change data feed
   [maintenance]
   enabled = true
-  target_file_size = 33554432     # bytes (32 MiB)
-  min_small_files = 16            # compact a table once it has this many files below the target
+  target_file_size = 33554432     # bytes (32 MiB): the second tier of compaction
+  small_file_size = 4194304       # bytes (an eighth of the target): the first tier
+  min_small_files = 16            # compact a tier once the table has this many files in it
   checkpoint_interval = 100       # commits between two checkpoints
   retention_hours = 168           # VACUUM keeps this much history
   vacuum_interval = 86400         # seconds between two VACUUMs of a table
   budget = 0.5                    # seconds of steps started between two micro-batches
   rescan_interval = 60            # seconds between two listings of the lake's tables
+  look_interval = 30              # seconds before a table that needed nothing is looked at again
 """
 
 def register(sub: Any) -> None:

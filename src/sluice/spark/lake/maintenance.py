@@ -7,9 +7,14 @@ Every table the pipeline writes (the mirrors ``LAKE/<db>/<table>``, the change l
 with the caller's ``storage_options`` (None for a local path), so the same code runs on any store
 delta-rs writes:
 
-- ``compact``: ``optimize.compact`` toward ``target_file_size``, when the table has at least
-  ``min_small_files`` files below it. Its commit has ``dataChange=false``: a reader sees the same
-  rows, the change feed shows nothing for it, and the pipeline's app transactions carry over.
+- ``compact``: ``optimize.compact`` in two tiers, so that a byte is rewritten a few times, not once
+  per compaction while a file grows toward the target. Once the table has ``min_small_files`` files
+  below ``small_file_size`` they are packed into files of about that size; once it has
+  ``min_small_files`` files between that and ``target_file_size``, those are packed into files of
+  about the target size. (A single tier toward the target would rewrite the growing file of a table
+  that gains a small file per batch, a change log's, at every compaction until it reached the target.)
+  Its commit has ``dataChange=false``: a reader sees the same rows, the change feed shows nothing
+  for it, and the pipeline's app transactions carry over.
 - ``checkpoint``: ``create_checkpoint`` once ``checkpoint_interval`` commits came after the last one,
   then ``cleanup_metadata``, which deletes log entries older than both the checkpoint and the
   table's ``delta.logRetentionDuration`` (30 days unless set). The checkpoint holds the app
@@ -60,24 +65,32 @@ class MaintenanceConfig:
     """
 
     enabled: bool = True
-    target_file_size: int = 32 << 20  # bytes; a compaction writes files of about this size
-    min_small_files: int = 16  # compact a table once this many of its files are below target_file_size
+    target_file_size: int = 32 << 20  # bytes; the second tier of compaction writes files of about this size
+    small_file_size: int = 0  # bytes; the first tier packs files below this into files of about this size
+    # (0: an eighth of target_file_size)
+    min_small_files: int = 16  # compact a tier once this many of the table's files are in it
     checkpoint_interval: int = 100  # commits between two checkpoints
     retention_hours: float = DEFAULT_RETENTION_HOURS  # VACUUM keeps what versions this recent need
     vacuum_interval: float = 86400.0  # seconds between two VACUUMs of a table
     budget: float = 0.5  # seconds of maintenance steps started per batch boundary
     rescan_interval: float = 60.0  # seconds between two listings of the lake's tables (new mirrors)
+    look_interval: float = 30.0  # seconds between two looks of the pipeline at a table that needed nothing
     allow_short_retention: bool = False
 
     def __post_init__(self) -> None:
-        for name in ("target_file_size", "min_small_files", "checkpoint_interval"):
+        if self.small_file_size == 0 and isinstance(self.target_file_size, int):
+            object.__setattr__(self, "small_file_size", max(1, self.target_file_size // 8))
+        for name in ("target_file_size", "small_file_size", "min_small_files", "checkpoint_interval"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ConfigError(f"maintenance {name} must be a whole number >= 1; found {value!r}")
-        for name in ("retention_hours", "vacuum_interval", "budget", "rescan_interval"):
+        for name in ("retention_hours", "vacuum_interval", "budget", "rescan_interval", "look_interval"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
                 raise ConfigError(f"maintenance {name} must be a number >= 0; found {value!r}")
+        if self.small_file_size > self.target_file_size:
+            raise ConfigError(f"maintenance small_file_size ({self.small_file_size}) must not be above "
+                              f"target_file_size ({self.target_file_size})")
         if self.retention_hours < DEFAULT_RETENTION_HOURS and not self.allow_short_retention:
             raise ConfigError(
                 f"a VACUUM retention of {self.retention_hours:g} hours is below Delta's default of "
@@ -100,13 +113,16 @@ class LakeTable:
 @dataclass(frozen=True, slots=True)
 class TableState:
     """What maintenance needs to know of a table: its version, active files and bytes, how many of
-    those files are below the target size, and the version of its last checkpoint (-1: none)."""
+    those files are in each tier of compaction (``small``: below ``small_file_size``; ``medium``:
+    from there to below ``target_file_size``), and the version of its last checkpoint (-1: none)."""
 
     version: int
     files: int
     bytes: int
     small_files: int
     small_bytes: int
+    medium_files: int
+    medium_bytes: int
     checkpoint_version: int
 
 
@@ -164,9 +180,19 @@ def inspect(uri: str, config: MaintenanceConfig, storage_options: dict[str, str]
 
 def _state(dt: DeltaTable, config: MaintenanceConfig, storage_options: dict[str, str] | None) -> TableState:
     sizes = dt.get_add_actions().column("size_bytes").to_pylist()
-    small = [s for s in sizes if s < config.target_file_size]
-    return TableState(dt.version(), len(sizes), sum(sizes), len(small), sum(small),
+    small = [s for s in sizes if s < config.small_file_size]
+    medium = [s for s in sizes if config.small_file_size <= s < config.target_file_size]
+    return TableState(dt.version(), len(sizes), sum(sizes), len(small), sum(small), len(medium), sum(medium),
                       _checkpoint_version(dt.table_uri, storage_options))
+
+
+def _compaction_target(state: TableState, config: MaintenanceConfig) -> int | None:
+    """The file size the compaction due packs toward (its tier), None when neither tier is due."""
+    if state.small_files >= config.min_small_files:
+        return config.small_file_size
+    if state.medium_files >= config.min_small_files:
+        return config.target_file_size
+    return None
 
 
 def _checkpoint_version(uri: str, storage_options: dict[str, str] | None) -> int:
@@ -186,7 +212,7 @@ def due_steps(state: TableState, config: MaintenanceConfig, since_vacuum: float 
     """The steps a table needs now, in ``STEPS`` order; ``since_vacuum``: seconds since this
     process last vacuumed it (None: not yet)."""
     due = []
-    if state.small_files >= config.min_small_files:
+    if _compaction_target(state, config) is not None:
         due.append("compact")
     if state.version - state.checkpoint_version >= config.checkpoint_interval:
         due.append("checkpoint")
@@ -197,15 +223,18 @@ def due_steps(state: TableState, config: MaintenanceConfig, since_vacuum: float 
 
 def compact(table: LakeTable, config: MaintenanceConfig, storage_options: dict[str, str] | None = None, *,
             dry_run: bool = False) -> StepResult:
-    """Rewrite the table's small files into files of about ``target_file_size`` (one commit,
-    ``dataChange=false``)."""
+    """Pack the files of the tier that is due (module docstring) into files of about its size, or
+    with neither due, every file below ``target_file_size`` (one commit, ``dataChange=false``)."""
     dt = DeltaTable(table.uri, storage_options=storage_options)
     state = _state(dt, config, storage_options)
+    target = _compaction_target(state, config) or config.target_file_size
     if dry_run:
-        what = (f"would compact {state.small_files} small files ({_size(state.small_bytes)})" if state.small_files > 1
-                else "no small files to compact")
+        files, size = ((state.small_files, state.small_bytes) if target == config.small_file_size else
+                       (state.small_files + state.medium_files, state.small_bytes + state.medium_bytes))
+        what = (f"would compact {files} small files ({_size(size)}) into files of about {_size(target)}"
+                if files > 1 else "no small files to compact")
         return StepResult(table.name, "compact", False, what)
-    metrics = dt.optimize.compact(target_size=config.target_file_size, writer_properties=LAKE_WRITER)
+    metrics = dt.optimize.compact(target_size=target, writer_properties=LAKE_WRITER)
     removed, added = int(metrics.get("numFilesRemoved", 0)), int(metrics.get("numFilesAdded", 0))
     if not removed:
         return StepResult(table.name, "compact", False, "nothing to compact")

@@ -7,9 +7,12 @@ tables in turn (mirrors, change log, archive, pending changes; the list is read 
 (``sluice.spark.lake.maintenance.due_steps``), one step after the other while the boundary's time
 ``budget`` lasts: a step is started only within the budget, so a batch waits at most the budget
 plus the one step that started last. A table whose turn ran out of time is looked at first at the
-next boundary. Nothing runs while a batch commits, so no maintenance commit races the pipeline's
-own; a kill in a step leaves the table valid (``sluice.spark.lake.maintenance``) and the restarted
-pipeline replays its batch exactly once.
+next boundary. A look costs a read of the table's log, so a table that needed nothing is not
+looked at again for ``look_interval`` seconds (one that had steps run is, for its new sizes): a
+step becomes due only after many commits, and a boundary then costs nothing for most tables.
+Nothing runs while a batch commits, so no maintenance commit races the pipeline's own; a kill
+in a step leaves the table valid (``sluice.spark.lake.maintenance``) and the restarted pipeline
+replays its batch exactly once.
 
 A step that fails is reported on the progress line and counted, and the pipeline goes on: a table
 that is not maintained for a while is slower to read, never wrong.
@@ -46,6 +49,7 @@ class Upkeep:
         self._scanned: float | None = None
         self._next = 0  # index in _tables of the table whose turn is next
         self._vacuumed: dict[str, float] = {}  # table URI -> clock() of its last VACUUM by this process
+        self._next_look: dict[str, float] = {}  # table URI -> clock() before which it is not looked at
         self.steps_run = 0
         self.failures = 0
 
@@ -84,6 +88,8 @@ class Upkeep:
         """Look at one table and run its due steps while the budget lasts; False when time ran out
         before its last due step (the table keeps its turn)."""
         config = self.config
+        if self.clock() < self._next_look.get(table.uri, 0.0):
+            return True
         try:
             state = inspect(table.uri, config, self.storage_options)
         except Exception as exc:  # moved or archived by a DDL since the scan: the next scan finds it
@@ -92,7 +98,10 @@ class Upkeep:
         if self.metrics is not None:
             self.metrics.table_size(table.name, state.files, state.bytes)
         last = self._vacuumed.get(table.uri)
-        for step in due_steps(state, config, None if last is None else started - last):
+        due = due_steps(state, config, None if last is None else started - last)
+        if not due:
+            self._next_look[table.uri] = self.clock() + config.look_interval
+        for step in due:
             if self.clock() - started >= config.budget:
                 return False
             began = self.clock()

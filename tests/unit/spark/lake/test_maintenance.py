@@ -8,6 +8,7 @@ are the same, the app transaction still answers, the change feed is unchanged.
 from __future__ import annotations
 
 import os
+import random
 import time
 from pathlib import Path
 
@@ -96,6 +97,42 @@ def test_due_steps_follow_the_config(tmp_path):
     assert due_steps(inspect(str(path), config), config, since_vacuum=0) == []
     five = MaintenanceConfig(min_small_files=5)
     assert due_steps(inspect(str(path), five), five, since_vacuum=0) == ["compact"]
+
+
+def test_compaction_packs_one_tier_at_a_time_and_leaves_larger_files_alone(tmp_path):
+    path = tmp_path / "t"
+    rng = random.Random(5)
+    # Incompressible values make file sizes predictable: a file of 600 rows is above 8 KiB.
+    big = pa.table({"id": list(range(600)), "v": [f"{rng.getrandbits(64):016x}" for _ in range(600)]},
+                   schema=SCHEMA)
+    write_deltalake(str(path), big)
+    _batches(path, 4)
+    config = MaintenanceConfig(target_file_size=64 << 10, small_file_size=8 << 10, min_small_files=4)
+    table = LakeTable(str(path), "t", "changes")
+    state = inspect(str(path), config)
+    assert (state.small_files, state.medium_files) == (4, 1)
+    medium = {u for u in DeltaTable(str(path)).file_uris() if os.path.getsize(u.removeprefix("file://")) >= 8 << 10}
+    dry = compact(table, config, dry_run=True).summary
+    assert dry.startswith("would compact 4 small files") and dry.endswith("into files of about 8.0 KB"), dry
+    assert compact(table, config).summary == "compacted 4 files into 1"
+    after = set(DeltaTable(str(path)).file_uris())
+    assert medium <= after and len(after) == 2  # the larger file was not rewritten with the small ones
+    assert due_steps(inspect(str(path), config), config, since_vacuum=0) == []
+    # Files between the two sizes are packed once as many of them gathered.
+    for _ in range(3):
+        write_deltalake(str(path), big, mode="append")
+    state = inspect(str(path), config)
+    assert state.medium_files >= 4 and due_steps(state, config, since_vacuum=0) == ["compact"]
+    assert compact(table, config).done
+    assert inspect(str(path), config).medium_files < 4
+    assert len(_rows(path)) == 4 * 600 + 4
+
+
+def test_small_file_size_defaults_to_an_eighth_of_the_target_and_stays_below_it():
+    assert MaintenanceConfig().small_file_size == 4 << 20
+    assert MaintenanceConfig(target_file_size=1 << 20).small_file_size == 128 << 10
+    with pytest.raises(ConfigError, match="small_file_size"):
+        MaintenanceConfig(target_file_size=1 << 20, small_file_size=2 << 20)
 
 
 def test_vacuum_keeps_what_the_retention_needs_and_removes_strays_past_it(tmp_path):
