@@ -4,12 +4,8 @@ conditional writes refused at start."""
 
 from __future__ import annotations
 
-import http.client
-import http.server
 import json
 import shutil
-import socketserver
-import threading
 import uuid
 from collections.abc import Iterator
 from decimal import Decimal
@@ -26,6 +22,7 @@ from sluice.sandbox.s3 import S3Sandbox
 from sluice.spark.lake.store import lake_store
 from sluice.spark.pipeline.runner import Pipeline, PipelineConfig
 from tests.conftest import binlog_row_metadata
+from tests.s3_proxy import S3Proxy
 
 pytestmark = pytest.mark.spark
 
@@ -116,43 +113,10 @@ def _through_every_schema_change(server: Any, s3_server: S3Sandbox, tmp_path: An
         conn.execute(f"DROP DATABASE {db}")
 
 
-class _StripConditions(http.server.BaseHTTPRequestHandler):
-    """A proxy to the S3 server that drops If-None-Match and If-Match, as some stores ignore them."""
-
-    upstream: tuple[str, int]
-
-    def _forward(self) -> None:
-        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        headers = {k: v for k, v in self.headers.items() if k.lower() not in ("if-none-match", "if-match", "host")}
-        conn = http.client.HTTPConnection(*self.upstream, timeout=30)
-        conn.request(self.command, self.path, body=body or None, headers=headers)
-        response = conn.getresponse()
-        data = response.read()
-        self.send_response(response.status)
-        for k, v in response.getheaders():
-            if k.lower() not in ("transfer-encoding", "connection", "content-length"):
-                self.send_header(k, v)
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-        conn.close()
-
-    do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = _forward
-
-    def log_message(self, *_args: Any) -> None:
-        pass
-
-
 @pytest.fixture
 def careless_store(s3_server: S3Sandbox) -> Iterator[str]:
-    handler = type("Handler", (_StripConditions,), {"upstream": ("127.0.0.1", s3_server.port)})
-    proxy = socketserver.ThreadingTCPServer(("127.0.0.1", 0), handler)
-    proxy.daemon_threads = True
-    thread = threading.Thread(target=proxy.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{proxy.server_address[1]}"
-    proxy.shutdown()
-    proxy.server_close()
+    with S3Proxy(s3_server.port, strip_conditions=True) as proxy:
+        yield proxy.url
 
 
 def test_a_store_that_ignores_conditional_writes_is_refused_at_start(s3_server, careless_store):

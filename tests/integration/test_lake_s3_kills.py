@@ -1,0 +1,169 @@
+"""kill -9 of ``sluice run`` at exact requests to a lake on S3: during maintenance and during an archive.
+
+The lake is on the S3 test server behind a proxy (``tests.s3_proxy``) that watches every request
+of the pipeline, its Spark tasks included. Each run of ``sluice run --trigger 1s`` is killed with
+SIGKILL the moment one kind of request arrives, before the store receives it:
+
+- a Delta checkpoint's write (the maintenance step ``checkpoint``);
+- the commit of a compaction (``compact``; its new files are written, the commit is not);
+- the copy of a dropped table's objects into the archive (the DDL step of ``DROP TABLE``);
+- the deletion of a dropped table's objects once they are copied.
+
+DML runs on the source all along. A last run (``--trigger once``) catches up; then every mirror
+must equal ``SELECT``, every dropped table be archived once with its rows, and every change be in
+the change log once.
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable
+
+import deltalake
+import pytest
+
+from sluice.dsn import parse_dsn
+from sluice.io.connection import Connection
+from sluice.spark.lake.store import lake_store
+from sluice.spark.verify.check import verify_lake
+from tests.s3_proxy import S3Proxy, S3Request
+
+pytestmark = [pytest.mark.spark, pytest.mark.mysql]
+
+CHECKPOINT = re.compile(r"/_delta_log/\d{20}\.checkpoint\.parquet$")
+DROPPED_ROWS = 20
+
+# Maintenance due often: three small files are compacted, three commits are checkpointed.
+CONFIG = """
+[maintenance]
+min_small_files = 3
+checkpoint_interval = 3
+budget = 5
+"""
+
+
+class Killer:
+    """The proxy's hook: SIGKILL ``proc`` at the first request ``match`` takes, and drop that request."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.match: Callable[[S3Request], bool] | None = None
+        self.fired = threading.Event()
+
+    def arm(self, proc: subprocess.Popen[bytes], match: Callable[[S3Request], bool]) -> None:
+        with self.lock:
+            self.proc, self.match = proc, match
+            self.fired.clear()
+
+    def __call__(self, request: S3Request) -> bool:
+        with self.lock:
+            if self.proc is None or self.match is None or not self.match(request):
+                return False
+            os.kill(self.proc.pid, signal.SIGKILL)
+            self.match = None
+            self.fired.set()
+            return True
+
+
+def _archive_copy(db: str, table: str) -> Callable[[S3Request], bool]:
+    return lambda r: (r.method == "PUT" and "x-amz-copy-source" in r.headers and f"/_sluice/archive/{db}/{table}@"
+                      in r.key)
+
+
+def _dropped_objects_deleted(db: str, table: str) -> Callable[[S3Request], bool]:
+    prefix = f"{db}/{table}/"
+    return lambda r: ((r.method == "DELETE" and f"/{prefix}" in r.key)
+                      or (r.method == "POST" and "delete" in r.path and prefix.encode() in r.body))
+
+
+def test_kill_9_during_maintenance_and_archive_on_s3_loses_and_repeats_nothing(mysql_server, s3_server, tmp_path):
+    db = f"sk_{uuid.uuid4().hex[:8]}"
+    lake = f"s3://{s3_server.bucket}/{db}"
+    store = lake_store(lake, s3_server.storage_options())
+    killer = Killer()
+    proxy = S3Proxy(s3_server.port, before=killer)
+    env = {**os.environ, **s3_server.env(), "AWS_ENDPOINT_URL": proxy.url}
+    config = tmp_path / "sluice.toml"
+    config.write_text(CONFIG)
+    args = [sys.executable, "-m", "sluice.cli", "run", "--source", mysql_server.dsn("repl"), "--lake", lake,
+            "--tables", rf"{db}\..*", "--checkpoint-dir", str(tmp_path / "checkpoint"), "--config", str(config)]
+    tally: collections.Counter[str] = collections.Counter()
+    done, failure = threading.Event(), []
+
+    def workload() -> None:
+        try:
+            with Connection.open(parse_dsn(mysql_server.dsn("root"))) as conn:
+                n = 1000
+                while not done.is_set():
+                    added = conn.execute(f"INSERT INTO {db}.t VALUES ({n}, {n}), ({n + 1}, {n})")
+                    tally["insert"] += added.affected_rows
+                    tally["update"] += conn.execute(f"UPDATE {db}.t SET v = v + 1 WHERE id = {n - 7}").affected_rows
+                    tally["delete"] += conn.execute(f"DELETE FROM {db}.t WHERE id = {n - 10}").affected_rows
+                    n += 2
+                    time.sleep(0.1)
+        except BaseException as exc:
+            failure.append(exc)
+
+    with Connection.open(parse_dsn(mysql_server.dsn("root"))) as conn:
+        conn.execute(f"CREATE DATABASE {db}")
+        for table in ("t", "gone1", "gone2"):
+            conn.execute(f"CREATE TABLE {db}.{table} (id INT PRIMARY KEY, v INT)")
+            conn.execute(f"INSERT INTO {db}.{table} VALUES " + ", ".join(f"({i}, {i})" for i in range(DROPPED_ROWS)))
+        first = subprocess.run([*args, "--snapshot", "only"], capture_output=True, timeout=300, env=env)
+        assert first.returncode == 0, first.stderr.decode()[-3000:]
+        thread = threading.Thread(target=workload, daemon=True)
+        thread.start()
+        rounds: list[tuple[str, Callable[[S3Request], bool], str | None]] = [
+            ("a checkpoint's write", lambda r: r.method == "PUT" and bool(CHECKPOINT.search(r.key)), None),
+            ("a compaction's commit", lambda r: r.method == "PUT" and "/_delta_log/" in r.key
+             and b'"OPTIMIZE"' in r.body, None),
+            ("an archive's copy", _archive_copy(db, "gone1"), f"DROP TABLE {db}.gone1"),
+            ("the dropped table's deletion", _dropped_objects_deleted(db, "gone2"), f"DROP TABLE {db}.gone2"),
+        ]
+        try:
+            for what, match, ddl in rounds:
+                proc = subprocess.Popen([*args, "--trigger", "1s"], stdout=subprocess.DEVNULL,
+                                        stderr=subprocess.PIPE, env=env)
+                killer.arm(proc, match)
+                if ddl:
+                    conn.execute(ddl)
+                if not killer.fired.wait(180):
+                    proc.kill()
+                    pytest.fail(f"no request of {what} in 180 s: {proc.communicate()[1].decode()[-3000:]}")
+                assert proc.wait(60) == -signal.SIGKILL, f"sluice run ended by itself before {what}"
+                proc.stderr.close()  # type: ignore[union-attr]
+        finally:
+            done.set()
+            thread.join(60)
+            proxy.close()
+        assert not failure, failure
+        final = subprocess.run([*args, "--trigger", "once"], capture_output=True, timeout=600,
+                               env={**env, "AWS_ENDPOINT_URL": s3_server.endpoint})
+        assert final.returncode == 0, final.stderr.decode()[-3000:]
+        verdicts = verify_lake(parse_dsn(mysql_server.dsn("root")), store, tables=lambda d, _t: d == db)
+        conn.execute(f"DROP DATABASE {db}")
+
+    assert [v.table for v in verdicts] == ["t"] and verdicts[0].ok, verdicts
+    options = store.delta_options()
+    for table in ("gone1", "gone2"):
+        assert not list(store.keys(f"{db}/{table}/")), f"the mirror of the dropped {table} is still there"
+        (archived,) = [name for name in store.folders(f"_sluice/archive/{db}") if name.startswith(f"{table}@")]
+        rows = deltalake.DeltaTable(f"{lake}/_sluice/archive/{db}/{archived}", storage_options=options)
+        assert rows.to_pyarrow_table().num_rows == DROPPED_ROWS, archived
+    log = deltalake.DeltaTable(f"{lake}/_sluice/changes", storage_options=options).to_pyarrow_table().to_pylist()
+    changes = [r for r in log if r["op"] != "ddl"]
+    keys = [(r["file"], r["pos"], r["row"]) for r in changes]
+    assert len(keys) == len(set(keys)), "a change is in the change log twice"
+    assert collections.Counter(r["op"] for r in changes if r["table"] == "t") == tally
+    assert sorted(r["table"] for r in log if r["op"] == "ddl") == ["gone1", "gone2"]
+    checkpoints = [k for k in store.keys("_sluice/changes/_delta_log") if CHECKPOINT.search("/" + k)]
+    assert checkpoints, "no checkpoint of the change log was ever written"
