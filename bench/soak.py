@@ -45,23 +45,54 @@ from sluice.dsn import parse_dsn
 from sluice.io.connection import Connection
 from sluice.sandbox.s3 import S3Sandbox
 from sluice.spark.lake.pending import PendingChanges, mirror_bytes
+from sluice.spark.lake.sink import DeltaLake
 from sluice.spark.lake.store import LakeStore, lake_store
 from sluice.spark.pipeline.runner import Pipeline, PipelineConfig
+from sluice.spark.pipeline.upkeep import Upkeep
 
 OUT = decode.OUT
 SAMPLE = 15.0
 TABLES = ("accounts", "events")
 
 
+# The steps of a micro-batch whose seconds are kept apart: (class, method, name in the results).
+PHASES = (
+    (Pipeline, "_write", "write"),
+    (DeltaLake, "committed_batch", "committed_batch"),
+    (DeltaLake, "_commit_table", "commit_table"),
+    (DeltaLake, "_commit_changelog", "commit_changelog"),
+    (Upkeep, "after_batch", "maintenance"),
+)
+
+
 class TimedPipeline(Pipeline):
-    """The pipeline, with each micro-batch's duration kept."""
+    """The pipeline, with each micro-batch's duration and the seconds of its steps (``PHASES``) kept."""
 
     durations: list[tuple[float, float]]
+    phases: list[dict[str, float]]
 
     def _batch(self, df: Any, batch_id: int) -> None:
         started = time.monotonic()
+        self.phases.append({})
         super()._batch(df, batch_id)
         self.durations.append((started, time.monotonic() - started))
+
+
+def time_phases(pipeline: TimedPipeline) -> None:
+    """Wrap each method of ``PHASES`` so that its seconds add up in the running batch's entry."""
+    for cls, name, label in PHASES:
+        original = getattr(cls, name)
+
+        def timed(*args: Any, _original: Any = original, _label: str = label, **kwargs: Any) -> Any:
+            began = time.monotonic()
+            try:
+                return _original(*args, **kwargs)
+            finally:
+                if pipeline.phases:
+                    current = pipeline.phases[-1]
+                    current[_label] = current.get(_label, 0.0) + time.monotonic() - began
+
+        setattr(cls, name, timed)
 
 
 def fill(conn: Connection, rows: int) -> None:
@@ -142,7 +173,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                                 snapshot="initial", storage=tuple(storage.items()),
                                 checkpoint_dir=str(workdir / "checkpoint"))
         pipeline = TimedPipeline(config)
-        pipeline.durations = []
+        pipeline.durations, pipeline.phases = [], []
+        time_phases(pipeline)
         query = pipeline.start()
         while query.lastProgress is None:
             time.sleep(0.5)
@@ -150,6 +182,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         writer = threading.Thread(target=load, args=(box.dsn("root"), args.rows, args.rate, stop, written), daemon=True)
         base_bytes, began = lake_bytes(store), time.monotonic()
         pipeline.durations.clear()
+        pipeline.phases.clear()
         pipeline.stats.latencies.clear()
         samples = []
         writer.start()
@@ -167,15 +200,21 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         grown = lake_bytes(store) - base_bytes
         lags = [lag for lag, n in pipeline.stats.latencies for _ in range(n)]
         query.stop()
-        durations = [d for t, d in pipeline.durations if t - began <= elapsed]
+        kept = [i for i, (t, _) in enumerate(pipeline.durations) if t - began <= elapsed]
+        durations = [pipeline.durations[i][1] for i in kept]
+        phases = [pipeline.phases[i] for i in kept]
         quarter = max(1, len(durations) // 4)
         first, last_q = statistics.mean(durations[:quarter]), statistics.mean(durations[-quarter:])
+        by_phase = {label: [round(statistics.mean(p.get(label, 0.0) for p in part), 3)
+                            for part in (phases[:quarter], phases[-quarter:])]
+                    for _, _, label in PHASES}
         ages = [s[t]["pending_age_s"] or 0.0 for s in samples for t in TABLES]
         return {
             "flavor": args.flavor, "lake": args.lake, "rows": args.rows, "minutes": args.minutes,
             "changes": written[0], "achieved_rate": round(written[0] / elapsed),
             "batches": len(durations), "batch_s_first_quarter": round(first, 3),
             "batch_s_last_quarter": round(last_q, 3), "batch_ratio": round(last_q / first, 2),
+            "phase_s_first_last_quarter": by_phase,
             "lag_p90_s": quantile(lags, 0.9), "mirror_table_wait_p90_s": quantile(ages, 0.9),
             "files_at_end": {t: samples[-1][t]["files"] for t in TABLES},
             "mirror_bytes_at_end": {t: samples[-1][t]["bytes"] for t in TABLES},
