@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import struct
 import zlib
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from sluice.binlog.decoders._reader import U16, U32, U64, need, packed_int, take
@@ -49,108 +50,147 @@ def _short_str(body: Body, pos: int, what: str) -> tuple[str, int]:
     return raw.decode("utf-8", "surrogateescape"), pos
 
 
+# Readers of one status variable: (body, pos after its code, end of the variables, fields) -> the
+# position after it. Names and layouts from the server's Q_* codes (statement_events.h, MariaDB's
+# sql/log_event.h).
+_StatusReader = Callable[[Body, int, int, dict[str, Any]], int]
+
+
+def _fixed(field: str, layout: struct.Struct) -> _StatusReader:
+    def read(body: Body, pos: int, _end: int, out: dict[str, Any]) -> int:
+        out[field] = layout.unpack_from(body, pos)[0]
+        return pos + layout.size
+    return read
+
+
+def _byte(field: str) -> _StatusReader:
+    def read(body: Body, pos: int, _end: int, out: dict[str, Any]) -> int:
+        out[field] = body[pos]
+        return pos + 1
+    return read
+
+
+def _uint24(field: str) -> _StatusReader:
+    def read(body: Body, pos: int, _end: int, out: dict[str, Any]) -> int:
+        need(body, pos, 3, field)
+        out[field] = int.from_bytes(body[pos : pos + 3], "little")
+        return pos + 3
+    return read
+
+
+def _catalog(nul: bool) -> _StatusReader:
+    """Q_CATALOG_CODE (5.0.0-5.0.3: length, text, NUL) and Q_CATALOG_NZ_CODE (no NUL)."""
+    def read(body: Body, pos: int, _end: int, out: dict[str, Any]) -> int:
+        out["catalog"], pos = _short_str(body, pos, "catalog")
+        return pos + 1 if nul else pos
+    return read
+
+
+def _auto_increment(body: Body, pos: int, _end: int, out: dict[str, Any]) -> int:
+    out["auto_increment_increment"], out["auto_increment_offset"] = (
+        U16.unpack_from(body, pos)[0], U16.unpack_from(body, pos + 2)[0])
+    return pos + 4
+
+
+def _charset(body: Body, pos: int, _end: int, out: dict[str, Any]) -> int:
+    """Client charset, collation_connection, collation_server."""
+    out["charset"] = _U16X3.unpack_from(body, pos)
+    return pos + 6
+
+
+def _time_zone(body: Body, pos: int, _end: int, out: dict[str, Any]) -> int:
+    out["time_zone"], pos = _short_str(body, pos, "time zone")
+    return pos
+
+
+def _master_data_written(body: Body, pos: int, _end: int, _out: dict[str, Any]) -> int:
+    need(body, pos, 4, "status variable")
+    return pos + 4
+
+
+def _invoker(body: Body, pos: int, _end: int, out: dict[str, Any]) -> int:
+    """User and host, each length-prefixed."""
+    user, pos = _short_str(body, pos, "invoker user")
+    host, pos = _short_str(body, pos, "invoker host")
+    out["invoker"] = (user, host)
+    return pos
+
+
+def _updated_db_names(body: Body, pos: int, end: int, out: dict[str, Any]) -> int:
+    """A count, then as many NUL-terminated names (none past OVER_MAX_DBS_IN_EVENT_MTS)."""
+    count = body[pos]
+    pos += 1
+    names: list[str] = []
+    if count != _OVER_MAX_DBS_IN_EVENT_MTS:
+        for _ in range(count):
+            raw = bytes(body[pos:end])
+            i = raw.find(b"\0")
+            if i < 0:
+                raise ValueError("updated database name without NUL")
+            names.append(raw[:i].decode("utf-8", "surrogateescape"))
+            pos += i + 1
+    out["updated_db_names"] = tuple(names)
+    return pos
+
+
+def _gtid_flags3(body: Body, pos: int, _end: int, out: dict[str, Any]) -> int:
+    """MariaDB's flags, and the sequence number of a split ALTER's commit or rollback."""
+    flags3 = body[pos]
+    pos += 1
+    out["gtid_flags3"] = flags3
+    if flags3 & (_FL_COMMIT_ALTER_E1 | _FL_ROLLBACK_ALTER_E1):
+        out["sa_seq_no"] = U64.unpack_from(body, pos)[0]
+        pos += 8
+    return pos
+
+
+def _character_set_collations(body: Body, pos: int, _end: int, out: dict[str, Any]) -> int:
+    """MariaDB 11.2+: a count, then (charset, collation) u16 pairs."""
+    count = body[pos]
+    pos += 1
+    need(body, pos, 4 * count, "character set collations")
+    out["character_set_collations"] = tuple(
+        (U16.unpack_from(body, pos + 4 * i)[0], U16.unpack_from(body, pos + 4 * i + 2)[0]) for i in range(count))
+    return pos + 4 * count
+
+
+_STATUS_READERS: dict[int, _StatusReader] = {
+    0: _fixed("flags2", U32),  # Q_FLAGS2_CODE
+    1: _fixed("sql_mode", U64),  # Q_SQL_MODE_CODE
+    2: _catalog(nul=True),  # Q_CATALOG_CODE
+    3: _auto_increment,  # Q_AUTO_INCREMENT
+    4: _charset,  # Q_CHARSET_CODE
+    5: _time_zone,  # Q_TIME_ZONE_CODE
+    6: _catalog(nul=False),  # Q_CATALOG_NZ_CODE
+    7: _fixed("lc_time_names", U16),  # Q_LC_TIME_NAMES_CODE
+    8: _fixed("charset_database", U16),  # Q_CHARSET_DATABASE_CODE
+    9: _fixed("table_map_for_update", U64),  # Q_TABLE_MAP_FOR_UPDATE_CODE
+    10: _master_data_written,  # Q_MASTER_DATA_WRITTEN_CODE
+    11: _invoker,  # Q_INVOKER
+    12: _updated_db_names,  # Q_UPDATED_DB_NAMES
+    13: _uint24("microseconds"),  # Q_MICROSECONDS
+    16: _byte("explicit_defaults_for_timestamp"),  # Q_EXPLICIT_DEFAULTS_FOR_TIMESTAMP
+    17: _fixed("ddl_xid", U64),  # Q_DDL_LOGGED_WITH_XID
+    18: _fixed("default_collation_for_utf8mb4", U16),  # Q_DEFAULT_COLLATION_FOR_UTF8MB4
+    19: _byte("sql_require_primary_key"),  # Q_SQL_REQUIRE_PRIMARY_KEY
+    20: _byte("default_table_encryption"),  # Q_DEFAULT_TABLE_ENCRYPTION
+    128: _uint24("hrnow"),  # MariaDB Q_HRNOW: microseconds of the statement start
+    129: _fixed("xid", U64),  # MariaDB Q_XID
+    130: _gtid_flags3,  # MariaDB Q_GTID_FLAGS3
+    131: _character_set_collations,  # MariaDB Q_CHARACTER_SET_COLLATIONS
+}
+
+
 def parse_status_vars(body: Body, pos: int, end: int) -> dict[str, Any]:
-    """QUERY status variables in ``body[pos:end]`` as ``QueryEvent`` field values."""
+    """QUERY status variables in ``body[pos:end]`` as ``QueryEvent`` field values. A code with no
+    reader ends the parse, as in the server: the rest is kept as ``unparsed_status``."""
     out: dict[str, Any] = {}
     while pos < end:
-        code = body[pos]
-        pos += 1
-        if code == 0:  # Q_FLAGS2_CODE
-            out["flags2"] = U32.unpack_from(body, pos)[0]
-            pos += 4
-        elif code == 1:  # Q_SQL_MODE_CODE
-            out["sql_mode"] = U64.unpack_from(body, pos)[0]
-            pos += 8
-        elif code == 2:  # Q_CATALOG_CODE (5.0.0-5.0.3): length, text, NUL
-            out["catalog"], pos = _short_str(body, pos, "catalog")
-            pos += 1
-        elif code == 3:  # Q_AUTO_INCREMENT
-            out["auto_increment_increment"], out["auto_increment_offset"] = U16.unpack_from(
-                body, pos
-            )[0], U16.unpack_from(body, pos + 2)[0]
-            pos += 4
-        elif code == 4:  # Q_CHARSET_CODE: client charset, collation_connection, collation_server
-            out["charset"] = _U16X3.unpack_from(body, pos)
-            pos += 6
-        elif code == 5:  # Q_TIME_ZONE_CODE
-            out["time_zone"], pos = _short_str(body, pos, "time zone")
-        elif code == 6:  # Q_CATALOG_NZ_CODE
-            out["catalog"], pos = _short_str(body, pos, "catalog")
-        elif code == 7:  # Q_LC_TIME_NAMES_CODE
-            out["lc_time_names"] = U16.unpack_from(body, pos)[0]
-            pos += 2
-        elif code == 8:  # Q_CHARSET_DATABASE_CODE
-            out["charset_database"] = U16.unpack_from(body, pos)[0]
-            pos += 2
-        elif code == 9:  # Q_TABLE_MAP_FOR_UPDATE_CODE
-            out["table_map_for_update"] = U64.unpack_from(body, pos)[0]
-            pos += 8
-        elif code == 10:  # Q_MASTER_DATA_WRITTEN_CODE
-            need(body, pos, 4, "status variable")
-            pos += 4
-        elif code == 11:  # Q_INVOKER: user and host, each length-prefixed
-            user, pos = _short_str(body, pos, "invoker user")
-            host, pos = _short_str(body, pos, "invoker host")
-            out["invoker"] = (user, host)
-        elif code == 12:  # Q_UPDATED_DB_NAMES: count, then NUL-terminated names
-            count = body[pos]
-            pos += 1
-            names: list[str] = []
-            if count != _OVER_MAX_DBS_IN_EVENT_MTS:
-                for _ in range(count):
-                    raw = bytes(body[pos:end])
-                    i = raw.find(b"\0")
-                    if i < 0:
-                        raise ValueError("updated database name without NUL")
-                    names.append(raw[:i].decode("utf-8", "surrogateescape"))
-                    pos += i + 1
-            out["updated_db_names"] = tuple(names)
-        elif code == 13:  # Q_MICROSECONDS
-            need(body, pos, 3, "microseconds")
-            out["microseconds"] = int.from_bytes(body[pos : pos + 3], "little")
-            pos += 3
-        elif code == 16:  # Q_EXPLICIT_DEFAULTS_FOR_TIMESTAMP
-            out["explicit_defaults_for_timestamp"] = body[pos]
-            pos += 1
-        elif code == 17:  # Q_DDL_LOGGED_WITH_XID
-            out["ddl_xid"] = U64.unpack_from(body, pos)[0]
-            pos += 8
-        elif code == 18:  # Q_DEFAULT_COLLATION_FOR_UTF8MB4
-            out["default_collation_for_utf8mb4"] = U16.unpack_from(body, pos)[0]
-            pos += 2
-        elif code == 19:  # Q_SQL_REQUIRE_PRIMARY_KEY
-            out["sql_require_primary_key"] = body[pos]
-            pos += 1
-        elif code == 20:  # Q_DEFAULT_TABLE_ENCRYPTION
-            out["default_table_encryption"] = body[pos]
-            pos += 1
-        elif code == 128:  # MariaDB Q_HRNOW: microseconds of the statement start
-            need(body, pos, 3, "hrnow")
-            out["hrnow"] = int.from_bytes(body[pos : pos + 3], "little")
-            pos += 3
-        elif code == 129:  # MariaDB Q_XID
-            out["xid"] = U64.unpack_from(body, pos)[0]
-            pos += 8
-        elif code == 130:  # MariaDB Q_GTID_FLAGS3 (+ sequence number of a split ALTER)
-            flags3 = body[pos]
-            pos += 1
-            out["gtid_flags3"] = flags3
-            if flags3 & (_FL_COMMIT_ALTER_E1 | _FL_ROLLBACK_ALTER_E1):
-                out["sa_seq_no"] = U64.unpack_from(body, pos)[0]
-                pos += 8
-        elif code == 131:  # MariaDB Q_CHARACTER_SET_COLLATIONS: count, (charset, collation) u16 pairs
-            count = body[pos]
-            pos += 1
-            need(body, pos, 4 * count, "character set collations")
-            pairs = tuple(
-                (U16.unpack_from(body, pos + 4 * i)[0], U16.unpack_from(body, pos + 4 * i + 2)[0])
-                for i in range(count)
-            )
-            out["character_set_collations"] = pairs
-            pos += 4 * count
-        else:
-            out["unparsed_status"] = bytes(body[pos - 1 : end])
+        reader = _STATUS_READERS.get(body[pos])
+        if reader is None:
+            out["unparsed_status"] = bytes(body[pos:end])
             return out
+        pos = reader(body, pos + 1, end, out)
     if pos != end:
         raise ValueError("status variables run past their declared length")
     return out
