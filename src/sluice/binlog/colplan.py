@@ -9,6 +9,7 @@ the one place that decides how a MySQL type is laid out in a row image and what 
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from typing import Any
 
 from sluice.binlog.columns import BINARY_COLLATION, ColumnInfo
@@ -92,72 +93,28 @@ def column(i: int, t: int, meta: int, info: ColumnInfo, table: str) -> Col:
     """The plan of column ``i`` of type ``t`` with TABLE_MAP metadata ``meta`` in ``table``."""
     desc = f"#{i}" + (f" {info.name!r}" if info.name else "") + f" ({type_name(t)})"
     c = Col(i, desc)
-    unsigned = bool(info.unsigned)
 
     def unsupported(what: str) -> UnsupportedError:
         return UnsupportedError(f"{table} column {desc}: {what}")
 
-    if info.mark_unsure and info.unsigned is None and (t in _INT_FMT or t == ColumnType.INT24):
-        size = 3 if t == ColumnType.INT24 else _INT_FMT[ColumnType(t)][2]
-        _helper(c, either_sign_decoder(size), size)
-    elif t in _INT_FMT:
-        signed_fmt, unsigned_fmt, size = _INT_FMT[ColumnType(t)]
-        c.fmt = unsigned_fmt if unsigned else signed_fmt
-        c.size = size
-        c.spec = ("int", size, 0 if unsigned else 1, None)
-    elif t == ColumnType.INT24:
-        c.fmt = "HB" if unsigned else "Hb"
-        c.post = "{0} | {1} << 16"
-        c.size = 3
-        c.spec = ("int", 3, 0 if unsigned else 1, None)
-    elif t == ColumnType.FLOAT:
-        c.fmt, c.size = "f", 4
-        c.spec = ("float", 4, 0, None)
-    elif t == ColumnType.DOUBLE:
-        c.fmt, c.size = "d", 8
-        c.spec = ("float", 8, 0, None)
-    elif t == ColumnType.YEAR:
-        c.fmt, c.size, c.post = "B", 1, "({0} + 1900 if {0} else 0)"
-        c.spec = ("year", 1, 0, None)
-    elif t == ColumnType.NULL:
-        c.kind = "null"
+    def malformed(what: str) -> MalformedEventError:
+        return MalformedEventError(f"{table} column {desc}: {what}")
+
+    if t in _INT_FMT or t == ColumnType.INT24:
+        _integer(c, t, info)
+    elif t in (ColumnType.FLOAT, ColumnType.DOUBLE, ColumnType.YEAR, ColumnType.NULL):
+        _simple(c, t)
     elif t == ColumnType.NEWDECIMAL:
         precision, scale = meta >> 8, meta & 0xFF
         try:
             _helper(c, decimal_decoder(precision, scale), decimal_size(precision, scale))
         except ValueError as exc:
-            raise MalformedEventError(f"{table} column {desc}: {exc}") from None
+            raise malformed(str(exc)) from None
         c.spec = ("decimal", c.size, precision << 8 | scale, c.spec[3])
-    elif t in (ColumnType.DATE, ColumnType.NEWDATE):
-        _helper(c, date_decoder(), 3)
-        c.spec = ("date", 3, 0, c.spec[3])
-    elif t == ColumnType.TIME:
-        _helper(c, time_decoder(), 3)
-    elif t == ColumnType.DATETIME:
-        _helper(c, datetime_decoder(), 8)
-    elif t == ColumnType.TIMESTAMP:
-        _helper(c, timestamp_decoder(), 4)
-    elif t in (ColumnType.DATETIME2, ColumnType.TIMESTAMP2, ColumnType.TIME2):
-        fsp = meta
-        if not 0 <= fsp <= 6:
-            raise MalformedEventError(f"{table} column {desc}: fractional precision {fsp} is not 0..6")
-        if t == ColumnType.DATETIME2:
-            _helper(c, datetime2_decoder(fsp), datetime2_size(fsp))
-        elif t == ColumnType.TIMESTAMP2:
-            _helper(c, timestamp2_decoder(fsp), timestamp2_size(fsp))
-        else:
-            _helper(c, time2_decoder(fsp), time2_size(fsp))
-        c.spec = (ColumnType(t).name.lower(), c.size, fsp, c.spec[3])
+    elif t in _TEMPORAL:
+        _temporal(c, t, meta, malformed)
     elif t == ColumnType.BIT:
-        nbytes = (meta & 0xFF) + (1 if meta >> 8 else 0)
-        if not 1 <= nbytes <= 8:
-            raise MalformedEventError(f"{table} column {desc}: BIT metadata 0x{meta:04x} is not 1..64 bits")
-        if nbytes == 1:
-            c.fmt, c.size = "B", 1
-            c.spec = ("int", 1, 0, None)
-        else:
-            _helper(c, _bit_decoder(nbytes), nbytes)
-            c.spec = ("uint_be", nbytes, 0, None)
+        _bit(c, meta, malformed)
     elif t in (ColumnType.VARCHAR, ColumnType.VAR_STRING):
         c.kind = "var"
         c.prefix = 1 if meta < 256 else 2
@@ -166,52 +123,9 @@ def column(i: int, t: int, meta: int, info: ColumnInfo, table: str) -> Col:
         else:
             _text(c, info, default_text=True, unsupported=unsupported)
     elif t in (ColumnType.STRING, ColumnType.ENUM, ColumnType.SET):
-        byte0, byte1 = meta >> 8, meta & 0xFF
-        if byte0 and (byte0 & 0x30) != 0x30:
-            # CHAR longer than 255 bytes: the two high bits of the length hide in byte0
-            # (Field_string::do_save_field_metadata, sql/field.cc).
-            length = byte1 | (((byte0 & 0x30) ^ 0x30) << 4)
-            real = byte0 | 0x30
-        else:
-            length = byte1
-            real = byte0 or t
-        if real == ColumnType.STRING and info.mariadb_type is not None:
-            if MARIADB_TYPE_BYTES.get(info.mariadb_type) != length:
-                raise unsupported(f"a MariaDB {info.mariadb_type.upper()} column logged as {length} bytes")
-            c.kind = "var"
-            c.prefix = 1
-            _function(c, mariadb_type_decoder(info.mariadb_type))
-        elif real == ColumnType.STRING:
-            c.kind = "var"
-            c.prefix = 1 if length < 256 else 2
-            _text(c, info, default_text=True, unsupported=unsupported)
-            if info.collation == BINARY_COLLATION:
-                # BINARY(n) is logged without its trailing zero bytes (Field_string::pack trims the
-                # pad character, 0x00 for the binary charset); SELECT returns all n bytes.
-                c.slice_expr = f"{{s}}.ljust({length}, b'\\x00')"
-                c.spec = ("var", c.prefix, CONV_BINPAD, length)
-        elif real == ColumnType.ENUM:
-            _enum(c, length, info, table)
-        elif real == ColumnType.SET:
-            _set(c, length, info, table)
-        else:
-            raise unsupported(f"STRING column with real type {real} (metadata 0x{meta:04x})")
+        _string(c, t, meta, info, table, unsupported)
     elif t in _BLOB_PREFIX or t in (ColumnType.JSON, ColumnType.GEOMETRY, ColumnType.VECTOR):
-        c.kind = "var"
-        prefix = meta or _BLOB_PREFIX.get(ColumnType(t), 4)
-        if not 1 <= prefix <= 4:
-            raise MalformedEventError(f"{table} column {desc}: length prefix of {prefix} bytes")
-        c.prefix = prefix
-        if t == ColumnType.JSON:
-            c.is_json = True
-            _function(c, parse_json)
-            c.spec = ("var", c.prefix, CONV_JSON, parse_json)  # binary JSON decoded by the core itself
-        elif t == ColumnType.GEOMETRY:
-            _function(c, decode_geometry)
-        elif t == ColumnType.VECTOR:
-            _function(c, decode_vector)
-        else:
-            _text(c, info, default_text=False, unsupported=unsupported)
+        _blob(c, t, meta, info, malformed, unsupported)
     elif t == ColumnType.DECIMAL:
         raise unsupported("the pre-5.0 DECIMAL type has no length in the binlog; ALTER the column to "
                           "a current DECIMAL")
@@ -220,6 +134,137 @@ def column(i: int, t: int, meta: int, info: ColumnInfo, table: str) -> Col:
     if c.kind == "fixed" and not c.size:
         c.size = struct.calcsize("<" + c.fmt)
     return c
+
+
+_TEMPORAL = frozenset({ColumnType.DATE, ColumnType.NEWDATE, ColumnType.TIME, ColumnType.DATETIME,
+                       ColumnType.TIMESTAMP, ColumnType.DATETIME2, ColumnType.TIMESTAMP2, ColumnType.TIME2})
+
+
+def _integer(c: Col, t: int, info: ColumnInfo) -> None:
+    """TINYINT to BIGINT and MEDIUMINT (INT24); with no signedness known and ``mark_unsure``, a
+    value that reads differently signed and unsigned is marked."""
+    unsigned = bool(info.unsigned)
+    if info.mark_unsure and info.unsigned is None:
+        size = 3 if t == ColumnType.INT24 else _INT_FMT[ColumnType(t)][2]
+        _helper(c, either_sign_decoder(size), size)
+    elif t == ColumnType.INT24:
+        c.fmt = "HB" if unsigned else "Hb"
+        c.post = "{0} | {1} << 16"
+        c.size = 3
+        c.spec = ("int", 3, 0 if unsigned else 1, None)
+    else:
+        signed_fmt, unsigned_fmt, size = _INT_FMT[ColumnType(t)]
+        c.fmt = unsigned_fmt if unsigned else signed_fmt
+        c.size = size
+        c.spec = ("int", size, 0 if unsigned else 1, None)
+
+
+def _simple(c: Col, t: int) -> None:
+    """FLOAT, DOUBLE, YEAR and NULL: fixed layouts with no metadata."""
+    if t == ColumnType.FLOAT:
+        c.fmt, c.size = "f", 4
+        c.spec = ("float", 4, 0, None)
+    elif t == ColumnType.DOUBLE:
+        c.fmt, c.size = "d", 8
+        c.spec = ("float", 8, 0, None)
+    elif t == ColumnType.YEAR:
+        c.fmt, c.size, c.post = "B", 1, "({0} + 1900 if {0} else 0)"
+        c.spec = ("year", 1, 0, None)
+    else:
+        c.kind = "null"
+
+
+def _temporal(c: Col, t: int, meta: int, malformed: Callable[[str], MalformedEventError]) -> None:
+    """DATE, TIME, DATETIME and TIMESTAMP, the old layouts and the fractional ones (metadata: fsp)."""
+    if t in (ColumnType.DATE, ColumnType.NEWDATE):
+        _helper(c, date_decoder(), 3)
+        c.spec = ("date", 3, 0, c.spec[3])
+    elif t == ColumnType.TIME:
+        _helper(c, time_decoder(), 3)
+    elif t == ColumnType.DATETIME:
+        _helper(c, datetime_decoder(), 8)
+    elif t == ColumnType.TIMESTAMP:
+        _helper(c, timestamp_decoder(), 4)
+    else:
+        fsp = meta
+        if not 0 <= fsp <= 6:
+            raise malformed(f"fractional precision {fsp} is not 0..6")
+        if t == ColumnType.DATETIME2:
+            _helper(c, datetime2_decoder(fsp), datetime2_size(fsp))
+        elif t == ColumnType.TIMESTAMP2:
+            _helper(c, timestamp2_decoder(fsp), timestamp2_size(fsp))
+        else:
+            _helper(c, time2_decoder(fsp), time2_size(fsp))
+        c.spec = (ColumnType(t).name.lower(), c.size, fsp, c.spec[3])
+
+
+def _bit(c: Col, meta: int, malformed: Callable[[str], MalformedEventError]) -> None:
+    """BIT(n): metadata bytes = whole bytes, bits; a big-endian unsigned integer of 1..8 bytes."""
+    nbytes = (meta & 0xFF) + (1 if meta >> 8 else 0)
+    if not 1 <= nbytes <= 8:
+        raise malformed(f"BIT metadata 0x{meta:04x} is not 1..64 bits")
+    if nbytes == 1:
+        c.fmt, c.size = "B", 1
+        c.spec = ("int", 1, 0, None)
+    else:
+        _helper(c, _bit_decoder(nbytes), nbytes)
+        c.spec = ("uint_be", nbytes, 0, None)
+
+
+def _string(c: Col, t: int, meta: int, info: ColumnInfo, table: str,
+            unsupported: Callable[[str], UnsupportedError]) -> None:
+    """CHAR/BINARY, ENUM and SET, all logged as type STRING with the real type in the metadata, and
+    MariaDB's fixed-size types (UUID, INET4, INET6) that are CHARs of their byte size in the binlog."""
+    byte0, byte1 = meta >> 8, meta & 0xFF
+    if byte0 and (byte0 & 0x30) != 0x30:
+        # CHAR longer than 255 bytes: the two high bits of the length hide in byte0
+        # (Field_string::do_save_field_metadata, sql/field.cc).
+        length = byte1 | (((byte0 & 0x30) ^ 0x30) << 4)
+        real = byte0 | 0x30
+    else:
+        length = byte1
+        real = byte0 or t
+    if real == ColumnType.STRING and info.mariadb_type is not None:
+        if MARIADB_TYPE_BYTES.get(info.mariadb_type) != length:
+            raise unsupported(f"a MariaDB {info.mariadb_type.upper()} column logged as {length} bytes")
+        c.kind = "var"
+        c.prefix = 1
+        _function(c, mariadb_type_decoder(info.mariadb_type))
+    elif real == ColumnType.STRING:
+        c.kind = "var"
+        c.prefix = 1 if length < 256 else 2
+        _text(c, info, default_text=True, unsupported=unsupported)
+        if info.collation == BINARY_COLLATION:
+            # BINARY(n) is logged without its trailing zero bytes (Field_string::pack trims the
+            # pad character, 0x00 for the binary charset); SELECT returns all n bytes.
+            c.slice_expr = f"{{s}}.ljust({length}, b'\\x00')"
+            c.spec = ("var", c.prefix, CONV_BINPAD, length)
+    elif real == ColumnType.ENUM:
+        _enum(c, length, info, table)
+    elif real == ColumnType.SET:
+        _set(c, length, info, table)
+    else:
+        raise unsupported(f"STRING column with real type {real} (metadata 0x{meta:04x})")
+
+
+def _blob(c: Col, t: int, meta: int, info: ColumnInfo, malformed: Callable[[str], MalformedEventError],
+          unsupported: Callable[[str], UnsupportedError]) -> None:
+    """BLOB/TEXT of every size, JSON, GEOMETRY and MySQL's VECTOR: a 1..4-byte length prefix (metadata)."""
+    c.kind = "var"
+    prefix = meta or _BLOB_PREFIX.get(ColumnType(t), 4)
+    if not 1 <= prefix <= 4:
+        raise malformed(f"length prefix of {prefix} bytes")
+    c.prefix = prefix
+    if t == ColumnType.JSON:
+        c.is_json = True
+        _function(c, parse_json)
+        c.spec = ("var", c.prefix, CONV_JSON, parse_json)  # binary JSON decoded by the core itself
+    elif t == ColumnType.GEOMETRY:
+        _function(c, decode_geometry)
+    elif t == ColumnType.VECTOR:
+        _function(c, decode_vector)
+    else:
+        _text(c, info, default_text=False, unsupported=unsupported)
 
 
 def _helper(c: Col, fn: Any, size: int) -> None:
