@@ -111,31 +111,18 @@ def workload(orders: int) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     """``sluice demo``: start a sandbox, stream a shop workload into a lake, verify it, stop the server."""
-    import shutil
-    from pathlib import Path
-
     from sluice.dsn import parse_dsn
-    from sluice.errors import ConfigError
     from sluice.io.connection import Connection
     from sluice.io.replication import server_binlog_status
     from sluice.sandbox.server import Sandbox
     from sluice.spark.pipeline.runner import Pipeline, PipelineConfig
     from sluice.spark.verify.check import verify_lake
 
-    err = sys.stderr
-
-    def say(text: str) -> None:
-        print(f"sluice demo: {text}", file=err, flush=True)
-
-    lake = Path(args.lake).resolve()
-    if lake.exists() and any(lake.iterdir()):
-        if not (lake / "_sluice" / "pipeline.json").exists():
-            raise ConfigError(f"{lake} exists and is not a sluice lake: choose another --lake")
-        shutil.rmtree(lake)
-    say(f"starting a throwaway {args.flavor} server ...")
+    lake = _fresh_lake(args.lake)
+    _say(f"starting a throwaway {args.flavor} server ...")
     started = time.perf_counter()
     with Sandbox.start(args.flavor) as server:
-        say(f"{args.flavor} {server.version} at {server.dsn('repl')}")
+        _say(f"{args.flavor} {server.version} at {server.dsn('repl')}")
         root = parse_dsn(server.dsn("root"))
         with Connection.open(root) as conn:
             start = server_binlog_status(conn)
@@ -143,61 +130,92 @@ def run(args: argparse.Namespace) -> int:
             source=server.dsn("repl"), lake=str(lake), tables=r"shop\..*", trigger="1s",
             starting_position=f"{start.file}:{start.pos}", master=args.master,
         )
-        pipeline = Pipeline(config, progress=say)
-        say("starting Spark and the pipeline (the first start takes a few seconds) ...")
+        pipeline = Pipeline(config, progress=_say)
+        _say("starting Spark and the pipeline (the first start takes a few seconds) ...")
         query = pipeline.start()
         while query.isActive and query.lastProgress is None:  # the first (empty) batch: Spark is up
             time.sleep(0.2)
-        failure: list[BaseException] = []
-        done = threading.Event()
-
-        def write() -> None:
-            try:
-                with Connection.open(root) as c:
-                    for batch in workload(args.orders):
-                        for statement in filter(None, (s.strip() for s in batch.split(";"))):
-                            c.execute(statement)
-                        time.sleep(0.02)
-            except BaseException as exc:  # reported by the main thread
-                failure.append(exc)
-            finally:
-                done.set()
-
-        writer = threading.Thread(target=write, name="demo-workload", daemon=True)
-        writer.start()
-        say(f"writing {args.orders} orders in many small transactions, with an ALTER TABLE half-way ...")
-        last = time.monotonic()
-        while not done.wait(0.5):
-            if not query.isActive:
-                break
-            if time.monotonic() - last > 3:
-                last = time.monotonic()
-                say(pipeline.stats.line())
-        if failure:
-            raise failure[0]
-        if query.isActive:
-            query.processAllAvailable()
-            query.stop()
-        if pipeline.error is not None:
-            raise pipeline.error
-        verdicts = verify_lake(parse_dsn(server.dsn("root")), lake)
-        stats = pipeline.stats
-        seconds = time.monotonic() - stats.started
-        for v in verdicts:
-            status = "equal" if v.ok else f"DIFFERENT ({v.missing} missing, {v.extra} extra, {v.different} different)"
-            say(f"  verify {v.db}.{v.table}: {v.source_rows} rows on the server, {v.mirror_rows} in the lake: {status}")
-        ok = all(v.ok for v in verdicts)
-        latency = stats.latency(0.5) or 0.0
-        say(
-            f"{stats.rows} changes ({stats.ops['insert']} inserts, {stats.ops['update']} updates, "
-            f"{stats.ops['delete']} deletes) "
-            f"in {stats.batches} batches, {stats.rows / max(seconds, 1e-9):,.0f} changes/s, "
-            f"median commit-to-visible {latency:.1f}s; verify: "
-            + ("all tables equal" if ok else "DIFFERENCES FOUND")
-        )
-        say(f"the Delta tables are in {lake}: shop/customers, shop/orders, shop/order_items and _sluice/changes")
-        say(f"read one with: python -c \"import deltalake; print(deltalake.DeltaTable('{lake}/shop/orders')"
-            ".to_pandas())\"")
-        say(f"  or duckdb: SELECT * FROM delta_scan('{lake}/shop/orders');  polars: pl.read_delta(...)")
-    say(f"server stopped; whole demo {time.perf_counter() - started:.0f}s")
+        _stream_workload(root, args.orders, pipeline, query)
+        ok = _report(verify_lake(parse_dsn(server.dsn("root")), lake), pipeline.stats, lake)
+    _say(f"server stopped; whole demo {time.perf_counter() - started:.0f}s")
     return 0 if ok else 1
+
+
+def _say(text: str) -> None:
+    print(f"sluice demo: {text}", file=sys.stderr, flush=True)
+
+
+def _fresh_lake(path: str) -> Any:
+    """``--lake`` made empty: a folder with something else in it than a sluice lake is refused."""
+    import shutil
+    from pathlib import Path
+
+    from sluice.errors import ConfigError
+
+    lake = Path(path).resolve()
+    if lake.exists() and any(lake.iterdir()):
+        if not (lake / "_sluice" / "pipeline.json").exists():
+            raise ConfigError(f"{lake} exists and is not a sluice lake: choose another --lake")
+        shutil.rmtree(lake)
+    return lake
+
+
+def _stream_workload(root: Any, orders: int, pipeline: Any, query: Any) -> None:
+    """Write the workload in a thread while the query runs, with a progress line every 3 s; then let
+    the query take everything and stop it. A failure of either side is raised here."""
+    from sluice.io.connection import Connection
+
+    failure: list[BaseException] = []
+    done = threading.Event()
+
+    def write() -> None:
+        try:
+            with Connection.open(root) as c:
+                for batch in workload(orders):
+                    for statement in filter(None, (s.strip() for s in batch.split(";"))):
+                        c.execute(statement)
+                    time.sleep(0.02)
+        except BaseException as exc:  # reported by the main thread
+            failure.append(exc)
+        finally:
+            done.set()
+
+    writer = threading.Thread(target=write, name="demo-workload", daemon=True)
+    writer.start()
+    _say(f"writing {orders} orders in many small transactions, with an ALTER TABLE half-way ...")
+    last = time.monotonic()
+    while not done.wait(0.5):
+        if not query.isActive:
+            break
+        if time.monotonic() - last > 3:
+            last = time.monotonic()
+            _say(pipeline.stats.line())
+    if failure:
+        raise failure[0]
+    if query.isActive:
+        query.processAllAvailable()
+        query.stop()
+    if pipeline.error is not None:
+        raise pipeline.error
+
+
+def _report(verdicts: Any, stats: Any, lake: Any) -> bool:
+    """One line per verified table, the run's figures, and how to read the lake; whether all are equal."""
+    seconds = time.monotonic() - stats.started
+    for v in verdicts:
+        status = "equal" if v.ok else f"DIFFERENT ({v.missing} missing, {v.extra} extra, {v.different} different)"
+        _say(f"  verify {v.db}.{v.table}: {v.source_rows} rows on the server, {v.mirror_rows} in the lake: {status}")
+    ok = all(v.ok for v in verdicts)
+    latency = stats.latency(0.5) or 0.0
+    _say(
+        f"{stats.rows} changes ({stats.ops['insert']} inserts, {stats.ops['update']} updates, "
+        f"{stats.ops['delete']} deletes) "
+        f"in {stats.batches} batches, {stats.rows / max(seconds, 1e-9):,.0f} changes/s, "
+        f"median commit-to-visible {latency:.1f}s; verify: "
+        + ("all tables equal" if ok else "DIFFERENCES FOUND")
+    )
+    _say(f"the Delta tables are in {lake}: shop/customers, shop/orders, shop/order_items and _sluice/changes")
+    _say(f"read one with: python -c \"import deltalake; print(deltalake.DeltaTable('{lake}/shop/orders')"
+         ".to_pandas())\"")
+    _say(f"  or duckdb: SELECT * FROM delta_scan('{lake}/shop/orders');  polars: pl.read_delta(...)")
+    return ok
