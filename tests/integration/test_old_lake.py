@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import collections
 import json
+import shutil
 import tarfile
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ import pytest
 from deltalake import DeltaTable
 
 from sluice.dsn import parse_dsn
+from sluice.errors import ConfigError
 from sluice.spark.pipeline.runner import Pipeline, PipelineConfig
 from sluice.spark.verify.check import verify_lake
 
@@ -64,7 +66,9 @@ def _history(lake: Path, table: str) -> list[dict[str, Any]]:
     return DeltaTable(str(lake / "oldlake" / table)).history()
 
 
-def test_a_lake_of_the_old_layout_goes_on_in_place_exactly_once(spark, sandbox_factory, tmp_path):
+@pytest.fixture(scope="module")
+def replayed(sandbox_factory: Any) -> Any:
+    """A fresh MariaDB that ran the SQL the old lake was written from, at the same positions, then ``AFTER``."""
     manifest = json.loads((DATA / "manifest.json").read_text())
     server = sandbox_factory("mariadb")
     server.sql((DATA / "setup.sql").read_text())
@@ -73,15 +77,23 @@ def test_a_lake_of_the_old_layout_goes_on_in_place_exactly_once(spark, sandbox_f
         "make the lake again with tools/capture_old_lake.py")
     server.sql((DATA / "stream.sql").read_text())
     assert _position(server) == manifest["end"], f"stream.sql: other positions than {manifest['server']}'s"
+    server.sql(AFTER)
+    return server, manifest
 
+
+def _old_lake(tmp_path: Path) -> Path:
     with tarfile.open(DATA / "lake.tar.gz") as tar:
         tar.extractall(tmp_path, filter="data")
-    lake = tmp_path / "lake"
+    return tmp_path / "lake"
+
+
+def test_a_lake_of_the_old_layout_goes_on_in_place_exactly_once(spark, replayed, tmp_path):
+    server, manifest = replayed
+    lake = _old_lake(tmp_path)
     old_log = _log(lake)
     items_version = DeltaTable(str(lake / "oldlake" / "items")).version()
     assert old_log and not (lake / "_sluice" / "pending").exists()
 
-    server.sql(AFTER)
     config = PipelineConfig(source=server.dsn("repl"), lake=str(lake), tables=manifest["tables"], trigger="once")
     stats = Pipeline(config).run(handle_signals=False)
     assert stats.rows == sum(AFTER_ROWS.values()) - 2, stats  # the two DDLs are not rows
@@ -94,7 +106,7 @@ def test_a_lake_of_the_old_layout_goes_on_in_place_exactly_once(spark, sandbox_f
         (r["op"], r["table"]) for r in old_log)
     assert dict(added) == AFTER_ROWS
     # Not snapshotted again: the keyless table's snapshot rows (``read``) are the old lake's, and the
-    # mirrors' new commits are the batches' own, none a snapshot's rewrite from the start.
+    # mirror's new commits are the batches' own, none a snapshot's table creation.
     assert [r for r in log if r["op"] == "read"] == [r for r in old_log if r["op"] == "read"]
     new = [c for c in _history(lake, "items") if c["version"] > items_version]
     assert all(c.get("operation") != "CREATE TABLE" for c in new), new
@@ -105,3 +117,25 @@ def test_a_lake_of_the_old_layout_goes_on_in_place_exactly_once(spark, sandbox_f
 
     again = Pipeline(config).run(handle_signals=False)
     assert again.rows == 0 and len(_log(lake)) == len(log)
+
+
+def test_an_old_lake_without_its_checkpoint_is_refused_until_told_where_to_go_on(spark, replayed, tmp_path):
+    """The old change log does not say where its stream stands: with Spark's checkpoint gone, starting
+    over would write its changes twice, so the pipeline refuses and names the newest change; given
+    that position's transaction end with ``--from``, it goes on exactly once."""
+    server, manifest = replayed
+    lake = _old_lake(tmp_path)
+    shutil.rmtree(lake / "_sluice" / "checkpoint")
+    old_log = _log(lake)
+    config = PipelineConfig(source=server.dsn("repl"), lake=str(lake), tables=manifest["tables"], trigger="once")
+    newest = max((r for r in old_log if r["file"]), key=lambda r: (r["file"], r["pos"]))
+    with pytest.raises(ConfigError, match="holds the stream's batches up to batch") as refused:
+        Pipeline(config)
+    assert f"{newest['file']}:{newest['pos']}" in str(refused.value) and "--from" in str(refused.value)
+
+    end = manifest["end"]  # the old lake's stream read to the end of the binlog of stream.sql
+    told = PipelineConfig(source=server.dsn("repl"), lake=str(lake), tables=manifest["tables"], trigger="once",
+                          starting_position=f"{end['file']}:{end['pos']}")
+    assert Pipeline(told).run(handle_signals=False).rows == sum(AFTER_ROWS.values()) - 2
+    keys = collections.Counter(_key(r) for r in _log(lake))
+    assert [k for k, n in keys.items() if n > 1] == [], "changes in the change log more than once"

@@ -8,6 +8,9 @@ checkpoint goes on from.
   (``APP_MARKER``); a checkpoint of a version before that marker keeps the pipeline id.
 - Every change-log commit records the stream offset its batch ends at
   (``sluice.spark.lake.sink.committed_position``): a checkpoint with no offset goes on from there.
+  A lake written before commits recorded it, whose stream committed batches, cannot say where its
+  stream stands without Spark's checkpoint: ``unknown_position`` then names the newest change the
+  change log holds, and the pipeline refuses to guess (``sluice.spark.pipeline.runner``).
 - The source writes the schema history to a file. For a lake on a file system that file is in the
   lake; for one on an object store it lives beside the checkpoint and is copied into the lake, whole,
   before each commit (``save_history``), and back when the checkpoint is new (``load_history``).
@@ -20,6 +23,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from sluice.binlog.position import position_key
 from sluice.errors import ConfigError
 from sluice.io.atomic import write_atomically
 from sluice.spark.lake.sink import DeltaLake, committed_position
@@ -58,6 +62,10 @@ class LakeState:
         log = None if self._had_offsets else DeltaLake(store, self.pipeline_id).table(store.join(CHANGES))
         self.app_id = self._stream_app_id(new_on_a_used_lake=log is not None)
         self.resume_at: dict[str, Any] | None = None if log is None else committed_position(log)
+        self.unknown_position: tuple[int, str, int] | None = None
+        batch = None if log is None or self.resume_at is not None else log.transaction_version(self.pipeline_id)
+        if batch is not None and log is not None:
+            self.unknown_position = (batch, *_newest_change(log))
 
     def _pipeline_id(self) -> str:
         store = self.store
@@ -119,6 +127,13 @@ class LakeState:
         if len(data) != self._history_saved:
             self.store.put(HISTORY, data)
             self._history_saved = len(data)
+
+
+def _newest_change(log: Any) -> tuple[str, int]:
+    """The binlog position of the newest change the change log holds (``("", 0)``: none)."""
+    rows = log.to_pyarrow_table(columns=["file", "pos"]).to_pylist()
+    found = [(r["file"], r["pos"]) for r in rows if r["file"]]
+    return max(found, key=lambda fp: position_key(*fp)) if found else ("", 0)
 
 
 def _has_offsets(checkpoint: Path) -> bool:

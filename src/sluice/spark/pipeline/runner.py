@@ -89,6 +89,15 @@ class Pipeline:
         self.pipeline_id = self.state.pipeline_id
         self.app_id = self.state.app_id
         self.resume_at = self.state.resume_at
+        if self.state.unknown_position is not None and config.starting_position == "earliest":
+            batch, file, pos = self.state.unknown_position
+            newest = f"; the newest change it holds is at {file}:{pos}" if file else ""
+            raise ConfigError(
+                f"the lake {self.state.store.uri} holds the stream's batches up to batch {batch}, but Spark's "
+                f"checkpoint {config.checkpoint_path} holds no position and the lake's change log records none "
+                f"(a sluice from before it did wrote them){newest}. Starting over would write those changes "
+                "twice: restore the checkpoint folder, or give --from FILE:POS where the stream should go on "
+                "(the end of that change's transaction)")
         self.lake = DeltaLake(self.store, self.app_id, change_feed=config.change_feed, cadence=config.mirror)
         self.upkeep = Upkeep(self.lake.root, config.maintenance, progress=self.progress,
                              storage_options=self.store.delta_options())
