@@ -114,7 +114,7 @@ class ChangeCapture:
             )
         )
         self.assembler = TransactionAssembler(start)
-        self.builder = RowChangeBuilder(resolve=self._names, ops=config.ops)
+        self.builder = RowChangeBuilder(resolve=self._names, ops=config.ops, row_end=self._row_end)
         self._resolved: dict[tuple[bytes, int], ResolvedTable] = {}
         self._ddl: dict[tuple[str, int], DdlOutcome] = {}
         self._file = start.file
@@ -309,6 +309,9 @@ class ChangeCapture:
     def _names(self, table_map: Any, file: str, pos: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
         resolved = self.resolve(table_map)
         return resolved.names, resolved.primary_key
+
+    def _row_end(self, table_map: Any, file: str, pos: int) -> int | None:
+        return self.resolve(table_map).row_end
 
     # -- records -------------------------------------------------------------------------------
     def _records(self, tx: Transaction) -> Iterator[RowChange | DdlRecord]:
