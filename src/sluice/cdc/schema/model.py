@@ -14,7 +14,7 @@ saying which field is wrong.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from sluice.binlog.columns import BINARY_COLLATION, ColumnInfo
@@ -186,6 +186,12 @@ class TableSchema:
             return self.columns
         hidden = (st.start.lower(), st.end.lower())
         return tuple(c for c in self.columns if c.name.lower() not in hidden)
+
+    def selected(self) -> TableSchema:
+        """The table as a ``SELECT`` of it reads it (the snapshot's chunks, ``sluice verify``): the
+        columns of ``data_columns``; of a system-versioned table, only the current rows come."""
+        columns = self.data_columns()
+        return self if columns is self.columns else replace(self, columns=columns)
 
     def row_end_index(self) -> int | None:
         """The position of the period's row end column of a system-versioned table, else None."""
