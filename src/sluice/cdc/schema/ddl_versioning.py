@@ -16,6 +16,7 @@ dropped by the same statement, the server says).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, replace
 
 from sqlglot.tokens import Token, TokenType
@@ -26,6 +27,7 @@ from sluice.cdc.schema.model import IMPLICIT_PERIOD, Catalog, SystemTime, TableS
 
 __all__ = ["VersioningClauses", "settle_versioning", "strip_versioning"]
 
+_ROW_ROLE = re.compile(r"\bROW\s+(START|END)\b")
 _NAME_HEADS = frozenset({"ADD", "MODIFY", "CHANGE", "COLUMN", "IF", "NOT", "EXISTS"})
 
 
@@ -49,7 +51,7 @@ def strip_versioning(sql: str) -> tuple[str, VersioningClauses | None]:
     """``sql`` without its system-versioning clauses, and what they said; ``(sql, None)`` when a
     CREATE or ALTER TABLE has none."""
     upper = sql.upper()
-    if "VERSIONING" not in upper and "SYSTEM_TIME" not in upper:
+    if "VERSIONING" not in upper and "SYSTEM_TIME" not in upper and not _ROW_ROLE.search(upper):
         return sql, None
     text = _unwrap(sql)
     with _quiet():
@@ -140,8 +142,10 @@ def _column_name(toks: list[Token], words: list[str], depth: list[int], at: int)
     """The name of the column whose definition holds token ``at``: the first word of its clause, past
     ``ADD [COLUMN] [IF NOT EXISTS]`` or ``MODIFY``; a CHANGE's new name."""
     a = at
-    while a > 0 and not (toks[a - 1].token_type in (TokenType.COMMA, TokenType.L_PAREN)
-                         and depth[a - 1] <= depth[at]):
+    while a > 0:
+        kind, level = toks[a - 1].token_type, depth[a - 1]
+        if (kind == TokenType.COMMA and level == depth[at]) or (kind == TokenType.L_PAREN and level < depth[at]):
+            break
         a -= 1
     heads = [k for k in range(a, at) if words[k] in ("ADD", "MODIFY", "CHANGE")]
     if heads:
