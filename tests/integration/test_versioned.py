@@ -25,6 +25,7 @@ from typing import Any
 import deltalake
 import pytest
 
+from sluice.cdc.source_checks import transaction_precise_tables
 from sluice.dsn import parse_dsn
 from sluice.io.connection import Connection
 from sluice.io.replication import server_binlog_status
@@ -160,3 +161,32 @@ def test_tail_gives_the_versioned_ops(versioning_server) -> None:
     assert all(c["pk"] == ["id"] for c in changes)
     assert changes[3]["after"]["v"] == 1 and changes[3]["after"]["row_end"] == changes[2]["after"]["row_start"]
     assert [c["op"] for c in map(json.loads, history.splitlines())] == ["history", "delete_history", "delete_history"]
+
+
+def test_transaction_precise_tables_are_logged_as_statements(versioning_server) -> None:
+    """Why ``sluice run`` refuses them: both servers log a transaction-precise table's changes as
+    their statements, also with ``binlog_format=ROW``, and ``transaction_precise_tables`` finds it."""
+    server = versioning_server
+    db = f"sx_{uuid.uuid4().hex[:8]}"
+    with Connection.open(parse_dsn(server.dsn("root"))) as conn:
+        x = conn.execute
+        x(f"CREATE DATABASE {db}")
+        x(f"CREATE TABLE {db}.trx (id INT PRIMARY KEY, a INT, s BIGINT UNSIGNED GENERATED ALWAYS AS ROW START, "
+          "e BIGINT UNSIGNED GENERATED ALWAYS AS ROW END, PERIOD FOR SYSTEM_TIME (s, e)) WITH SYSTEM VERSIONING")
+        x(f"CREATE TABLE {db}.ts (id INT PRIMARY KEY, a INT) WITH SYSTEM VERSIONING")
+        assert conn.query("SELECT @@binlog_format").rows[0][0] == "ROW"
+        start = server_binlog_status(conn)
+        x(f"INSERT INTO {db}.trx (id, a) VALUES (1, 1)")
+        x(f"UPDATE {db}.trx SET a = 2")
+        x(f"INSERT INTO {db}.ts VALUES (1, 1)")
+        found = transaction_precise_tables(conn, lambda d, _t: d == db)
+        lines = _sluice("tail", server.dsn("repl"), "--from", f"{start.file}:{start.pos}", "--until-end",
+                        "--tables", rf"{db}\..*", "--events")
+        x(f"DROP DATABASE {db}")
+    assert found == [f"{db}.trx"]
+    events = [json.loads(line) for line in lines.splitlines()]
+    queries = [e["query"] for e in events if e["type"] == "QUERY_EVENT"]
+    assert any(q.startswith(f"INSERT INTO {db}.trx") for q in queries), queries
+    assert any(q.startswith(f"UPDATE {db}.trx") for q in queries), queries
+    mapped = [e["table"] for e in events if e["type"] == "TABLE_MAP_EVENT"]
+    assert mapped == ["ts"], mapped  # rows events of the timestamp-versioned table only
