@@ -27,7 +27,8 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from sluice.cdc.schema.ddl import enum_members
-from sluice.cdc.schema.model import IMPLICIT_PERIOD, Catalog, ColumnDef, SystemTime, TableSchema
+from sluice.cdc.schema.ddl_versioning import IMPLICIT_PERIOD
+from sluice.cdc.schema.model import Catalog, ColumnDef, SystemTime, TableSchema
 from sluice.cdc.schema.typemap import (
     BINARY_TYPES,
     CHARACTER_TYPES,

@@ -23,9 +23,16 @@ from sqlglot.tokens import Token, TokenType
 
 from sluice.cdc.schema.ddl_text import _DIALECT, _quiet, _unwrap
 from sluice.cdc.schema.lineage import ColumnFill, ColumnOrigin, TableChange
-from sluice.cdc.schema.model import IMPLICIT_PERIOD, Catalog, SystemTime, TableSchema
+from sluice.cdc.schema.model import Catalog, ColumnDef, SystemTime, TableSchema
 
-__all__ = ["VersioningClauses", "settle_versioning", "strip_versioning"]
+__all__ = ["IMPLICIT_PERIOD", "VersioningClauses", "settle_versioning", "strip_versioning"]
+
+#: The period columns the server adds to a table made ``WITH SYSTEM VERSIONING`` without its own:
+#: TIMESTAMP(6), NOT NULL, invisible, after every other column (``Vers_parse_info::fix_implicit``, sql/handler.cc).
+IMPLICIT_PERIOD = (
+    ColumnDef("row_start", "timestamp", nullable=False, fsp=6, visible=False),
+    ColumnDef("row_end", "timestamp", nullable=False, fsp=6, visible=False),
+)
 
 _ROW_ROLE = re.compile(r"\bROW\s+(START|END)\b")
 _NAME_HEADS = frozenset({"ADD", "MODIFY", "CHANGE", "COLUMN", "IF", "NOT", "EXISTS"})
@@ -196,6 +203,8 @@ def settle_versioning(said: VersioningClauses | None, kind: str, tables: list[tu
         columns = [replace(c, nullable=False) if c.name.lower() in ends else c for c in columns]
     pk = table.primary_key if st is None else tuple(k for k in table.primary_key if k.lower() != st.end.lower())
     settled = replace(table, columns=tuple(columns), primary_key=pk, system_time=st)
+    if change is None and settled == before.get(*old_key):
+        return after  # an ALTER of nothing a row holds (an index, a table option)
     if kind == "alter_table":
         _relineage(changes, change, old_key, new_key, settled, said, old_st)
     return after.with_table(settled)

@@ -18,6 +18,7 @@ from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from sluice.binlog.columns import BINARY_COLLATION, ColumnInfo
+from sluice.cdc.schema.period import SystemTime
 from sluice.cdc.schema.typemap import (
     BINARY_TYPES,
     CHARACTER_TYPES,
@@ -127,39 +128,6 @@ class ColumnDef:
                 raise ConfigError(f"column {d['name']!r}: {key} must be a string, found {value!r}")
             kwargs[key] = value
         return cls(**kwargs)
-
-
-@dataclass(frozen=True, slots=True)
-class SystemTime:
-    """The period of a MariaDB system-versioned table (``WITH SYSTEM VERSIONING``): its row start and
-    row end columns. ``implicit``: the server added them itself as ``row_start`` / ``row_end``, the
-    last two columns of every row image, invisible (no ``SELECT *`` shows them, and
-    ``information_schema.COLUMNS`` does not list them); otherwise they were declared ``GENERATED
-    ALWAYS AS ROW START`` / ``ROW END`` and are columns like the others."""
-
-    start: str
-    end: str
-    implicit: bool
-
-    def to_json(self) -> dict[str, Any]:
-        """``{"start": ..., "end": ..., "implicit": ...}``."""
-        return {"start": self.start, "end": self.end, "implicit": self.implicit}
-
-    @classmethod
-    def from_json(cls, d: Any) -> SystemTime:
-        """Inverse of ``to_json``; another shape raises ``ConfigError``."""
-        if (not isinstance(d, dict) or set(d) != {"start", "end", "implicit"} or not isinstance(d["start"], str)
-                or not isinstance(d["end"], str) or not isinstance(d["implicit"], bool)):
-            raise ConfigError(f"system_time must be {{'start': name, 'end': name, 'implicit': bool}}, found {d!r:.200}")
-        return cls(d["start"], d["end"], d["implicit"])
-
-
-#: The period columns the server adds to a table made ``WITH SYSTEM VERSIONING`` without its own:
-#: TIMESTAMP(6), NOT NULL, invisible, after every other column (``Vers_parse_info::fix_implicit``, sql/handler.cc).
-IMPLICIT_PERIOD = (
-    ColumnDef("row_start", "timestamp", nullable=False, fsp=6, visible=False),
-    ColumnDef("row_end", "timestamp", nullable=False, fsp=6, visible=False),
-)
 
 
 @dataclass(frozen=True, slots=True)
