@@ -112,7 +112,7 @@ def strip_versioning(sql: str) -> tuple[str, VersioningClauses | None]:
         else:
             i += 1
     if not cut:
-        return sql, said
+        return sql, None  # the words were in names or strings
     out, last = [], 0
     for k in sorted(cut):
         out.append(text[last:toks[k].start])
