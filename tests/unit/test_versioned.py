@@ -30,7 +30,7 @@ from sluice.cdc.schema.model import Catalog, SystemTime, TableSchema
 from sluice.cdc.snapshot.chunks import Chunk
 from sluice.cdc.snapshot.reconcile import key_order, reconcile_keys
 from sluice.cli import main as sluice_main
-from sluice.errors import ConfigError
+from sluice.errors import ConfigError, SchemaError
 from sluice.spark.ddl.plan import plan_ddl
 from sluice.spark.lake.table_layout import mirror_columns_for_schema
 from sluice.spark.lake.versioned import mirror_rows
@@ -181,6 +181,12 @@ def test_op_of_a_row_by_its_row_end(code: int, current: Any, ended: Any) -> None
     assert versioned_op("update", now, old, 1, ends) == "delete"
     assert versioned_op("delete", now, None, 1, ends) == "delete"
     assert versioned_op("delete", old, None, 1, ends) == "delete_history"
+
+
+def test_a_row_end_of_another_type_is_a_schema_error() -> None:
+    table = SimpleNamespace(column_types=(ColumnType.LONG, ColumnType.DATETIME2), schema="d", table="t")
+    with pytest.raises(SchemaError, match=r"d\.t has binlog type 18"):
+        current_ends(table, 1)  # type: ignore[arg-type]
 
 
 def test_ops_filter_takes_the_versioned_ops() -> None:

@@ -52,8 +52,16 @@ _CURRENT_END: dict[int, frozenset[Any]] = {
 
 
 def current_ends(table: TableMapEvent, row_end: int) -> frozenset[Any]:
-    """The values of the row end column (at ``row_end``) that say a row is current, by its type."""
-    return _CURRENT_END.get(table.column_types[row_end], frozenset())
+    """The values of the row end column (at ``row_end``) that say a row is current, by its type;
+    ``SchemaError`` for a type no period column has (the tracked schema is not the table's)."""
+    ends = _CURRENT_END.get(table.column_types[row_end])
+    if ends is None:
+        raise SchemaError(
+            f"the row end column (column {row_end + 1}) of the system-versioned table {table.schema}.{table.table} "
+            f"has binlog type {table.column_types[row_end]}, not TIMESTAMP(6) or BIGINT UNSIGNED: the tracked "
+            "schema does not match the binlog; re-read the table's schema"
+        )
+    return ends
 
 
 def versioned_op(kind: str, before: tuple[Any, ...] | None, after: tuple[Any, ...] | None, row_end: int,
