@@ -4,6 +4,7 @@ Usage (from the repository root, with sluice installed in the environment)::
 
     python tools/capture_golden.py                 # every flavor
     python tools/capture_golden.py --flavor mysql  # one flavor (mariadb, mysql, mariadb11)
+    python tools/capture_golden.py --flavor mariadb --workload versioned   # one workload
 
 For each flavor one sandbox server is started with ``binlog_row_metadata=FULL`` and
 ``binlog_row_image=FULL``; each workload below runs between two ``FLUSH BINARY LOGS``, so it gets a
@@ -16,6 +17,10 @@ MariaDB 11.8 (``mariadb11``) also runs with ``binlog_large_commit_threshold`` at
 the large-commit workload's file holds a transaction of 12 MB of repeated bytes, so it is kept
 compressed (``<flavor>-<workload>.binlog.xz``) and its JSON lines are those of the small table only
 (``--tables golden\.small``); the test decompresses it and checks the big rows on their own.
+
+The versioned workload (MariaDB) creates its system-versioned tables inside its own file: the
+binlog does not say that a table is versioned, only its DDL does, and ``sluice dump`` of the file
+alone replays it.
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ import io
 import lzma
 import shutil
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from sluice.cli import main as sluice_main
@@ -172,12 +177,38 @@ def _partial_json(server: Sandbox) -> None:
     )
 
 
+def _versioned(server: Sandbox) -> None:
+    server.sql(
+        "SET time_zone = '+00:00';\n"
+        "CREATE TABLE golden.vt (id INT PRIMARY KEY, name VARCHAR(20), n INT WITHOUT SYSTEM VERSIONING)"
+        " WITH SYSTEM VERSIONING;\n"
+        "CREATE TABLE golden.vx (id INT PRIMARY KEY, v INT, vs TIMESTAMP(6) GENERATED ALWAYS AS ROW START,"
+        " ve TIMESTAMP(6) GENERATED ALWAYS AS ROW END, PERIOD FOR SYSTEM_TIME (vs, ve)) WITH SYSTEM VERSIONING;\n"
+        "INSERT INTO golden.vt VALUES (1, 'one', 1), (2, 'two', 2);\n"
+        "UPDATE golden.vt SET name = 'uno' WHERE id = 1;\n"
+        "UPDATE golden.vt SET n = 20 WHERE id = 2;\n"
+        "DELETE FROM golden.vt WHERE id = 2;\n"
+        "DELETE HISTORY FROM golden.vt;\n"
+        "INSERT INTO golden.vx (id, v) VALUES (1, 10);\n"
+        "UPDATE golden.vx SET v = 11 WHERE id = 1;\n"
+        "DELETE FROM golden.vx WHERE id = 1;\n"
+        "SET SESSION system_versioning_alter_history = KEEP;\n"
+        "ALTER TABLE golden.vt ADD COLUMN extra INT;\n"
+        "INSERT INTO golden.vt (id, name, extra) VALUES (3, 'three', 3);\n"
+        "ALTER TABLE golden.vt DROP SYSTEM VERSIONING;\n"
+        "UPDATE golden.vt SET name = 'tres' WHERE id = 3;\n"
+        "ALTER TABLE golden.vt ADD SYSTEM VERSIONING;\n"
+        "UPDATE golden.vt SET name = 'drei' WHERE id = 3;\n"
+    )
+
+
 WORKLOADS: dict[str, tuple[tuple[str, ...], Callable[[Sandbox], None]]] = {
     "matrix": (("mariadb", "mysql"), _matrix),
     "multitable": (("mariadb", "mysql", "mariadb11"), _multitable),
     "compressed": (("mariadb", "mysql", "mariadb11"), _compressed),
     "partial-json": (("mysql",), _partial_json),
     "large-commit": (("mariadb11",), _large_commit),
+    "versioned": (("mariadb", "mariadb11"), _versioned),
 }
 
 
@@ -195,13 +226,14 @@ def _dump(path: Path, *options: str) -> str:
     return out.buffer.getvalue().decode("utf-8")  # type: ignore[attr-defined]
 
 
-def capture(flavor: str, out_dir: Path) -> None:
+def capture(flavor: str, out_dir: Path, workloads: Sequence[str] | None = None) -> None:
+    """Run the workloads of ``flavor`` (those named, or all) and write their files to ``out_dir``."""
     settings = {**SETTINGS, **FLAVOR_SETTINGS.get(flavor, {})}
     with Sandbox.start(flavor, settings=settings) as server:  # type: ignore[arg-type]
         print(f"{flavor} {server.version}", file=sys.stderr)
         server.sql("CREATE DATABASE golden")
         for name, (flavors, workload) in WORKLOADS.items():
-            if flavor not in flavors:
+            if flavor not in flavors or (workloads and name not in workloads):
                 continue
             workload(server)
             current = server.binlog_files()[-1]
@@ -219,17 +251,25 @@ def capture(flavor: str, out_dir: Path) -> None:
             print(f"  {target.name}: {target.stat().st_size} bytes", file=sys.stderr)
 
 
-def run_captures(capture_one: Callable[[str, Path], None], out: Path, what: str) -> int:
-    """Parse ``--flavor`` / ``--out`` and run ``capture_one(flavor, out_dir)`` for each flavor."""
+def run_captures(capture_one: Callable[..., None], out: Path, what: str, *,
+                 workloads: Sequence[str] = ()) -> int:
+    """Parse ``--flavor`` / ``--out`` (and ``--workload`` when ``workloads`` names them) and run
+    ``capture_one(flavor, out_dir)`` for each flavor, with the workloads asked for."""
     parser = argparse.ArgumentParser(description=f"Regenerate the {what}.")
     parser.add_argument("--flavor", choices=FLAVORS, action="append")
     parser.add_argument("--out", type=Path, default=out)
+    if workloads:
+        parser.add_argument("--workload", choices=workloads, action="append",
+                            help="only this workload (default all); the other files stay as they are")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     for flavor in args.flavor or FLAVORS:
-        capture_one(flavor, args.out)
+        if workloads:
+            capture_one(flavor, args.out, args.workload)
+        else:
+            capture_one(flavor, args.out)
     return 0
 
 
 if __name__ == "__main__":
-    raise SystemExit(run_captures(capture, DATA, "golden binlog files of tests/data"))
+    raise SystemExit(run_captures(capture, DATA, "golden binlog files of tests/data", workloads=tuple(WORKLOADS)))

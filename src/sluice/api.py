@@ -53,7 +53,7 @@ def read_changes(
 ) -> Iterator[RowChange]:
     """Every row change of the committed transactions in the binlog files, in order.
 
-    ``tables`` is a regex on ``db.table``; ``ops`` a subset of insert/update/delete. Column names
+    ``tables`` is a regex on ``db.table``; ``ops`` a subset of insert/update/delete/history/delete_history. Column names
     come from the binlog (``binlog_row_metadata=FULL``) or from the DDL earlier in the files. An
     INCIDENT event (the server failed to log some changes) raises ``DataLossError`` unless
     ``skip_incidents``.

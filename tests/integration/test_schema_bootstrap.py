@@ -5,7 +5,8 @@ MySQL 9.7 (MINIMAL: charsets and signedness, no names) servers:
 
 * ``bootstrap_catalog`` describes every table exactly as ``apply_ddl`` of its CREATE TABLE does,
   column by column (all types, latin1 / utf8mb4 / binary charsets, ENUM/SET with escapes,
-  composite and absent primary keys, invisible columns), and still does after a series of ALTER,
+  composite and absent primary keys, invisible columns, MariaDB's system-versioned tables with
+  implicit and explicit period columns), and still does after a series of ALTER,
   RENAME and DROP statements replayed from the binlog;
 * a ``SchemaTracker`` started from the bootstrap follows the binlog over the replication protocol —
   QUERY events into ``on_query``, TABLE_MAPs into ``resolve`` — and the rows decoded with the
@@ -55,7 +56,17 @@ def tables_ddl(flavor: str) -> list[str]:
         "CREATE TABLE bin (id int PRIMARY KEY, b varbinary(8), t text) DEFAULT CHARSET=binary",
         "CREATE TABLE nopk (a int, b varchar(3), z int zerofill, f float(30), s serial)",
         f"CREATE TABLE special (id int PRIMARY KEY{extra})",
+        *(VERSIONED if flavor == "mariadb" else []),
     ]
+
+
+# MariaDB's system-versioned tables: information_schema lists explicit period columns, not the
+# implicit row_start / row_end, which the bootstrap appends as the DDL replay does.
+VERSIONED = [
+    "CREATE TABLE ver (id int PRIMARY KEY, a varchar(10), b int WITHOUT SYSTEM VERSIONING) WITH SYSTEM VERSIONING",
+    "CREATE TABLE verx (id int, v int, s timestamp(6) GENERATED ALWAYS AS ROW START, e timestamp(6) GENERATED "
+    "ALWAYS AS ROW END, PRIMARY KEY (id, e), PERIOD FOR SYSTEM_TIME (s, e)) WITH SYSTEM VERSIONING",
+]
 
 
 def replay(catalog: Catalog, statements: list[str]) -> Catalog:
@@ -74,6 +85,7 @@ def assert_same_tables(booted: Catalog, replayed: Catalog) -> None:
         for bc, rc in zip(b.columns, r.columns, strict=True):
             assert rc == bc, f"{b.name}.{bc.name}: information_schema {bc}, DDL {rc}"
         assert (r.primary_key, r.charset, r.collation) == (b.primary_key, b.charset, b.collation), b.name
+        assert r.system_time == b.system_time, b.name
 
 
 @dataclass

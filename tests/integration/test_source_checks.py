@@ -8,8 +8,9 @@ MariaDB changes the child rows inside InnoDB and logs the parent's row only; so 
 server-layer handling (9.x's default) logs the child rows as row events. The test asserts what the
 binlog really holds on each, then what ``silent_cascades`` and the pipeline's warning say of it.
 
-MariaDB's system-versioned tables: refused before the run, naming the exclusion that lets the run
-go on; with it, the run mirrors the other tables while the versioned one is written.
+MariaDB's transaction-precise system-versioned tables, whose changes the server logs as statements:
+refused before the run, naming the exclusion that lets the run go on; with it, the run mirrors the
+other tables, a system-versioned one by timestamp among them, while the excluded one is written.
 """
 
 from __future__ import annotations
@@ -84,28 +85,41 @@ def test_silent_cascades_name_exactly_the_child_rows_the_binlog_lacks(fk_server,
 
 
 @pytest.mark.spark
-def test_system_versioned_tables_are_refused_before_the_run(spark, mariadb_server, tmp_path) -> None:
+def test_transaction_precise_tables_are_refused_before_the_run(spark, mariadb_server, tmp_path) -> None:
     db = f"sv_{uuid.uuid4().hex[:8]}"
     lake = str(tmp_path / "lake")
     with Connection.open(parse_dsn(mariadb_server.dsn("root"))) as conn:
         x = conn.execute
         x(f"CREATE DATABASE {db}")
-        x(f"CREATE TABLE {db}.v (id INT PRIMARY KEY, a INT) WITH SYSTEM VERSIONING")
+        x(f"CREATE TABLE {db}.v (id INT PRIMARY KEY, a INT, s BIGINT UNSIGNED GENERATED ALWAYS AS ROW START, "
+          "e BIGINT UNSIGNED GENERATED ALWAYS AS ROW END, PERIOD FOR SYSTEM_TIME (s, e)) WITH SYSTEM VERSIONING")
+        x(f"CREATE TABLE {db}.w (id INT PRIMARY KEY, a INT) WITH SYSTEM VERSIONING")
         x(f"CREATE TABLE {db}.t (id INT PRIMARY KEY, a INT)")
-        x(f"INSERT INTO {db}.v VALUES (1, 1)")
+        x(f"INSERT INTO {db}.v (id, a) VALUES (1, 1)")
+        x(f"INSERT INTO {db}.w VALUES (1, 1)")
         x(f"INSERT INTO {db}.t VALUES (1, 1)")
+        start = server_binlog_status(conn)
+        x(f"UPDATE {db}.v SET a = 2")
+        end = server_binlog_status(conn)
+        # What the refusal rests on: the server logged the UPDATE of the transaction-precise table as
+        # its statement, with no row event.
+        events = sluice.stream_events(mariadb_server.dsn("root"), file=start.file, pos=start.pos, until_end=True)
+        logged = [type(e).__name__ for f, p, e in events if (f, p) < (end.file, end.pos)]
+        assert "QueryEvent" in logged and not any("Rows" in name for name in logged), logged
         config = PipelineConfig(source=mariadb_server.dsn("root"), lake=lake, tables=rf"{db}\..*", trigger="once")
-        with pytest.raises(ConfigError, match=rf"system-versioned tables yet \({db}\.v\)") as refused:
+        with pytest.raises(ConfigError, match=rf"transaction-precise system-versioned tables \({db}\.v\)") as refused:
             Pipeline(config).run(handle_signals=False)
         exclude = str(refused.value).rsplit("--exclude-tables ", 1)[1].strip("'")
         config = PipelineConfig(source=mariadb_server.dsn("root"), lake=lake, tables=rf"{db}\..*",
                                 exclude_tables=exclude, trigger="once", snapshot="only")
         Pipeline(config).run(handle_signals=False)
-        x(f"UPDATE {db}.v SET a = 2")
+        x(f"UPDATE {db}.v SET a = 3")
+        x(f"UPDATE {db}.w SET a = 2")
         x(f"DELETE FROM {db}.v")
         x(f"INSERT INTO {db}.t VALUES (2, 2)")
+        x(f"INSERT INTO {db}.w VALUES (2, 2)")
         Pipeline(PipelineConfig(source=mariadb_server.dsn("root"), lake=lake, tables=rf"{db}\..*",
                                 exclude_tables=exclude, trigger="once")).run(handle_signals=False)
         verdicts = verify_lake(parse_dsn(mariadb_server.dsn("root")), lake, tables=lambda d, t: d == db)
-        assert [(v.table, v.ok) for v in verdicts] == [("t", True)], verdicts
+        assert [(v.table, v.ok) for v in verdicts] == [("t", True), ("w", True)], verdicts
         x(f"DROP DATABASE {db}")

@@ -28,6 +28,7 @@ GOLDEN = sorted(DATA.glob("*.binlog"))
 EXPECTED_FILES = {
     "mariadb-compressed.binlog", "mariadb-matrix.binlog", "mariadb-multitable.binlog",
     "mariadb11-compressed.binlog", "mariadb11-multitable.binlog",
+    "mariadb-versioned.binlog", "mariadb11-versioned.binlog",
     "mysql-compressed.binlog", "mysql-matrix.binlog", "mysql-multitable.binlog", "mysql-partial-json.binlog",
 }
 IDS = [p.stem for p in GOLDEN]

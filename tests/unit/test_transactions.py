@@ -591,7 +591,11 @@ def test_golden_row_changes_fall_in_exactly_one_committed_transaction(path: Path
     expected = [json.loads(line) for line in path.with_suffix(".jsonl").read_text(encoding="utf-8").splitlines()]
     owner = {}
     for tx in txs:
-        assert tx.kind == "dml" and tx.gtid is not None
+        assert tx.gtid is not None
+        if tx.kind == "ddl":  # the versioned workload creates and alters its tables in its file
+            assert path.stem.endswith("-versioned") and not _row_keys(tx)
+            continue
+        assert tx.kind == "dml"
         for key in _row_keys(tx):
             assert key not in owner, key
             owner[key] = tx

@@ -260,6 +260,8 @@ cdef class EventRun:
                         # Counted, or written as lines or change-log columns (and typed images),
                         # straight from the body: no value tuples.
                         mark = out.size
+                        if sink is not None and self._spec(tid, entry, tm, file) is None:
+                            break  # a table whose rows the parser takes, in every kind (a versioned table's)
                         try:
                             if sink is None or not self.kept[k]:
                                 # Counted, or an operation not kept: its values checked, nothing written.

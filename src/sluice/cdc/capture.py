@@ -85,7 +85,7 @@ _COLUMNS = frozenset({CaptureOutput.COLUMNS, CaptureOutput.TYPED_COLUMNS})
 @dataclass(frozen=True, slots=True)
 class CaptureConfig:
     """What to capture: ``table_filter(db, table)`` (rows of other tables are never decoded),
-    ``ops`` (a subset of insert/update/delete; None = all), ``ddl`` (emit DDL records), and
+    ``ops`` (a subset of ``records.ROW_OPS``; None = all), ``ddl`` (emit DDL records), and
     ``output``, what is made of the row changes."""
 
     table_filter: Callable[[str, str], bool] | None = None
@@ -114,7 +114,7 @@ class ChangeCapture:
             )
         )
         self.assembler = TransactionAssembler(start)
-        self.builder = RowChangeBuilder(resolve=self._names, ops=config.ops)
+        self.builder = RowChangeBuilder(resolve=self._names, ops=config.ops, row_end=self._row_end)
         self._resolved: dict[tuple[bytes, int], ResolvedTable] = {}
         self._ddl: dict[tuple[str, int], DdlOutcome] = {}
         self._file = start.file
@@ -124,8 +124,10 @@ class ChangeCapture:
         self._fed = 0
         self._gtid_ts: tuple[str | None, bytes] = ("", b"")  # the open transaction's ',"gtid":…,"ts":'
         # Runs of TABLE_MAP and rows events go to the compiled core when it is in use (decided here).
+        # Rows counted with an ops filter are not: a system-versioned table's op is its row's.
         core = rowplan.core()
-        self._run = core.EventRun(self.parser, build_header, _build_rows) if core is not None else None
+        counted_ops = config.output in _COUNTING and config.ops is not None
+        self._run = core.EventRun(self.parser, build_header, _build_rows) if core and not counted_ops else None
         self._core = core
         self._run_types: frozenset[int] = core.RUN_TYPES if core is not None else frozenset()
         output = config.output
@@ -310,6 +312,9 @@ class ChangeCapture:
         resolved = self.resolve(table_map)
         return resolved.names, resolved.primary_key
 
+    def _row_end(self, table_map: Any, file: str, pos: int) -> int | None:
+        return self.resolve(table_map).row_end
+
     # -- records -------------------------------------------------------------------------------
     def _records(self, tx: Transaction) -> Iterator[RowChange | DdlRecord]:
         self.builder.gtid = tx.rows_gtid
@@ -347,13 +352,16 @@ class ChangeCapture:
                 )
 
     def _count(self, events: Any) -> int:
-        kinds = self.builder.kinds
+        builder = self.builder
+        kinds = builder.kinds
         n = 0
         for item in events:
-            event = item[2] if type(item) is tuple else item
+            file, pos, event = item if type(item) is tuple else ("", 0, item)
             kind = type(event)
             if kind is RowsEvent:
-                if kinds is None or event.kind in kinds:
+                if builder.versioned(event.table, file, pos):
+                    n += sum(1 for _ in builder.feed(event, file, pos))
+                elif kinds is None or event.kind in kinds:
                     n += len(event.rows)
             elif kind is CountedRows:
                 n += event.total(kinds)

@@ -4,8 +4,9 @@
 its records as change-log rows, the compiled core's ``ChangeRows`` (``CaptureConfig.columns``). Rows
 events are written by the compiled core (runs of them already were, by ``EventRun``: their
 ``WrittenLines`` / ``ChangeRows`` sit in the transaction's events); every other record (DDL,
-partial JSON, payload events) goes through the record path. ``line_spec`` / ``column_spec`` give
-the core what it needs to write a table's rows itself.
+partial JSON, payload events, a system-versioned table's rows, whose op is decided row by row)
+goes through the record path. ``line_spec`` / ``column_spec`` give the core what it needs to write
+a table's rows itself.
 """
 
 from __future__ import annotations
@@ -31,9 +32,12 @@ _PARTIAL_UPDATE = 39  # PARTIAL_UPDATE_ROWS_EVENT: its JSON diffs take the recor
 
 def line_spec(builder: RowChangeBuilder, table_map: TableMapEvent, file: str, pos: int) -> LineSpec | None:
     """What the compiled core needs to write a table's JSON lines (``EventRun.write_lines``);
-    None when the table's columns are not known (the record path then says so)."""
+    None when the table's columns are not known (the record path then says so) or its rows take the
+    record path (a system-versioned table)."""
     try:
         names, pk = builder.columns_of(table_map, file, pos)
+        if builder.versioned(table_map, file, pos):
+            return None
     except SluiceError:
         return None
     parts = [line_parts(kind, table_map.schema, table_map.table, names, pk, file)
@@ -44,9 +48,12 @@ def line_spec(builder: RowChangeBuilder, table_map: TableMapEvent, file: str, po
 def column_spec(builder: RowChangeBuilder, table_map: TableMapEvent, file: str,
                 pos: int) -> tuple[tuple[Meta, ...], tuple[bytes, ...]] | None:
     """What the compiled core needs to put a table's rows into change-log columns
-    (``EventRun.write_columns``); None when the table's columns are not known."""
+    (``EventRun.write_columns``); None when the table's columns are not known or its rows take the
+    record path."""
     try:
         names, pk = builder.columns_of(table_map, file, pos)
+        if builder.versioned(table_map, file, pos):
+            return None
     except SluiceError:
         return None
     return kind_metas(table_map.schema, table_map.table, pk, file), line_parts(
@@ -66,7 +73,8 @@ def transaction_lines(tx: Transaction, builder: RowChangeBuilder, event_records:
             out.append(event.data)
             count += event.rows
             continue
-        if write_rows is not None and type(event) is RowsEvent and event.header.type_code != _PARTIAL_UPDATE:
+        if (write_rows is not None and type(event) is RowsEvent and event.header.type_code != _PARTIAL_UPDATE
+                and not builder.versioned(event.table, file, pos)):
             if kinds is None or event.kind in kinds:
                 names, pk = builder.columns_of(event.table, file, pos)
                 out.append(rows_event_lines(write_rows, event, names, pk, file, pos, gtid))
@@ -94,7 +102,8 @@ def transaction_columns(tx: Transaction, builder: RowChangeBuilder, event_record
             rows.extend(event)
             count += event.length
             continue
-        if kind is RowsEvent and event.header.type_code != _PARTIAL_UPDATE:
+        if (kind is RowsEvent and event.header.type_code != _PARTIAL_UPDATE
+                and not builder.versioned(event.table, file, pos)):
             if kinds is None or event.kind in kinds:
                 table = event.table
                 names, pk = builder.columns_of(table, file, pos)
@@ -109,4 +118,11 @@ def transaction_columns(tx: Transaction, builder: RowChangeBuilder, event_record
             rows.add(rows.meta_id(meta), before, after, diffs, at, row, ts)
             if record.op != "ddl":
                 count += 1
+        if typed and kind is RowsEvent and builder.versioned(event.table, file, pos):
+            # Its ops are not the typed images' three: its MERGE source is built from its JSON images.
+            key = (event.table.schema, event.table.table)
+            images = rows.typed.get(key)
+            if images is None:
+                images = rows.typed[key] = core.TypedImages(())
+            images.failed = True
     return rows, count

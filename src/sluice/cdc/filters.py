@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from sluice.cdc.records import ROW_OPS
 from sluice.errors import ConfigError
 
 __all__ = ["parse_ops", "table_filter"]
@@ -37,11 +38,12 @@ def table_filter(include: str | None, exclude: str | None) -> Callable[[str, str
 
 
 def parse_ops(text: str | None) -> frozenset[str] | None:
-    """The ``--ops`` list (``insert,update,delete``, any of them) as a set; None keeps every operation."""
+    """The ``--ops`` list (``insert,update,delete``, and ``history,delete_history`` of system-versioned
+    tables: any of them) as a set; None keeps every operation."""
     if text is None:
         return None
     ops = frozenset(part.strip().lower() for part in text.split(",") if part.strip())
-    unknown = ops - {"insert", "update", "delete"}
+    unknown = ops - set(ROW_OPS)
     if unknown or not ops:
-        raise ConfigError(f"--ops takes insert, update and delete, comma-separated; found {text!r}")
+        raise ConfigError(f"--ops takes {', '.join(ROW_OPS)}, comma-separated; found {text!r}")
     return ops

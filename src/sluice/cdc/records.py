@@ -5,6 +5,10 @@ current GTID and turns every row of a WRITE/UPDATE/DELETE rows event into a ``Ro
 ``(file, pos, row)``. Events inside a TRANSACTION_PAYLOAD have no offset of their own: they get
 the payload event's offset, and ``row`` counts on across the inner rows events.
 
+A MariaDB system-versioned table's rows are told apart by their row end (``versioned_op``): the
+server writes an old version of a row as a WRITE of a history row, and a DELETE as an UPDATE that
+ends the row's period, so the op of such a row is decided row by row (``VERSIONED_OPS``).
+
 Column names come from the TABLE_MAP's optional metadata (``binlog_row_metadata=FULL``) or from
 the names a schema source supplies; when neither knows them, ``SchemaError`` says so rather than
 inventing names.
@@ -16,6 +20,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from sluice.binlog.constants import ColumnType
 from sluice.binlog.events import Event, GtidEvent, MariadbGtidEvent, RowsEvent, TableMapEvent, TransactionPayloadEvent
 from sluice.binlog.header import frozen_builder
 from sluice.binlog.rowplan import ABSENT
@@ -29,6 +34,47 @@ Resolver = Callable[[TableMapEvent, str, int], tuple[tuple[str, ...], tuple[str,
 
 #: The change record's ``op`` of each rows-event kind.
 OP_OF_KIND = {"write": "insert", "update": "update", "delete": "delete"}
+#: The ops of a system-versioned table's rows (``versioned_op``), beside ``OP_OF_KIND``'s.
+VERSIONED_OPS = ("history", "delete_history")
+#: Every op a row change may have.
+ROW_OPS = ("insert", "update", "delete", *VERSIONED_OPS)
+#: The rows-event kinds that give each op in a system-versioned table.
+_VERSIONED_KINDS = {"insert": ("write",), "history": ("write",), "update": ("update",),
+                    "delete": ("update", "delete"), "delete_history": ("delete",)}
+# A current row's row end: the largest value of its type. TIMESTAMP(6): the end of the server's
+# TIMESTAMP range, 2038-01-19 03:14:07.999999 UTC (signed 32-bit seconds), 2106-02-07
+# 06:28:15.999999 UTC from MariaDB 11.5 on (unsigned); BIGINT UNSIGNED (transaction-precise
+# history, a transaction id): 2**64 - 1.
+_CURRENT_END: dict[int, frozenset[Any]] = {
+    ColumnType.TIMESTAMP2: frozenset({"2038-01-19T03:14:07.999999Z", "2106-02-07T06:28:15.999999Z"}),
+    ColumnType.LONGLONG: frozenset({(1 << 64) - 1}),
+}
+
+
+def current_ends(table: TableMapEvent, row_end: int) -> frozenset[Any]:
+    """The values of the row end column (at ``row_end``) that say a row is current, by its type;
+    ``SchemaError`` for a type no period column has (the tracked schema is not the table's)."""
+    ends = _CURRENT_END.get(table.column_types[row_end])
+    if ends is None:
+        raise SchemaError(
+            f"the row end column (column {row_end + 1}) of the system-versioned table {table.schema}.{table.table} "
+            f"has binlog type {table.column_types[row_end]}, not TIMESTAMP(6) or BIGINT UNSIGNED: the tracked "
+            "schema does not match the binlog; re-read the table's schema"
+        )
+    return ends
+
+
+def versioned_op(kind: str, before: tuple[Any, ...] | None, after: tuple[Any, ...] | None, row_end: int,
+                 current: frozenset[Any]) -> str:
+    """The op of one row of a system-versioned table: a WRITE of a current row is an ``insert``, of
+    a history row (an update's old version) ``history``; an UPDATE whose new row is current an
+    ``update``, one that ends the row (a DELETE) ``delete``; a DELETE of a current row ``delete``,
+    of a history row (``DELETE HISTORY``) ``delete_history``."""
+    if kind == "write":
+        return "insert" if after is not None and after[row_end] in current else "history"
+    if kind == "update":
+        return "update" if after is not None and after[row_end] in current else "delete"
+    return "delete" if before is not None and before[row_end] in current else "delete_history"
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,11 +139,16 @@ class RowChangeBuilder:
         *,
         resolve: Resolver | None = None,
         ops: frozenset[str] | None = None,
+        row_end: Callable[[TableMapEvent, str, int], int | None] | None = None,
     ) -> None:
         self._names = names
         self._resolve = resolve
+        self._row_end = row_end
+        self._ops = ops
         self._kinds = None if ops is None else frozenset(k for k, op in OP_OF_KIND.items() if op in ops)
-        self.kinds = self._kinds  # rows-event kinds kept (write/update/delete); None = all
+        self.kinds = self._kinds  # rows-event kinds kept (write/update/delete) of other tables; None = all
+        self.versioned_kinds = None if ops is None else frozenset(
+            k for op in ops for k in _VERSIONED_KINDS.get(op, ()))
         self.gtid: str | None = None
         self._names_cache: dict[bytes, tuple[tuple[str, ...], tuple[str, ...]]] = {}
 
@@ -115,9 +166,13 @@ class RowChangeBuilder:
                         row += 1
             return
         kind, rows = event.kind, event.rows
+        table = event.table
+        end = None if self._row_end is None else self._row_end(table, file, pos)
+        if end is not None:
+            yield from self._versioned(event, file, pos, end)
+            return
         if self._kinds is not None and kind not in self._kinds:
             return
-        table = event.table
         names, pk = self.columns_of(table, file, pos)
         op = OP_OF_KIND[kind]
         db, name, gtid, ts = table.schema, table.table, self.gtid, event.header.timestamp
@@ -151,6 +206,26 @@ class RowChangeBuilder:
                 after_image = _image(names, after)
             diffs = _split_diffs(after_image)
             yield make(op, db, name, before_image, after_image, pk, file, pos, i, gtid, ts, diffs)
+
+    def versioned(self, table: TableMapEvent, file: str, pos: int) -> bool:
+        """Whether the table of a TABLE_MAP is system-versioned: its rows' ops are decided row by row."""
+        return self._row_end is not None and self._row_end(table, file, pos) is not None
+
+    def _versioned(self, event: RowsEvent, file: str, pos: int, end: int) -> Iterator[RowChange]:
+        """The row changes of a system-versioned table's rows event, each with its ``versioned_op``."""
+        kind, table = event.kind, event.table
+        if self.versioned_kinds is not None and kind not in self.versioned_kinds:
+            return
+        names, pk = self.columns_of(table, file, pos)
+        current = current_ends(table, end)
+        db, name, gtid, ts, ops = table.schema, table.table, self.gtid, event.header.timestamp, self._ops
+        for i, row in enumerate(event.rows):
+            before, after = row if kind == "update" else (None, row) if kind == "write" else (row, None)
+            op = versioned_op(kind, before, after, end, current)
+            if ops is not None and op not in ops:
+                continue
+            yield _build_change(op, db, name, None if before is None else _image(names, before),
+                                None if after is None else _image(names, after), pk, file, pos, i, gtid, ts, None)
 
     def columns_of(self, table: TableMapEvent, file: str, pos: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """The column names and primary key of the table of a TABLE_MAP, for rows at ``file:pos``."""

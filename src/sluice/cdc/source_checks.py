@@ -9,11 +9,12 @@ misses the child rows. With server-layer handling, MySQL writes the child rows a
 their own, before the parent's. ``silent_cascades`` lists them for the tables a capture takes, so
 that a run can say which tables are affected.
 
-MariaDB's system-versioned tables: the server keeps every old version of a row in the table itself
-(an update writes the new row and inserts the old one as history; a delete turns the row into
-history) behind hidden ``row_start`` / ``row_end`` columns that ``information_schema`` does not list.
-sluice does not model them yet; ``versioned_tables`` lists those a capture would take, so that a
-run refuses them up front instead of failing at their first row event.
+MariaDB's transaction-precise system-versioned tables (period columns ``BIGINT UNSIGNED GENERATED
+ALWAYS AS ROW START`` / ``ROW END``, transaction ids): the server logs every statement that changes
+such a table as a statement, also with ``binlog_format=ROW`` (MariaDB 10.11 and 11.8 do), so no
+row of it is in the binlog's row events. ``transaction_precise_tables`` lists those a capture would
+take, so that a run refuses them up front instead of mirroring none of their changes. (Tables
+versioned by timestamp are captured: ``sluice.cdc.records.versioned_op``.)
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from dataclasses import dataclass
 
 from sluice.io.connection import Connection
 
-__all__ = ["Cascade", "cascades_logged", "silent_cascades", "versioned_tables"]
+__all__ = ["Cascade", "cascades_logged", "silent_cascades", "transaction_precise_tables"]
 
 _ACTIONS = ("CASCADE", "SET NULL", "SET DEFAULT")
 
@@ -72,12 +73,14 @@ def silent_cascades(conn: Connection, include: Callable[[str, str], bool] | None
             if include is None or include(str(db), str(t))]
 
 
-def versioned_tables(conn: Connection, include: Callable[[str, str], bool] | None = None) -> list[str]:
-    """``db.table`` of the system-versioned tables ``include`` takes (MariaDB), in name order."""
+def transaction_precise_tables(conn: Connection, include: Callable[[str, str], bool] | None = None) -> list[str]:
+    """``db.table`` of the transaction-precise system-versioned tables ``include`` takes (MariaDB),
+    in name order: those whose ROW END column is a BIGINT (a transaction id)."""
     if not conn.is_mariadb:
         return []
     rows = conn.query(
-        "SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES WHERE TABLE_TYPE = 'SYSTEM VERSIONED' "
-        "ORDER BY TABLE_SCHEMA, TABLE_NAME"
+        "SELECT c.TABLE_SCHEMA, c.TABLE_NAME FROM information_schema.COLUMNS c JOIN information_schema.TABLES t "
+        "ON t.TABLE_SCHEMA = c.TABLE_SCHEMA AND t.TABLE_NAME = c.TABLE_NAME WHERE t.TABLE_TYPE = 'SYSTEM VERSIONED' "
+        "AND c.GENERATION_EXPRESSION = 'ROW END' AND c.DATA_TYPE = 'bigint' ORDER BY c.TABLE_SCHEMA, c.TABLE_NAME"
     ).rows
     return [f"{db}.{t}" for db, t in rows if include is None or include(str(db), str(t))]

@@ -40,7 +40,8 @@ class FilterOption:
 TABLES = FilterOption("--tables", "only tables whose 'db.table' matches this regex in full; the others are not read",
                       "REGEX")
 EXCLUDE_TABLES = FilterOption("--exclude-tables", "skip tables whose 'db.table' matches this regex in full", "REGEX")
-OPS = FilterOption("--ops", "only these operations, comma-separated: insert,update,delete (default all)", "LIST")
+OPS = FilterOption("--ops", "only these operations, comma-separated: insert,update,delete, and history,"
+                   "delete_history of system-versioned tables (default all)", "LIST")
 DDL = FilterOption("--ddl", 'also print schema changes as {"op": "ddl", ...}')
 SKIP_INCIDENTS = FilterOption(
     "--skip-incidents",

@@ -5,7 +5,13 @@ set and collation (``@@character_set_server``, ``@@collation_server``, and the d
 of every character set, with MySQL's ``default_collation_for_utf8mb4`` and MariaDB's
 ``character_set_collations`` applied), every database's defaults (SCHEMATA), the tables (TABLES:
 base tables, MariaDB's system-versioned ones and sequences), their columns in order (COLUMNS) and
-primary keys (STATISTICS), skipping the system schemas. A table that a DDL removes between the
+primary keys (STATISTICS), skipping the system schemas.
+A system-versioned table (TABLE_TYPE ``SYSTEM VERSIONED``) gets its period (``TableSchema.system_time``):
+explicit period columns are in COLUMNS, ``STORED GENERATED`` with the GENERATION_EXPRESSION ``ROW
+START`` / ``ROW END``; when it has none, the server added the implicit ``row_start`` / ``row_end``,
+which COLUMNS does not list, and they are appended as the last two columns, where every row image
+has them (the TABLE_MAP check of the tracker then holds the column count to the binlog's). Its
+primary key is read without the row end the server appends to it. A table that a DDL removes between the
 reads (listed, but without columns) is left out, as the binlog will say.
 Column facts come from the dedicated columns (DATA_TYPE, lengths, precision, charset,
 collation, IS_NULLABLE); COLUMN_TYPE only for UNSIGNED and ENUM/SET members, which are read by the
@@ -17,10 +23,12 @@ FLUSH TABLES WITH READ LOCK, or while no DDL runs).
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from sluice.cdc.schema.ddl import enum_members
-from sluice.cdc.schema.model import Catalog, ColumnDef, TableSchema
+from sluice.cdc.schema.ddl_versioning import IMPLICIT_PERIOD
+from sluice.cdc.schema.model import Catalog, ColumnDef, SystemTime, TableSchema
 from sluice.cdc.schema.typemap import (
     BINARY_TYPES,
     CHARACTER_TYPES,
@@ -127,6 +135,21 @@ def _column(db: str, table: str, row: tuple[str | None, ...]) -> ColumnDef:
     )
 
 
+def _period(columns: list[ColumnDef], pk: list[str],
+            roles: dict[str, str]) -> tuple[list[ColumnDef], list[str], SystemTime]:
+    """A system-versioned table's columns, primary key and period: its explicit period columns
+    (NOT NULL, as the server makes them), or the implicit ones appended."""
+    start, end = roles.get("ROW START"), roles.get("ROW END")
+    if start and end:
+        ends = (start.lower(), end.lower())
+        columns = [replace(c, nullable=False) if c.name.lower() in ends else c for c in columns]
+        system_time = SystemTime(start, end, False)
+    else:
+        columns = [*columns, *IMPLICIT_PERIOD]
+        system_time = SystemTime(IMPLICIT_PERIOD[0].name, IMPLICIT_PERIOD[1].name, True)
+    return columns, [k for k in pk if k.lower() != system_time.end.lower()], system_time
+
+
 def bootstrap_catalog(conn: Connection, include: Callable[[str, str], bool] | None = None) -> Catalog:
     """Every base table of the server (those ``include(db, table)`` accepts) as a ``Catalog``.
 
@@ -145,22 +168,28 @@ def bootstrap_catalog(conn: Connection, include: Callable[[str, str], bool] | No
         if db is not None:
             databases[db] = (normalize_charset(cs), normalize_collation(coll))
     wanted: dict[tuple[str, str], str | None] = {}
-    for db, table, coll in conn.query(
-        "SELECT TABLE_SCHEMA, TABLE_NAME, TABLE_COLLATION FROM information_schema.TABLES "
+    versioned: set[tuple[str, str]] = set()
+    for db, table, coll, kind in conn.query(
+        "SELECT TABLE_SCHEMA, TABLE_NAME, TABLE_COLLATION, TABLE_TYPE FROM information_schema.TABLES "
         f"WHERE TABLE_TYPE IN ('BASE TABLE', 'SYSTEM VERSIONED', 'SEQUENCE') AND TABLE_SCHEMA {_NOT_SYSTEM}"
     ).rows:
         if db is not None and table is not None and (include is None or include(db, table)):
             wanted[(db, table)] = normalize_collation(coll)
+            if kind == "SYSTEM VERSIONED":
+                versioned.add((db, table))
     columns: dict[tuple[str, str], list[ColumnDef]] = {key: [] for key in wanted}
+    roles: dict[tuple[str, str], dict[str, str]] = {}
     for row in conn.query(
         "SELECT TABLE_SCHEMA, TABLE_NAME, COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, IS_NULLABLE, "
         "CHARACTER_MAXIMUM_LENGTH, NUMERIC_PRECISION, NUMERIC_SCALE, DATETIME_PRECISION, CHARACTER_SET_NAME, "
-        "COLLATION_NAME, EXTRA FROM information_schema.COLUMNS "
+        "COLLATION_NAME, EXTRA, GENERATION_EXPRESSION FROM information_schema.COLUMNS "
         f"WHERE TABLE_SCHEMA {_NOT_SYSTEM} ORDER BY TABLE_SCHEMA, TABLE_NAME, ORDINAL_POSITION"
     ).rows:
         key = (row[0] or "", row[1] or "")
         if key in columns:
-            columns[key].append(_column(key[0], key[1], row[2:]))
+            columns[key].append(_column(key[0], key[1], row[2:-1]))
+            if key in versioned and (row[-1] or "").upper() in ("ROW START", "ROW END"):
+                roles.setdefault(key, {})[(row[-1] or "").upper()] = row[2] or ""
     keys: dict[tuple[str, str], list[str]] = {}
     for db, table, column in conn.query(
         "SELECT TABLE_SCHEMA, TABLE_NAME, COLUMN_NAME FROM information_schema.STATISTICS "
@@ -172,7 +201,10 @@ def bootstrap_catalog(conn: Connection, include: Callable[[str, str], bool] | No
         if not columns[(db, table)]:
             continue  # dropped or renamed between the two reads: gone, as the binlog will say
         cs = charset_of_collation(coll)
-        tables.append(TableSchema(db, table, tuple(columns[(db, table)]), tuple(keys.get((db, table), ())), cs, coll))
+        cols, pk, system_time = columns[(db, table)], keys.get((db, table), []), None
+        if (db, table) in versioned:
+            cols, pk, system_time = _period(cols, pk, roles.get((db, table), {}))
+        tables.append(TableSchema(db, table, tuple(cols), tuple(pk), cs, coll, system_time))
     return Catalog(
         tables, databases,
         server_charset=normalize_charset(server_cs), server_collation=normalize_collation(server_coll),

@@ -48,6 +48,7 @@ from sluice.cdc.schema.ddl_text import (
     _top_level_cut,
     _unwrap,
 )
+from sluice.cdc.schema.ddl_versioning import settle_versioning, strip_versioning
 from sluice.cdc.schema.lineage import TableChange
 from sluice.cdc.schema.model import Catalog, ColumnDef, TableSchema
 
@@ -87,7 +88,10 @@ def apply_ddl(catalog: Catalog, sql: str, default_db: str | None) -> tuple[Catal
     """
     ctx = _Ctx(catalog, default_db or None, db=default_db or None)
     try:
-        new = _dispatch(ctx, sql)
+        plain, versioning = strip_versioning(sql)
+        new = _dispatch(ctx, plain)
+        if versioning is not None or ctx.kind == "alter_table":
+            new = settle_versioning(versioning, ctx.kind, ctx.tables, ctx.changes, catalog, new)
     except _NotUnderstood as exc:
         cat = exc.catalog if exc.catalog is not None else catalog
         return cat, DdlOutcome(ctx.kind, ctx.db, tuple(ctx.tables), False, exc.message)

@@ -14,10 +14,11 @@ saying which field is wrong.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from sluice.binlog.columns import BINARY_COLLATION, ColumnInfo
+from sluice.cdc.schema.period import SystemTime
 from sluice.cdc.schema.typemap import (
     BINARY_TYPES,
     CHARACTER_TYPES,
@@ -30,7 +31,7 @@ from sluice.cdc.schema.typemap import (
 )
 from sluice.errors import ConfigError
 
-__all__ = ["Catalog", "ColumnDef", "TableSchema"]
+__all__ = ["Catalog", "ColumnDef", "SystemTime", "TableSchema"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,7 +132,11 @@ class ColumnDef:
 
 @dataclass(frozen=True, slots=True)
 class TableSchema:
-    """One table: its columns in order, primary key column names and default character set."""
+    """One table: its columns in order, primary key column names and default character set.
+
+    A system-versioned table (``system_time``) has its period columns among ``columns`` as its rows
+    have them, and ``primary_key`` is the key as declared, without the row end the server appends
+    to it: it names a row among the current ones, which is what the mirror is keyed by."""
 
     db: str
     name: str
@@ -139,6 +144,26 @@ class TableSchema:
     primary_key: tuple[str, ...] = ()
     charset: str | None = None  # table default charset
     collation: str | None = None  # table default collation
+    system_time: SystemTime | None = None
+
+    def data_columns(self) -> tuple[ColumnDef, ...]:
+        """Every column but implicit period columns: what ``SELECT *`` of the table lists (with its
+        INVISIBLE columns) and what a mirror holds."""
+        st = self.system_time
+        if st is None or not st.implicit:
+            return self.columns
+        hidden = (st.start.lower(), st.end.lower())
+        return tuple(c for c in self.columns if c.name.lower() not in hidden)
+
+    def selected(self) -> TableSchema:
+        """The table as a ``SELECT`` of it reads it (the snapshot's chunks, ``sluice verify``): the
+        columns of ``data_columns``; of a system-versioned table, only the current rows come."""
+        columns = self.data_columns()
+        return self if columns is self.columns else replace(self, columns=columns)
+
+    def row_end_index(self) -> int | None:
+        """The position of the period's row end column of a system-versioned table, else None."""
+        return None if self.system_time is None else self.index_of(self.system_time.end)
 
     def column_infos(self) -> tuple[ColumnInfo, ...]:
         """The row decoder's ``ColumnInfo`` of each column, in order."""
@@ -170,6 +195,8 @@ class TableSchema:
             out["charset"] = self.charset
         if self.collation is not None:
             out["collation"] = self.collation
+        if self.system_time is not None:
+            out["system_time"] = self.system_time.to_json()
         return out
 
     @classmethod
@@ -180,7 +207,7 @@ class TableSchema:
         db, name, columns = d.get("db"), d.get("name"), d.get("columns")
         if not isinstance(db, str) or not isinstance(name, str) or not isinstance(columns, list):
             raise ConfigError(f"a table needs string 'db' and 'name' and a 'columns' list, found {d!r:.200}")
-        unknown = set(d) - {"db", "name", "columns", "primary_key", "charset", "collation"}
+        unknown = set(d) - {"db", "name", "columns", "primary_key", "charset", "collation", "system_time"}
         if unknown:
             raise ConfigError(f"table {db}.{name}: unknown field(s) {sorted(unknown)}")
         pk = d.get("primary_key", [])
@@ -189,8 +216,9 @@ class TableSchema:
         for key in ("charset", "collation"):
             if d.get(key) is not None and not isinstance(d[key], str):
                 raise ConfigError(f"table {db}.{name}: {key} must be a string")
+        system_time = None if d.get("system_time") is None else SystemTime.from_json(d["system_time"])
         return cls(db, name, tuple(ColumnDef.from_json(c) for c in columns), tuple(pk),
-                   d.get("charset"), d.get("collation"))
+                   d.get("charset"), d.get("collation"), system_time)
 
 
 DbDefaults = tuple[str | None, str | None]  # (charset, collation)

@@ -99,6 +99,7 @@ class ResolvedTable:
     columns: tuple[ColumnInfo, ...]  # one per TABLE_MAP column, names filled in
     names: tuple[str, ...]
     primary_key: tuple[str, ...]
+    row_end: int | None = None  # a system-versioned table's row end column (``TableSchema.system_time``)
 
 
 @dataclass(frozen=True, slots=True)
@@ -256,12 +257,15 @@ class SchemaTracker:
         if n and len(cols) == n and all(c.name for c in cols):
             names = tuple(c.name or "" for c in cols)
             pk = tuple(names[i] for i, _ in table_map.primary_key or () if i < n)
-            if tracked is not None:
-                reason = self._disagreement(tracked, table_map, names, pk)
-                if reason is not None:
-                    self._correct(tracked, table_map, names, pk, file, pos, reason)
-                cols = _with_schema_types(self.catalog.get(db, name) or tracked, cols)
-            return ResolvedTable(cols, names, pk)
+            if tracked is None:
+                return ResolvedTable(cols, names, pk)
+            if tracked.system_time is not None:  # the server appends the row end to the key
+                pk = tuple(k for k in pk if k.lower() != tracked.system_time.end.lower())
+            reason = self._disagreement(tracked, table_map, names, pk)
+            if reason is not None:
+                self._correct(tracked, table_map, names, pk, file, pos, reason)
+            now = self.catalog.get(db, name) or tracked
+            return ResolvedTable(_with_schema_types(now, cols), names, pk, now.row_end_index())
         if tracked is None:
             if self.positional == "fallback":
                 return self._fall_back(table_map, file, pos, "the binlog does not name its columns and no schema "
@@ -300,7 +304,7 @@ class SchemaTracker:
                 self.unsure_text.add((db, name))
                 log.warning("%s; their values are printed as {\"hex\": ...}. %s", why, _REMEDY_CHARSET)
             infos = tuple(replace(info, mark_unsure=True) if i in unknown else info for i, info in enumerate(infos))
-        return ResolvedTable(infos, tracked.names, tracked.primary_key)
+        return ResolvedTable(infos, tracked.names, tracked.primary_key, tracked.row_end_index())
 
     def _fall_back(self, table_map: TableMapEvent, file: str, pos: int, why: str) -> ResolvedTable:
         """The table read by position, with one warning per table and reason."""
@@ -335,7 +339,10 @@ class SchemaTracker:
                 columns.append(_refresh(old, info, names[i], nullable))
             else:
                 columns.append(column_from_map(code, meta, info, nullable, names[i]))
-        after = TableSchema(tracked.db, tracked.name, tuple(columns), pk, tracked.charset, tracked.collation)
+        st = tracked.system_time
+        if st is not None and not {st.start, st.end} <= set(names):
+            st = None
+        after = TableSchema(tracked.db, tracked.name, tuple(columns), pk, tracked.charset, tracked.collation, st)
         self._set(self.catalog.with_table(after))
         self.corrections.append(Correction(file, pos, tracked.db, tracked.name, tracked, after, reason))
         self._met.add((tracked.db, tracked.name))  # it exists here: a CREATE ... IF NOT EXISTS after this does nothing

@@ -34,7 +34,7 @@ from functools import partial
 from typing import Any
 
 from sluice.binlog.position import Checkpoint, position_key
-from sluice.cdc.records import RowChange
+from sluice.cdc.records import VERSIONED_OPS, RowChange
 from sluice.cdc.schema.model import ColumnDef, TableSchema
 from sluice.cdc.snapshot.chunks import Chunk, ChunkRead, key_columns
 from sluice.errors import SchemaError
@@ -142,6 +142,14 @@ def _full(order: KeyOrder, change: RowChange, image: Mapping[str, Any]) -> dict[
     return dict(image)
 
 
+def _selected(order: KeyOrder, image: dict[str, Any]) -> dict[str, Any]:
+    """An image with the columns a ``SELECT`` reads: without a system-versioned table's implicit
+    period columns, which every full image of it ends with."""
+    if len(image) <= len(order.columns):
+        return image
+    return {k: v for k, v in image.items() if k in order.columns}
+
+
 def reconcile_keys(chunk: Chunk, low: Checkpoint, high: Checkpoint, values: Sequence[tuple[Any, ...]],
                    changes: Iterable[RowChange], order: KeyOrder) -> tuple[list[int] | None, list[dict[str, Any]]]:
     """``reconcile`` told only the key of each ``SELECT`` row: ``values`` holds the decoded key values
@@ -165,10 +173,13 @@ def reconcile_keys(chunk: Chunk, low: Checkpoint, high: Checkpoint, values: Sequ
             continue
         if not window[0] <= position_key(change.file, change.pos) < window[1]:
             continue
+        if change.op in VERSIONED_OPS:
+            continue  # a system-versioned table's history rows: no SELECT of the table reads them
         if change.before is not None:
             final[order.of(change.before)] = None
-        if change.after is not None:
-            final[order.of(change.after)] = _full(order, change, change.after)
+        after = None if change.op == "delete" else change.after  # a versioned delete keeps the row as history
+        if after is not None:
+            final[order.of(after)] = _full(order, change, _selected(order, after))
     touched = {k: state for k, state in final.items() if order.contains(chunk, k)}
     if not touched:
         return None, []

@@ -105,6 +105,8 @@ def _alter(was: TableSchema, now: TableSchema, origins: tuple[ColumnOrigin, ...]
             if was.primary_key else []
     if not was.primary_key:
         return [MirrorStep("reread", db, t, why="it has a primary key now")]
+    hidden = {c.name for c in now.columns} - {c.name for c in now.data_columns()}
+    origins = tuple(o for o in origins if o.name not in hidden)  # implicit period columns: in no mirror
     old_cols = {c.name: c for c in was.columns}
     for o in origins:
         if o.source is None:

@@ -22,7 +22,7 @@ import pyarrow as pa
 from deltalake import DeltaTable
 
 from sluice.cdc.json_diffs import apply_json_diffs
-from sluice.cdc.records import RowChange
+from sluice.cdc.records import VERSIONED_OPS, RowChange
 from sluice.errors import DataLossError, SchemaError
 from sluice.spark.lake.images import json_document
 from sluice.spark.lake.merge_source import quote_name as _quote
@@ -126,7 +126,7 @@ def fold(tb: TableBatch, name: str) -> dict[tuple[Any, ...], Entry]:
                 whole = mode == REPLACE or image.keys() >= layout
                 entry = Entry(REPLACE, image) if whole else Entry(MOVE, image, base)
             state[new] = entry
-        else:
+        elif op not in VERSIONED_OPS:  # a system-versioned table's history rows leave the mirror as it is
             raise SchemaError(f"{name}: unknown row change op {op!r} at {change.file}:{change.pos}")
     return state
 

@@ -23,7 +23,7 @@ import pyarrow as pa
 
 from sluice.binlog.values.geometry import Geometry
 from sluice.binlog.values.json_binary import JsonDecimal, JsonDiff, JsonDiffs
-from sluice.cdc.records import RowChange
+from sluice.cdc.records import ROW_OPS, RowChange
 from sluice.errors import ProtocolError, SchemaError
 from sluice.spark.lake.columns import GEOMETRY_TYPE, MirrorColumn
 
@@ -214,7 +214,7 @@ def decode_image(columns: Sequence[MirrorColumn], text: str | None) -> dict[str,
 
 # -- change record -> RowChange -----------------------------------------------------------------
 
-_OPS = frozenset({"insert", "update", "delete"})
+_OPS = frozenset(ROW_OPS)
 _MISSING = object()
 
 
@@ -271,7 +271,7 @@ def row_change_from_record(columns: Sequence[MirrorColumn], record: Mapping[str,
     where = f"{db}.{table} at {file}:{pos} row {row}"
     if op not in _OPS:
         raise ProtocolError(
-            f"the change record of {where} has op {op!r}, expected insert, update or delete; leave DDL records "
+            f"the change record of {where} has op {op!r}, expected one of {', '.join(ROW_OPS)}; leave DDL records "
             "out of mirror batches"
         )
     try:

@@ -12,7 +12,7 @@ mirror_columns`` of that map.
 from __future__ import annotations
 
 import json
-from dataclasses import astuple, dataclass
+from dataclasses import astuple, dataclass, replace
 from typing import Any
 
 from sluice.binlog.columns import BINARY_COLLATION, ColumnInfo
@@ -144,6 +144,9 @@ def table_map_for_schema(schema: TableSchema, flavor: str | None = None) -> Sche
 
 
 def mirror_columns_for_schema(schema: TableSchema, flavor: str | None = None) -> tuple[MirrorColumn, ...]:
-    """The mirror columns of a tracked table: ``mirror_columns`` of the TABLE_MAP it would have."""
+    """The mirror columns of a tracked table: ``mirror_columns`` of the TABLE_MAP it would have,
+    without the implicit period columns of a system-versioned table (``TableSchema.data_columns``)."""
+    if schema.system_time is not None and schema.system_time.implicit:
+        schema = replace(schema, columns=schema.data_columns())
     table_map = table_map_for_schema(schema, flavor)
     return mirror_columns(table_map, table_map.columns)

@@ -37,7 +37,7 @@ import pyarrow as pa
 
 from sluice.cdc.filters import table_filter
 from sluice.cdc.schema import SchemaHistory
-from sluice.cdc.source_checks import silent_cascades, versioned_tables
+from sluice.cdc.source_checks import silent_cascades, transaction_precise_tables
 from sluice.dsn import parse_dsn
 from sluice.errors import ConfigError, SluiceError
 from sluice.io.connection import Connection
@@ -203,7 +203,7 @@ class Pipeline:
         return self._query
 
     def _check_source(self) -> None:
-        """Refuse the captured tables sluice cannot mirror yet, and name those whose foreign keys'
+        """Refuse the captured tables sluice cannot capture, and name those whose foreign keys'
         cascades the server does not log: their mirrors and change log miss those changes
         (``sluice.cdc.source_checks``)."""
 
@@ -211,7 +211,7 @@ class Pipeline:
         include = table_filter(cfg.tables, cfg.exclude_tables)
         try:
             with Connection.open(parse_dsn(cfg.source)) as conn:
-                versioned = versioned_tables(conn, include)
+                versioned = transaction_precise_tables(conn, include)
                 found = silent_cascades(conn, include)
         except SluiceError as exc:  # the run itself reports a server it cannot use
             log.debug("checking the source's tables failed: %s", exc)
@@ -220,9 +220,10 @@ class Pipeline:
             names = ", ".join(versioned)
             pattern = "|".join(re.escape(name) for name in versioned)
             raise ConfigError(
-                f"sluice does not capture MariaDB's system-versioned tables yet ({names}): their history rows "
-                f"and hidden row_start / row_end columns would not mirror as the table. Leave them out of the "
-                f"capture: --exclude-tables '{pattern}'"
+                f"sluice cannot capture transaction-precise system-versioned tables ({names}): their period "
+                "columns are transaction ids (BIGINT UNSIGNED ... AS ROW START / END), and the server logs "
+                "every change of such a table as its statement, even with binlog_format=ROW, so no row of "
+                f"it reaches the binlog's row events. Leave them out of the capture: --exclude-tables '{pattern}'"
             )
         if found:
             names = "; ".join(c.describe() for c in found[:5])

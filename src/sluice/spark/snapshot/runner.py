@@ -156,7 +156,8 @@ class SnapshotRunner:
                     # Gone (renamed or dropped) before it could be read again: its mirror stays away and
                     # the stream leaves it alone until it meets that RENAME / DROP.
                     state.tables[name] = {"lost": True, "key": [], "chunks": [], "done": {}, "writing": None}
-            for schema in catalog.tables():
+            for table_schema in catalog.tables():
+                schema = table_schema.selected()  # what the chunks' SELECT reads: a versioned table's current rows
                 name = f"{schema.db}.{schema.name}"
                 if name in state.tables or (only is not None and name not in only):
                     continue

@@ -7,9 +7,9 @@ One row per row change, in binlog order within a partition:
 
 | column | type | meaning |
 |---|---|---|
-| op | string | insert, update, delete |
+| op | string | insert, update, delete; history, delete_history (MariaDB system-versioned tables) |
 | db, table | string | where the row lives |
-| before, after | string | the row images as JSON objects in sluice's value encoding (null for insert / delete) |
+| before, after | string | the row images as JSON objects in sluice's value encoding (nulls: below) |
 | json_diffs | string | MySQL partial JSON updates: JSON object column -> list of diffs, else null |
 | pk | array<string> | primary-key column names |
 | file, pos, row | string, bigint, int | binlog file, offset of the rows event, index of the row: unique and ordered |
@@ -18,8 +18,10 @@ One row per row change, in binlog order within a partition:
 | commit_ts | timestamp | commit time: MySQL GTID event (µs), else the commit event header |
 | ddl | string | op ``ddl`` only: the statement as JSON ``{"sql", "kind", "tables", "understood", "default_db"}`` |
 
-A ``ddl`` row is a schema change on a captured table (``sluice.cdc.capture.DdlRecord``): ``db`` and
-``table`` name its first table, the images are null, ``row`` is 0.
+``before`` is null for insert and history rows, ``after`` for delete and delete_history rows (a
+system-versioned table's delete has the row as history keeps it). A ``ddl`` row is a schema change
+on a captured table (``sluice.cdc.capture.DdlRecord``): ``db`` and ``table`` name its first table,
+the images are null, ``row`` is 0.
 
 Row images are JSON strings rather than VARIANT: every MySQL value keeps its exact encoding
 (DECIMAL digits, zero dates, 64-bit unsigned) and Arrow carries strings without conversion.

@@ -39,6 +39,7 @@ from sluice.spark.lake.merge_source import merge_source, typed_merge_source
 from sluice.spark.lake.store import CHANGES, STAGING, LakeStore, lake_store
 from sluice.spark.lake.table_layout import mirror_columns_for_schema
 from sluice.spark.lake.typed_images import typed_rows
+from sluice.spark.lake.versioned import mirror_rows
 from sluice.spark.source.spark_ddl import spark_ddl
 
 __all__ = [
@@ -186,7 +187,7 @@ def _stage_tables(rows: pa.Table, catalog: Catalog, folder: str, typed: Sequence
             images = typed_rows((t[(db, name)] for t in typed if (db, name) in t), part.num_rows)
             source = None if images is None else typed_merge_source(columns, tuple(schema.primary_key), part, images)
             if source is None:
-                source = merge_source(columns, tuple(schema.primary_key), part)
+                source = merge_source(columns, tuple(schema.primary_key), mirror_rows(part, schema))
             if source is not None:
                 path = f"{folder}/{uuid.uuid4()}.arrow"
                 if store.remote:

@@ -66,7 +66,10 @@ SERVER = {
     "mariadb11": Catalog(databases={"golden": ("utf8mb4", "utf8mb4_uca1400_ai_ci")}, server_charset="utf8mb4",
                          server_collation="utf8mb4_uca1400_ai_ci", flavor="mariadb"),
 }
-GOLDEN = sorted(p.name for p in DATA.glob("*.binlog"))
+# The versioned workload creates and alters its tables inside its own file, so no one catalog fits
+# all its TABLE_MAPs; the tracker checks each of them against the DDL replayed up to it as ``sluice
+# dump`` reads the file (tests/unit/test_golden.py, tests/unit/test_versioned.py).
+GOLDEN = sorted(p.name for p in DATA.glob("*.binlog") if not p.name.endswith("-versioned.binlog"))
 
 
 def replay(flavor: str, *statements: str) -> Catalog:
