@@ -41,12 +41,14 @@ pytestmark = [pytest.mark.spark, pytest.mark.mysql]
 CHECKPOINT = re.compile(r"/_delta_log/\d{20}\.checkpoint\.parquet$")
 DROPPED_ROWS = 20
 
-# Maintenance due often: three small files are compacted, three commits are checkpointed.
+# Maintenance due often: three small files are compacted, three commits are checkpointed, and every
+# table is looked at at every batch boundary.
 CONFIG = """
 [maintenance]
 min_small_files = 3
 checkpoint_interval = 3
 budget = 5
+look_interval = 0
 """
 
 

@@ -100,7 +100,7 @@ class LakeState:
 
     def streamed(self) -> bool:
         """Whether the stream ran before: Spark's checkpoint or the lake knows where it stands."""
-        return self._had_offsets or self.resume_at is not None
+        return self._had_offsets or self.resume_at is not None or self.unknown_position is not None
 
     def load_history(self) -> None:
         """A lake on an object store: its schema history becomes the source's file when the file is

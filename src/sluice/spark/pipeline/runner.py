@@ -165,6 +165,9 @@ class Pipeline:
             starting = f"{self.resume_at['file']}:{self.resume_at['pos']}"
             self.progress(f"Spark's checkpoint {self.checkpoint_path} holds no position: going on from the lake's "
                           f"last batch, {starting}")
+        elif self.state.unknown_position is not None:  # an older lake's stream: --from says where it stood
+            starting = cfg.starting_position
+            self.progress(f"Spark's checkpoint {self.checkpoint_path} holds no position: going on from {starting}")
         if cfg.snapshot == "only" or self._stop.is_set():
             return None
         self.phase = "stream"
