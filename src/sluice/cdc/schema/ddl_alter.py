@@ -195,7 +195,20 @@ def _action(ctx: _Ctx, x: Any) -> list[tuple[Any, ...]]:
 
 def _apply_alter(ctx: _Ctx, table: TableSchema,
                  ops: list[tuple[Any, ...]]) -> tuple[TableSchema, tuple[ColumnOrigin, ...]]:
-    catalog = ctx.catalog
+    cs, coll, convert = _alter_charset(ctx.catalog, table, ops)
+    edits = _ColumnEdits(table, cs, coll, ctx.catalog)
+    for op in ops:
+        edits.apply(op)
+    columns, origin = edits.layout(convert)
+    _unique_names(edits.db, edits.name, columns)
+    new = TableSchema(edits.db, edits.name, tuple(columns), (), cs, coll)
+    return _with_pk(new, edits.primary_key(table)), tuple(origin[id(c)] for c in columns)
+
+
+def _alter_charset(catalog: Any, table: TableSchema,
+                   ops: list[tuple[Any, ...]]) -> tuple[str | None, str | None, bool]:
+    """The table's character set and collation after the ALTER's CHARACTER SET / COLLATE / CONVERT TO
+    clauses, and whether CONVERT TO changes its text columns too."""
     cs, coll, convert = table.charset, table.collation, False
     new_cs = new_coll = None
     for op in ops:
@@ -210,96 +223,114 @@ def _apply_alter(ctx: _Ctx, table: TableSchema,
             new_coll = op[1]
     if new_cs is not None or new_coll is not None:
         cs, coll = _pair(catalog, new_cs, new_coll, (cs, coll))
-    old = {c.name.lower(): c for c in table.columns}
-    drops: set[str] = set()
-    changed: dict[str, dict[str, Any]] = {}  # old name (lower) -> entry
-    entries: list[dict[str, Any]] = []  # changed and added columns, in clause order
-    pk_ops: list[list[str] | None] = []
-    db, name = table.db, table.name
+    return cs, coll, convert
 
-    def need(column: str) -> str:
+
+class _ColumnEdits:
+    """An ALTER's column and key clauses applied in order (``apply``), then the new layout (``layout``)
+    and primary key (``primary_key``). Columns are known by their old names, lower-cased."""
+
+    def __init__(self, table: TableSchema, cs: str | None, coll: str | None, catalog: Any) -> None:
+        self.old = {c.name.lower(): c for c in table.columns}
+        self.drops: set[str] = set()
+        self.changed: dict[str, dict[str, Any]] = {}  # old name (lower) -> entry
+        self.entries: list[dict[str, Any]] = []  # changed and added columns, in clause order
+        self.pk_ops: list[list[str] | None] = []
+        self.db, self.name = table.db, table.name
+        self.cs, self.coll, self.catalog = cs, coll, catalog
+
+    def _need(self, column: str) -> str:
         low = column.lower()
-        if low not in old or low in drops:
-            raise _NotUnderstood(f"{db}.{name} has no column `{column}`")
+        if low not in self.old or low in self.drops:
+            raise _NotUnderstood(f"{self.db}.{self.name} has no column `{column}`")
         return low
 
-    def current(low: str) -> ColumnDef:
-        return changed[low]["col"] if low in changed else old[low]
+    def _current(self, low: str) -> ColumnDef:
+        return self.changed[low]["col"] if low in self.changed else self.old[low]
 
-    for op in ops:
-        tag = op[0]
+    def apply(self, op: tuple[Any, ...]) -> None:
+        tag, old, changed = op[0], self.old, self.changed
         if tag == "add":
-            col, inline_pk = _column(op[1], cs, coll, catalog)
-            if op[3] and (col.name.lower() in old or any(e["col"].name.lower() == col.name.lower() for e in entries)):
-                continue  # ADD COLUMN IF NOT EXISTS of a column that exists
-            entries.append({"col": col, "pos": op[2], "fill": column_fill(op[1], col)})
+            col, inline_pk = _column(op[1], self.cs, self.coll, self.catalog)
+            low = col.name.lower()
+            if op[3] and (low in old or any(e["col"].name.lower() == low for e in self.entries)):
+                return  # ADD COLUMN IF NOT EXISTS of a column that exists
+            self.entries.append({"col": col, "pos": op[2], "fill": column_fill(op[1], col)})
             if inline_pk:
-                pk_ops.append([col.name])
+                self.pk_ops.append([col.name])
         elif tag == "drop":
             low = op[1].lower()
-            if low not in old or low in drops:
+            if low not in old or low in self.drops:
                 if op[2]:
-                    continue  # DROP COLUMN IF EXISTS
-                need(op[1])
-            drops.add(low)
+                    return  # DROP COLUMN IF EXISTS
+                self._need(op[1])
+            self.drops.add(low)
         elif tag == "change":
-            low = need(op[1])
-            col, inline_pk = _column(op[2], cs, coll, catalog)
+            low = self._need(op[1])
+            col, inline_pk = _column(op[2], self.cs, self.coll, self.catalog)
             if low in changed:
-                entries.remove(changed[low])
+                self.entries.remove(changed[low])
             changed[low] = {"col": col, "pos": op[3], "source": old[low].name}
-            entries.append(changed[low])
+            self.entries.append(changed[low])
             if inline_pk:
-                pk_ops.append([col.name])
+                self.pk_ops.append([col.name])
         elif tag in ("rename_col", "visible"):
-            low = need(op[1])
-            col = replace(current(low), name=op[2]) if tag == "rename_col" else replace(current(low), visible=op[2])
+            low = self._need(op[1])
+            col = (replace(self._current(low), name=op[2]) if tag == "rename_col"
+                   else replace(self._current(low), visible=op[2]))
             if low in changed:
                 changed[low]["col"] = col
             else:
                 changed[low] = {"col": col, "pos": None, "source": old[low].name}
-                entries.append(changed[low])
+                self.entries.append(changed[low])
         elif tag == "drop_pk":
-            pk_ops.append(None)
+            self.pk_ops.append(None)
         elif tag == "add_pk":
-            pk_ops.append(list(op[1]))
+            self.pk_ops.append(list(op[1]))
         elif tag == "rename":
-            db, name = op[1], op[2]
-    columns: list[ColumnDef] = []
-    origin: dict[int, ColumnOrigin] = {}  # id(new column) -> where it comes from
-    for low, c in old.items():
-        if low in drops:
-            continue
-        entry = changed.get(low)
-        if entry is None:
-            columns.append(_converted(c, cs, coll) if convert and cs is not None else c)
-            origin[id(columns[-1])] = ColumnOrigin(columns[-1].name, c.name)
-        elif entry["pos"] is None:
-            columns.append(entry["col"])
-            entry["done"] = True
-    for entry in entries:
-        col = entry["col"]
-        origin[id(col)] = ColumnOrigin(col.name, entry.get("source"), entry.get("fill"))
-    for entry in entries:
-        if entry.get("done"):
-            continue
-        pos = entry["pos"]
-        if pos is None:
-            columns.append(entry["col"])
-        elif pos[0] == "FIRST":
-            columns.insert(0, entry["col"])
-        else:
-            after = next((i for i, c in enumerate(columns) if c.name.lower() == (pos[1] or "").lower()), None)
-            if after is None:
-                raise _NotUnderstood(f"{db}.{name}: AFTER `{pos[1]}` names no column of the new layout")
-            columns.insert(after + 1, entry["col"])
-    _unique_names(db, name, columns)
-    pk = []
-    for key in table.primary_key:
-        low = key.lower()
-        if low not in drops:
-            pk.append(changed[low]["col"].name if low in changed else key)
-    for keys in pk_ops:
-        pk = [] if keys is None else keys
-    new = TableSchema(db, name, tuple(columns), (), cs, coll)
-    return _with_pk(new, pk), tuple(origin[id(c)] for c in columns)
+            self.db, self.name = op[1], op[2]
+
+    def layout(self, convert: bool) -> tuple[list[ColumnDef], dict[int, ColumnOrigin]]:
+        """The new columns in order (kept ones in place, moved and added ones where their clause puts
+        them), and where each comes from (by ``id`` of the new column)."""
+        columns: list[ColumnDef] = []
+        origin: dict[int, ColumnOrigin] = {}
+        for low, c in self.old.items():
+            if low in self.drops:
+                continue
+            entry = self.changed.get(low)
+            if entry is None:
+                columns.append(_converted(c, self.cs, self.coll) if convert and self.cs is not None else c)
+                origin[id(columns[-1])] = ColumnOrigin(columns[-1].name, c.name)
+            elif entry["pos"] is None:
+                columns.append(entry["col"])
+                entry["done"] = True
+        for entry in self.entries:
+            col = entry["col"]
+            origin[id(col)] = ColumnOrigin(col.name, entry.get("source"), entry.get("fill"))
+        for entry in self.entries:
+            if entry.get("done"):
+                continue
+            pos = entry["pos"]
+            if pos is None:
+                columns.append(entry["col"])
+            elif pos[0] == "FIRST":
+                columns.insert(0, entry["col"])
+            else:
+                after = next((i for i, c in enumerate(columns) if c.name.lower() == (pos[1] or "").lower()), None)
+                if after is None:
+                    raise _NotUnderstood(f"{self.db}.{self.name}: AFTER `{pos[1]}` names no column of the new layout")
+                columns.insert(after + 1, entry["col"])
+        return columns, origin
+
+    def primary_key(self, table: TableSchema) -> list[str]:
+        """The old key with renamed columns followed and dropped ones gone, unless a DROP/ADD PRIMARY
+        KEY clause (or a column's inline PRIMARY KEY) replaced it: the last of those wins."""
+        pk = []
+        for key in table.primary_key:
+            low = key.lower()
+            if low not in self.drops:
+                pk.append(self.changed[low]["col"].name if low in self.changed else key)
+        for keys in self.pk_ops:
+            pk = [] if keys is None else keys
+        return pk
