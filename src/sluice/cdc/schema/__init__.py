@@ -10,9 +10,10 @@ server's ``information_schema`` (``bootstrap``), DDL from QUERY events replayed 
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
+from sluice.cdc.schema.catalog import Catalog
 from sluice.cdc.schema.ddl_detect import is_ddl
 from sluice.cdc.schema.history import SchemaHistory
-from sluice.cdc.schema.model import Catalog, ColumnDef, TableSchema
+from sluice.cdc.schema.model import ColumnDef, TableSchema
 from sluice.cdc.schema.session_charsets import SessionCharsets
 from sluice.cdc.schema.tracker import Correction, ResolvedTable, SchemaTracker
 from sluice.cdc.schema.typemap import check_table_map, collation_id, expected_binlog_type

@@ -26,9 +26,10 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from sluice.cdc.schema.catalog import Catalog
 from sluice.cdc.schema.ddl import enum_members
 from sluice.cdc.schema.ddl_versioning import IMPLICIT_PERIOD
-from sluice.cdc.schema.model import Catalog, ColumnDef, SystemTime, TableSchema
+from sluice.cdc.schema.model import ColumnDef, SystemTime, TableSchema
 from sluice.cdc.schema.typemap import (
     BINARY_TYPES,
     CHARACTER_TYPES,

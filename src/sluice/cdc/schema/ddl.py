@@ -21,6 +21,7 @@ from sqlglot import exp
 from sqlglot.errors import SqlglotError
 from sqlglot.tokens import TokenType
 
+from sluice.cdc.schema.catalog import Catalog
 from sluice.cdc.schema.ddl_alter import (
     _alter_table,
 )
@@ -50,7 +51,7 @@ from sluice.cdc.schema.ddl_text import (
 )
 from sluice.cdc.schema.ddl_versioning import settle_versioning, strip_versioning
 from sluice.cdc.schema.lineage import TableChange
-from sluice.cdc.schema.model import Catalog, ColumnDef, TableSchema
+from sluice.cdc.schema.model import ColumnDef, TableSchema
 
 __all__ = ["DdlOutcome", "apply_ddl", "enum_members", "is_ddl"]
 

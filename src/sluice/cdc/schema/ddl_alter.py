@@ -14,6 +14,7 @@ from typing import Any
 from sqlglot import exp
 from sqlglot.tokens import TokenType
 
+from sluice.cdc.schema.catalog import Catalog
 from sluice.cdc.schema.ddl_columns import (
     _column,
     _converted,
@@ -35,7 +36,7 @@ from sluice.cdc.schema.ddl_text import (
     _top_level_cut,
 )
 from sluice.cdc.schema.lineage import ColumnOrigin, TableChange, column_fill
-from sluice.cdc.schema.model import Catalog, ColumnDef, TableSchema
+from sluice.cdc.schema.model import ColumnDef, TableSchema
 from sluice.cdc.schema.typemap import (
     normalize_charset,
     normalize_collation,

@@ -12,6 +12,7 @@ from typing import Any
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
+from sluice.cdc.schema.catalog import Catalog
 from sluice.cdc.schema.ddl_text import (
     _GEOMCOLLECTION,
     _MULTIPOINT,
@@ -19,7 +20,7 @@ from sluice.cdc.schema.ddl_text import (
     _NotUnderstood,
     _parse,
 )
-from sluice.cdc.schema.model import Catalog, ColumnDef, TableSchema
+from sluice.cdc.schema.model import ColumnDef, TableSchema
 from sluice.cdc.schema.typemap import (
     BLOB_TYPES,
     CHARACTER_TYPES,

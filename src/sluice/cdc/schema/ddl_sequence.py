@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from sluice.cdc.schema.catalog import Catalog
 from sluice.cdc.schema.ddl_text import _Ctx, _if_exists, _NotUnderstood, _read_name
-from sluice.cdc.schema.model import Catalog, ColumnDef, TableSchema
+from sluice.cdc.schema.model import ColumnDef, TableSchema
 
 _VALUE_COLUMNS = ("next_not_cached_value", "minimum_value", "maximum_value", "start_value")
 _INT_TYPES = {"TINYINT": "tinyint", "SMALLINT": "smallint", "MEDIUMINT": "mediumint", "INT": "int",

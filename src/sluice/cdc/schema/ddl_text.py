@@ -22,8 +22,8 @@ from sqlglot.dialects.mysql import MySQL
 from sqlglot.parsers.mysql import MySQLParser
 from sqlglot.tokens import Token, TokenType
 
+from sluice.cdc.schema.catalog import Catalog
 from sluice.cdc.schema.lineage import TableChange
-from sluice.cdc.schema.model import Catalog
 
 # ---------------------------------------------------------------------------------------- dialect
 

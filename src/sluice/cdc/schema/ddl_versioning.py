@@ -21,9 +21,10 @@ from dataclasses import dataclass, field, replace
 
 from sqlglot.tokens import Token, TokenType
 
+from sluice.cdc.schema.catalog import Catalog
 from sluice.cdc.schema.ddl_text import _DIALECT, _quiet, _unwrap
 from sluice.cdc.schema.lineage import ColumnFill, ColumnOrigin, TableChange
-from sluice.cdc.schema.model import Catalog, ColumnDef, SystemTime, TableSchema
+from sluice.cdc.schema.model import ColumnDef, SystemTime, TableSchema
 
 __all__ = ["IMPLICIT_PERIOD", "VersioningClauses", "settle_versioning", "strip_versioning"]
 

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from sluice.cdc.schema.model import Catalog
+from sluice.cdc.schema.catalog import Catalog
 from sluice.cdc.schema.tracker import SchemaTracker
 from sluice.errors import ConfigError
 

@@ -25,7 +25,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from sluice.binlog.position import position_key
-from sluice.cdc.schema.model import Catalog, DbDefaults, TableSchema
+from sluice.cdc.schema.catalog import Catalog, DbDefaults
+from sluice.cdc.schema.model import TableSchema
 from sluice.errors import ConfigError
 from sluice.io.atomic import fsync_directory
 

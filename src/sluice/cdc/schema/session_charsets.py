@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from sluice.binlog.events import QueryEvent
 from sluice.binlog.values.charsets import COLLATION_CHARSETS
-from sluice.cdc.schema.model import Catalog
+from sluice.cdc.schema.catalog import Catalog
 from sluice.cdc.schema.typemap import collation_name
 
 __all__ = ["SessionCharsets"]

@@ -46,23 +46,22 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from sluice.binlog.columns import ColumnInfo, inspection_columns
 from sluice.binlog.constants import ColumnType
 from sluice.binlog.events import TableMapEvent
 from sluice.binlog.position import position_key
-from sluice.binlog.values.charsets import COLLATION_CHARSETS
+from sluice.cdc.schema.catalog import Catalog
 from sluice.cdc.schema.ddl_detect import is_ddl
 from sluice.cdc.schema.history import SchemaHistory
-from sluice.cdc.schema.model import Catalog, ColumnDef, TableSchema
+from sluice.cdc.schema.logged_columns import merged, refreshed, with_schema_types
+from sluice.cdc.schema.model import TableSchema
 from sluice.cdc.schema.session_charsets import SessionCharsets
 from sluice.cdc.schema.typemap import (
     CHARACTER_TYPES,
-    FIXED_BINARY_TYPES,
     check_column,
     check_table_map,
-    collation_name,
     column_from_map,
 )
 from sluice.errors import SchemaError
@@ -265,7 +264,7 @@ class SchemaTracker:
             if reason is not None:
                 self._correct(tracked, table_map, names, pk, file, pos, reason)
             now = self.catalog.get(db, name) or tracked
-            return ResolvedTable(_with_schema_types(now, cols), names, pk, now.row_end_index())
+            return ResolvedTable(with_schema_types(now, cols), names, pk, now.row_end_index())
         if tracked is None:
             if self.positional == "fallback":
                 return self._fall_back(table_map, file, pos, "the binlog does not name its columns and no schema "
@@ -290,7 +289,7 @@ class SchemaTracker:
             )
         infos = tracked.column_infos()
         if len(cols) == n:
-            infos = tuple(_merge(t, m) for t, m in zip(infos, cols, strict=True))
+            infos = tuple(merged(t, m) for t, m in zip(infos, cols, strict=True))
         unknown = [i for i, (c, info) in enumerate(zip(tracked.columns, infos, strict=True))
                    if c.data_type in _DECODED_TEXT and info.collation is None]
         if unknown:
@@ -336,7 +335,7 @@ class SchemaTracker:
             code, meta, nullable = table_map.column_types[i], table_map.column_meta[i], table_map.nullable[i]
             old = tracked.columns[i] if same_count else None
             if old is not None and check_column(old, code, meta, self.flavor) is None:
-                columns.append(_refresh(old, info, names[i], nullable))
+                columns.append(refreshed(old, info, names[i], nullable))
             else:
                 columns.append(column_from_map(code, meta, info, nullable, names[i]))
         st = tracked.system_time
@@ -365,53 +364,5 @@ def _brought_into_being(outcome: DdlOutcome) -> tuple[tuple[str, str], ...]:
     return ()
 
 
-def _refresh(old: ColumnDef, info: ColumnInfo, name: str, nullable: bool) -> ColumnDef:
-    """A tracked column of the right type, updated with what the map says about it."""
-    changes: dict[str, Any] = {"name": name, "nullable": nullable, "visible": info.visible}
-    if info.unsigned is not None and old.data_type in ("tinyint", "smallint", "mediumint", "int", "bigint",
-                                                        "decimal", "float", "double"):
-        changes["unsigned"] = info.unsigned
-    if info.enum_values is not None:
-        changes["enum_values"] = info.enum_values
-    if info.set_values is not None:
-        changes["set_values"] = info.set_values
-    if info.collation is not None and old.charset not in (None, "binary"):
-        cs = COLLATION_CHARSETS.get(info.collation)
-        if cs is not None and cs != old.charset:
-            changes["charset"], changes["collation"] = cs, collation_name(info.collation)
-    return replace(old, **changes)
-
-
-def _merge(tracked: ColumnInfo, logged: ColumnInfo) -> ColumnInfo:
-    """Tracked facts, overridden by whatever the TABLE_MAP's own metadata carries."""
-    if logged == _EMPTY:
-        return tracked
-    return ColumnInfo(
-        name=tracked.name,
-        unsigned=tracked.unsigned if logged.unsigned is None else logged.unsigned,
-        collation=tracked.collation if logged.collation is None else logged.collation,
-        enum_values=tracked.enum_values if logged.enum_values is None else logged.enum_values,
-        set_values=tracked.set_values if logged.set_values is None else logged.set_values,
-        geometry_type=tracked.geometry_type if logged.geometry_type is None else logged.geometry_type,
-        vector_dimension=tracked.vector_dimension if logged.vector_dimension is None else logged.vector_dimension,
-        visible=tracked.visible,
-        mariadb_type=tracked.mariadb_type,
-    )
-
-
-def _with_schema_types(tracked: TableSchema, logged: tuple[ColumnInfo, ...]) -> tuple[ColumnInfo, ...]:
-    """A FULL map's columns with what only the schema knows: MariaDB's UUID / INET4 / INET6 and
-    VECTOR, which its binlog logs as BINARY / VARBINARY (the map names the column, not the type)."""
-    if len(tracked.columns) != len(logged):
-        return logged
-    out = list(logged)
-    for i, col in enumerate(tracked.columns):
-        if col.data_type in FIXED_BINARY_TYPES or (col.data_type == "vector" and logged[i].vector_dimension is None):
-            schema = col.column_info()
-            out[i] = replace(logged[i], mariadb_type=schema.mariadb_type, vector_dimension=schema.vector_dimension)
-    return tuple(out)
-
-
-_EMPTY = ColumnInfo()
 # Character columns whose values are text in their character set (ENUM / SET members come from the DDL).
 _DECODED_TEXT = CHARACTER_TYPES - {"enum", "set"}
