@@ -36,7 +36,7 @@ from tests.conftest import binlog_row_metadata, kills
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
-KILLS = kills(4)  # per case, at random moments 6-14 s into a run
+KILLS = kills(3)  # per case, at random moments 6-14 s into a run (SLUICE_TEST_KILLS for more)
 
 
 class Writer:

@@ -112,7 +112,7 @@ def test_pipeline_mirrors_a_workload_with_ddl(spark, server, tmp_path):
         conn.execute(f"DROP DATABASE {db}")
 
 
-KILLS = kills(5)  # the chaos suite kills during DDL too, on both flavors
+KILLS = kills(3)  # the chaos suite kills during DDL too, on both flavors (SLUICE_TEST_KILLS for more)
 
 
 @pytest.mark.slow
