@@ -260,7 +260,8 @@ cdef class EventRun:
                         # Counted, or written as lines or change-log columns (and typed images),
                         # straight from the body: no value tuples.
                         mark = out.size
-                        if sink is not None and self._spec(tid, entry, tm, file) is None:
+                        spec = None if sink is None else self._spec(tid, entry, tm, file)
+                        if sink is not None and spec is None:
                             break  # a table whose rows the parser takes, in every kind (a versioned table's)
                         try:
                             if sink is None or not self.kept[k]:
@@ -270,9 +271,6 @@ cdef class EventRun:
                                 if sink is None:
                                     self.counts[k] += counted
                             elif columns:
-                                spec = self._spec(tid, entry, tm, file)
-                                if spec is None:
-                                    break
                                 if chunk is None:
                                     chunk = ChangeRows()
                                     chunk.keep_typed = self.typed
@@ -280,9 +278,6 @@ cdef class EventRun:
                                                       <int64_t>_u32(b + pos) * 1000000, self.absent, self.fallback,
                                                       program, buf, q, be)
                             else:
-                                spec = self._spec(tid, entry, tm, file)
-                                if spec is None:
-                                    break
                                 written += _rows_text(program, &out, buf, q, be, k, spec[2][k], spec[3], spec[4],
                                                       base + pos, gtid_ts, _u32(b + pos), self.fallback)
                         except Exception:
