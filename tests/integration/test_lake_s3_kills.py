@@ -36,7 +36,7 @@ from sluice.spark.lake.store import lake_store
 from sluice.spark.verify.check import verify_lake
 from tests.s3_proxy import S3Proxy, S3Request
 
-pytestmark = [pytest.mark.spark, pytest.mark.mysql]
+pytestmark = [pytest.mark.spark, pytest.mark.mysql, pytest.mark.slow]
 
 CHECKPOINT = re.compile(r"/_delta_log/\d{20}\.checkpoint\.parquet$")
 DROPPED_ROWS = 20
