@@ -95,7 +95,7 @@ class Pipeline:
             raise ConfigError(
                 f"the lake {self.state.store.uri} holds the stream's batches up to batch {batch}, but Spark's "
                 f"checkpoint {config.checkpoint_path} holds no position and the lake's change log records none "
-                f"(a sluice from before it did wrote them){newest}. Starting over would write those changes "
+                f"(an earlier sluice wrote it){newest}. Starting over would write those changes "
                 "twice: restore the checkpoint folder, or give --from FILE:POS where the stream should go on "
                 "(the end of that change's transaction)")
         self.lake = DeltaLake(self.store, self.app_id, change_feed=config.change_feed, cadence=config.mirror)
