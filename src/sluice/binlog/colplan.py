@@ -12,7 +12,7 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
-from sluice.binlog.columns import BINARY_COLLATION, ColumnInfo
+from sluice.binlog.columns import BINARY_COLLATION, ColumnInfo, string_real_type
 from sluice.binlog.constants import ColumnType
 from sluice.binlog.values.charsets import (
     charmap_table,
@@ -215,15 +215,7 @@ def _string(c: Col, t: int, meta: int, info: ColumnInfo, table: str,
             unsupported: Callable[[str], UnsupportedError]) -> None:
     """CHAR/BINARY, ENUM and SET, all logged as type STRING with the real type in the metadata, and
     MariaDB's fixed-size types (UUID, INET4, INET6) that are CHARs of their byte size in the binlog."""
-    byte0, byte1 = meta >> 8, meta & 0xFF
-    if byte0 and (byte0 & 0x30) != 0x30:
-        # CHAR longer than 255 bytes: the two high bits of the length hide in byte0
-        # (Field_string::do_save_field_metadata, sql/field.cc).
-        length = byte1 | (((byte0 & 0x30) ^ 0x30) << 4)
-        real = byte0 | 0x30
-    else:
-        length = byte1
-        real = byte0 or t
+    real, length = string_real_type(t, meta)
     if real == ColumnType.STRING and info.mariadb_type is not None:
         if MARIADB_TYPE_BYTES.get(info.mariadb_type) != length:
             raise unsupported(f"a MariaDB {info.mariadb_type.upper()} column logged as {length} bytes")

@@ -17,7 +17,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
 
-__all__ = ["BINARY_COLLATION", "ColumnInfo", "TableShape", "inspection_columns"]
+from sluice.binlog.constants import ColumnType
+
+__all__ = ["BINARY_COLLATION", "ColumnInfo", "TableShape", "inspection_columns", "may_mark", "string_real_type"]
 
 #: Collation id of the ``binary`` pseudo charset: such columns decode to ``bytes``.
 BINARY_COLLATION = 63
@@ -79,3 +81,34 @@ class TableShape(Protocol):
     @property
     def raw(self) -> bytes:
         """The TABLE_MAP body: the key of the row plan cache."""
+
+
+def string_real_type(t: int, meta: int) -> tuple[int, int]:
+    """(real type, length in bytes) of a column logged as STRING, ENUM or SET: CHAR/BINARY, ENUM and
+    SET all travel as STRING with the real type in the metadata, and a CHAR longer than 255 bytes
+    hides the two high bits of its length in the first byte (Field_string::do_save_field_metadata)."""
+    byte0, byte1 = meta >> 8, meta & 0xFF
+    if byte0 and (byte0 & 0x30) != 0x30:
+        return byte0 | 0x30, byte1 | (((byte0 & 0x30) ^ 0x30) << 4)
+    return byte0 or t, byte1
+
+
+_INTEGERS = frozenset({ColumnType.TINY, ColumnType.SHORT, ColumnType.INT24, ColumnType.LONG, ColumnType.LONGLONG})
+_TEXT_BLOBS = frozenset({ColumnType.TINY_BLOB, ColumnType.BLOB, ColumnType.MEDIUM_BLOB, ColumnType.LONG_BLOB})
+
+
+def may_mark(t: int, meta: int, info: ColumnInfo) -> bool:
+    """Whether the row decoder may mark a value of this column (``mark_unsure`` and a fact missing):
+    an integer of unknown signedness, or a character column that is not binary (its charset unknown,
+    or bytes that do not decode in it)."""
+    if not info.mark_unsure:
+        return False
+    if t in _INTEGERS:
+        return info.unsigned is None
+    if info.collation == BINARY_COLLATION:
+        return False
+    if t in (ColumnType.VARCHAR, ColumnType.VAR_STRING):
+        return info.vector_dimension is None
+    if t in (ColumnType.STRING, ColumnType.ENUM, ColumnType.SET):
+        return string_real_type(t, meta)[0] == ColumnType.STRING and info.mariadb_type is None
+    return t in _TEXT_BLOBS

@@ -24,7 +24,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from sluice.binlog.columns import BINARY_COLLATION, ColumnInfo
+from sluice.binlog.columns import BINARY_COLLATION, ColumnInfo, string_real_type
 from sluice.binlog.constants import ColumnType
 from sluice.binlog.rowplan import ABSENT
 from sluice.binlog.values.geometry import Geometry
@@ -158,14 +158,6 @@ def _col(name: str, mysql_type: str, arrow_type: pa.DataType, spark_type: str,
     return MirrorColumn(name, mysql_type, arrow_type, spark_type, convert)
 
 
-def _string_real_type(t: int, meta: int) -> tuple[int, int]:
-    """(real type, length in bytes) of a STRING / ENUM / SET column (Field_string metadata)."""
-    byte0, byte1 = meta >> 8, meta & 0xFF
-    if byte0 and (byte0 & 0x30) != 0x30:
-        return byte0 | 0x30, byte1 | (((byte0 & 0x30) ^ 0x30) << 4)
-    return byte0 or t, byte1
-
-
 def _is_text(info: ColumnInfo, *, default_text: bool) -> bool:
     """Whether the row decoder yields ``str`` (True) or ``bytes`` for a character column."""
     if info.collation is None:
@@ -226,7 +218,7 @@ def _column(index: int, t: int, meta: int, info: ColumnInfo, where: str) -> Mirr
             return _col(name, "varchar", pa.string(), "string")
         return _col(name, f"varbinary({meta})", pa.binary(), "binary")
     if t in (ColumnType.STRING, ColumnType.ENUM, ColumnType.SET):
-        real, length = _string_real_type(t, meta)
+        real, length = string_real_type(t, meta)
         if real == ColumnType.ENUM:
             if info.enum_values is None:
                 return _col(name, "enum (members unknown: index)", pa.int32(), "int")
