@@ -6,6 +6,7 @@ and times, on the same files and pinned to one core, each of:
 
   sluice-none   ``sluice dump --format none FILES``        (decode every value, print counts)
   sluice-jsonl  ``sluice dump FILES > /dev/null``          (JSON lines)
+  sluice-parquet ``sluice dump --format parquet --out DIR FILES``  (typed Parquet per table, zstd; DIR removed after)
   binlog-tool   ``mysqlbinlog -vv --base64-output=decode-rows FILES > /dev/null`` (resp. mariadb-binlog)
   pmr           python-mysql-replication streaming the same files from the live server, every value touched
 
@@ -285,6 +286,10 @@ def bench_one(box: Sandbox, files: list[str], pmr_python: Path, *, skip_pmr: boo
     res["events"] = int(match[1]) if match else 0
     res["sluice-none"] = none.__dict__ | {"stdout": none.stdout.strip()}
     res["sluice-jsonl"] = timed([*SLUICE, "dump", *paths]).__dict__
+    parquet_dir = OUT / "parquet"
+    shutil.rmtree(parquet_dir, ignore_errors=True)
+    res["sluice-parquet"] = timed([*SLUICE, "dump", "--format", "parquet", "--out", str(parquet_dir), *paths]).__dict__
+    shutil.rmtree(parquet_dir, ignore_errors=True)
     res["binlog-tool"] = timed(box.binlog_tool_argv("-vv", "--base64-output=decode-rows", *paths)).__dict__
     if skip_pmr:
         res["pmr"] = {"seconds": float("nan"), "max_rss_mb": float("nan"), "stdout": "", "error": "skipped"}
@@ -327,14 +332,15 @@ def _rate(rows: int, run: dict[str, object]) -> float:
 
 
 def table(results: dict[str, dict[str, dict[str, object]]]) -> str:
-    head = ("| flavor | workload | binlog MB | row changes | sluice --format none | sluice jsonl "
+    head = ("| flavor | workload | binlog MB | row changes | sluice --format none | sluice jsonl | sluice parquet "
             "| mysqlbinlog -vv | python-mysql-replication | none / binlog tool | jsonl / binlog tool "
-            "| none / pmr | sluice max RSS MB (none / jsonl) |")
+            "| parquet / binlog tool | none / pmr | sluice max RSS MB (none / jsonl / parquet) |")
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for flavor, per in results.items():
         for workload, r in per.items():
             rows = int(r["rows"])  # type: ignore[call-overload]
-            rates = {k: _rate(rows, r[k]) for k in ("sluice-none", "sluice-jsonl", "binlog-tool", "pmr")}  # type: ignore[arg-type]
+            modes = ("sluice-none", "sluice-jsonl", "sluice-parquet", "binlog-tool", "pmr")
+            rates = {k: _rate(rows, r[k]) for k in modes}  # type: ignore[arg-type]
 
             def cell(key: str, rates: dict[str, float] = rates, r: dict[str, object] = r) -> str:
                 run = r[key]
@@ -348,10 +354,11 @@ def table(results: dict[str, dict[str, dict[str, object]]]) -> str:
 
             lines.append(
                 f"| {flavor} | {workload} | {int(r['bytes']) / 1e6:.1f} | {rows:,} | {cell('sluice-none')} "  # type: ignore[call-overload]
-                f"| {cell('sluice-jsonl')} | {cell('binlog-tool')} | {cell('pmr')} "
+                f"| {cell('sluice-jsonl')} | {cell('sluice-parquet')} | {cell('binlog-tool')} | {cell('pmr')} "
                 f"| {ratio('sluice-none', 'binlog-tool')} | {ratio('sluice-jsonl', 'binlog-tool')} "
-                f"| {ratio('sluice-none', 'pmr')} "
-                f"| {r['sluice-none']['max_rss_mb']:.0f} / {r['sluice-jsonl']['max_rss_mb']:.0f} |"  # type: ignore[index]
+                f"| {ratio('sluice-parquet', 'binlog-tool')} | {ratio('sluice-none', 'pmr')} "
+                f"| {r['sluice-none']['max_rss_mb']:.0f} / {r['sluice-jsonl']['max_rss_mb']:.0f} "  # type: ignore[index]
+                f"/ {r['sluice-parquet']['max_rss_mb']:.0f} |"  # type: ignore[index]
             )
     return "\n".join(lines)
 

@@ -116,6 +116,9 @@ class ChangeCapture:
         self.assembler = TransactionAssembler(start)
         self.builder = RowChangeBuilder(resolve=self._names, ops=config.ops, row_end=self._row_end)
         self._resolved: dict[tuple[bytes, int], ResolvedTable] = {}
+        #: The TABLE_MAP and column facts each table's rows were last decoded with, by (db, table):
+        #: those of a transaction's tables as it comes out (DDL is a transaction of its own).
+        self.layouts: dict[tuple[str, str], tuple[TableMapEvent, ResolvedTable]] = {}
         self._ddl: dict[tuple[str, int], DdlOutcome] = {}
         self._file = start.file
         self._pos = start.pos
@@ -303,6 +306,7 @@ class ChangeCapture:
             hit = self.tracker.resolve(table_map, self._file, self._pos)
             # The tracker may record a correction (FULL metadata wins), which bumps its version.
             self._resolved[(table_map.raw, self.tracker.version)] = hit
+        self.layouts[(table_map.schema, table_map.table)] = (table_map, hit)
         return hit
 
     def _plan(self, table_map: TableMapEvent) -> Any:

@@ -29,6 +29,16 @@ examples:
   sluice dump --schema shop.sql binlog.000042           names from mysqldump --no-data output
   sluice dump --positional binlog.000042                columns by position: @1, @2, ...
   sluice dump --events -v binlog.000042                 every event, rows by position
+  sluice dump --format parquet --out changes/ binlog.0000*   typed Parquet per table
+
+--format parquet writes one file per table (and per column layout: a DDL that changes a table's
+columns starts its next file) with a row per change: op; before and after as structs of the
+table's columns, typed as in the table's Delta mirror (DECIMAL exact, DATETIME / TIMESTAMP as
+timestamps, zero dates as null; docs/spark-types.md); absent, the columns a minimal image left out
+(before.NAME / after.NAME); json_diffs; file, pos, row, gtid, ts, commit_ts. A column whose values
+the binlog leaves unsure (read by position) holds each value's JSON text, marks included, and the
+file's metadata says so. Read it with DuckDB (read_parquet('DIR/tables/*/*/*.parquet',
+union_by_name=true)), Polars, pandas or Spark.
 
 Only committed transactions are printed; a transaction cut off at the end of a file prints
 nothing. Column names come from the binlog when the server ran with binlog_row_metadata=FULL;
@@ -59,9 +69,15 @@ def register(sub: Any) -> None:
     add_filter_options(parser)
     parser.add_argument(
         "--format",
-        choices=("jsonl", "none"),
+        choices=("jsonl", "parquet", "none"),
         default="jsonl",
-        help="jsonl (default): one JSON object per row change; none: decode all, print counts",
+        help="jsonl (default): one JSON object per row change; parquet: typed Parquet files per table under "
+        "--out (see below); none: decode all, print counts",
+    )
+    parser.add_argument(
+        "--out", metavar="DIR",
+        help="with --format parquet: the folder to write (new or empty): DIR/tables/DB/TABLE/part-NNNNN.parquet, "
+        "and DIR/ddl.parquet with --ddl",
     )
     parser.add_argument(
         "--count-only",
@@ -101,6 +117,13 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError("-v/--values prints the rows of --events: add --events (or drop -v)")
     if args.events and (args.schema or args.positional):
         raise ConfigError("--events lists every table's rows by position already: drop --schema / --positional")
+    parquet = args.format == "parquet"
+    if parquet and (args.count_only or args.events):
+        raise ConfigError("--format parquet writes the row changes: drop --count-only / --events")
+    if parquet and not args.out:
+        raise ConfigError("--format parquet needs --out DIR, the folder to write the Parquet files to")
+    if args.out and not parquet:
+        raise ConfigError("--out is where --format parquet writes: add --format parquet (or drop --out)")
     if args.events:
         return _run_events(args)
     from sluice.binlog.position import Checkpoint
@@ -113,6 +136,8 @@ def run(args: argparse.Namespace) -> int:
     given = load_schema(args.schema, keep) if args.schema else None
     for warning in given.warnings if given is not None else ():
         print(f"sluice dump: warning: {warning}", file=sys.stderr)
+    if parquet:
+        return _run_parquet(args, keep, given)
     jsonl = args.format == "jsonl" and not args.count_only
     # --format none decodes every event and every value of the captured tables but prints only
     # counts, so it builds no change records.
@@ -159,6 +184,41 @@ def run(args: argparse.Namespace) -> int:
             f"{n_events} events, {n_transactions} transactions, {n_changes} row changes in {seconds:.2f}s "
             f"({rate:,.0f} rows/s)"
         )
+    return 0
+
+
+def _run_parquet(args: argparse.Namespace, keep: Any, given: Any) -> int:
+    """``--format parquet``: the row changes as typed Parquet files under ``--out``."""
+    from sluice.binlog.position import Checkpoint
+    from sluice.cdc.capture import CaptureConfig, CaptureOutput, ChangeCapture
+    from sluice.cdc.filters import parse_ops
+    from sluice.cdc.schema.given import archived_tracker
+    from sluice.commands.dump_parquet import dump, output_folder
+    from sluice.io.binlog_file import iter_raw_spans
+
+    out = output_folder(args.out)
+    config = CaptureConfig(
+        table_filter=keep, ops=parse_ops(args.ops), ddl=args.ddl, verify_checksum=not args.no_verify_checksum,
+        skip_incidents=args.skip_incidents, output=CaptureOutput.TYPED_COLUMNS,
+    )
+    first = args.files[0]
+    capture = ChangeCapture(config, Checkpoint("stdin" if first == "-" else first.rsplit("/", 1)[-1], 4),
+                            archived_tracker(given, positional=args.positional))
+
+    def transactions() -> Any:
+        for path in args.files:
+            source = sys.stdin.buffer if path == "-" else path
+            name = "stdin" if path == "-" else path.rsplit("/", 1)[-1]
+            yield from capture.feed_file(name, "<stdin>" if path == "-" else path, iter_raw_spans(source))
+
+    started = time.perf_counter()
+    written = dump(capture, transactions(), out)
+    for file, pos, sql, message in capture.tracker.unparsed:
+        print(f"sluice dump: warning: DDL at {file}:{pos} not understood ({message}): {sql[:200]}", file=sys.stderr)
+    seconds = time.perf_counter() - started
+    rate = written.changes / seconds if seconds > 0 else 0.0
+    print(f"{written.changes} row changes of {written.tables} tables in {written.files} Parquet files under "
+          f"{args.out} in {seconds:.2f}s ({rate:,.0f} rows/s)")
     return 0
 
 

@@ -29,7 +29,8 @@ from sluice.spark.lake.columns import MirrorColumn
 from sluice.spark.lake.typed_images import TypedRows
 
 __all__ = [
-    "DELETE_FLAG", "fold_sources", "key_bounds", "last_per_key", "merge_source", "quote_name", "typed_merge_source",
+    "DELETE_FLAG", "ReadPlan", "all_full", "as_read", "fold_sources", "key_bounds", "last_per_key", "merge_source",
+    "quote_name", "read_plan", "read_texts", "text_buffers", "typed_merge_source",
 ]
 
 DELETE_FLAG = "_sluice_delete"  # the MERGE source's column: delete the key (else upsert the row)
@@ -42,7 +43,7 @@ _VALID_DATE = _VALID_YEAR + r"-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])"
 _VALID_TIME = r"([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\.[0-9]{1,6})?"
 
 _Finish = Callable[[pa.Array], "pa.Array | None"]
-_Plan = tuple[pa.DataType, _Finish]
+ReadPlan = tuple[pa.DataType, _Finish]
 
 
 def _checked(texts: pa.Array, wellformed: str, valid: str, target: pa.DataType,
@@ -77,7 +78,7 @@ def _cast_to(target: pa.DataType) -> _Finish:
     return finish
 
 
-def _plan(col: MirrorColumn) -> tuple[pa.DataType, _Finish] | None:
+def read_plan(col: MirrorColumn) -> tuple[pa.DataType, _Finish] | None:
     """(the type to read the column's JSON values as, JSON values -> mirror values), None when the
     column has no exact column-wise conversion."""
     at, mt, convert = col.arrow_type, col.mysql_type, col.convert
@@ -104,7 +105,7 @@ def _plan(col: MirrorColumn) -> tuple[pa.DataType, _Finish] | None:
     return None
 
 
-def _text_buffers(texts: pa.ChunkedArray) -> list[tuple[pa.Buffer, int]]:
+def text_buffers(texts: pa.ChunkedArray) -> list[tuple[pa.Buffer, int]]:
     """Each chunk's texts back to back (its data buffer, zero-copy) and how many texts they are."""
     out = []
     for chunk in texts.chunks:
@@ -119,7 +120,7 @@ def _text_buffers(texts: pa.ChunkedArray) -> list[tuple[pa.Buffer, int]]:
     return out
 
 
-def _all_full(texts: pa.ChunkedArray, buffers: list[tuple[pa.Buffer, int]], width: int) -> bool:
+def all_full(texts: pa.ChunkedArray, buffers: list[tuple[pa.Buffer, int]], width: int) -> bool:
     """Whether every image names all ``width`` columns. Unknown and repeated keys fail the parse,
     so the count of keys says whether an image is full: every key ends in '":'; inside a string
     every quote is escaped, so '":' there is '\\":' (as is the end of a key ending in a backslash,
@@ -136,8 +137,8 @@ def _all_full(texts: pa.ChunkedArray, buffers: list[tuple[pa.Buffer, int]], widt
     return bool(pc.min(keys).as_py() == width and pc.max(keys).as_py() == width)
 
 
-def _read(buffers: list[tuple[pa.Buffer, int]], schema: pa.Schema, *, strict: bool) -> pa.Table | None:
-    """Parse the JSON object texts of ``_text_buffers`` into a table of ``schema``, one row per text,
+def read_texts(buffers: list[tuple[pa.Buffer, int]], schema: pa.Schema, *, strict: bool) -> pa.Table | None:
+    """Parse the JSON object texts of ``text_buffers`` into a table of ``schema``, one row per text,
     in order: a chunk's objects back to back are one block of the JSON reader, chunks in parallel."""
     if not buffers:
         return schema.empty_table()
@@ -164,7 +165,7 @@ def _read(buffers: list[tuple[pa.Buffer, int]], schema: pa.Schema, *, strict: bo
     return pa.concat_tables(tables).select(schema.names)
 
 
-def _usable(columns: Sequence[MirrorColumn], primary_key: Sequence[str], rows: pa.Table) -> list[_Plan] | None:
+def _usable(columns: Sequence[MirrorColumn], primary_key: Sequence[str], rows: pa.Table) -> list[ReadPlan] | None:
     """Each column's plan, when a table's rows can take the column-wise path at all."""
     if not primary_key or rows.num_rows == 0:
         return None
@@ -173,12 +174,12 @@ def _usable(columns: Sequence[MirrorColumn], primary_key: Sequence[str], rows: p
         return None
     if any(n.startswith("_sluice_") for n in names):
         return None
-    plans = [_plan(c) for c in columns]
+    plans = [read_plan(c) for c in columns]
     if any(p is None for p in plans):
         return None
     if rows.column("json_diffs").null_count != rows.num_rows:
         return None
-    return cast("list[_Plan]", plans)
+    return cast("list[ReadPlan]", plans)
 
 
 def merge_source(columns: Sequence[MirrorColumn], primary_key: Sequence[str], rows: pa.Table) -> pa.Table | None:
@@ -199,13 +200,13 @@ def merge_source(columns: Sequence[MirrorColumn], primary_key: Sequence[str], ro
     before = rows.column("before").filter(need_before)
     if after.null_count or before.null_count:
         return None
-    after_buffers = _text_buffers(after)
-    if not _all_full(after, after_buffers, len(columns)):  # a minimal image: the per-row path patches
+    after_buffers = text_buffers(after)
+    if not all_full(after, after_buffers, len(columns)):  # a minimal image: the per-row path patches
         return None
     read_schema = pa.schema([pa.field(c.name, p[0]) for c, p in zip(columns, plans, strict=True)])
-    parsed_after = _read(after_buffers, read_schema, strict=True)
+    parsed_after = read_texts(after_buffers, read_schema, strict=True)
     key_schema = pa.schema([read_schema.field(k) for k in primary_key])
-    parsed_before = _read(_text_buffers(before), key_schema, strict=False)
+    parsed_before = read_texts(text_buffers(before), key_schema, strict=False)
     if parsed_after is None or parsed_before is None:
         return None
     after_values = {c.name: parsed_after.column(c.name).combine_chunks() for c in columns}
@@ -224,12 +225,12 @@ def typed_merge_source(columns: Sequence[MirrorColumn], primary_key: Sequence[st
         return None
     after_values, before_keys = {}, {}
     for c, (kind, _finish) in zip(columns, plans, strict=True):
-        values = _as_read(typed.after[c.name], kind)
+        values = as_read(typed.after[c.name], kind)
         if values is None:
             return None
         after_values[c.name] = values
         if c.name in primary_key:
-            old = _as_read(typed.before[c.name], kind)
+            old = as_read(typed.before[c.name], kind)
             if old is None:
                 return None
             before_keys[c.name] = old
@@ -242,7 +243,7 @@ def typed_merge_source(columns: Sequence[MirrorColumn], primary_key: Sequence[st
     return _finished(columns, primary_key, plans, rows.num_rows, masks, after_values, before_keys)
 
 
-def _as_read(values: pa.Array, kind: pa.DataType) -> pa.Array | None:
+def as_read(values: pa.Array, kind: pa.DataType) -> pa.Array | None:
     """Typed values as the JSON reader would have read them as ``kind``, or None: integers as the
     integer types, texts as text, NULLs as anything; never a text as a number."""
     if values.type == pa.null():
@@ -255,7 +256,7 @@ def _as_read(values: pa.Array, kind: pa.DataType) -> pa.Array | None:
         return None
 
 
-def _finished(columns: Sequence[MirrorColumn], primary_key: Sequence[str], plans: list[_Plan], n: int,
+def _finished(columns: Sequence[MirrorColumn], primary_key: Sequence[str], plans: list[ReadPlan], n: int,
               masks: tuple[pa.Array, pa.Array, pa.Array], after_values: dict[str, pa.Array],
               before_keys: dict[str, pa.Array]) -> pa.Table | None:
     """The mirror's values from the values as read, and the last change per key."""

@@ -1,0 +1,157 @@
+"""One table's row changes as typed Arrow columns: each row image a struct of the mirror's types.
+
+``change_table`` takes a table's rows of the change schema (``sluice.spark.lake.changelog_schema``:
+JSON images, all of one column layout) and, where the compiled core kept them, the same changes'
+typed images (``TypedRows``), and returns one row per change (``change_schema``):
+
+| column | type | meaning |
+|---|---|---|
+| op, db, table | string | as in the change schema |
+| before, after | struct | the image's columns in their mirror types (``sluice.spark.lake.columns``); null: no image |
+| absent | list<string> | what a minimal image left out, as ``before.NAME`` / ``after.NAME``; null: images whole |
+| json_diffs, file, pos, row, gtid, ts, commit_ts | | as in the change schema |
+
+Three ways give the same table. The typed images are read when every column has an exact
+column-wise conversion (``merge_source``'s plans) and every image is whole; otherwise Arrow parses
+the JSON images under the same conditions; otherwise each image is decoded and converted as the
+mirror's per-row path does (``exact_only`` asks for that way), which is also where a value that does
+not fit its column raises ``SchemaError``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import cast
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from sluice.spark.lake.changelog_schema import CHANGE_ARROW_SCHEMA
+from sluice.spark.lake.columns import MirrorColumn, to_arrow_table
+from sluice.spark.lake.images import image_decoder
+from sluice.spark.lake.merge_source import ReadPlan, all_full, as_read, read_plan, read_texts, text_buffers
+from sluice.spark.lake.typed_images import TypedRows
+
+__all__ = ["change_schema", "change_table"]
+
+_KEPT = ("json_diffs", "file", "pos", "row", "gtid", "ts", "commit_ts")  # change-schema columns kept as they are
+_SIDES = ("before", "after")
+_OPS = pa.array(["insert", "update", "delete"])  # the typed images' op codes 0, 1, 2
+
+
+def change_schema(columns: Sequence[MirrorColumn]) -> pa.Schema:
+    """The schema of ``change_table`` for a table of ``columns``."""
+    image = pa.struct([pa.field(c.name, c.arrow_type) for c in columns])
+    return pa.schema([
+        pa.field("op", pa.string()), pa.field("db", pa.string()), pa.field("table", pa.string()),
+        pa.field("before", image), pa.field("after", image), pa.field("absent", pa.list_(pa.string())),
+        *(CHANGE_ARROW_SCHEMA.field(name) for name in _KEPT),
+    ])
+
+
+def change_table(columns: Sequence[MirrorColumn], rows: pa.Table, typed: TypedRows | None = None, *,
+                 exact_only: bool = False) -> pa.Table:
+    """``rows`` (one table's changes in the change schema, binlog order) with typed images."""
+    images = None if exact_only else _columnwise(columns, rows, typed)
+    if images is None:
+        images = _per_row(columns, rows)
+    before, after, absent = images
+    arrays = [rows.column("op"), rows.column("db"), rows.column("table"), before, after, absent,
+              *(rows.column(name) for name in _KEPT)]
+    return pa.Table.from_arrays(arrays, schema=change_schema(columns))
+
+
+def _columnwise(columns: Sequence[MirrorColumn], rows: pa.Table,
+                typed: TypedRows | None) -> tuple[pa.Array, pa.Array, pa.Array] | None:
+    """Both images' structs read column-wise, or None when that cannot be proven exact."""
+    plans = [read_plan(c) for c in columns]
+    names = [c.name for c in columns]
+    n = rows.num_rows
+    if (not n or len(set(names)) != len(names) or any(p is None for p in plans)
+            or rows.column("json_diffs").null_count != n):
+        return None
+    checked = cast("list[ReadPlan]", plans)
+    usable = typed is not None and _same_changes(rows, typed, names)
+    out = []
+    for side in _SIDES:
+        texts = rows.column(side)
+        valid = pc.is_valid(texts).to_numpy(zero_copy_only=False)
+        read = _typed_side(columns, checked, getattr(typed, side)) if typed is not None and usable else None
+        if read is None:  # the typed images hold whole images only; JSON texts may be minimal
+            present = texts.filter(pa.array(valid))
+            buffers = text_buffers(present)
+            if not all_full(present, buffers, len(columns)):
+                return None
+            schema = pa.schema([pa.field(c.name, p[0]) for c, p in zip(columns, checked, strict=True)])
+            parsed = read_texts(buffers, schema, strict=True)
+            if parsed is None:
+                return None
+            read = {name: parsed.column(name).combine_chunks() for name in names}
+        finished = []
+        for c, (_kind, finish) in zip(columns, checked, strict=True):
+            values = finish(read[c.name])
+            if values is None or values.type != c.arrow_type:
+                return None
+            finished.append(values)
+        out.append(_struct(columns, _spread(finished, valid), valid))
+    return out[0], out[1], pa.nulls(n, pa.list_(pa.string()))
+
+
+def _same_changes(rows: pa.Table, typed: TypedRows, names: list[str]) -> bool:
+    """Whether ``typed`` holds the images of exactly ``rows``' changes: the same ops in the same
+    order, an after image for each insert and update, a before image for each update and delete."""
+    if len(typed.ops) != rows.num_rows or set(typed.after) != set(names) or set(typed.before) != set(names):
+        return False
+    ops = pa.array(typed.ops)
+    named = pc.index_in(rows.column("op"), value_set=_OPS)
+    if named.null_count or not pc.all(pc.equal(pc.cast(named, pa.uint8()), ops)).as_py():
+        return False
+    has_after = pc.is_valid(rows.column("after"))
+    has_before = pc.is_valid(rows.column("before"))
+    return bool(pc.all(pc.equal(has_after, pc.not_equal(ops, 2))).as_py()
+                and pc.all(pc.equal(has_before, pc.not_equal(ops, 0))).as_py())
+
+
+def _typed_side(columns: Sequence[MirrorColumn], plans: list[ReadPlan],
+                images: dict[str, pa.Array]) -> dict[str, pa.Array] | None:
+    read = {}
+    for c, (kind, _finish) in zip(columns, plans, strict=True):
+        values = as_read(images[c.name], kind)
+        if values is None:
+            return None
+        read[c.name] = values
+    return read
+
+
+def _spread(values: list[pa.Array], valid: np.ndarray) -> list[pa.Array]:
+    """``values`` of the rows with ``valid`` set, in order, spread over all rows (null elsewhere)."""
+    if valid.all():
+        return values
+    at = pa.array(np.cumsum(valid) - 1, mask=~valid)
+    return [v.take(at) for v in values]
+
+
+def _struct(columns: Sequence[MirrorColumn], values: list[pa.Array], valid: np.ndarray) -> pa.Array:
+    """One image per row as a struct: ``values`` one array per column, null where ``valid`` is not set."""
+    fields = [pa.field(c.name, c.arrow_type) for c in columns]
+    return pa.StructArray.from_arrays(values, fields=fields, mask=None if valid.all() else pa.array(~valid))
+
+
+def _per_row(columns: Sequence[MirrorColumn], rows: pa.Table) -> tuple[pa.Array, pa.Array, pa.Array]:
+    """Both images' structs by decoding each image (the mirror's per-row path), with ``absent``."""
+    decode = image_decoder(tuple(columns))
+    n = rows.num_rows
+    absent: list[list[str] | None] = [None] * n
+    out = []
+    for side in _SIDES:
+        images = [decode(text) for text in rows.column(side).to_pylist()]
+        table = to_arrow_table(columns, [image or {} for image in images])
+        valid = np.array([image is not None for image in images], dtype=bool)
+        width = len(columns)
+        for i, image in enumerate(images):
+            if image is not None and len(image) < width:
+                missing = [f"{side}.{c.name}" for c in columns if c.name not in image]
+                absent[i] = (absent[i] or []) + missing
+        out.append(_struct(columns, [table.column(j).combine_chunks() for j in range(width)], valid))
+    return out[0], out[1], pa.array(absent, type=pa.list_(pa.string()))
