@@ -20,13 +20,14 @@ not fit its column raises ``SchemaError``.
 
 from __future__ import annotations
 
+import binascii
 from collections.abc import Sequence
-from typing import cast
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from sluice.spark.lake import columns as t
 from sluice.spark.lake.changelog_schema import CHANGE_ARROW_SCHEMA
 from sluice.spark.lake.columns import MirrorColumn, to_arrow_table
 from sluice.spark.lake.images import image_decoder
@@ -62,39 +63,74 @@ def change_table(columns: Sequence[MirrorColumn], rows: pa.Table, typed: TypedRo
     return pa.Table.from_arrays(arrays, schema=change_schema(columns))
 
 
+def _dump_plan(col: MirrorColumn) -> ReadPlan | None:
+    """``read_plan``, and the column-wise reads a MERGE source has no use for: a DOUBLE or FLOAT
+    from its JSON number (the shortest text of the double, which parses back to it), SET members
+    from their array, binary from its base64 text."""
+    plan = read_plan(col)
+    if plan is not None or col.convert is not t._identity:
+        return plan
+    at = col.arrow_type
+    if col.mysql_type in ("double", "float"):
+        return pa.float64(), lambda values: pc.cast(values, at)
+    if pa.types.is_list(at) and pa.types.is_string(at.value_type) and not col.mysql_type.startswith("vector"):
+        return at, lambda values: values
+    if pa.types.is_binary(at):
+        return pa.string(), _from_base64
+    return None
+
+
+def _from_base64(values: pa.Array) -> pa.Array | None:
+    decode = binascii.a2b_base64
+    try:
+        return pa.array([None if v is None else decode(v, strict_mode=True) for v in values.to_pylist()], pa.binary())
+    except (binascii.Error, ValueError):
+        return None
+
+
 def _columnwise(columns: Sequence[MirrorColumn], rows: pa.Table,
                 typed: TypedRows | None) -> tuple[pa.Array, pa.Array, pa.Array] | None:
-    """Both images' structs read column-wise, or None when that cannot be proven exact."""
-    plans = [read_plan(c) for c in columns]
+    """Both images' structs read column-wise where a column has an exact way (the others decoded
+    image by image, those columns only), or None when whole images cannot be proven."""
+    plans = [_dump_plan(c) for c in columns]
     names = [c.name for c in columns]
     n = rows.num_rows
-    if (not n or len(set(names)) != len(names) or any(p is None for p in plans)
-            or rows.column("json_diffs").null_count != n):
+    if not n or len(set(names)) != len(names) or rows.column("json_diffs").null_count != n:
         return None
-    checked = cast("list[ReadPlan]", plans)
-    usable = typed is not None and _same_changes(rows, typed, names)
+    planned = [(c, p) for c, p in zip(columns, plans, strict=True) if p is not None]
+    rest = tuple(c for c, p in zip(columns, plans, strict=True) if p is None)
+    usable = typed is not None and not rest and _same_changes(rows, typed, names)
     out = []
     for side in _SIDES:
         texts = rows.column(side)
         valid = pc.is_valid(texts).to_numpy(zero_copy_only=False)
-        read = _typed_side(columns, checked, getattr(typed, side)) if typed is not None and usable else None
-        if read is None:  # the typed images hold whole images only; JSON texts may be minimal
+        if not valid.any():  # no image on this side: nothing to read (an empty read proves nothing)
+            out.append(_struct(columns, [pa.nulls(n, c.arrow_type) for c in columns], valid))
+            continue
+        read = _typed_side(planned, getattr(typed, side)) if typed is not None and usable else None
+        present = None
+        if read is None or rest:  # the typed images hold whole images only; JSON texts may be minimal
             present = texts.filter(pa.array(valid))
             buffers = text_buffers(present)
             if not all_full(present, buffers, len(columns)):
                 return None
-            schema = pa.schema([pa.field(c.name, p[0]) for c, p in zip(columns, checked, strict=True)])
-            parsed = read_texts(buffers, schema, strict=True)
+        if read is None:
+            parsed = read_texts(buffers, pa.schema([pa.field(c.name, p[0]) for c, p in planned]), strict=not rest)
             if parsed is None:
                 return None
-            read = {name: parsed.column(name).combine_chunks() for name in names}
-        finished = []
-        for c, (_kind, finish) in zip(columns, checked, strict=True):
-            values = finish(read[c.name])
-            if values is None or values.type != c.arrow_type:
+            read = {c.name: parsed.column(c.name).combine_chunks() for c, _ in planned}
+        values: dict[str, pa.Array] = {}
+        for c, (_kind, finish) in planned:
+            done = finish(read[c.name])
+            if done is None or done.type != c.arrow_type:
                 return None
-            finished.append(values)
-        out.append(_struct(columns, _spread(finished, valid), valid))
+            values[c.name] = done
+        if rest:
+            assert present is not None
+            decode = image_decoder(rest)
+            decoded = to_arrow_table(rest, [decode(text) or {} for text in present.to_pylist()])
+            values.update((c.name, decoded.column(c.name).combine_chunks()) for c in rest)
+        out.append(_struct(columns, _spread([values[name] for name in names], valid), valid))
     return out[0], out[1], pa.nulls(n, pa.list_(pa.string()))
 
 
@@ -113,10 +149,10 @@ def _same_changes(rows: pa.Table, typed: TypedRows, names: list[str]) -> bool:
                 and pc.all(pc.equal(has_before, pc.not_equal(ops, 0))).as_py())
 
 
-def _typed_side(columns: Sequence[MirrorColumn], plans: list[ReadPlan],
+def _typed_side(planned: list[tuple[MirrorColumn, ReadPlan]],
                 images: dict[str, pa.Array]) -> dict[str, pa.Array] | None:
     read = {}
-    for c, (kind, _finish) in zip(columns, plans, strict=True):
+    for c, (kind, _finish) in planned:
         values = as_read(images[c.name], kind)
         if values is None:
             return None
