@@ -9,7 +9,10 @@
 # kind, a column of mixed kinds, a minimal image, a text with an escape in its JSON form or an
 # integer beyond int64 marks it ``failed``, and its JSON images are parsed instead
 # (``sluice.spark.lake.merge_source.merge_source``, which is the reference: a test holds the two
-# equal).
+# equal). A value the JSON reader would read otherwise (a float, a binary string, a JSON document,
+# a SET) makes only its column ``_TY_NONE``, typed no further, except where ``_typed_value`` can
+# keep its JSON text as the reader of that column expects it (``sluice.spark.lake.typed_changes``):
+# a FLOAT or DOUBLE's number, a binary string's base64, a JSON document's text.
 
 cdef extern from "string.h":
     const void *memchr(const void *s, int c, size_t n)
@@ -18,6 +21,7 @@ cdef enum:
     _TY_NULL = 0    # no value but NULL yet
     _TY_INT = 1     # int64
     _TY_TEXT = 2    # UTF-8 text, int32 offsets
+    _TY_NONE = 3    # some value had no typed form: the column is not kept (validity bytes only)
 
 cdef int64_t _ZERO8 = 0
 
@@ -61,6 +65,29 @@ cdef class _TypedColumn:
                 _i32(&self.offsets, 0)
         return 0
 
+    cdef int untype(self) except -1:
+        """The column has a value without a typed form: keep no data for it from now on."""
+        self.kind = _TY_NONE
+        self.data.size = self.offsets.size = 0
+        return self._valid(0)
+
+    cdef int begin_text(self) except -1:
+        """Before a text is written straight into ``data``: 0 when the column holds another kind."""
+        if self.kind != _TY_TEXT:
+            if self.kind != _TY_NULL:
+                return 0
+            self._start(_TY_TEXT)
+        return 1
+
+    cdef int end_text(self, Py_ssize_t mark) except -1:
+        """After a text was written into ``data`` from ``mark``: 0 (the text taken back) when it
+        goes past an Arrow string's 2 GiB."""
+        if self.data.size > 0x7FFFFFFF:
+            self.data.size = mark
+            return 0
+        _i32(&self.offsets, <int32_t>self.data.size)
+        return self._valid(1)
+
     cdef int _text(self, const char *p, Py_ssize_t n) except -1:
         """Append a text; 0 when it cannot be (another kind, or past an Arrow string's 2 GiB)."""
         if self.kind != _TY_TEXT:
@@ -79,6 +106,8 @@ cdef class _TypedColumn:
         return 1
 
     cdef int put_null(self) except -1:
+        if self.kind == _TY_NONE:
+            return self._valid(0)
         if self.kind == _TY_INT:
             _out(&self.data, <const char *>&_ZERO8, 8)
         elif self.kind == _TY_TEXT:
@@ -105,7 +134,7 @@ cdef class _TypedColumn:
         cdef const char *p
         cdef Py_ssize_t n
         t = type(v)
-        if v is None:
+        if v is None or self.kind == _TY_NONE:
             return self.put_null()
         if t is int:
             i = PyLong_AsLongLongAndOverflow(v, &overflow)
@@ -137,6 +166,12 @@ cdef class _TypedColumn:
         cdef Py_ssize_t i, shift
         cdef int32_t *offs
         if o.length == 0:
+            return 1
+        if o.kind == _TY_NONE or self.kind == _TY_NONE:
+            self.kind = _TY_NONE
+            self.data.size = self.offsets.size = 0
+            _out(&self.valid, o.valid.data, o.valid.size)
+            self.length += o.length
             return 1
         if o.kind != _TY_NULL and o.kind != self.kind:
             if self.kind != _TY_NULL:
@@ -198,13 +233,15 @@ cdef class TypedImages:
             return 0
         for j in range(n):
             v = (<tuple>row)[j]
-            if v is absent or not (<_TypedColumn>columns[j]).put(v, fallback):
+            if v is absent:
                 return 0
+            if not (<_TypedColumn>columns[j]).put(v, fallback):
+                (<_TypedColumn>columns[j]).untype()
         return 1
 
     cdef int add_rows(self, int kind, list rows, object absent, object fallback) except -1:
-        """Add a rows event's rows (as ChangeRows takes them); on any value without a typed form
-        the whole table is ``failed``."""
+        """Add a rows event's rows (as ChangeRows takes them); a minimal image makes the whole
+        table ``failed``, a value without a typed form its column ``_TY_NONE``."""
         cdef Py_ssize_t i
         cdef char op = <char>kind
         if self.failed:
@@ -256,24 +293,33 @@ cdef class TypedImages:
     cdef int _image_body(self, list columns, RowProgram prog, bytes buf, const uint8_t *b, Py_ssize_t *ppos,
                          Py_ssize_t end, int image, object fallback) except -1:
         """``_image`` of one image's tuple, value by value from the body; 0 (``ppos`` left where
-        it was) at the first value without a typed form, or for a minimal image."""
+        it was) for a minimal image."""
         cdef int count = prog.counts[image]
         cdef int first = prog.firsts[image]
         cdef int nbytes = (count + 7) >> 3
         cdef Py_ssize_t pos = ppos[0]
         cdef const uint8_t *nulls = b + pos
         cdef int j
+        cdef Py_ssize_t at
+        cdef _TypedColumn col
         if count != len(columns):
             return 0  # a minimal image: its columns are in table order, so this says it is whole
         if pos + nbytes > end:
             raise Reject("null bitmap")
         pos += nbytes
         for j in range(count):
+            col = <_TypedColumn>columns[j]
             if nulls[j >> 3] >> (j & 7) & 1:
-                (<_TypedColumn>columns[j]).put_null()
-            elif not _typed_value(prog, <_TypedColumn>columns[j], buf, b, &pos, end, &prog.cols[first + j],
-                                  first + j, fallback):
-                return 0
+                col.put_null()
+            elif col.kind == _TY_NONE:
+                prog._value(buf, b, &pos, end, &prog.cols[first + j], first + j)
+                col.put_null()
+            else:
+                at = pos
+                if not _typed_value(prog, col, buf, b, &pos, end, &prog.cols[first + j], first + j, fallback):
+                    if pos == at:  # not read past yet
+                        prog._value(buf, b, &pos, end, &prog.cols[first + j], first + j)
+                    col.untype()
         ppos[0] = pos
         return 1
 
@@ -293,9 +339,22 @@ cdef class TypedImages:
         _out(&self.ops, other.ops.data, other.ops.size)
         self.length += other.length
 
+    @property
+    def untyped(self):
+        """Which columns keep no typed values (``_TY_NONE``), as a bit mask: bit j for the after
+        images' column j, bit n + j for the before images' (n columns)."""
+        cdef Py_ssize_t j, n = len(self.after)
+        mask = 0
+        for j in range(n):
+            if (<_TypedColumn>self.after[j]).kind == _TY_NONE:
+                mask |= 1 << j
+            if (<_TypedColumn>self.before[j]).kind == _TY_NONE:
+                mask |= 1 << (n + j)
+        return mask
+
     def buffers(self):
         """(ops: one byte per change, after columns, before columns); a column is (kind: 0 only
-        NULLs, 1 int64, 2 text; its length; validity bytes; int32 offsets; data)."""
+        NULLs, 1 int64, 2 text, 3 not kept; its length; validity bytes; int32 offsets; data)."""
         return (PyBytes_FromStringAndSize(self.ops.data, self.ops.size),
                 [(<_TypedColumn>c).buffers() for c in self.after],
                 [(<_TypedColumn>c).buffers() for c in self.before])
@@ -323,13 +382,17 @@ cdef int _typed_value(RowProgram prog, _TypedColumn col, bytes buf, const uint8_
                 return 0
             ppos[0] = pos + n + length
             return 1
-        if c.conv == CONV_BYTES or c.conv == CONV_BINPAD:
-            return 0  # bytes: the JSON images hold them as base64
+        if c.conv == CONV_BYTES or (c.conv == CONV_BINPAD and length >= c.pad):
+            return _typed_base64(col, b + pos + n, length) and _moved(ppos, pos + n + length)
+        if c.conv == CONV_JSON and length:
+            return _typed_json(col, b, pos + n, pos + n + length) and _moved(ppos, pos + n + length)
+        if c.conv == CONV_BYTES or c.conv == CONV_BINPAD or c.conv == CONV_JSON:
+            return 0
     elif op != OP_NULL and op != OP_CALL and op != OP_SET and op != OP_ENUM:
         if pos + n > end:
             raise Reject("value")
         if op == OP_FLOAT:
-            return 0
+            return _typed_double(col, b + pos, n) and _moved(ppos, pos + n)
         if op == OP_DECIMAL or OP_DATE <= op <= OP_TIME2:
             if op == OP_DECIMAL:
                 t = _decimal_f(b + pos, c.arg >> 8, c.arg & 0xFF, n, text)
@@ -354,3 +417,49 @@ cdef int _typed_value(RowProgram prog, _TypedColumn col, bytes buf, const uint8_
             ppos[0] = pos + n
             return 1
     return col.put(prog._value(buf, b, ppos, end, c, k), fallback)
+
+
+cdef inline int _moved(Py_ssize_t *ppos, Py_ssize_t to) except -1:
+    ppos[0] = to
+    return 1
+
+
+cdef int _typed_base64(_TypedColumn col, const uint8_t *p, Py_ssize_t n) except -1:
+    """A binary string as its base64 text (the JSON image's string, without its quotes)."""
+    cdef Py_ssize_t mark = col.data.size, written
+    if not col.begin_text():
+        return 0
+    _out_base64(&col.data, p, n)
+    written = col.data.size - mark  # '"' + base64 + '"'
+    memmove(col.data.data + mark, col.data.data + mark + 1, written - 2)
+    col.data.size = mark + written - 2
+    return col.end_text(mark)
+
+
+cdef int _typed_json(_TypedColumn col, const uint8_t *b, Py_ssize_t start, Py_ssize_t end) except -1:
+    """A JSON document as the text the JSON image holds; 0 where that text is left to the object path."""
+    cdef Py_ssize_t mark = col.data.size
+    if not col.begin_text():
+        return 0
+    if _json_text(&col.data, b, b[start], start + 1, end, 0, 0) != 0:
+        col.data.size = mark
+        return 0
+    return col.end_text(mark)
+
+
+cdef int _typed_double(_TypedColumn col, const uint8_t *p, int n) except -1:
+    """A FLOAT or DOUBLE as its JSON number's text (the shortest text of the double)."""
+    cdef Py_ssize_t mark = col.data.size
+    cdef float f
+    cdef double d
+    if not col.begin_text():
+        return 0
+    if n == 4:
+        memcpy(&f, p, 4)
+        d = <double>f
+    else:
+        memcpy(&d, p, 8)
+    if isnan(d) or isinf(d):
+        return 0
+    _out_double(&col.data, d)
+    return col.end_text(mark)

@@ -42,7 +42,7 @@ from sluice.spark.source.change_schema import columns_batch, record_batch
 
 __all__ = ["ParquetDump", "output_folder"]
 
-_FLUSH_ROWS = 1 << 17  # changes held before they are written (one row group per table and flush)
+_FLUSH_ROWS = 16384  # changes held before they are written (one row group per table and flush)
 _COMPRESSION = "zstd"
 #: Columns written with a dictionary: those that repeat; the images' values mostly do not.
 _DICTIONARY = ["op", "db", "table", "file", "gtid"]
@@ -113,6 +113,8 @@ class ParquetDump:
         touched = ({(m[1], m[2]) for m in committed.columns.metas if m[0] != "ddl"} if committed.columns is not None
                    else {(r.db, r.table) for r in committed.records if isinstance(r, RowChange)})
         self._follow_layouts(touched)
+        if committed.columns is not None and self._core_rows is not None and self._typed_differ(committed.columns):
+            self.flush()
         commit_us = tx.commit_us if tx.commit_us is not None else tx.ts * 1_000_000
         if committed.columns is not None:
             if self._core_rows is None:
@@ -125,6 +127,13 @@ class ParquetDump:
             self._held += len(committed.records)
         if self._held >= _FLUSH_ROWS:
             self.flush()
+
+    def _typed_differ(self, rows: Any) -> bool:
+        """Whether a transaction's typed images keep other columns than those held (its first rows
+        event of a kind, decoded as objects, may have kept fewer): together, a column typed in
+        one and not in the other would be typed in neither."""
+        held = self._core_rows.typed
+        return any(key in held and images.untyped != held[key].untyped for key, images in rows.typed.items())
 
     def _follow_layouts(self, touched: Iterable[tuple[str, str]]) -> None:
         for key in touched:

@@ -63,21 +63,35 @@ def change_table(columns: Sequence[MirrorColumn], rows: pa.Table, typed: TypedRo
     return pa.Table.from_arrays(arrays, schema=change_schema(columns))
 
 
-def _dump_plan(col: MirrorColumn) -> ReadPlan | None:
-    """``read_plan``, and the column-wise reads a MERGE source has no use for: a DOUBLE or FLOAT
-    from its JSON number (the shortest text of the double, which parses back to it), SET members
-    from their array, binary from its base64 text."""
+def _plans(col: MirrorColumn) -> tuple[ReadPlan | None, ReadPlan | None]:
+    """How a column is read column-wise: (from the JSON images, from the typed images); None for a
+    way there is not. Beyond ``read_plan`` (what a MERGE source reads): a DOUBLE or FLOAT from its
+    JSON number (the shortest text of the double, which parses back to it), binary from base64,
+    SET members from their array (JSON images only) and a JSON document's text (typed images only)."""
     plan = read_plan(col)
-    if plan is not None or col.convert is not t._identity:
-        return plan
+    if plan is not None:
+        return plan, plan
+    if col.convert is t.json_text and col.mysql_type == "json":
+        return None, (pa.string(), _same)
+    if col.convert is not t._identity:
+        return None, None
     at = col.arrow_type
     if col.mysql_type in ("double", "float"):
-        return pa.float64(), lambda values: pc.cast(values, at)
-    if pa.types.is_list(at) and pa.types.is_string(at.value_type) and not col.mysql_type.startswith("vector"):
-        return at, lambda values: values
+        def number(values: pa.Array) -> pa.Array | None:
+            try:
+                return pc.cast(pc.cast(values, pa.float64()), at)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                return None
+        return (pa.float64(), number), (pa.string(), number)
     if pa.types.is_binary(at):
-        return pa.string(), _from_base64
-    return None
+        return (pa.string(), _from_base64), (pa.string(), _from_base64)
+    if pa.types.is_list(at) and pa.types.is_string(at.value_type) and not col.mysql_type.startswith("vector"):
+        return (at, _same), None
+    return None, None
+
+
+def _same(values: pa.Array) -> pa.Array:
+    return values
 
 
 def _from_base64(values: pa.Array) -> pa.Array | None:
@@ -92,14 +106,12 @@ def _columnwise(columns: Sequence[MirrorColumn], rows: pa.Table,
                 typed: TypedRows | None) -> tuple[pa.Array, pa.Array, pa.Array] | None:
     """Both images' structs read column-wise where a column has an exact way (the others decoded
     image by image, those columns only), or None when whole images cannot be proven."""
-    plans = [_dump_plan(c) for c in columns]
     names = [c.name for c in columns]
     n = rows.num_rows
     if not n or len(set(names)) != len(names) or rows.column("json_diffs").null_count != n:
         return None
-    planned = [(c, p) for c, p in zip(columns, plans, strict=True) if p is not None]
-    rest = tuple(c for c, p in zip(columns, plans, strict=True) if p is None)
-    usable = typed is not None and not rest and _same_changes(rows, typed, names)
+    plans = {c.name: _plans(c) for c in columns}
+    usable = typed is not None and _same_changes(rows, typed, names)  # then every image is whole
     out = []
     for side in _SIDES:
         texts = rows.column(side)
@@ -107,24 +119,25 @@ def _columnwise(columns: Sequence[MirrorColumn], rows: pa.Table,
         if not valid.any():  # no image on this side: nothing to read (an empty read proves nothing)
             out.append(_struct(columns, [pa.nulls(n, c.arrow_type) for c in columns], valid))
             continue
-        read = _typed_side(planned, getattr(typed, side)) if typed is not None and usable else None
-        present = None
-        if read is None or rest:  # the typed images hold whole images only; JSON texts may be minimal
-            present = texts.filter(pa.array(valid))
+        values = _typed_side(columns, plans, getattr(typed, side)) if typed is not None and usable else {}
+        by_reader = [c for c in columns if c.name not in values and plans[c.name][0] is not None]
+        rest = tuple(c for c in columns if c.name not in values and plans[c.name][0] is None)
+        present = texts.filter(pa.array(valid)) if by_reader or rest else None
+        if present is not None and not usable:
             buffers = text_buffers(present)
             if not all_full(present, buffers, len(columns)):
                 return None
-        if read is None:
-            parsed = read_texts(buffers, pa.schema([pa.field(c.name, p[0]) for c, p in planned]), strict=not rest)
+        if by_reader:
+            assert present is not None
+            schema = pa.schema([pa.field(c.name, plans[c.name][0][0]) for c in by_reader])  # type: ignore[index]
+            parsed = read_texts(text_buffers(present), schema, strict=len(by_reader) == len(columns))
             if parsed is None:
                 return None
-            read = {c.name: parsed.column(c.name).combine_chunks() for c, _ in planned}
-        values: dict[str, pa.Array] = {}
-        for c, (_kind, finish) in planned:
-            done = finish(read[c.name])
-            if done is None or done.type != c.arrow_type:
-                return None
-            values[c.name] = done
+            for c in by_reader:
+                done = plans[c.name][0][1](parsed.column(c.name).combine_chunks())  # type: ignore[index]
+                if done is None or done.type != c.arrow_type:
+                    return None
+                values[c.name] = done
         if rest:
             assert present is not None
             decode = image_decoder(rest)
@@ -137,7 +150,7 @@ def _columnwise(columns: Sequence[MirrorColumn], rows: pa.Table,
 def _same_changes(rows: pa.Table, typed: TypedRows, names: list[str]) -> bool:
     """Whether ``typed`` holds the images of exactly ``rows``' changes: the same ops in the same
     order, an after image for each insert and update, a before image for each update and delete."""
-    if len(typed.ops) != rows.num_rows or set(typed.after) != set(names) or set(typed.before) != set(names):
+    if len(typed.ops) != rows.num_rows or not set(typed.after) | set(typed.before) <= set(names):
         return False
     ops = pa.array(typed.ops)
     named = pc.index_in(rows.column("op"), value_set=_OPS)
@@ -149,15 +162,19 @@ def _same_changes(rows: pa.Table, typed: TypedRows, names: list[str]) -> bool:
                 and pc.all(pc.equal(has_before, pc.not_equal(ops, 0))).as_py())
 
 
-def _typed_side(planned: list[tuple[MirrorColumn, ReadPlan]],
-                images: dict[str, pa.Array]) -> dict[str, pa.Array] | None:
-    read = {}
-    for c, (kind, _finish) in planned:
-        values = as_read(images[c.name], kind)
-        if values is None:
-            return None
-        read[c.name] = values
-    return read
+def _typed_side(columns: Sequence[MirrorColumn], plans: dict[str, tuple[ReadPlan | None, ReadPlan | None]],
+                images: dict[str, pa.Array]) -> dict[str, pa.Array]:
+    """The columns the typed images hold and convert exactly, in their mirror types."""
+    out = {}
+    for c in columns:
+        plan = plans[c.name][1]
+        if plan is None or c.name not in images:
+            continue
+        read = as_read(images[c.name], plan[0])
+        done = None if read is None else plan[1](read)
+        if done is not None and done.type == c.arrow_type:
+            out[c.name] = done
+    return out
 
 
 def _spread(values: list[pa.Array], valid: np.ndarray) -> list[pa.Array]:

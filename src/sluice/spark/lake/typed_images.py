@@ -25,14 +25,18 @@ _KINDS = {0: pa.null(), 1: pa.int64(), 2: pa.string()}
 @dataclass(frozen=True, slots=True)
 class TypedRows:
     """One table's changes: ``ops`` (0 insert, 1 update, 2 delete, binlog order), the after images
-    of inserts and updates and the before images of updates and deletes, by column name."""
+    of inserts and updates and the before images of updates and deletes, by column name: the
+    columns whose every value has a typed form (a float, a binary string or a JSON document as the
+    text its JSON image holds)."""
 
     ops: np.ndarray
     after: dict[str, pa.Array]
     before: dict[str, pa.Array]
 
 
-def _array(kind: int, length: int, valid: bytes, offsets: bytes, data: bytes) -> pa.Array:
+def _array(kind: int, length: int, valid: bytes, offsets: bytes, data: bytes) -> pa.Array | None:
+    if kind == 3:
+        return None  # a value without a typed form: the column was not kept
     if kind == 0:
         return pa.nulls(length)
     flags = np.frombuffer(valid, dtype=np.uint8)
@@ -44,12 +48,14 @@ def _array(kind: int, length: int, valid: bytes, offsets: bytes, data: bytes) ->
                                  null_count=nulls)
 
 
-def _column(pieces: list[pa.Array]) -> pa.Array | None:
-    kinds = {p.type for p in pieces if p.type != pa.null()}
+def _column(pieces: list[pa.Array | None]) -> pa.Array | None:
+    if any(p is None for p in pieces):
+        return None
+    kinds = {p.type for p in pieces if p is not None and p.type != pa.null()}
     if len(kinds) > 1:
         return None  # a column typed one way in one piece and another way in the next
     kind = kinds.pop() if kinds else pa.null()
-    return pa.concat_arrays([p if p.type == kind else pa.nulls(len(p), kind) for p in pieces])
+    return pa.concat_arrays([p if p.type == kind else pa.nulls(len(p), kind) for p in pieces if p is not None])
 
 
 def typed_rows(pieces: Iterable[Any], changes: int) -> TypedRows | None:
@@ -72,9 +78,8 @@ def typed_rows(pieces: Iterable[Any], changes: int) -> TypedRows | None:
         columns: dict[str, pa.Array] = {}
         for j, name in enumerate(names):
             column = _column([_array(*b[side][j]) for b in buffers])
-            if column is None:
-                return None
-            columns[name] = column
+            if column is not None:  # else a value had no typed form, or the pieces differ in kind
+                columns[name] = column
         images.append(columns)
     return TypedRows(ops, images[0], images[1])
 
