@@ -102,6 +102,58 @@ def test_stream_in_bounded_batches_equals_tail(spark, server, tmp_path):
     assert any(c["after"] and "extra" in c["after"] for c in streamed)
 
 
+def test_transactions_of_other_tables_are_read_by_no_task_and_nothing_is_lost(spark, server, tmp_path):
+    """Planned by bytes, batches and ranges of nothing captured have no task; the stream still
+    equals ``sluice tail`` of the captured table."""
+    db, other = f"sp_{uuid.uuid4().hex[:8]}", f"sx_{uuid.uuid4().hex[:8]}"
+    with Connection.open(parse_dsn(server.dsn("root"))) as conn:
+        start = server_binlog_status(conn)
+        conn.execute(f"CREATE DATABASE {db}")
+        conn.execute(f"CREATE DATABASE {other}")
+        conn.execute(f"CREATE TABLE {db}.t (id INT PRIMARY KEY, s VARCHAR(20))")
+        conn.execute(f"CREATE TABLE {other}.noise (id INT PRIMARY KEY, pad VARCHAR(200))")
+        for i in range(12):
+            conn.execute(f"INSERT INTO {db}.t VALUES ({i}, 'r{i}')")
+            for j in range(40 if i % 3 == 0 else 2):  # stretches of the other table's changes
+                rows = ", ".join(f"({i * 1000 + j * 20 + k}, REPEAT('x', 190))" for k in range(20))
+                conn.execute(f"INSERT INTO {other}.noise VALUES {rows}")
+            conn.execute(f"UPDATE {db}.t SET s = 'u{i}' WHERE id = {i}")
+    batches: list[tuple[int, list[dict[str, Any]]]] = []
+
+    def collect(df: Any, batch_id: int) -> None:
+        batches.append((df.rdd.getNumPartitions(), [_as_record(r) for r in df.collect()]))
+
+    stream = (
+        spark.readStream.format("binlog")
+        .option("dsn", server.dsn("repl"))
+        .option("tables", rf"{db}\..*")
+        .option("startingPosition", f"{start.file}:{start.pos}")
+        .option("maxBytesPerBatch", str(64 << 10))
+        .option("schemaHistory", str(tmp_path / "schema-history.jsonl"))
+        .load()
+    )
+    query = (
+        stream.writeStream.foreachBatch(collect)
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination(300)
+    assert query.exception() is None, query.exception()
+    tail = subprocess.run(
+        [sys.executable, "-m", "sluice.cli", "tail", server.dsn("repl"), "--from", f"{start.file}:{start.pos}",
+         "--until-end", "--tables", rf"{db}\..*"],
+        capture_output=True, timeout=120, check=True,
+    )
+    expected = [json.loads(line) for line in tail.stdout.decode().splitlines()]
+    streamed = [c for _, batch in batches for c in sorted(batch, key=lambda c: (c["file"], c["pos"], c["row"]))]
+    assert streamed == expected and len(expected) == 24
+    # batches of the other table's changes only (64 KiB each) are read by no task; the batches
+    # without rows that have a task are the four DDL statements' (each a batch of its own)
+    assert sum(1 for n, rows in batches if not rows and n == 0) >= 5
+    assert sum(1 for n, rows in batches if not rows and n) <= 4
+
+
 def test_an_incident_in_archived_files_stops_the_read_unless_skipped(spark, tmp_path):
     from tests.unit.test_incidents import INCIDENT, fde
 

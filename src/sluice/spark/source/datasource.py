@@ -6,17 +6,18 @@
 thread. A micro-batch never spans a schema change: a DDL transaction is a batch of its own, so
 every batch has one layout per table. A batch is split into ranges of about ``rowsPerPartition``
 rows / ``bytesPerPartition`` bytes, and into at least one range per core when it is smaller.
-Executors replay their range with a replication connection of their own, from the range's start to
-its end, and decode it into Arrow batches of ``sluice.spark.source.change_schema.ARROW_SCHEMA``; the same offsets
-always give the same rows.
+Transactions that change no captured table are in no range (``Scout.ranges``). Executors replay
+their range with a replication connection of their own, from the range's start to its end, and
+decode it into Arrow batches of ``sluice.spark.source.change_schema.ARROW_SCHEMA``; the same
+offsets always give the same rows.
 
 ``spark.read.format("binlog").load(path_or_paths)`` — archived binlog files
 (``sluice.spark.source.file_reader``).
 
 Options (camelCase, as Spark spells them): ``dsn``, ``tables``, ``excludeTables``, ``ops``,
 ``startingPosition`` (``earliest`` (default), ``latest``, ``FILE:POS`` or a GTID set),
-``maxRowsPerBatch`` (the driver then decodes ahead to count rows), ``maxBytesPerBatch`` (planning
-by binlog bytes: the driver decodes no rows), ``rowsPerPartition`` (default 100000) /
+``maxRowsPerBatch`` (the driver counts rows ahead), ``maxBytesPerBatch`` (planning by binlog
+bytes), ``rowsPerPartition`` (default 100000) /
 ``bytesPerPartition`` (default 16 MiB) for the ranges executors decode in parallel, ``segmentBytes``
 (files: a task per transaction-aligned segment of about this size, default 128 MiB) and
 ``schemaHistory`` (a file that keeps the schema history across restarts; strongly advised unless
@@ -172,16 +173,20 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         with Connection.open(config.connection) as conn:
             tracker = _tracker_at(self.options, conn, start)
             flavor = conn.flavor
-        if self.options.max_rows is not None:
-            # Row counts are needed to honour maxRowsPerBatch: count them (by the row images' lengths
-            # where the compiled core takes the events), build no records.
-            planning = replace(self.options.capture_config(), output=CaptureOutput.COUNTS)
+        captured = self.options.capture_config()
+        if self.options.max_rows is not None or captured.ops is None:
+            # Count the captured tables' rows (by the row images' lengths where the compiled core
+            # takes the events; no value decoded, no record built): maxRowsPerBatch needs the
+            # counts, and a transaction that changed no captured table is left out of the ranges.
+            planning = replace(captured, output=CaptureOutput.COUNTS)
+            counts = True
         else:
-            # Planning by bytes: transaction boundaries and DDL only, no row is decoded here.
+            # An ops filter (whose counting decodes every row): boundaries and DDL only.
             planning = CaptureConfig(table_filter=lambda _db, _table: False, output=CaptureOutput.COUNTS,
                                      skip_incidents=self.options.skip_incidents)
+            counts = False
         capture = ChangeCapture(planning, start, tracker)
-        self._scout = Scout(self.options, start, capture, flavor)
+        self._scout = Scout(self.options, start, capture, flavor, counts_captured=counts)
         return self._scout
 
     # -- executors -------------------------------------------------------------------------------

@@ -66,6 +66,12 @@ class _Planned:
     size: int
     ddl: bool
     catalog: Catalog
+    captured: bool | None = None  # whether it changed a captured table's rows; None: not looked at
+
+    @property
+    def empty(self) -> bool:
+        """Nothing for an executor to do: no change of a captured table, and no DDL."""
+        return self.captured is False and not self.ddl
 
 
 @dataclass
@@ -80,6 +86,9 @@ class Scout:
     origin: Checkpoint
     capture: ChangeCapture
     flavor: str
+    #: Whether the capture counts the captured tables' rows (so that a transaction counted 0 changed
+    #: none): it then decodes no value, only walks the row images' lengths of those tables.
+    counts_captured: bool = False
     pending: list[_Planned] = field(default_factory=list)
     at_end: bool = False
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -104,7 +113,8 @@ class Scout:
             n = committed.row_count
             span = tx.end.pos - tx.start.pos if tx.end.file == tx.start.file else tx.end.pos
             with self._lock:
-                self.pending.append(_Planned(tx.start, tx.end, n, span, tx.kind == "ddl", catalog))
+                self.pending.append(_Planned(tx.start, tx.end, n, span, tx.kind == "ddl", catalog,
+                                             n > 0 if self.counts_captured else None))
             catalog = self.capture.tracker.catalog
             rows += n
             size += span
@@ -166,7 +176,9 @@ class Scout:
         """Partitions for [start, end) from what was scouted, or None if it was not: about
         ``per_partition`` rows each when rows were counted, else about ``bytes_per_partition``, and
         at least one range per core (of this machine) when the batch has enough transactions and
-        each range would still hold 10,000 rows / 1 MiB."""
+        each range would still hold 10,000 rows / 1 MiB. Transactions known to change no captured
+        table are left out: a range neither starts nor ends with one, and where 1 MiB of them lie
+        between two ranges no range reads them (a batch of nothing else has no range at all)."""
         with self._lock:
             pending = list(self.pending)
         first, last = start.key, end.key
@@ -183,14 +195,22 @@ class Scout:
         limit = max(1, floor, min(limit, -(-sum(weights) // _parallelism())))
         parts: list[RangePartition] = []
         group: list[_Planned] = []
+        gap: list[_Planned] = []  # empty transactions after the group's last one
         weight = 0
         for p, w in zip(chosen, weights, strict=True):
-            if group and weight + w > limit:
+            if p.empty:
+                if group:
+                    gap.append(p)
+                continue
+            if group and (weight + w > limit or sum(g.size for g in gap) >= _MIN_RANGE_BYTES):
                 parts.append(self._range(group))
-                group, weight = [], 0
+                group, gap, weight = [], [], 0
+            group.extend(gap)  # read through: a range is whole consecutive transactions
+            gap = []
             group.append(p)
             weight += w
-        parts.append(self._range(group))
+        if group:
+            parts.append(self._range(group))
         return parts
 
     def _range(self, group: list[_Planned]) -> RangePartition:

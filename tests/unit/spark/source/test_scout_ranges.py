@@ -60,3 +60,37 @@ def test_the_scout_orders_checkpoints_by_position_key() -> None:
     assert scout.choose_end(first.start, None, None, target=None) == second.end
     scout.drop_before(second.start)
     assert scout.pending == [second]
+
+
+def test_transactions_that_change_no_captured_table_are_in_no_range(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(scout_module, "_parallelism", lambda: 1)
+    sizes = [64 << 10] * 12
+    scout = scout_of(sizes)
+    captured = [False, True, False, True, False, False, True] + [False] * 5
+    for p, c in zip(scout.pending, captured, strict=True):
+        p.captured = c
+    parts = scout.ranges(scout.pending[0].start, scout.pending[-1].end, 100_000, 16 << 20)
+    assert parts is not None and len(parts) == 1
+    # the range starts at the first transaction with changes, ends after the last, and reads
+    # through the small gaps between them
+    assert offset_checkpoint(parts[0].start) == scout.pending[1].start
+    assert offset_checkpoint(parts[0].end) == scout.pending[6].end
+    # a gap of 1 MiB of nothing captured splits the range, and no range reads it
+    wide = scout_of([64 << 10] + [256 << 10] * 4 + [64 << 10])
+    for p, c in zip(wide.pending, [True, False, False, False, False, True], strict=True):
+        p.captured = c
+    parts = wide.ranges(wide.pending[0].start, wide.pending[-1].end, 100_000, 16 << 20)
+    assert parts is not None
+    assert [(offset_checkpoint(p.start), offset_checkpoint(p.end)) for p in parts] == [
+        (wide.pending[0].start, wide.pending[0].end), (wide.pending[5].start, wide.pending[5].end)]
+    # a batch of nothing captured has no range; a DDL is always read
+    for p in wide.pending:
+        p.captured = False
+    assert wide.ranges(wide.pending[0].start, wide.pending[-1].end, 100_000, 16 << 20) == []
+    wide.pending[2].ddl = True
+    parts = wide.ranges(wide.pending[0].start, wide.pending[-1].end, 100_000, 16 << 20)
+    assert parts is not None and [offset_checkpoint(p.start) for p in parts] == [wide.pending[2].start]
+    # not looked at (None): read, as before
+    unknown = scout_of([64 << 10] * 3)
+    parts = unknown.ranges(unknown.pending[0].start, unknown.pending[-1].end, 100_000, 16 << 20)
+    assert parts is not None and offset_checkpoint(parts[0].start) == unknown.pending[0].start
