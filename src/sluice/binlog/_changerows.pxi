@@ -118,10 +118,12 @@ cdef class ChangeRows:
             self._row_numbers(meta, pos, <int32_t>i, ts)
         return 0
 
-    def add_rows(self, int kind, tuple keys, list rows, int meta, int64_t pos, int64_t ts, absent, fallback):
+    def add_rows(self, int kind, tuple keys, list rows, int meta, int64_t pos, int64_t ts, absent, fallback,
+                 uint64_t json=0):
         """The rows of a rows event (``kind`` 0 write, 1 update, 2 delete), as ``rows_jsonl`` takes
-        them; ``ts`` in microseconds. On an error nothing of the event is kept."""
-        self._add_rows_whole(kind, keys, rows, meta, pos, ts, absent, fallback)
+        them; ``ts`` in microseconds; bit j of ``json`` set for a JSON column j (its typed images
+        keep the text of its JSON image). On an error nothing of the event is kept."""
+        self._add_rows_whole(kind, keys, rows, meta, pos, ts, absent, fallback, None, None, 0, 0, json)
         return len(rows)
 
     def add_body(self, int kind, tuple keys, RowProgram prog, bytes buf, Py_ssize_t start, Py_ssize_t end, int meta,
@@ -164,7 +166,7 @@ cdef class ChangeRows:
 
     cdef int _add_rows_whole(self, int kind, tuple keys, list rows, int32_t meta, int64_t pos, int64_t ts,
                              object absent, object fallback, RowProgram prog=None, bytes buf=None,
-                             Py_ssize_t start=0, Py_ssize_t end=0) except -1:
+                             Py_ssize_t start=0, Py_ssize_t end=0, uint64_t json=0) except -1:
         """``_add_rows``, or with ``rows`` None ``_add_body`` (``prog``'s body ``buf[start:end]``),
         and the typed images when kept; on an error nothing is kept."""
         cdef Py_ssize_t length = self.length
@@ -194,7 +196,7 @@ cdef class ChangeRows:
             else:
                 self._add_rows(kind, keys, rows, meta, pos, ts, absent, fallback)
                 if typed is not None:
-                    typed.add_rows(kind, rows, absent, fallback)
+                    typed.add_rows(kind, rows, absent, fallback, json)
         except BaseException:
             if typed is not None:
                 typed.failed = True

@@ -40,6 +40,7 @@ cdef class _TypedColumn:
     cdef _Buf data, offsets, valid
     cdef int kind
     cdef Py_ssize_t length
+    cdef bint json  # a JSON column: each value kept as the text its JSON image holds
 
     def __cinit__(self):
         self.data.data = self.offsets.data = self.valid.data = NULL
@@ -136,6 +137,8 @@ cdef class _TypedColumn:
         t = type(v)
         if v is None or self.kind == _TY_NONE:
             return self.put_null()
+        if self.json:
+            return _typed_json_value(self, v, fallback)
         if t is int:
             i = PyLong_AsLongLongAndOverflow(v, &overflow)
             return 0 if overflow else self.put_int(<int64_t>i)
@@ -147,7 +150,11 @@ cdef class _TypedColumn:
                 return 0  # lone surrogates: the JSON way says what becomes of them
             if not self._text(p, n):
                 return 0
-        elif t is bool or t is bytes or t is float or t is dict or t is list or t is tuple:
+        elif t is float:
+            return _typed_double(self, v)
+        elif t is bytes:
+            return _typed_base64(self, <const uint8_t *>PyBytes_AS_STRING(v), PyBytes_GET_SIZE(v), 0)
+        elif t is bool or t is dict or t is list or t is tuple:
             return 0
         else:  # dates, times: the JSON-lines writer's text, when it is a string without escapes
             js = fallback(v)
@@ -227,11 +234,12 @@ cdef class TypedImages:
     def __dealloc__(self):
         PyMem_Free(self.ops.data)
 
-    cdef int _image(self, list columns, object row, object absent, object fallback) except -1:
+    cdef int _image(self, list columns, object row, object absent, object fallback, uint64_t json) except -1:
         cdef Py_ssize_t j, n = len(columns)
         if type(row) is not tuple or len(<tuple>row) != n:
             return 0
         for j in range(n):
+            (<_TypedColumn>columns[j]).json = j < 64 and (json >> j) & 1
             v = (<tuple>row)[j]
             if v is absent:
                 return 0
@@ -239,9 +247,10 @@ cdef class TypedImages:
                 (<_TypedColumn>columns[j]).untype()
         return 1
 
-    cdef int add_rows(self, int kind, list rows, object absent, object fallback) except -1:
-        """Add a rows event's rows (as ChangeRows takes them); a minimal image makes the whole
-        table ``failed``, a value without a typed form its column ``_TY_NONE``."""
+    cdef int add_rows(self, int kind, list rows, object absent, object fallback, uint64_t json=0) except -1:
+        """Add a rows event's rows (as ChangeRows takes them; bit j of ``json`` set for a JSON
+        column j); a minimal image makes the whole table ``failed``, a value without a typed form
+        its column ``_TY_NONE``."""
         cdef Py_ssize_t i
         cdef char op = <char>kind
         if self.failed:
@@ -249,13 +258,13 @@ cdef class TypedImages:
         for i in range(len(rows)):
             row = rows[i]
             if kind == 0:
-                ok = self._image(self.after, row, absent, fallback)
+                ok = self._image(self.after, row, absent, fallback, json)
             elif kind == 2:
-                ok = self._image(self.before, row, absent, fallback)
+                ok = self._image(self.before, row, absent, fallback, json)
             else:
                 ok = (type(row) is tuple and len(<tuple>row) == 2
-                      and self._image(self.before, (<tuple>row)[0], absent, fallback)
-                      and self._image(self.after, (<tuple>row)[1], absent, fallback))
+                      and self._image(self.before, (<tuple>row)[0], absent, fallback, json)
+                      and self._image(self.after, (<tuple>row)[1], absent, fallback, json))
             if not ok:
                 self.failed = True
                 return 0
@@ -309,6 +318,7 @@ cdef class TypedImages:
         pos += nbytes
         for j in range(count):
             col = <_TypedColumn>columns[j]
+            col.json = prog.cols[first + j].conv == CONV_JSON
             if nulls[j >> 3] >> (j & 7) & 1:
                 col.put_null()
             elif col.kind == _TY_NONE:
@@ -382,17 +392,16 @@ cdef int _typed_value(RowProgram prog, _TypedColumn col, bytes buf, const uint8_
                 return 0
             ppos[0] = pos + n + length
             return 1
-        if c.conv == CONV_BYTES or (c.conv == CONV_BINPAD and length >= c.pad):
-            return _typed_base64(col, b + pos + n, length) and _moved(ppos, pos + n + length)
-        if c.conv == CONV_JSON and length:
-            return _typed_json(col, b, pos + n, pos + n + length) and _moved(ppos, pos + n + length)
-        if c.conv == CONV_BYTES or c.conv == CONV_BINPAD or c.conv == CONV_JSON:
-            return 0
+        if c.conv == CONV_BYTES or c.conv == CONV_BINPAD:
+            return (_typed_base64(col, b + pos + n, length, c.pad if c.conv == CONV_BINPAD else 0)
+                    and _moved(ppos, pos + n + length))
+        if c.conv == CONV_JSON and length and col.json and _typed_json(col, b, pos + n, pos + n + length):
+            return _moved(ppos, pos + n + length)  # else the document is made as its object, below
     elif op != OP_NULL and op != OP_CALL and op != OP_SET and op != OP_ENUM:
         if pos + n > end:
             raise Reject("value")
         if op == OP_FLOAT:
-            return _typed_double(col, b + pos, n) and _moved(ppos, pos + n)
+            return _typed_double(col, _float_at(b + pos, n)) and _moved(ppos, pos + n)
         if op == OP_DECIMAL or OP_DATE <= op <= OP_TIME2:
             if op == OP_DECIMAL:
                 t = _decimal_f(b + pos, c.arg >> 8, c.arg & 0xFF, n, text)
@@ -424,12 +433,25 @@ cdef inline int _moved(Py_ssize_t *ppos, Py_ssize_t to) except -1:
     return 1
 
 
-cdef int _typed_base64(_TypedColumn col, const uint8_t *p, Py_ssize_t n) except -1:
-    """A binary string as its base64 text (the JSON image's string, without its quotes)."""
+cdef int _typed_base64(_TypedColumn col, const uint8_t *p, Py_ssize_t n, Py_ssize_t pad) except -1:
+    """A binary string as its base64 text (the JSON image's string, without its quotes); ``pad``:
+    a BINARY(pad)'s length, its zero bytes put back as the row decoder does."""
     cdef Py_ssize_t mark = col.data.size, written
+    cdef uint8_t *padded = NULL
     if not col.begin_text():
         return 0
-    _out_base64(&col.data, p, n)
+    if pad > n:
+        padded = <uint8_t *>PyMem_Malloc(pad)
+        if padded == NULL:
+            raise MemoryError()
+        memcpy(padded, p, n)
+        memset(padded + n, 0, pad - n)
+        try:
+            _out_base64(&col.data, padded, pad)
+        finally:
+            PyMem_Free(padded)
+    else:
+        _out_base64(&col.data, p, n)
     written = col.data.size - mark  # '"' + base64 + '"'
     memmove(col.data.data + mark, col.data.data + mark + 1, written - 2)
     col.data.size = mark + written - 2
@@ -447,19 +469,29 @@ cdef int _typed_json(_TypedColumn col, const uint8_t *b, Py_ssize_t start, Py_ss
     return col.end_text(mark)
 
 
-cdef int _typed_double(_TypedColumn col, const uint8_t *p, int n) except -1:
-    """A FLOAT or DOUBLE as its JSON number's text (the shortest text of the double)."""
+cdef int _typed_json_value(_TypedColumn col, object v, object fallback) except -1:
+    """A JSON column's value made as its object, as the text the JSON image holds."""
     cdef Py_ssize_t mark = col.data.size
-    cdef float f
-    cdef double d
     if not col.begin_text():
         return 0
+    _out_value(&col.data, v, fallback)
+    return col.end_text(mark)
+
+
+cdef inline double _float_at(const uint8_t *p, int n):
+    cdef float f
+    cdef double d
     if n == 4:
         memcpy(&f, p, 4)
-        d = <double>f
-    else:
-        memcpy(&d, p, 8)
-    if isnan(d) or isinf(d):
+        return <double>f
+    memcpy(&d, p, 8)
+    return d
+
+
+cdef int _typed_double(_TypedColumn col, double d) except -1:
+    """A FLOAT or DOUBLE as its JSON number's text (the shortest text of the double)."""
+    cdef Py_ssize_t mark = col.data.size
+    if isnan(d) or isinf(d) or not col.begin_text():
         return 0
     _out_double(&col.data, d)
     return col.end_text(mark)

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from sluice.binlog.absent import ABSENT
+from sluice.binlog.constants import ColumnType
 from sluice.binlog.events import RowsEvent, TableMapEvent
 from sluice.cdc.change_rows import Meta, kind_metas, record_row
 from sluice.cdc.committed import DdlRecord, WrittenLines
@@ -110,8 +111,9 @@ def transaction_columns(tx: Transaction, builder: RowChangeBuilder, event_record
                 k = KIND_CODES[event.kind]
                 meta = kind_metas(table.schema, table.table, pk, file)[k]
                 keys = line_parts("write", table.schema, table.table, names, pk, file)[1]
+                json = sum(1 << i for i, t in enumerate(table.column_types) if t == ColumnType.JSON) if typed else 0
                 count += rows.add_rows(k, keys, event.rows, rows.meta_id(meta), pos,
-                                       event.header.timestamp * 1_000_000, ABSENT, value_bytes)
+                                       event.header.timestamp * 1_000_000, ABSENT, value_bytes, json)
             continue
         for record in event_records(tx, file, pos, event):
             meta, before, after, diffs, at, row, ts = record_row(record)

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from sluice.binlog import rowplan
 from sluice.binlog.absent import ABSENT
+from sluice.binlog.constants import ColumnType
 from sluice.cdc.change_rows import kind_metas
 from sluice.cdc.jsonl import KIND_CODES, line_parts, value_bytes
 from tests.unit.binlog.test_compiled_core import program_of, tables_and_bodies
@@ -56,9 +57,11 @@ def test_columns_from_the_body_equal_those_of_its_decoded_rows(case: tuple[Map, 
     code = KIND_CODES[kind]
     ts = 1_700_000_000_000_000
 
+    json = sum(1 << i for i, t in enumerate(m.column_types) if t == ColumnType.JSON)
+
     def decoded(rows: Any) -> None:
         rows.add_rows(code, keys, program.decode(body, 0, len(body)), rows.meta_id(metas[code]), pos, ts, ABSENT,
-                      value_bytes)
+                      value_bytes, json)
 
     def from_bytes(rows: Any) -> None:
         rows.add_body(code, keys, program, body, 0, len(body), rows.meta_id(metas[code]), pos, ts, value_bytes)
