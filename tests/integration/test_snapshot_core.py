@@ -197,7 +197,7 @@ def test_chunks_reconciled_with_the_binlog_equal_the_tables(server) -> None:
         if server.flavor == "mysql":  # its low watermark is read a chunk ahead of the SELECT: wide windows
             assert len(within) >= 50, len(within)
         # Whether reconciling altered some chunk is a matter of timing (a change between the SELECT and
-        # the high watermark); that it alters them right is what tests/unit/test_snapshot_reconcile.py
+        # the high watermark); that it alters them right is what tests/unit/cdc/snapshot/test_snapshot_reconcile.py
         # checks, and the mirror == SELECT comparison above holds either way.
         # the keyless table: the scan plus every change after its position, as a multiset
         bag = Counter(_frozen(r) for r in scan.rows)

@@ -155,7 +155,7 @@ def test_transactions_of_other_tables_are_read_by_no_task_and_nothing_is_lost(sp
 
 
 def test_an_incident_in_archived_files_stops_the_read_unless_skipped(spark, tmp_path):
-    from tests.unit.test_incidents import INCIDENT, fde
+    from tests.unit.cdc.test_incidents import INCIDENT, fde
 
     path = tmp_path / "binlog.000001"
     path.write_bytes(b"\xfebin" + fde() + INCIDENT)

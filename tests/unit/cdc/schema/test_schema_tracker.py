@@ -22,7 +22,7 @@ from sluice.io.binlog_file import iter_events
 
 pytestmark = pytest.mark.unit
 
-DATA = Path(__file__).resolve().parent.parent / "data"
+DATA = Path(__file__).resolve().parents[3] / "data"
 
 # The DDL of tools/capture_golden.py.
 MATRIX = """CREATE TABLE golden.matrix (

@@ -17,8 +17,8 @@ from tests.conftest import core_or_twin
 
 pytestmark = pytest.mark.unit
 
-ARCHIVED = Path(__file__).resolve().parent.parent / "data" / "archived"
-GOLDEN = Path(__file__).resolve().parent.parent / "data"
+ARCHIVED = Path(__file__).resolve().parents[2] / "data" / "archived"
+GOLDEN = Path(__file__).resolve().parents[2] / "data"
 
 
 @pytest.fixture(params=[True, False], ids=["compiled", "python"])

@@ -15,7 +15,7 @@ from sluice.io.binlog_file import iter_raw_spans
 
 pytestmark = pytest.mark.unit
 
-GOLDEN = sorted((Path(__file__).resolve().parent.parent / "data").glob("*.binlog"))
+GOLDEN = sorted((Path(__file__).resolve().parents[2] / "data").glob("*.binlog"))
 COMPILED = [False] + ([True] if rowplan._compiled_core is not None else [])
 
 

@@ -41,7 +41,7 @@ from tests.conftest import core_or_twin
 
 pytestmark = pytest.mark.unit
 
-DATA = Path(__file__).resolve().parent.parent / "data"
+DATA = Path(__file__).resolve().parents[3] / "data"
 VERSIONED = [DATA / "mariadb-versioned.binlog", DATA / "mariadb11-versioned.binlog"]
 OPS = [("insert", "vt"), ("insert", "vt"), ("update", "vt"), ("history", "vt"), ("update", "vt"), ("delete", "vt"),
        ("delete_history", "vt"), ("delete_history", "vt"), ("insert", "vx"), ("update", "vx"), ("history", "vx"),

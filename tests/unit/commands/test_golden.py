@@ -23,7 +23,7 @@ from sluice.cli import main as sluice_main
 
 pytestmark = pytest.mark.unit
 
-DATA = Path(__file__).resolve().parent.parent / "data"
+DATA = Path(__file__).resolve().parents[2] / "data"
 GOLDEN = sorted(DATA.glob("*.binlog"))
 EXPECTED_FILES = {
     "mariadb-compressed.binlog", "mariadb-matrix.binlog", "mariadb-multitable.binlog",

@@ -23,7 +23,7 @@ from sluice.binlog.constants import EventType as E
 from tests.unit.binlog.encoders import char_meta, image, prefixed
 from tests.unit.binlog.test_events import event, fde, packed, query_body, table_map_body, tlv
 from tests.unit.binlog.test_events_rows import rows_v1
-from tests.unit.test_charset_inference import status
+from tests.unit.cdc.schema.test_charset_inference import status
 
 pytestmark = pytest.mark.unit
 

@@ -28,7 +28,7 @@ pytestmark = [
     pytest.mark.skipif(rowplan._compiled_core is None, reason="the compiled core is not built"),
 ]
 
-GOLDEN = sorted((Path(__file__).resolve().parents[1] / "data").glob("*.binlog"))
+GOLDEN = sorted((Path(__file__).resolve().parents[2] / "data").glob("*.binlog"))
 
 
 def _table(files: list[bytes], *, compiled: bool, typed: bool = False, **config: Any) -> Any:

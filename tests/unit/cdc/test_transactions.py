@@ -557,7 +557,7 @@ def test_gtids_off_resume_after_an_xa_repeats_transactions_documented() -> None:
 
 # -- golden binlogs ----------------------------------------------------------------------------------------
 
-DATA = Path(__file__).resolve().parent.parent / "data"
+DATA = Path(__file__).resolve().parents[2] / "data"
 GOLDEN = sorted(DATA.glob("*.binlog"))
 
 

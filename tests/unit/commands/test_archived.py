@@ -22,7 +22,7 @@ from tests.conftest import core_or_twin
 
 pytestmark = pytest.mark.unit
 
-ARCHIVED = Path(__file__).resolve().parent.parent / "data" / "archived"
+ARCHIVED = Path(__file__).resolve().parents[2] / "data" / "archived"
 FILES = ["mariadb-nolog", "mysql-minimal"]
 ITEM_1 = {"id": 1, "qty": -5, "big": 2**64 - 1, "price": "12.50", "name": "café ✓", "code": "/wD+",
           "note": "日本", "data": "3q2+7w==", "kind": "b", "made": "2024-01-02 03:04:05.678"}
