@@ -6,6 +6,7 @@ they changed, and a batch's MERGE as exactly its net changes."""
 from __future__ import annotations
 
 import uuid
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -27,7 +28,20 @@ def _feed(path: str, start: int, end: int | None = None) -> list[tuple[Any, ...]
     return sorted((r["_change_type"], *(r[n] for n in names)) for r in feed.to_pylist())
 
 
-def test_the_mirrors_change_feed_gives_each_batchs_net_changes(server, tmp_path):
+def _run_readme_readers(changes: pa.Table, capsys: pytest.CaptureFixture[str]) -> None:
+    """The README's DuckDB and Polars lines, as written, on a batch's change feed."""
+    text = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    block = text[text.index("# DuckDB and Polars, on that Arrow table"):text.index("# Spark with Delta Lake's own")]
+    capsys.readouterr()
+    namespace: dict[str, Any] = {"changes": changes}
+    exec(compile(block, "README.md", "exec"), namespace)
+    shown = capsys.readouterr().out
+    assert "update_postimage" in shown and "insert" in shown and "delete" in shown
+    assert namespace["pl"].from_arrow(changes).filter(
+        namespace["pl"].col("_change_type") == "update_postimage").height == 3
+
+
+def test_the_mirrors_change_feed_gives_each_batchs_net_changes(server, tmp_path, capsys):
     db = f"cdf_{uuid.uuid4().hex[:8]}"
     lake = str(tmp_path / "lake")
     config = PipelineConfig(source=server.dsn("root"), lake=lake, tables=rf"{db}\..*", trigger="once",
@@ -63,6 +77,7 @@ def test_the_mirrors_change_feed_gives_each_batchs_net_changes(server, tmp_path)
             ("update_preimage", 5, "d5"), ("update_postimage", 5, "b"),
             ("delete", 3, "d3"), ("delete", 4, "d4"),
         ])
+        _run_readme_readers(pa.table(dt.load_cdf(starting_version=before + 1).read_all()), capsys)
         assert has_change_feed(DeltaTable(u))
         assert _feed(u, 0) == [("insert", 1, "u1"), ("insert", 2, "U2")]  # the first batch: appended files
 

@@ -160,3 +160,23 @@ def test_the_output_folder_must_be_new_or_empty(tmp_path: Path, capsys: pytest.C
     assert sluice_main(["dump", "--out", str(tmp_path / "x"), str(GOLDEN[0])]) == 1
     assert "add --format parquet" in capsys.readouterr().err
     assert not (tmp_path / "x").exists()
+
+
+def test_duckdb_and_polars_read_the_files_as_pyarrow_does(tmp_path: Path) -> None:
+    """The readers the README names get the same typed values (structs, DECIMAL, UTC instants, lists)."""
+    import duckdb
+    import polars as pl
+
+    _dump(DATA / "mysql-matrix.binlog", tmp_path / "out")
+    files = str(tmp_path / "out" / "tables" / "*" / "*" / "*.parquet")
+    expected = pq.read_table(next((tmp_path / "out" / "tables").glob("*/*/*.parquet"))).to_pylist()
+    got = duckdb.sql(f"SELECT op, after.id, after.d10, after.ts, after.st, after.bl, row "
+                     f"FROM read_parquet('{files}', union_by_name=true) ORDER BY pos, row").fetchall()
+    assert len(got) == len(expected)
+    for row, e in zip(got, expected, strict=True):
+        after = e["after"] or {}
+        assert row == (e["op"], after.get("id"), after.get("d10"), after.get("ts"), after.get("st"),
+                       after.get("bl"), e["row"])
+    frame = pl.read_parquet(files)
+    assert frame.select(pl.col("after").struct.field("d65")).to_series().to_list() == [
+        (e["after"] or {}).get("d65") for e in expected]
