@@ -31,8 +31,9 @@ examples:
   sluice dump --events -v binlog.000042                 every event, rows by position
   sluice dump --format parquet --out changes/ binlog.0000*   typed Parquet per table
 
---format parquet writes one file per table (and per column layout: a DDL that changes a table's
-columns starts its next file) with a row per change: op; before and after as structs of the
+--format parquet writes each table's changes in part files, in order (a DDL that changes a table's
+columns starts its next part; so does a table written again after its file was closed, at most 64
+being open), a row per change: op; before and after as structs of the
 table's columns, typed as in the table's Delta mirror (DECIMAL exact, DATETIME / TIMESTAMP as
 timestamps, zero dates as null; docs/spark-types.md); absent, the columns a minimal image left out
 (before.NAME / after.NAME); json_diffs; file, pos, row, gtid, ts, commit_ts. A column whose values

@@ -2,7 +2,7 @@
 
 Under the output folder (which must be new or empty):
 
-    tables/<db>/<table>/part-00000.parquet   a table's changes in binlog order, one file per column layout
+    tables/<db>/<table>/part-00000.parquet   a table's changes in binlog order, part after part
     ddl.parquet                              the schema changes, with --ddl
 
 A table's file holds ``sluice.spark.lake.typed_changes.change_schema``: ``op``, ``before`` and
@@ -11,7 +11,8 @@ columns a minimal image left out, and the change's binlog coordinates. A column 
 binlog leaves unsure (read by position: an integer of unknown signedness, text of an unknown
 character set) holds each value's JSON text in sluice's encoding, marks included, and the file's
 ``sluice.columns`` metadata says so. Every file names its table, primary key and columns' MySQL
-types in its metadata. A DDL that changes a table's columns starts the table's next file. Files are
+types in its metadata. A DDL that changes a table's columns starts the table's next file, and so
+does writing a table again after its file was closed to keep at most 64 open. Files are
 written as ``*.inprogress`` and renamed when complete; a dump that fails removes its unfinished
 files.
 """
@@ -44,6 +45,7 @@ __all__ = ["ParquetDump", "output_folder"]
 
 _FLUSH_ROWS = 16384  # changes held before they are written (one row group per table and flush)
 _COMPRESSION = "zstd"
+_MAX_OPEN = 64  # files open at once: a table written again after its file was closed starts its next part
 #: Columns written with a dictionary: those that repeat; the images' values mostly do not.
 _DICTIONARY = ["op", "db", "table", "file", "gtid"]
 
@@ -96,6 +98,7 @@ class ParquetDump:
     files: int = 0
     changes: int = 0
     _tables: dict[tuple[str, str], _Table] = field(default_factory=dict)
+    _open: dict[int, _Table] = field(default_factory=dict)  # the tables with a file open, least recent first
     _layouts: dict[int, tuple[Any, _Table]] = field(default_factory=dict)
     _core_rows: Any = None  # the compiled core's ChangeRows of the transactions held
     _records: list[Any] = field(default_factory=list)
@@ -183,12 +186,16 @@ class ParquetDump:
 
     def _write(self, table: _Table, changes: pa.Table) -> None:
         if table.writer is None:
+            while len(self._open) >= _MAX_OPEN:  # many tables: close the one written least recently
+                self._finish(next(iter(self._open.values())))
             folder = self.out / "tables" / _segment(table.db) / _segment(table.name)
             folder.mkdir(parents=True, exist_ok=True)
             table.path = folder / f"part-{table.parts:05d}.parquet.inprogress"
             table.parts += 1
             table.writer = pq.ParquetWriter(table.path, changes.schema.with_metadata(table.metadata()),
                                             compression=_COMPRESSION, use_dictionary=_DICTIONARY)
+        self._open.pop(id(table), None)
+        self._open[id(table)] = table
         changes = changes.replace_schema_metadata(table.metadata())
         self._writes.append(self._pool.submit(table.writer.write_table, changes))
         table.rows += changes.num_rows
@@ -202,6 +209,7 @@ class ParquetDump:
 
     def _finish(self, table: _Table) -> None:
         self._wait()
+        self._open.pop(id(table), None)
         if table.writer is None or table.path is None:
             return
         table.writer.close()

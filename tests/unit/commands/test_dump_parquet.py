@@ -180,3 +180,13 @@ def test_duckdb_and_polars_read_the_files_as_pyarrow_does(tmp_path: Path) -> Non
     frame = pl.read_parquet(files)
     assert frame.select(pl.col("after").struct.field("d65")).to_series().to_list() == [
         (e["after"] or {}).get("d65") for e in expected]
+
+
+def test_with_few_files_open_a_table_goes_on_in_its_next_part(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    many = _dump(DATA / "mysql-multitable.binlog", tmp_path / "many")
+    monkeypatch.setattr("sluice.commands.dump_parquet._MAX_OPEN", 1)
+    monkeypatch.setattr("sluice.commands.dump_parquet._FLUSH_ROWS", 1)
+    few = _dump(DATA / "mysql-multitable.binlog", tmp_path / "few")
+    assert sum(len(parts) for parts in few.values()) > sum(len(parts) for parts in many.values())
+    for name, parts in many.items():
+        assert [r for p in few[name] for r in p.to_pylist()] == [r for p in parts for r in p.to_pylist()]
