@@ -206,14 +206,21 @@ def _run_parquet(args: argparse.Namespace, keep: Any, given: Any) -> int:
     capture = ChangeCapture(config, Checkpoint("stdin" if first == "-" else first.rsplit("/", 1)[-1], 4),
                             archived_tracker(given, positional=args.positional))
 
+    progress = Progress(args.files) if sys.stderr.isatty() else None
+
     def transactions() -> Any:
         for path in args.files:
             source = sys.stdin.buffer if path == "-" else path
             name = "stdin" if path == "-" else path.rsplit("/", 1)[-1]
-            yield from capture.feed_file(name, "<stdin>" if path == "-" else path, iter_raw_spans(source))
+            spans = iter_raw_spans(source) if progress is None else progress.follow(iter_raw_spans(source))
+            yield from capture.feed_file(name, "<stdin>" if path == "-" else path, spans)
 
     started = time.perf_counter()
-    written = dump(capture, transactions(), out)
+    try:
+        written = dump(capture, transactions(), out)
+    finally:
+        if progress is not None:
+            progress.end()
     for file, pos, sql, message in capture.tracker.unparsed:
         print(f"sluice dump: warning: DDL at {file}:{pos} not understood ({message}): {sql[:200]}", file=sys.stderr)
     seconds = time.perf_counter() - started
@@ -221,6 +228,42 @@ def _run_parquet(args: argparse.Namespace, keep: Any, given: Any) -> int:
     print(f"{written.changes} row changes of {written.tables} tables in {written.files} Parquet files under "
           f"{args.out} in {seconds:.2f}s ({rate:,.0f} rows/s)")
     return 0
+
+
+class Progress:
+    """One line on standard error (a terminal), redrawn at most once a second: the bytes read of
+    the files and how fast."""
+
+    def __init__(self, files: list[str]) -> None:
+        import os
+
+        sizes = [os.path.getsize(f) if f != "-" and os.path.isfile(f) else 0 for f in files]
+        self.total = sum(sizes)
+        self.done = 0  # bytes of the files read through
+        self.started = self.shown = time.monotonic()
+
+    def follow(self, spans: Any) -> Any:
+        """``spans`` (``iter_raw_spans``), counting the bytes they cover."""
+        base = self.done
+        for offset, buf, stop in spans:
+            yield offset, buf, stop
+            self.done = base + offset + stop
+            now = time.monotonic()
+            if now - self.shown >= 1.0:
+                self.shown = now
+                self._show(now)
+
+    def _show(self, now: float) -> None:
+        rate = self.done / max(now - self.started, 1e-9) / 1e6
+        share = f" of {self.total / 1e6:,.0f} MB ({100 * self.done / self.total:.0f}%)" if self.total else ""
+        sys.stderr.write(f"\rsluice dump: {self.done / 1e6:,.0f} MB read{share}, {rate:,.0f} MB/s ")
+        sys.stderr.flush()
+
+    def end(self) -> None:
+        """Clear the line (the summary follows on standard output)."""
+        if self.shown > self.started:
+            sys.stderr.write("\r\033[K")
+            sys.stderr.flush()
 
 
 def _run_events(args: argparse.Namespace) -> int:

@@ -190,3 +190,24 @@ def test_with_few_files_open_a_table_goes_on_in_its_next_part(tmp_path: Path, mo
     assert sum(len(parts) for parts in few.values()) > sum(len(parts) for parts in many.values())
     for name, parts in many.items():
         assert [r for p in few[name] for r in p.to_pylist()] == [r for p in parts for r in p.to_pylist()]
+
+
+def test_the_progress_line_counts_the_bytes_read_and_clears_itself(monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+    import sys
+
+    from sluice.commands import dump as dump_command
+    from sluice.io.binlog_file import iter_raw_spans
+
+    path = DATA / "mysql-multitable.binlog"
+    clock = iter(range(0, 10_000, 2))  # two seconds between looks
+    monkeypatch.setattr(dump_command.time, "monotonic", lambda: next(clock))
+    err = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", err)
+    progress = dump_command.Progress([str(path), str(path)])
+    for _ in range(2):
+        list(progress.follow(iter_raw_spans(str(path))))
+    progress.end()
+    assert progress.done == 2 * path.stat().st_size
+    shown = err.getvalue()
+    assert shown.startswith("\rsluice dump: ") and "(100%)" in shown and shown.endswith("\r\033[K")
