@@ -52,6 +52,49 @@ def test_archived_files_give_the_same_changes_as_dump(spark, segment):
     assert got == expected
 
 
+def _stream(spark: Any, server: Any, tmp_path: Path, db: str, start: Any,
+            **options: str) -> list[tuple[int, list[dict[str, Any]]]]:
+    """Each batch of a stream of ``db``'s tables from ``start`` to the server's end: its partitions
+    and its changes."""
+    batches: list[tuple[int, list[dict[str, Any]]]] = []
+
+    def collect(df: Any, batch_id: int) -> None:
+        batches.append((df.rdd.getNumPartitions(), [_as_record(r) for r in df.collect()]))
+
+    reader = (
+        spark.readStream.format("binlog")
+        .option("dsn", server.dsn("repl"))
+        .option("tables", rf"{db}\..*")
+        .option("startingPosition", f"{start.file}:{start.pos}")
+        .option("schemaHistory", str(tmp_path / "schema-history.jsonl"))
+    )
+    for name, value in options.items():
+        reader = reader.option(name, value)
+    query = (
+        reader.load().writeStream.foreachBatch(collect)
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination(300)
+    assert query.exception() is None, query.exception()
+    return batches
+
+
+def _tail(server: Any, db: str, start: Any) -> list[dict[str, Any]]:
+    """``sluice tail`` of ``db``'s tables from ``start`` to the server's end."""
+    tail = subprocess.run(
+        [sys.executable, "-m", "sluice.cli", "tail", server.dsn("repl"), "--from", f"{start.file}:{start.pos}",
+         "--until-end", "--tables", rf"{db}\..*"],
+        capture_output=True, timeout=120, check=True,
+    )
+    return [json.loads(line) for line in tail.stdout.decode().splitlines()]
+
+
+def _in_order(batches: list[tuple[int, list[dict[str, Any]]]]) -> list[dict[str, Any]]:
+    return [c for _, batch in batches for c in sorted(batch, key=lambda c: (c["file"], c["pos"], c["row"]))]
+
+
 def test_stream_in_bounded_batches_equals_tail(spark, server, tmp_path):
     db = f"sp_{uuid.uuid4().hex[:8]}"
     with Connection.open(parse_dsn(server.dsn("root"))) as conn:
@@ -65,39 +108,12 @@ def test_stream_in_bounded_batches_equals_tail(spark, server, tmp_path):
         conn.execute(f"ALTER TABLE {db}.t ADD COLUMN extra INT")
         conn.execute(f"UPDATE {db}.t SET extra = id WHERE id < 25")
         conn.execute(f"DELETE FROM {db}.t WHERE id >= 290")
-    batches: list[list[dict[str, Any]]] = []
-
-    def collect(df: Any, batch_id: int) -> None:
-        batches.append([_as_record(r) for r in df.collect()])
-
-    stream = (
-        spark.readStream.format("binlog")
-        .option("dsn", server.dsn("repl"))
-        .option("tables", rf"{db}\..*")
-        .option("startingPosition", f"{start.file}:{start.pos}")
-        .option("maxRowsPerBatch", "45")
-        .option("rowsPerPartition", "20")
-        .option("schemaHistory", str(tmp_path / "schema-history.jsonl"))
-        .load()
-    )
-    query = (
-        stream.writeStream.foreachBatch(collect)
-        .option("checkpointLocation", str(tmp_path / "checkpoint"))
-        .trigger(availableNow=True)
-        .start()
-    )
-    query.awaitTermination(300)
-    assert query.exception() is None, query.exception()
-    tail = subprocess.run(
-        [sys.executable, "-m", "sluice.cli", "tail", server.dsn("repl"), "--from", f"{start.file}:{start.pos}",
-         "--until-end", "--tables", rf"{db}\..*"],
-        capture_output=True, timeout=120, check=True,
-    )
-    expected = [json.loads(line) for line in tail.stdout.decode().splitlines()]
-    streamed = [c for batch in batches for c in sorted(batch, key=lambda c: (c["file"], c["pos"], c["row"]))]
+    batches = _stream(spark, server, tmp_path, db, start, maxRowsPerBatch="45", rowsPerPartition="20")
+    expected = _tail(server, db, start)
+    streamed = _in_order(batches)
     assert streamed == expected
     assert len(expected) == 300 + 43 + 25 + 10
-    assert max(len(b) for b in batches) <= 45
+    assert max(len(b) for _, b in batches) <= 45
     # the batch after the ALTER starts with rows that have the new column
     assert any(c["after"] and "extra" in c["after"] for c in streamed)
 
@@ -118,36 +134,9 @@ def test_transactions_of_other_tables_are_read_by_no_task_and_nothing_is_lost(sp
                 rows = ", ".join(f"({i * 1000 + j * 20 + k}, REPEAT('x', 190))" for k in range(20))
                 conn.execute(f"INSERT INTO {other}.noise VALUES {rows}")
             conn.execute(f"UPDATE {db}.t SET s = 'u{i}' WHERE id = {i}")
-    batches: list[tuple[int, list[dict[str, Any]]]] = []
-
-    def collect(df: Any, batch_id: int) -> None:
-        batches.append((df.rdd.getNumPartitions(), [_as_record(r) for r in df.collect()]))
-
-    stream = (
-        spark.readStream.format("binlog")
-        .option("dsn", server.dsn("repl"))
-        .option("tables", rf"{db}\..*")
-        .option("startingPosition", f"{start.file}:{start.pos}")
-        .option("maxBytesPerBatch", str(64 << 10))
-        .option("schemaHistory", str(tmp_path / "schema-history.jsonl"))
-        .load()
-    )
-    query = (
-        stream.writeStream.foreachBatch(collect)
-        .option("checkpointLocation", str(tmp_path / "checkpoint"))
-        .trigger(availableNow=True)
-        .start()
-    )
-    query.awaitTermination(300)
-    assert query.exception() is None, query.exception()
-    tail = subprocess.run(
-        [sys.executable, "-m", "sluice.cli", "tail", server.dsn("repl"), "--from", f"{start.file}:{start.pos}",
-         "--until-end", "--tables", rf"{db}\..*"],
-        capture_output=True, timeout=120, check=True,
-    )
-    expected = [json.loads(line) for line in tail.stdout.decode().splitlines()]
-    streamed = [c for _, batch in batches for c in sorted(batch, key=lambda c: (c["file"], c["pos"], c["row"]))]
-    assert streamed == expected and len(expected) == 24
+    batches = _stream(spark, server, tmp_path, db, start, maxBytesPerBatch=str(64 << 10))
+    expected = _tail(server, db, start)
+    assert _in_order(batches) == expected and len(expected) == 24
     # batches of the other table's changes only (64 KiB each) are read by no task; the batches
     # without rows that have a task are the four DDL statements' (each a batch of its own)
     assert sum(1 for n, rows in batches if not rows and n == 0) >= 5
