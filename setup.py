@@ -10,6 +10,7 @@ from setuptools import Extension, setup
 EXTENSIONS = [
     Extension("sluice.binlog._rowcore", ["src/sluice/binlog/_rowcore.pyx"], extra_compile_args=["-O2"],
               depends=["src/sluice/binlog/_rowvalues.pxi", "src/sluice/binlog/_eventrun.pxi",
+                                                          "src/sluice/binlog/_eventframes.pxi",
                                                           "src/sluice/binlog/_jsonlines.pxi",
                                                           "src/sluice/binlog/_jsonbinary.pxi",
                                                           "src/sluice/binlog/_changerows.pxi",

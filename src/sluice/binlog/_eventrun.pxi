@@ -12,15 +12,6 @@ from cpython.dict cimport PyDict_GetItem
 from cpython.ref cimport PyObject
 from libc.string cimport memcmp
 
-cdef enum:
-    T_TABLE_MAP = 19
-    T_WRITE_V1 = 23
-    T_DELETE_V1 = 25
-    T_WRITE_V2 = 30
-    T_DELETE_V2 = 32
-    T_ANNOTATE_ROWS = 160
-
-_KINDS = ("write", "update", "delete")
 
 #: The event types a run takes (a reader need not offer it any other).
 RUN_TYPES = frozenset({T_TABLE_MAP, T_ANNOTATE_ROWS, *range(T_WRITE_V1, T_DELETE_V1 + 1),
@@ -62,6 +53,7 @@ cdef class EventRun:
     cdef dict specs             # table id -> (entry, file, heads, keys, mid) / (entry, file, metas, keys)
     cdef bint columns           # ``write_columns``: the rows go into ChangeRows instead
     cdef bint typed             # and their images into ChangeRows.typed as well
+    cdef ChangeRows chunk       # the change-log columns of the run under way, made at its first row
 
     def __init__(self, parser, build_header, build_rows):
         """``build_header`` / ``build_rows`` build ``EventHeader`` / ``RowsEvent`` from their fields."""
@@ -118,209 +110,214 @@ cdef class EventRun:
         ``(file, base + offset, RowsEvent)`` for every rows event, or the lines of the run (see
         ``write_lines``; ``gtid_ts`` is their ``,"gtid":…,"ts":``)."""
         cdef object p = self.parser
-        cdef const uint8_t *b = <const uint8_t *>PyBytes_AS_STRING(buf)
         cdef Py_ssize_t n = PyBytes_GET_SIZE(buf)
-        cdef Py_ssize_t size, be, bs, q, tail
-        cdef int tc, k, ncols, colcount, nb, i
-        cdef bint crc, verify, tm_ok, v1_ok, v2_ok, took_map = False
-        cdef uint64_t present, after, mask
-        cdef long long tid
-        cdef Py_ssize_t skipped_rows = 0, skipped_maps = 0
-        cdef PyObject *hit
-        cdef object entry, plan, tm, raw, fns, program, rows, maps, key, after_obj, present_obj, header, spec
-        cdef bytes phl
-        cdef bint lines = sink is not None and self.line_spec is not None and gtid_ts is not None
-        cdef bint columns = sink is not None and self.line_spec is not None and self.columns
-        cdef ChangeRows chunk = None
-        cdef _Buf out
-        cdef Py_ssize_t written = 0, counted, mark, start = pos
-        out.data = NULL
-        out.size = out.cap = 0
+        cdef Py_ssize_t size, start = pos
+        cdef int tc, took
+        cdef object maps
+        cdef _Run r
+        r.b = <const uint8_t *>PyBytes_AS_STRING(buf)
+        r.lines = sink is not None and self.line_spec is not None and gtid_ts is not None
+        r.columns = sink is not None and self.line_spec is not None and self.columns
+        r.took_map = False
+        r.skipped_rows = r.skipped_maps = r.written = 0
+        r.out.data = NULL
+        r.out.size = r.out.cap = 0
         if pos < 0:
             return pos
         if end < n:
             n = end
-        alg = p.checksum_alg
-        if alg is None or (alg != 0 and alg != 1):
+        if not self._stream(&r):
             return pos
-        crc = alg == 1
-        tail = 4 if crc else 0
-        verify = bool(p._verify)
-        phl = p._phl
-        tm_ok = _phl(phl, T_TABLE_MAP, 8) == 8
-        v1_ok = _phl(phl, T_WRITE_V1, 8) == 8 and _phl(phl, T_WRITE_V1 + 1, 8) == 8 and _phl(phl, T_DELETE_V1, 8) == 8
-        v2_ok = _phl(phl, T_WRITE_V2, 10) == 10 and _phl(phl, T_WRITE_V2 + 1, 10) == 10 and _phl(phl, T_DELETE_V2, 10) == 10
         maps = p._maps
         if version != self.version:
             self.known.clear()
             if self.specs is not None:
                 self.specs.clear()
             self.version = version
+        self.chunk = None
         try:
             while n - pos >= 19:
-                tc = b[pos + 4]
-                size = _u32(b + pos + 9)
-                if size < 19 + tail or size > n - pos:
+                tc = r.b[pos + 4]
+                size = _u32(r.b + pos + 9)
+                if size < 19 + r.tail or size > n - pos:
                     break
-                be = pos + size - tail
-                bs = pos + 19
                 if tc == T_TABLE_MAP:
-                    if not tm_ok or be - bs < 8:
-                        break
-                    if crc and verify and _crc32(b + pos, size - 4) != _u32(b + be):
-                        break
-                    tid = _u32(b + bs) | (<long long>b[bs + 4] << 32) | (<long long>b[bs + 5] << 40)
-                    hit = PyDict_GetItem(self.known, tid)
-                    if hit is NULL:
-                        break
-                    entry = <object>hit
-                    raw = entry.table_map.raw
-                    if (type(raw) is not bytes or PyBytes_GET_SIZE(raw) != be - bs
-                            or memcmp(PyBytes_AS_STRING(raw), b + bs, be - bs) != 0):
-                        break
-                    maps[tid] = entry
-                    took_map = True
-                    if entry.plan is False:
-                        skipped_maps += 1
+                    took = self._take_map(&r, maps, pos, size)
                 elif tc == T_ANNOTATE_ROWS:
                     # The statement text of the rows that follow (MariaDB): nothing reads it.
-                    if crc and verify and _crc32(b + pos, size - 4) != _u32(b + be):
-                        break
+                    took = not _crc_bad(&r, pos, size)
                 elif T_WRITE_V1 <= tc <= T_DELETE_V1 or T_WRITE_V2 <= tc <= T_DELETE_V2:
-                    if tc >= T_WRITE_V2:
-                        k = tc - T_WRITE_V2
-                        if not v2_ok or be - bs < 10 or b[bs + 8] != 2 or b[bs + 9] != 0:
-                            break  # extra data (partition ids, NDB info): the parser reads it
-                        q = bs + 10
-                    else:
-                        k = tc - T_WRITE_V1
-                        if not v1_ok or be - bs < 8:
-                            break
-                        q = bs + 8
-                    if crc and verify and _crc32(b + pos, size - 4) != _u32(b + be):
-                        break
-                    tid = _u32(b + bs) | (<long long>b[bs + 4] << 32) | (<long long>b[bs + 5] << 40)
-                    hit = PyDict_GetItem(maps, tid)
-                    if hit is NULL:
-                        break
-                    entry = <object>hit
-                    if PyDict_GetItem(self.known, tid) != hit:
-                        # The parser took this table's TABLE_MAP: its next one with the same
-                        # bytes is taken here, with the plan and shapes the parser makes now.
-                        self.known[tid] = entry
-                    plan = entry.plan
-                    if plan is False:
-                        skipped_rows += 1
-                        pos += size
-                        self.taken += 1
-                        continue
-                    if plan is None or q >= be:
-                        break
-                    tm = entry.table_map
-                    colcount = tm.column_count
-                    ncols = b[q]
-                    q += 1
-                    if ncols >= 251 or ncols > colcount or colcount > 64:
-                        break
-                    nb = (ncols + 7) >> 3
-                    if q + nb * (2 if k == 1 else 1) > be:
-                        break
-                    mask = ~(<uint64_t>0) if colcount == 64 else ((<uint64_t>1 << colcount) - 1)
-                    present = 0
-                    for i in range(nb):
-                        present |= <uint64_t>b[q + i] << (8 * i)
-                    q += nb
-                    present_obj = PyLong_FromUnsignedLongLong(present)
-                    after_obj = None
-                    if k == 1:
-                        after = 0
-                        for i in range(nb):
-                            after |= <uint64_t>b[q + i] << (8 * i)
-                        q += nb
-                        after_obj = PyLong_FromUnsignedLongLong(after)
-                        key = (_KINDS[k], PyLong_FromUnsignedLongLong(present & mask),
-                               PyLong_FromUnsignedLongLong(after & mask), False)
-                    else:
-                        key = (_KINDS[k], PyLong_FromUnsignedLongLong(present & mask), None, False)
-                    fns = plan._shapes.get(key)
-                    if fns is None:
-                        break
-                    program = fns[2]
-                    if type(program) is not RowProgram:
-                        break
-                    if sink is None and self.skip_values:
-                        try:
-                            self.counts[k] += (<RowProgram>program)._count(b, q, be)
-                        except Exception:
-                            break  # the parser decodes it, and the checked twin says what is wrong
-                        pos += size
-                        self.taken += 1
-                        continue
-                    if (<RowProgram>program).ordered and (sink is None or columns or lines):
-                        # Counted, or written as lines or change-log columns (and typed images),
-                        # straight from the body: no value tuples.
-                        mark = out.size
-                        spec = None if sink is None else self._spec(tid, entry, tm, file)
-                        if sink is not None and spec is None:
-                            break  # a table whose rows the parser takes, in every kind (a versioned table's)
-                        try:
-                            if sink is None or not self.kept[k]:
-                                # Counted, or an operation not kept: its values checked, nothing written.
-                                counted = _rows_text(program, &out, buf, q, be, k, None, None, None, 0, None, 0, None)
-                                out.size = mark
-                                if sink is None:
-                                    self.counts[k] += counted
-                            elif columns:
-                                if chunk is None:
-                                    chunk = ChangeRows()
-                                    chunk.keep_typed = self.typed
-                                chunk._add_rows_whole(k, spec[3], None, chunk.meta_id(spec[2][k]), base + pos,
-                                                      <int64_t>_u32(b + pos) * 1000000, self.absent, self.fallback,
-                                                      program, buf, q, be)
-                            else:
-                                written += _rows_text(program, &out, buf, q, be, k, spec[2][k], spec[3], spec[4],
-                                                      base + pos, gtid_ts, _u32(b + pos), self.fallback)
-                        except Exception:
-                            out.size = mark
-                            break  # the parser decodes it again, and the checked twin says what is wrong
-                        pos += size
-                        self.taken += 1
-                        continue
-                    if columns or lines:
-                        break  # images out of table order (rowplan makes none): the parser takes them
-                    try:
-                        rows = (<RowProgram>program)._decode(buf, q, be)
-                    except Exception:
-                        break  # the parser decodes it again, and the checked twin says what is wrong
-                    if sink is None:
-                        self.counts[k] += len(rows)
-                    else:
-                        header = self.build_header(
-                            _u32(b + pos), tc, _u32(b + pos + 5), size, _u32(b + pos + 13),
-                            b[pos + 17] | (b[pos + 18] << 8),
-                        )
-                        sink.append((file, base + pos, self.build_rows(
-                            header, _KINDS[k], tid, b[bs + 6] | (b[bs + 7] << 8), tm, present_obj, after_obj,
-                            rows, None, None, None,
-                        )))
+                    took = self._take_rows(&r, maps, tc, pos, size, buf, file, base, sink, gtid_ts)
                 else:
+                    break
+                if not took:
                     break
                 pos += size
                 self.taken += 1
         finally:
-            try:
-                if out.size:
-                    sink.append((file, base + start, self.lines_of(
-                        PyBytes_FromStringAndSize(out.data, out.size), written)))
-                if chunk is not None and chunk.length:
-                    sink.append((file, base + start, chunk))
-            finally:
-                PyMem_Free(out.data)
-            if took_map:
-                p._last_tid = -1
-                p._last_entry = None
-            if skipped_rows:
-                p.skipped_rows_events += skipped_rows
-            if skipped_maps:
-                p.skipped_table_maps += skipped_maps
+            self._finish(&r, file, base + start, sink)
         return pos
+
+    cdef int _stream(self, _Run *r) except -1:
+        """Read the parser's stream state into ``r``; 0 when its checksum algorithm is not one a
+        run reads."""
+        cdef object p = self.parser
+        cdef bytes phl
+        alg = p.checksum_alg
+        if alg is None or (alg != 0 and alg != 1):
+            return 0
+        r.crc = alg == 1
+        r.tail = 4 if r.crc else 0
+        r.verify = bool(p._verify)
+        phl = p._phl
+        r.tm_ok = _phl(phl, T_TABLE_MAP, 8) == 8
+        r.v1_ok = (_phl(phl, T_WRITE_V1, 8) == 8 and _phl(phl, T_WRITE_V1 + 1, 8) == 8
+                   and _phl(phl, T_DELETE_V1, 8) == 8)
+        r.v2_ok = (_phl(phl, T_WRITE_V2, 10) == 10 and _phl(phl, T_WRITE_V2 + 1, 10) == 10
+                   and _phl(phl, T_DELETE_V2, 10) == 10)
+        return 1
+
+    cdef int _take_map(self, _Run *r, object maps, Py_ssize_t pos, Py_ssize_t size) except -1:
+        """Take the TABLE_MAP at ``pos`` when its bytes equal those of the entry last seen with its
+        table id, putting that entry back into the transaction's maps; 0 when the parser takes it."""
+        cdef Py_ssize_t bs = pos + 19, be = pos + size - r.tail
+        cdef long long tid
+        cdef PyObject *hit
+        cdef object entry, raw
+        if not r.tm_ok or be - bs < 8:
+            return 0
+        if _crc_bad(r, pos, size):
+            return 0
+        tid = _table_id(r.b + bs)
+        hit = PyDict_GetItem(self.known, tid)
+        if hit is NULL:
+            return 0
+        entry = <object>hit
+        raw = entry.table_map.raw
+        if (type(raw) is not bytes or PyBytes_GET_SIZE(raw) != be - bs
+                or memcmp(PyBytes_AS_STRING(raw), r.b + bs, be - bs) != 0):
+            return 0
+        maps[tid] = entry
+        r.took_map = True
+        if entry.plan is False:
+            r.skipped_maps += 1
+        return 1
+
+    cdef int _take_rows(self, _Run *r, object maps, int tc, Py_ssize_t pos, Py_ssize_t size, bytes buf,
+                        str file, Py_ssize_t base, list sink, bytes gtid_ts) except -1:
+        """Take the rows event at ``pos`` when its table's plan and body shape have a compiled
+        program; 0 when the parser takes it."""
+        cdef _Rows e
+        cdef PyObject *hit
+        cdef object entry, plan, tm, program
+        if not _rows_head(r, &e, tc, pos, size):
+            return 0
+        hit = PyDict_GetItem(maps, e.tid)
+        if hit is NULL:
+            return 0
+        entry = <object>hit
+        if PyDict_GetItem(self.known, e.tid) != hit:
+            # The parser took this table's TABLE_MAP: its next one with the same
+            # bytes is taken here, with the plan and shapes the parser makes now.
+            self.known[e.tid] = entry
+        plan = entry.plan
+        if plan is False:
+            r.skipped_rows += 1
+            return 1
+        if plan is None or e.q >= e.be:
+            return 0
+        tm = entry.table_map
+        program = _rows_program(&e, plan, r.b, tm.column_count)
+        if program is None:
+            return 0
+        if sink is None and self.skip_values:
+            try:
+                self.counts[e.k] += (<RowProgram>program)._count(r.b, e.q, e.be)
+            except Exception:
+                return 0  # the parser decodes it, and the checked twin says what is wrong
+            return 1
+        if (<RowProgram>program).ordered and (sink is None or r.columns or r.lines):
+            return self._rows_written(r, &e, <RowProgram>program, entry, tm, buf, file, base, sink, gtid_ts)
+        if r.columns or r.lines:
+            return 0  # images out of table order (rowplan makes none): the parser takes them
+        return self._rows_events(r, &e, <RowProgram>program, tm, buf, file, base, sink)
+
+    cdef int _rows_written(self, _Run *r, _Rows *e, RowProgram program, object entry, object tm, bytes buf,
+                           str file, Py_ssize_t base, list sink, bytes gtid_ts) except -1:
+        """Count the rows, or write them as lines or change-log columns (and typed images),
+        straight from the body: no value tuples. 0 when the parser takes them."""
+        cdef Py_ssize_t mark = r.out.size, counted
+        cdef int k = e.k
+        cdef object spec = None if sink is None else self._spec(e.tid, entry, tm, file)
+        if sink is not None and spec is None:
+            return 0  # a table whose rows the parser takes, in every kind (a versioned table's)
+        try:
+            if sink is None or not self.kept[k]:
+                # Counted, or an operation not kept: its values checked, nothing written.
+                counted = _rows_text(program, &r.out, buf, e.q, e.be, k, None, None, None, 0, None, 0, None)
+                r.out.size = mark
+                if sink is None:
+                    self.counts[k] += counted
+            elif r.columns:
+                if self.chunk is None:
+                    self.chunk = ChangeRows()
+                    self.chunk.keep_typed = self.typed
+                self.chunk._add_rows_whole(k, spec[3], None, self.chunk.meta_id(spec[2][k]), base + e.pos,
+                                           <int64_t>_u32(r.b + e.pos) * 1000000, self.absent, self.fallback,
+                                           program, buf, e.q, e.be)
+            else:
+                r.written += _rows_text(program, &r.out, buf, e.q, e.be, k, spec[2][k], spec[3], spec[4],
+                                        base + e.pos, gtid_ts, _u32(r.b + e.pos), self.fallback)
+        except Exception:
+            r.out.size = mark
+            return 0  # the parser decodes it again, and the checked twin says what is wrong
+        return 1
+
+    cdef int _rows_events(self, _Run *r, _Rows *e, RowProgram program, object tm, bytes buf, str file,
+                          Py_ssize_t base, list sink) except -1:
+        """Decode the rows into value tuples: counted, or put into the sink as a ``RowsEvent``;
+        0 when the parser takes them."""
+        cdef const uint8_t *b = r.b
+        cdef Py_ssize_t pos = e.pos
+        cdef object rows, header
+        try:
+            rows = program._decode(buf, e.q, e.be)
+        except Exception:
+            return 0  # the parser decodes it again, and the checked twin says what is wrong
+        if sink is None:
+            self.counts[e.k] += len(rows)
+        else:
+            header = self.build_header(
+                _u32(b + pos), e.tc, _u32(b + pos + 5), e.size, _u32(b + pos + 13),
+                b[pos + 17] | (b[pos + 18] << 8),
+            )
+            sink.append((file, base + pos, self.build_rows(
+                header, _KINDS[e.k], e.tid, b[e.bs + 6] | (b[e.bs + 7] << 8), tm,
+                PyLong_FromUnsignedLongLong(e.present),
+                PyLong_FromUnsignedLongLong(e.after) if e.k == 1 else None,
+                rows, None, None, None,
+            )))
+        return 1
+
+    cdef int _finish(self, _Run *r, str file, Py_ssize_t at, list sink) except -1:
+        """Put the run's lines or change-log columns into the sink, free its buffer, and tell the
+        parser what the run did to its state."""
+        cdef object p = self.parser
+        cdef ChangeRows chunk = self.chunk
+        self.chunk = None
+        try:
+            if r.out.size:
+                sink.append((file, at, self.lines_of(PyBytes_FromStringAndSize(r.out.data, r.out.size),
+                                                     r.written)))
+            if chunk is not None and chunk.length:
+                sink.append((file, at, chunk))
+        finally:
+            PyMem_Free(r.out.data)
+        if r.took_map:
+            p._last_tid = -1
+            p._last_entry = None
+        if r.skipped_rows:
+            p.skipped_rows_events += r.skipped_rows
+        if r.skipped_maps:
+            p.skipped_table_maps += r.skipped_maps
+        return 1

@@ -1,7 +1,8 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
 """The compiled core: row images to value tuples, and runs of TABLE_MAP and rows events, in C.
 
-The event runs (``EventRun``) are in ``_eventrun.pxi``, their CRC-32 (``crc32``, twin ``zlib.crc32``)
+The event runs (``EventRun``) are in ``_eventrun.pxi``, the frame of each event they take in
+``_eventframes.pxi``, their CRC-32 (``crc32``, twin ``zlib.crc32``)
 in ``_crc32.pxi``; their Python twin is the event parser itself, which takes every event the run
 leaves to it. ``_framing.pxi`` (``whole_events``,
 ``events_of``, ``stream_events``: whole events out of a file's blocks and a stream's packets) has
@@ -457,6 +458,7 @@ include "_rowjson.pxi"
 include "_typedimages.pxi"
 include "_changerows.pxi"
 include "_crc32.pxi"
+include "_eventframes.pxi"
 include "_eventrun.pxi"
 include "_framing.pxi"
 include "_textrows.pxi"
