@@ -2,17 +2,18 @@
 """The compiled core: row images to value tuples, and runs of TABLE_MAP and rows events, in C.
 
 The event runs (``EventRun``) are in ``_eventrun.pxi``, the frame of each event they take in
-``_eventframes.pxi``, their CRC-32 (``crc32``, twin ``zlib.crc32``)
-in ``_crc32.pxi``; their Python twin is the event parser itself, which takes every event the run
-leaves to it. ``_framing.pxi`` (``whole_events``,
-``events_of``, ``stream_events``: whole events out of a file's blocks and a stream's packets) has
-``sluice.binlog.framing`` as its twin. ``rows_jsonl``
-(``_jsonlines.pxi``) writes the JSON lines of decoded rows; its twin is ``sluice.cdc.jsonl``.
-``RowProgram.lines`` (``_rowjson.pxi``) writes the same lines from the row bytes themselves.
+``_eventframes.pxi``, their CRC-32 (``crc32``, twin ``zlib.crc32``) in ``_crc32.pxi``; their Python
+twin is the event parser itself, which takes every event the run leaves to it. ``_framing.pxi``
+(``whole_events``, ``events_of``, ``stream_events``: whole events out of a file's blocks and a
+stream's packets) has ``sluice.binlog.framing`` as its twin. ``rows_jsonl`` (``_jsonlines.pxi``)
+writes the JSON lines of decoded rows; its twin is ``sluice.cdc.jsonl``. ``RowProgram.lines``
+(``_rowjson.pxi``) writes the same lines from the row bytes themselves. The objects of single
+values (integers, floats, SET members, text in its character set) are made in ``_rowobjects.pxi``.
 ``ChangeRows`` (``_changerows.pxi``) holds row changes as the change log's Arrow column buffers; its
-twin is ``sluice.spark.source.change_schema.record_batch``. Beside them, ``TypedImages`` (``_typedimages.pxi``)
-keeps each table's images as typed columns for the pipeline's MERGE sources; the reference it is
-held to is the same images parsed back from their JSON (``sluice.spark.lake.merge_source.merge_source``).
+twin is ``sluice.spark.source.change_schema.record_batch``. Beside them, ``TypedImages``
+(``_typedimages.pxi``, its values in ``_typedvalues.pxi``) keeps each table's images as typed
+columns for the pipeline's MERGE sources; the reference it is held to is the same images parsed
+back from their JSON (``sluice.spark.lake.merge_source.merge_source``).
 
 A :class:`RowProgram` is built once per row-image shape (event kind, present-column bitmaps) from
 the column specs the Python row plan decides (``sluice.binlog.rowplan``); it decodes a rows-event
@@ -350,112 +351,13 @@ cdef class RowProgram:
         return v
 
 
-cdef object _set_members(tuple spec, uint64_t mask, int count):
-    """The member tuple of a SET mask (``spec``: the members and a cache of the masks seen)."""
-    cdef dict seen = <dict>spec[1]
-    cdef int i
-    key = PyLong_FromUnsignedLongLong(mask)
-    value = seen.get(key)
-    if value is not None:
-        return value
-    if count < 64 and mask >> count:
-        raise Reject("SET member beyond the defined ones")
-    members = <tuple>spec[0]
-    value = tuple([members[i] for i in range(count) if mask >> i & 1])
-    if len(seen) < 4096:
-        seen[key] = value
-    return value
-
-
-cdef inline void _set_item(object row, int i, object v):
-    Py_INCREF(v)
-    _replace(row, i, v)
-
-
-cdef extern from *:
-    """
-    static inline void sluice_tuple_replace(PyObject *t, Py_ssize_t i, PyObject *v) {
-        PyObject *old = PyTuple_GET_ITEM(t, i);
-        PyTuple_SET_ITEM(t, i, v);
-        Py_XDECREF(old);
-    }
-    """
-    void _replace "sluice_tuple_replace" (object t, Py_ssize_t i, object v)
-
-
-cdef inline uint64_t _le(const uint8_t *p, int n) noexcept nogil:
-    cdef uint64_t u = 0
-    cdef int i
-    for i in range(n - 1, -1, -1):
-        u = u << 8 | p[i]
-    return u
-
-
-cdef inline int64_t _signed(uint64_t u, int n) noexcept nogil:
-    """An ``n``-byte two's-complement integer read by ``_le``, widened to 64 bits."""
-    if n < 8 and u >> (8 * n - 1):
-        return <int64_t>u - (<int64_t>1 << (8 * n))
-    return <int64_t>u
-
-
-cdef inline uint64_t _be(const uint8_t *p, int n) noexcept nogil:
-    cdef uint64_t u = 0
-    cdef int i
-    for i in range(n):
-        u = u << 8 | p[i]
-    return u
-
-
-cdef object _float(const uint8_t *p, int n):
-    cdef float f
-    cdef double d
-    cdef uint8_t tmp[8]
-    cdef int i
-    # The binlog is little-endian; so is every platform sluice builds on, checked at import.
-    if n == 4:
-        memcpy(&f, p, 4)
-        return PyFloat_FromDouble(<double>f)
-    memcpy(&d, p, 8)
-    return PyFloat_FromDouble(d)
-
-
-cdef object _convert(RowProgram prog, const uint8_t *p, Py_ssize_t length, Col *c, int k):
-    cdef int conv = c.conv
-    cdef object raw
-    if conv == CONV_UTF8:
-        try:
-            return PyUnicode_DecodeUTF8(<const char *>p, length, NULL)
-        except UnicodeDecodeError:
-            raise Reject("text")
-    if conv == CONV_BYTES:
-        return PyBytes_FromStringAndSize(<const char *>p, length)
-    if conv == CONV_BINPAD:
-        if length >= c.pad:
-            return PyBytes_FromStringAndSize(<const char *>p, length)
-        raw = PyBytes_FromStringAndSize(NULL, c.pad)
-        memcpy(PyBytes_AS_STRING(raw), p, length)
-        memset(PyBytes_AS_STRING(raw) + length, 0, c.pad - length)
-        return raw
-    if conv == CONV_CODEC:
-        try:
-            return PyUnicode_Decode(<const char *>p, length, c.codec, NULL)
-        except UnicodeDecodeError:
-            raise Reject("text")
-    if conv == CONV_CHARMAP:
-        try:
-            return PyUnicode_DecodeCharmap(<const char *>p, length, prog.objs[k], NULL)
-        except UnicodeDecodeError:
-            raise Reject("text")
-    if conv == CONV_JSON:
-        return _json_doc(p, length)
-    return prog.objs[k](PyBytes_FromStringAndSize(<const char *>p, length))
-
-
+include "_rowobjects.pxi"
 include "_rowvalues.pxi"
 include "_jsonbinary.pxi"
 include "_jsonlines.pxi"
 include "_rowjson.pxi"
 include "_typedimages.pxi"
+include "_typedvalues.pxi"
 include "_changerows.pxi"
 include "_crc32.pxi"
 include "_eventframes.pxi"

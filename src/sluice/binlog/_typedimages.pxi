@@ -10,9 +10,10 @@
 # integer beyond int64 marks it ``failed``, and its JSON images are parsed instead
 # (``sluice.spark.lake.merge_source.merge_source``, which is the reference: a test holds the two
 # equal). A value the JSON reader would read otherwise (a float, a binary string, a JSON document,
-# a SET) makes only its column ``_TY_NONE``, typed no further, except where ``_typed_value`` can
-# keep its JSON text as the reader of that column expects it (``sluice.spark.lake.typed_changes``):
-# a FLOAT or DOUBLE's number, a binary string's base64, a JSON document's text.
+# a SET) makes only its column ``_TY_NONE``, typed no further, except where ``_typed_value``
+# (``_typedvalues.pxi``) can keep its JSON text as the reader of that column expects it
+# (``sluice.spark.lake.typed_changes``): a FLOAT or DOUBLE's number, a binary string's base64, a
+# JSON document's text.
 
 cdef extern from "string.h":
     const void *memchr(const void *s, int c, size_t n)
@@ -368,130 +369,3 @@ cdef class TypedImages:
         return (PyBytes_FromStringAndSize(self.ops.data, self.ops.size),
                 [(<_TypedColumn>c).buffers() for c in self.after],
                 [(<_TypedColumn>c).buffers() for c in self.before])
-
-
-cdef int _typed_value(RowProgram prog, _TypedColumn col, bytes buf, const uint8_t *b, Py_ssize_t *ppos,
-                      Py_ssize_t end, Col *c, int k, object fallback) except -1:
-    """``col.put`` of the value ``prog`` decodes at ``ppos[0]``, read from the bytes where its
-    typed form is plain (integers, UTF-8 text, DECIMAL and temporal text) and made as its object
-    otherwise; moves ``ppos`` past it unless it returns 0 (no typed form)."""
-    cdef Py_ssize_t pos = ppos[0], length
-    cdef int op = c.op, n = c.n, t
-    cdef uint64_t u
-    cdef char text[128]
-    if op == OP_VAR:
-        if pos + n > end:
-            raise Reject("length prefix")
-        length = _le(b + pos, n)
-        if length > end - pos - n:
-            raise Reject("value")
-        if c.conv == CONV_UTF8:
-            if not _utf8_valid(b + pos + n, length):
-                raise Reject("text")
-            if not col.put_text(<const char *>b + pos + n, length):
-                return 0
-            ppos[0] = pos + n + length
-            return 1
-        if c.conv == CONV_BYTES or c.conv == CONV_BINPAD:
-            return (_typed_base64(col, b + pos + n, length, c.pad if c.conv == CONV_BINPAD else 0)
-                    and _moved(ppos, pos + n + length))
-        if c.conv == CONV_JSON and length and col.json and _typed_json(col, b, pos + n, pos + n + length):
-            return _moved(ppos, pos + n + length)  # else the document is made as its object, below
-    elif op != OP_NULL and op != OP_CALL and op != OP_SET and op != OP_ENUM:
-        if pos + n > end:
-            raise Reject("value")
-        if op == OP_FLOAT:
-            return _typed_double(col, _float_at(b + pos, n)) and _moved(ppos, pos + n)
-        if op == OP_DECIMAL or OP_DATE <= op <= OP_TIME2:
-            if op == OP_DECIMAL:
-                t = _decimal_f(b + pos, c.arg >> 8, c.arg & 0xFF, n, text)
-            else:
-                t = _temporal_t(op, b + pos, c.arg, text)
-            if t >= 0:
-                if not col.put_text(text, t):
-                    return 0
-                ppos[0] = pos + n
-                return 1
-        else:
-            if op == OP_YEAR:
-                u = b[pos] + 1900 if b[pos] else 0
-            else:
-                u = _be(b + pos, n) if op == OP_UINT_BE else _le(b + pos, n)
-                if op == OP_INT and c.arg:
-                    u = <uint64_t>_signed(u, n)
-                elif u >> 63:
-                    return 0  # past int64, as the JSON reader would read it
-            if not col.put_int(<int64_t>u):
-                return 0
-            ppos[0] = pos + n
-            return 1
-    return col.put(prog._value(buf, b, ppos, end, c, k), fallback)
-
-
-cdef inline int _moved(Py_ssize_t *ppos, Py_ssize_t to) except -1:
-    ppos[0] = to
-    return 1
-
-
-cdef int _typed_base64(_TypedColumn col, const uint8_t *p, Py_ssize_t n, Py_ssize_t pad) except -1:
-    """A binary string as its base64 text (the JSON image's string, without its quotes); ``pad``:
-    a BINARY(pad)'s length, its zero bytes put back as the row decoder does."""
-    cdef Py_ssize_t mark = col.data.size, written
-    cdef uint8_t *padded = NULL
-    if not col.begin_text():
-        return 0
-    if pad > n:
-        padded = <uint8_t *>PyMem_Malloc(pad)
-        if padded == NULL:
-            raise MemoryError()
-        memcpy(padded, p, n)
-        memset(padded + n, 0, pad - n)
-        try:
-            _out_base64(&col.data, padded, pad)
-        finally:
-            PyMem_Free(padded)
-    else:
-        _out_base64(&col.data, p, n)
-    written = col.data.size - mark  # '"' + base64 + '"'
-    memmove(col.data.data + mark, col.data.data + mark + 1, written - 2)
-    col.data.size = mark + written - 2
-    return col.end_text(mark)
-
-
-cdef int _typed_json(_TypedColumn col, const uint8_t *b, Py_ssize_t start, Py_ssize_t end) except -1:
-    """A JSON document as the text the JSON image holds; 0 where that text is left to the object path."""
-    cdef Py_ssize_t mark = col.data.size
-    if not col.begin_text():
-        return 0
-    if _json_text(&col.data, b, b[start], start + 1, end, 0, 0) != 0:
-        col.data.size = mark
-        return 0
-    return col.end_text(mark)
-
-
-cdef int _typed_json_value(_TypedColumn col, object v, object fallback) except -1:
-    """A JSON column's value made as its object, as the text the JSON image holds."""
-    cdef Py_ssize_t mark = col.data.size
-    if not col.begin_text():
-        return 0
-    _out_value(&col.data, v, fallback)
-    return col.end_text(mark)
-
-
-cdef inline double _float_at(const uint8_t *p, int n):
-    cdef float f
-    cdef double d
-    if n == 4:
-        memcpy(&f, p, 4)
-        return <double>f
-    memcpy(&d, p, 8)
-    return d
-
-
-cdef int _typed_double(_TypedColumn col, double d) except -1:
-    """A FLOAT or DOUBLE as its JSON number's text (the shortest text of the double)."""
-    cdef Py_ssize_t mark = col.data.size
-    if isnan(d) or isinf(d) or not col.begin_text():
-        return 0
-    _out_double(&col.data, d)
-    return col.end_text(mark)
