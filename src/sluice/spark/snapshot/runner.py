@@ -37,13 +37,10 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-from deltalake import CommitProperties, DeltaTable, Transaction
-from deltalake import Schema as DeltaSchema
-from deltalake.exceptions import DeltaError
+from deltalake import DeltaTable
 
 from sluice.binlog.position import Checkpoint, position_key
-from sluice.cdc.records import RowChange
-from sluice.cdc.schema import Catalog, SchemaHistory, TableSchema, bootstrap_catalog
+from sluice.cdc.schema import Catalog, SchemaHistory, bootstrap_catalog
 from sluice.cdc.schema_start import ddl_between, read_schema
 from sluice.cdc.snapshot.chunks import Chunk
 from sluice.cdc.snapshot.reader import (
@@ -55,16 +52,19 @@ from sluice.cdc.snapshot.reader import (
     prepare_session,
 )
 from sluice.dsn import parse_dsn
-from sluice.errors import DataLossError, SchemaError, ServerError
+from sluice.errors import SchemaError, ServerError
 from sluice.io.connection import Connection
-from sluice.spark.lake.changelog_schema import CHANGELOG_SCHEMA
-from sluice.spark.lake.columns import mirror_schema
-from sluice.spark.lake.data_files import add_action
-from sluice.spark.lake.sink import DeltaLake, TableBatch
+from sluice.spark.lake.sink import DeltaLake
 from sluice.spark.lake.store import LakeStore
-from sluice.spark.lake.table_layout import mirror_columns_for_schema
 from sluice.spark.runtime.session import start_python_workers
 from sluice.spark.snapshot.keyless import snapshot_keyless
+from sluice.spark.snapshot.mirror_writes import (
+    append_chunk,
+    append_target,
+    merge_chunk,
+    mirror_empty,
+    settle_interrupted,
+)
 from sluice.spark.snapshot.state import SnapshotState
 from sluice.spark.snapshot.task import ChunkPayload, read_and_reconcile
 
@@ -173,7 +173,7 @@ class SnapshotRunner:
                     state.save(self.store)
                     continue
                 self.lake.flush(schema.db, schema.name)  # the stream's changes pending for it: older than the read
-                append = self._mirror_empty(schema.db, schema.name)
+                append = mirror_empty(self.lake, schema.db, schema.name)
                 try:
                     plan = plan_table(conn, schema, self.chunk_rows, merged=not append)  # keyed by the primary key
                 except ServerError as exc:
@@ -189,7 +189,7 @@ class SnapshotRunner:
                 state.save(self.store)
         if state.complete:
             return set()
-        self._settle_interrupted(state)
+        settle_interrupted(self.lake, self.store, state)
         self._failed = {}
         reading = {name for name, _ in self._pending(state)}
         stale = self._chunks(catalog, state)
@@ -251,7 +251,8 @@ class SnapshotRunner:
         catalog_json = catalog.to_json()
         payloads: list[ChunkPayload] = [
             (self.source, catalog_json, state.tables[name]["schema"], state.tables[name]["key"], c,
-             state.flavor or "", self._append_to(state.tables[name]), None) for name, c in pending
+             state.flavor or "", append_target(self.lake, self.store, state.tables[name]), None)
+            for name, c in pending
         ]
         started = time.monotonic()
         rows_done = 0
@@ -269,9 +270,9 @@ class SnapshotRunner:
             table["writing"] = {"chunk": chunk.id, "seq": seq, "low": low, "high": high, "rows": count}
             state.save(self.store)
             if isinstance(rows, dict):
-                self._append(table, seq, rows, state.flavor)
+                append_chunk(self.lake, self._mirrors, table, seq, rows, state.flavor)
             else:
-                self._write(table, seq, rows, Checkpoint.from_json(high), state.flavor)
+                merge_chunk(self.lake, table, seq, rows, Checkpoint.from_json(high), state.flavor)
             table["done"][chunk.id] = {"low": low, "high": high, "rows": count}
             table["writing"] = None
             state.save(self.store)
@@ -329,78 +330,3 @@ class SnapshotRunner:
     def _seq(self, state: SnapshotState, name: str, chunk: Chunk) -> int:
         """A chunk's number in the plan: its Delta app-transaction version (increasing per table)."""
         return [Chunk.from_json(c).id for c in state.tables[name]["chunks"]].index(chunk.id)
-
-    def _settle_interrupted(self, state: SnapshotState) -> None:
-        """A MERGE interrupted by a crash either landed (keep its watermarks) or not (read it again)."""
-        for name, table in state.tables.items():
-            writing = table.get("writing")
-            if not writing:
-                continue
-            db, _, t = name.partition(".")
-            path = self.lake.table_path(db, t)
-            landed = False
-            dt = self.lake.table(path)
-            if dt is not None:
-                version = dt.transaction_version(self.lake.app_id)
-                landed = version is not None and int(version) >= int(writing["seq"])
-            if landed:
-                table["done"][writing["chunk"]] = {k: writing[k] for k in ("low", "high", "rows")}
-            table["writing"] = None
-            state.save(self.store)
-
-    def _mirror_empty(self, db: str, name: str) -> bool:
-        """Whether the mirror of ``db.name`` has no rows (no table, or no data files): then the chunks,
-        disjoint key ranges, are appended instead of merged."""
-        path = self.lake.table_path(db, name)
-        dt = self.lake.table(path)
-        return dt is None or not dt.file_uris()
-
-    def _append_to(self, table: dict[str, Any]) -> dict[str, Any]:
-        """Where the table's chunks are appended (its tasks write the data files), else {}."""
-        if not table.get("append"):
-            return {}
-        schema = TableSchema.from_json(table["schema"])
-        return {"folder": self.lake.table_path(schema.db, schema.name), "lake": self.store.uri,
-                "storage": dict(self.store.options)}
-
-    def _append(self, table: dict[str, Any], seq: int, added: dict[str, Any], flavor: str | None) -> None:
-        """Commit the data file a chunk's task wrote into a mirror that held no rows before the
-        snapshot, as app transaction ``seq``."""
-        if not added:
-            return  # as a MERGE of no changes: nothing is committed
-        schema = TableSchema.from_json(table["schema"])
-        name = f"{schema.db}.{schema.name}"
-        wanted = mirror_schema(mirror_columns_for_schema(schema, flavor or None))
-        path = self.lake.table_path(schema.db, schema.name)
-        txn = CommitProperties(app_transactions=[Transaction(self.lake.app_id, seq)])
-        try:
-            dt = self._mirrors.get(path)
-            if dt is not None:
-                dt.update_incremental()  # the commits since (a handle does not follow its own)
-            elif (dt := self.lake.table(path)) is None:  # as the pipeline's MERGE creates it
-                dt = DeltaTable.create(path, wanted, mode="ignore", storage_options=self.lake.options,
-                                       configuration=self.lake.mirror_configuration)
-            self._mirrors[path] = dt
-            if dt.schema() != DeltaSchema.from_arrow(wanted):
-                raise SchemaError(
-                    f"the Delta mirror of {name} does not take the snapshot's rows (its columns differ from the "
-                    f"table's); re-snapshot the table: remove {path} and capture the table again"
-                )
-            dt.create_write_transaction([add_action(added)], "append", wanted, commit_properties=txn)
-        except DeltaError as exc:
-            raise DataLossError(
-                f"the Delta commit of snapshot chunk {seq} to the mirror of {name} ({path}) failed ({exc}); "
-                "nothing of it was committed. Fix the cause (storage, permissions, another writer) and restart: "
-                "the snapshot resumes at that chunk"
-            ) from exc
-
-    def _write(self, table: dict[str, Any], seq: int, rows: list[dict[str, Any]], at: Checkpoint,
-               flavor: str | None) -> None:
-        """MERGE a chunk's rows into a mirror that held rows before the snapshot."""
-        schema = TableSchema.from_json(table["schema"])
-        columns = mirror_columns_for_schema(schema, flavor or None)
-        pk = tuple(schema.primary_key) or tuple(table["key"])
-        changes = [RowChange("insert", schema.db, schema.name, None, row, pk, at.file, at.pos, i, None, 0)
-                   for i, row in enumerate(rows)]
-        empty_log = CHANGELOG_SCHEMA.empty_table()
-        self.lake.write_batch(seq, [TableBatch(schema.db, schema.name, columns, pk, changes)], changelog=empty_log)
