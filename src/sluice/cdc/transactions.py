@@ -39,25 +39,20 @@ from sluice.binlog.events import (
     FL_COMPLETED_XA,
     FL_DDL,
     FL_PREPARED_XA,
-    AnnotateRowsEvent,
     Event,
     FormatDescriptionEvent,
     GtidEvent,
     HeartbeatEvent,
-    IntvarEvent,
     MariadbGtidEvent,
     MariadbGtidListEvent,
     PreviousGtidsEvent,
     QueryEvent,
-    RandEvent,
     RotateEvent,
     RowsEvent,
-    RowsQueryEvent,
     SkippedRowsEvent,
     StopEvent,
     TableMapEvent,
     TransactionPayloadEvent,
-    UserVarEvent,
     XaPrepareEvent,
     XidEvent,
 )
@@ -66,6 +61,7 @@ from sluice.binlog.header import LOG_EVENT_ARTIFICIAL_F
 from sluice.binlog.position import Checkpoint, position_key
 from sluice.binlog.statements import classify, parse_xid, xid_key
 from sluice.cdc.executed import ExecutedGtids
+from sluice.cdc.txevents import CONTROL, STATEMENT_PREFIX, TRANSACTION_ONLY, starts_transaction
 from sluice.cdc.txstate import AWAIT, BODY, SINGLE, Located, OpenTransaction, PreparedXa, Transaction
 from sluice.errors import DataLossError, ProtocolError
 
@@ -176,10 +172,10 @@ class TransactionAssembler:
                 self._changed()
             self._move_past(file, pos, next_pos, event)
             return None
-        elif t is QueryEvent or t is TransactionPayloadEvent or t in _PREFIX:
+        elif t is QueryEvent or t is TransactionPayloadEvent or t in STATEMENT_PREFIX:
             # No GTID event (GTIDs off on old servers, or an implicit start): the event opens it.
             self._open(file, pos, AWAIT, None, None)
-        elif t in _TRANSACTION_ONLY:
+        elif t in TRANSACTION_ONLY:
             raise ProtocolError(
                 f"expected a GTID or BEGIN before the {t.__name__} at {file}:{pos}, found none since the last "
                 f"transaction boundary {self._file}:{self._pos}: the stream did not start at a transaction boundary "
@@ -227,11 +223,11 @@ class TransactionAssembler:
                 f"GTID event at {file}:{pos} inside the transaction that began at {tx.file}:{tx.pos}: the binlog "
                 "is cut or out of order there. Check the file (mysqlbinlog / mariadb-binlog) at that offset"
             )
-        if t is HeartbeatEvent or t in _CONTROL:
+        if t is HeartbeatEvent or t in CONTROL:
             return None
         if record:
             tx.events.append((file, pos, event))
-        if tx.state == AWAIT and t in _TRANSACTION_ONLY:
+        if tx.state == AWAIT and t in TRANSACTION_ONLY:
             tx.state = BODY
         return None
 
@@ -281,7 +277,7 @@ class TransactionAssembler:
             return None
         if verb != "other":
             return None
-        if _starts_transaction(rest):
+        if starts_transaction(rest):
             # MySQL 8.0.21+ CREATE TABLE ... SELECT: "CREATE ... START TRANSACTION", rows, XID
             tx.kind = "ddl"
             tx.state = BODY
@@ -388,14 +384,3 @@ class TransactionAssembler:
             return Checkpoint(file, pos, self._gtids.text())
         oldest = next(iter(self._prepared.values()))
         return Checkpoint(oldest.file, oldest.pos, self._gtids.without(p.gtid_obj for p in self._prepared.values()))
-
-
-def _starts_transaction(sql: str) -> bool:
-    tail = sql.rstrip().rstrip(";").rstrip()
-    return tail[-17:].upper() == "START TRANSACTION" and tail.lstrip()[:6].upper() == "CREATE"
-
-
-# Events that precede a statement inside its transaction; without a GTID event they open it.
-_PREFIX = frozenset({IntvarEvent, RandEvent, UserVarEvent, RowsQueryEvent, AnnotateRowsEvent})
-_TRANSACTION_ONLY = frozenset({RowsEvent, TableMapEvent, SkippedRowsEvent, XidEvent, XaPrepareEvent})
-_CONTROL = frozenset({PreviousGtidsEvent, MariadbGtidListEvent})
