@@ -72,12 +72,16 @@ def throughput(flavor: str, scale: decode.Scale, s3: S3Sandbox | None = None) ->
             uri = f"s3://{s3.bucket}/w1-{scale.name}-{flavor}-{int(time.time())}"
             checkpoint = OUT / f"checkpoint-{scale.name}-{flavor}"
             shutil.rmtree(checkpoint, ignore_errors=True)
+            cpu, logged = _cpu_seconds(s3.proc.pid), s3.log.stat().st_size
             remote = decode.timed([*command, "--lake", uri, "--checkpoint-dir", str(checkpoint),
                                    "--from", f"{w1[0]}:4"], pin=False, env={**os.environ, **s3.env()})
             shutil.rmtree(checkpoint, ignore_errors=True)
             on_s3 = {"s3_run": remote.__dict__, "s3_batch_seconds": _steady(remote),
                      "s3_steady_rows_per_s": rows / _steady(remote),
-                     "s3_over_local_steady": batch_seconds / _steady(remote)}
+                     "s3_over_local_steady": batch_seconds / _steady(remote),
+                     # what the S3 server did for the whole run: its CPU time and its requests
+                     "s3_server_cpu_seconds": _cpu_seconds(s3.proc.pid) - cpu,
+                     "s3_requests": _requests(s3.log, logged)}
         return {
             "flavor": flavor, "rows": rows, "sluice_run": run.__dict__, "binlog_tool": tool.__dict__,
             "sluice_rows_per_s": rows / run.seconds, "tool_rows_per_s": rows / tool.seconds,
@@ -86,6 +90,23 @@ def throughput(flavor: str, scale: decode.Scale, s3: S3Sandbox | None = None) ->
         }
     finally:
         box.stop()
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User and system CPU time of a process and its waited-for children, in seconds."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return sum(int(v) for v in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+
+
+def _requests(log: Path, offset: int) -> dict[str, int]:
+    """The S3 server's requests logged after ``offset``, by method."""
+    with log.open("rb") as f:
+        f.seek(offset)
+        text = f.read().decode(errors="replace")
+    counts: dict[str, int] = {}
+    for method in re.findall(r'"(GET|PUT|POST|HEAD|DELETE) ', text):
+        counts[method] = counts.get(method, 0) + 1
+    return counts
 
 
 def _steady(run: decode.Run) -> float:
