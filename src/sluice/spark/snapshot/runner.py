@@ -173,7 +173,7 @@ class SnapshotRunner:
                     state.save(self.store)
                     continue
                 self.lake.flush(schema.db, schema.name)  # the stream's changes pending for it: older than the read
-                append = mirror_empty(self.lake, schema.db, schema.name)
+                append = self._mirror_empty(schema.db, schema.name)
                 try:
                     plan = plan_table(conn, schema, self.chunk_rows, merged=not append)  # keyed by the primary key
                 except ServerError as exc:
@@ -189,7 +189,7 @@ class SnapshotRunner:
                 state.save(self.store)
         if state.complete:
             return set()
-        settle_interrupted(self.lake, self.store, state)
+        self._settle_interrupted(state)
         self._failed = {}
         reading = {name for name, _ in self._pending(state)}
         stale = self._chunks(catalog, state)
@@ -270,7 +270,7 @@ class SnapshotRunner:
             table["writing"] = {"chunk": chunk.id, "seq": seq, "low": low, "high": high, "rows": count}
             state.save(self.store)
             if isinstance(rows, dict):
-                append_chunk(self.lake, self._mirrors, table, seq, rows, state.flavor)
+                self._append(table, seq, rows, state.flavor)
             else:
                 merge_chunk(self.lake, table, seq, rows, Checkpoint.from_json(high), state.flavor)
             table["done"][chunk.id] = {"low": low, "high": high, "rows": count}
@@ -326,6 +326,16 @@ class SnapshotRunner:
             pool.shutdown(wait=True, cancel_futures=True)
             if conn is not None:
                 conn.close()
+
+    # The steps into the mirrors (``mirror_writes``), as methods: where a run's subclass steps in.
+    def _mirror_empty(self, db: str, name: str) -> bool:
+        return mirror_empty(self.lake, db, name)
+
+    def _settle_interrupted(self, state: SnapshotState) -> None:
+        settle_interrupted(self.lake, self.store, state)
+
+    def _append(self, table: dict[str, Any], seq: int, rows: Any, flavor: str | None) -> None:
+        append_chunk(self.lake, self._mirrors, table, seq, rows, flavor)
 
     def _seq(self, state: SnapshotState, name: str, chunk: Chunk) -> int:
         """A chunk's number in the plan: its Delta app-transaction version (increasing per table)."""
