@@ -55,7 +55,7 @@ from cpython.ref cimport Py_INCREF
 from cpython.list cimport PyList_New
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
-from libc.string cimport memcpy, memmove, memset
+from libc.string cimport memcmp, memcpy, memmove, memset
 
 from decimal import Decimal as _Decimal
 
