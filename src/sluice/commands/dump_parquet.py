@@ -132,9 +132,9 @@ class ParquetDump:
             self.flush()
 
     def _typed_differ(self, rows: Any) -> bool:
-        """Whether a transaction's typed images keep other columns than those held (its first rows
-        event of a kind, decoded as objects, may have kept fewer): together, a column typed in
-        one and not in the other would be typed in neither."""
+        """Whether a transaction's typed images keep other columns than those held (a NaN, or a JSON
+        document whose text the core leaves to its object, leaves its column untyped): together, a
+        column typed in one and not in the other would be typed in neither."""
         held = self._core_rows.typed
         return any(key in held and images.untyped != held[key].untyped for key, images in rows.typed.items())
 
@@ -145,15 +145,13 @@ class ParquetDump:
             current = self._tables.get(key)
             if seen is not None and seen[0] is resolved and current is seen[1]:
                 continue
-            columns = _columns(table_map, resolved)
+            columns, unsure = _columns(table_map, resolved)
             if current is not None and current.columns == columns and current.primary_key == resolved.primary_key:
                 self._layouts[id(resolved)] = (resolved, current)
                 continue
             self.flush()  # rows held were decoded in the layout before
             if current is not None:
                 self._finish(current)
-            unsure = tuple(c.name for c, t, m, info in zip(columns, table_map.column_types, table_map.column_meta,
-                                                          resolved.columns, strict=True) if may_mark(t, m, info))
             table = _Table(key[0], key[1], columns, tuple(resolved.primary_key), unsure,
                            parts=current.parts if current is not None else 0)
             self._tables[key] = table
@@ -242,14 +240,18 @@ class ParquetDump:
         return sum(1 for t in self._tables.values() if t.rows)
 
 
-def _columns(table_map: Any, resolved: Any) -> tuple[MirrorColumn, ...]:
-    """A table's columns in their mirror types; a column whose values may be marked as JSON text."""
+def _columns(table_map: Any, resolved: Any) -> tuple[tuple[MirrorColumn, ...], tuple[str, ...]]:
+    """A table's columns in their mirror types, a column whose values may be marked as JSON text;
+    and the names of those."""
     columns = mirror_columns(table_map, resolved.columns)
-    out = []
+    out, unsure = [], []
     for c, t, m, info in zip(columns, table_map.column_types, table_map.column_meta, resolved.columns, strict=True):
-        out.append(replace(c, arrow_type=pa.string(), spark_type="string", convert=json_text)
-                   if may_mark(t, m, info) else c)
-    return tuple(out)
+        if may_mark(t, m, info):
+            out.append(replace(c, arrow_type=pa.string(), spark_type="string", convert=json_text))
+            unsure.append(c.name)
+        else:
+            out.append(c)
+    return tuple(out), tuple(unsure)
 
 
 def _ddl_table(rows: pa.Table) -> pa.Table:
