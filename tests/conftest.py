@@ -47,6 +47,32 @@ def kills(default: int) -> int:
     return int(text) if text.isdigit() and int(text) > 0 else default
 
 
+def examples(full: int) -> int:
+    """How many examples a property test draws: ``full``, or the share ``SLUICE_TEST_EXAMPLES`` names
+    (``./run test -m unit``, the fast loop, draws a quarter; a full run draws every one)."""
+    text = os.environ.get("SLUICE_TEST_EXAMPLES", "").strip()
+    try:
+        share = float(text) if text else 1.0
+    except ValueError:
+        share = 1.0
+    return max(10, round(full * share)) if 0 < share < 1 else full
+
+
+SERVICE_MARKS = ("spark", "mysql", "mariadb", "mariadb11")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A ``unit`` test needs no server and no Spark: one that asks for either is a mistake of marks.
+    A Spark test is ``slow``: it starts Spark's session, a ``sluice run`` or both, seconds each."""
+    for item in items:
+        marks = {m.name for m in item.iter_markers()}
+        if "unit" in marks and marks & set(SERVICE_MARKS):
+            raise pytest.UsageError(f"{item.nodeid} is marked unit and {sorted(marks & set(SERVICE_MARKS))}: "
+                                    "a unit test needs no server and no Spark; move it to tests/integration")
+        if "spark" in marks and "slow" not in marks:
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.fixture(scope="session")
 def mariadb_server() -> Iterator[Sandbox]:
     with Sandbox.start("mariadb") as server:

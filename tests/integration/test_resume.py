@@ -179,6 +179,7 @@ def own_server(request, sandbox_factory):
     server.stop()
 
 
+@pytest.mark.slow  # restarts a server
 def test_reconnects_after_the_server_restarts(own_server, tmp_path):
     server = own_server
     db = "restart"

@@ -236,6 +236,7 @@ def _cli(*args: str, state_dir: Path) -> subprocess.CompletedProcess[str]:
                           capture_output=True, text=True, timeout=300, check=False)
 
 
+@pytest.mark.slow  # starts a server of its own
 @pytest.mark.parametrize("flavor", FLAVORS)
 def test_cli_up_status_down(flavor: str, tmp_path: Path) -> None:
     state_dir = tmp_path / "state"

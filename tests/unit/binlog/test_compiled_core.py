@@ -25,6 +25,7 @@ from sluice.binlog.constants import ColumnType as T
 from sluice.binlog.rowplan import RowPlan, plan_for
 from sluice.cli import main as sluice_main
 from sluice.errors import SluiceError
+from tests.conftest import examples
 from tests.unit.binlog.encoders import (
     char_meta,
     encode_date,
@@ -222,7 +223,7 @@ def _both(m: Map, kind: str, body: bytes, present: int, present_after: int | Non
 
 
 @needs_core
-@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(1500), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(tables_and_bodies())
 def test_random_tables_decode_alike(case: tuple[Map, str, int, int | None, bytes]) -> None:
     m, kind, present, present_after, body = case
@@ -231,7 +232,7 @@ def test_random_tables_decode_alike(case: tuple[Map, str, int, int | None, bytes
 
 
 @needs_core
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(tables_and_bodies())
 def test_bodies_cut_at_every_byte_fail_alike(case: tuple[Map, str, int, int | None, bytes]) -> None:
     m, kind, present, present_after, body = case
@@ -242,7 +243,7 @@ def test_bodies_cut_at_every_byte_fail_alike(case: tuple[Map, str, int, int | No
 
 
 @needs_core
-@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(600), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.sampled_from(COLUMNS), min_size=1, max_size=6), st.binary(max_size=80),
        st.sampled_from(["write", "update"]))
 def test_random_bytes_fail_alike(picks: list[tuple[int, int, ColumnInfo]], body: bytes, kind: str) -> None:
@@ -288,7 +289,7 @@ def test_golden_rows_events_cut_at_every_byte_fail_alike(monkeypatch: pytest.Mon
 
 
 @needs_core
-@settings(max_examples=800, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(800), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(tables_and_bodies(), st.data())
 def test_counting_rows_by_their_lengths_agrees_with_decoding(case: tuple[Map, str, int, int | None, bytes],
                                                              data: Any) -> None:

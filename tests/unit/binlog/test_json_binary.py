@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sluice.binlog.values.json_binary import JsonDiff, JsonDiffs, parse_json, parse_json_diffs
+from tests.conftest import examples
 
 try:
     from tests.unit.binlog.encoders import encode_decimal, encode_json, lenenc
@@ -33,13 +34,13 @@ documents = st.recursive(
 )
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(documents)
 def test_round_trip(doc: Any) -> None:
     assert parse_json(encode_json(doc)) == doc
 
 
-@settings(max_examples=100)
+@settings(max_examples=examples(100))
 @given(st.lists(documents, max_size=4) | st.dictionaries(st.text(max_size=8), documents, max_size=4))
 def test_round_trip_large_containers(doc: Any) -> None:
     assert parse_json(encode_json(doc, large=True)) == doc
@@ -97,7 +98,7 @@ def test_malformed_raises_value_error(raw: bytes) -> None:
         parse_json(raw)
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(st.binary(max_size=60))
 def test_random_bytes_raise_only_value_error(raw: bytes) -> None:
     try:

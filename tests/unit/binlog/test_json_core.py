@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from sluice.binlog import rowplan
 from sluice.binlog.values.json_binary import parse_json
+from tests.conftest import examples
 from tests.unit.binlog.encoders import encode_json
 
 pytestmark = [
@@ -56,14 +57,14 @@ def _outcome(fn: Any, data: bytes) -> Any:
         return ("error", type(exc).__name__)
 
 
-@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(600), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(DOCUMENTS, st.sampled_from([None, True]))
 def test_documents_decode_alike(doc: Any, large: bool | None) -> None:
     data = encode_json(doc, large=large)
     assert _outcome(rowplan._compiled_core.parse_json, data) == _outcome(parse_json, data)
 
 
-@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(1500), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(DOCUMENTS, st.data())
 def test_changed_bytes_decode_alike_or_are_rejected(doc: Any, data: Any) -> None:
     raw = bytearray(encode_json(doc))

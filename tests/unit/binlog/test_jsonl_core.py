@@ -22,6 +22,7 @@ from sluice.binlog.rowplan import plan_for
 from sluice.cdc.jsonl import KIND_CODES, change_line, gtid_ts, line_parts, rows_event_lines, value_bytes
 from sluice.cdc.records import RowChangeBuilder
 from sluice.errors import SluiceError
+from tests.conftest import examples
 from tests.unit.binlog.test_compiled_core import program_of, tables_and_bodies
 from tests.unit.binlog.test_rowplan import Map
 
@@ -35,7 +36,7 @@ pytestmark = [
 NAMES = st.text(min_size=1, max_size=6).filter(lambda s: "\x00" not in s)
 
 
-@settings(max_examples=800, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(800), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(tables_and_bodies(), st.lists(NAMES, min_size=8, max_size=8, unique=True), NAMES,
        st.none() | st.text(max_size=12), st.integers(0, 2**32 - 1), st.integers(4, 2**40))
 def test_compiled_lines_equal_the_change_lines(case: tuple[Map, str, int, int | None, bytes], names: list[str],
@@ -57,7 +58,7 @@ def test_compiled_lines_equal_the_change_lines(case: tuple[Map, str, int, int | 
     assert got == expected.encode()
 
 
-@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(1500), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(tables_and_bodies(), st.lists(NAMES, min_size=8, max_size=8, unique=True), st.none() | st.text(max_size=12),
        st.integers(0, 2**32 - 1), st.integers(4, 2**40))
 def test_lines_written_from_the_body_equal_those_of_its_decoded_rows(
@@ -97,7 +98,7 @@ VALUES = st.recursive(
 )
 
 
-@settings(max_examples=800, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(800), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(VALUES, min_size=1, max_size=4), st.sampled_from(["write", "delete", "update"]))
 def test_every_kind_of_value_is_written_as_change_line_writes_it(values: list[Any], kind: str) -> None:
     from sluice.binlog.values.json_binary import JsonDecimal

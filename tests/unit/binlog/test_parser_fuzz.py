@@ -13,6 +13,7 @@ from sluice.binlog.constants import EventType as E
 from sluice.binlog.decoders.registry import DECODERS
 from sluice.binlog.parser import EventParser, ParserConfig
 from sluice.errors import SluiceError
+from tests.conftest import examples
 from tests.unit.binlog.test_events import (
     FAMILIES,
     SIMPLE_TM,
@@ -40,14 +41,14 @@ def parse_or_sluice_error(p: EventParser, data: bytes) -> None:
         pass
 
 
-@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), suppress_health_check=[HealthCheck.too_slow])
 @given(st.binary(max_size=200))
 def test_random_bytes(data: bytes) -> None:
     parse_or_sluice_error(EventParser(), data)
     parse_or_sluice_error(fresh(), data)
 
 
-@settings(max_examples=600, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(600), suppress_health_check=[HealthCheck.too_slow])
 @given(st.sampled_from(CODES), st.binary(max_size=120), st.booleans(), st.booleans())
 def test_random_bodies_with_valid_framing(code: int, body: bytes, mariadb: bool, with_map: bool) -> None:
     p = fresh("10.11.6-MariaDB" if mariadb else "8.0.36", alg=0)
@@ -63,7 +64,7 @@ SAMPLES = [(server, code, body) for _, server, code, body, _ in FAMILIES] + [
 ]
 
 
-@settings(max_examples=600, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(600), suppress_health_check=[HealthCheck.too_slow])
 @given(st.sampled_from(SAMPLES), st.data())
 def test_mutated_valid_events(sample: tuple[str, int, bytes], data: st.DataObject) -> None:
     server, code, body = sample

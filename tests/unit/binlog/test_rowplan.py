@@ -19,6 +19,7 @@ from sluice.binlog.constants import ColumnType as T
 from sluice.binlog.rowplan import ABSENT, Geometry, JsonDiff, JsonDiffs, plan_for
 from sluice.binlog.values.charsets import CharsetDecodeError
 from sluice.errors import MalformedEventError, UnsupportedError
+from tests.conftest import examples
 
 try:
     from tests.unit.binlog.encoders import (
@@ -308,7 +309,7 @@ WIDE = Map(
 )
 
 
-@settings(max_examples=400)
+@settings(max_examples=examples(400))
 @given(st.binary(max_size=120), st.integers(0, 2**22 - 1), st.sampled_from(["write", "update"]),
        st.booleans())
 def test_random_bytes_raise_only_malformed_event_error(body: bytes, present: int, kind: str,

@@ -21,6 +21,7 @@ from sluice.binlog.absent import ABSENT
 from sluice.binlog.constants import ColumnType
 from sluice.cdc.change_rows import kind_metas
 from sluice.cdc.jsonl import KIND_CODES, line_parts, value_bytes
+from tests.conftest import examples
 from tests.unit.binlog.test_compiled_core import program_of, tables_and_bodies
 from tests.unit.binlog.test_rowplan import Map
 
@@ -43,7 +44,7 @@ def _outcome(add: Any) -> Any:
                                                                       None if typed.failed else typed.buffers()))
 
 
-@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(1500), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(tables_and_bodies(whole=True) | tables_and_bodies(), st.integers(4, 2**40))
 def test_columns_from_the_body_equal_those_of_its_decoded_rows(case: tuple[Map, str, int, int | None, bytes],
                                                                pos: int) -> None:

@@ -20,6 +20,7 @@ from sluice.binlog.values.temporal import (
     timestamp2_decoder,
     timestamp_decoder,
 )
+from tests.conftest import examples
 
 try:
     from tests.unit.binlog.encoders import (
@@ -53,7 +54,7 @@ def decimals(draw: st.DrawFn) -> tuple[Decimal, int, int]:
     return Decimal(text), precision, scale
 
 
-@settings(max_examples=400)
+@settings(max_examples=examples(400))
 @given(decimals())
 def test_decimal_round_trip(case: tuple[Decimal, int, int]) -> None:
     value, precision, scale = case
@@ -92,7 +93,7 @@ def datetimes(draw: st.DrawFn) -> tuple[tuple[int, ...], int]:
     return (*parts, usec), fsp
 
 
-@settings(max_examples=400)
+@settings(max_examples=examples(400))
 @given(datetimes())
 def test_datetime2_round_trip(case: tuple[tuple[int, ...], int]) -> None:
     (y, mo, d, h, mi, s, usec), fsp = case
@@ -104,13 +105,13 @@ def test_datetime2_round_trip(case: tuple[tuple[int, ...], int]) -> None:
     assert datetime2_decoder(fsp)(b"\x00" + raw, 1) == text
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(st.integers(0, 9999), st.integers(0, 12), st.integers(0, 31))
 def test_date_round_trip(y: int, m: int, d: int) -> None:
     assert date_decoder()(encode_date(y, m, d), 0) == f"{y:04d}-{m:02d}-{d:02d}"
 
 
-@settings(max_examples=400)
+@settings(max_examples=examples(400))
 @given(st.integers(0, 2**32 - 1), st.integers(0, 6), st.integers(0, 999999))
 def test_timestamp2_round_trip(sec: int, fsp: int, usec: int) -> None:
     usec = usec // 10 ** (6 - fsp) * 10 ** (6 - fsp)
@@ -123,7 +124,7 @@ def test_timestamp2_round_trip(sec: int, fsp: int, usec: int) -> None:
         assert got == when.strftime("%Y-%m-%dT%H:%M:%S") + frac + "Z"
 
 
-@settings(max_examples=500)
+@settings(max_examples=examples(500))
 @given(st.booleans(), st.integers(0, 838), st.integers(0, 59), st.integers(0, 59),
        st.integers(0, 6), st.integers(0, 999999))
 def test_time2_round_trip(neg: bool, h: int, m: int, s: int, fsp: int, usec: int) -> None:

@@ -18,6 +18,7 @@ from sluice.binlog.columns import ColumnInfo
 from sluice.cdc.schema import Catalog, ColumnDef, TableSchema, apply_ddl, is_ddl
 from sluice.cdc.schema.ddl import enum_members
 from sluice.errors import SchemaError
+from tests.conftest import examples
 
 pytestmark = pytest.mark.unit
 
@@ -591,7 +592,7 @@ _KEYWORDS = st.sampled_from(["CREATE TABLE ", "ALTER TABLE t ", "DROP TABLE ", "
                              " TO ", " LIKE ", " SELECT ", "*/", "\\", "--", "#", "\n", " PARTITION BY "])
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.one_of(st.text(max_size=80), st.lists(st.one_of(_KEYWORDS, st.text(max_size=6)), max_size=12).map("".join)))
 def test_random_text_never_raises(sql: str) -> None:
     base = run(MYSQL, "CREATE TABLE t (a int, b varchar(3))")
@@ -601,7 +602,7 @@ def test_random_text_never_raises(sql: str) -> None:
     assert isinstance(is_ddl(sql), bool)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.integers(0, 200), st.integers(0, 200))
 def test_cut_statements_never_raise(a: int, b: int) -> None:
     sql = ("CREATE TABLE `orders` (`id` int unsigned NOT NULL, `e` enum('a','b''c') DEFAULT 'a', "

@@ -22,6 +22,7 @@ from sluice.cdc.snapshot.reconcile import (
     split_key_move,
 )
 from sluice.errors import SchemaError
+from tests.conftest import examples
 
 pytestmark = pytest.mark.unit
 
@@ -179,7 +180,7 @@ def _rows(state: dict[int, int], chunk: Chunk) -> list[tuple[int, int]]:
     return sorted((k, v) for k, v in state.items() if ORDER.contains(chunk, (k,)))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(OPS, st.data())
 def test_random_histories_reconcile_to_the_state_at_high_and_stream_to_the_end(ops, data) -> None:
     changes, states = _history(ops)

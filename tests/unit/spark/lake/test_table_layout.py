@@ -31,6 +31,7 @@ from sluice.errors import ProtocolError, SchemaError
 from sluice.spark.lake.columns import MirrorColumn, json_text, json_texts, mirror_columns, to_arrow_table
 from sluice.spark.lake.images import decode_image, image_decoder, row_change_from_record
 from sluice.spark.lake.table_layout import mirror_columns_for_schema, table_map_for_schema
+from tests.conftest import examples
 
 pytestmark = pytest.mark.unit
 
@@ -433,7 +434,7 @@ def decimals(draw: st.DrawFn) -> tuple[int, int, Decimal]:
     return precision, scale, Decimal(f"{sign}{digits}E-{scale}")
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     dec=decimals(),
     signed=st.integers(-(2**63), 2**63 - 1),

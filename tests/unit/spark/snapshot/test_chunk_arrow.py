@@ -36,6 +36,7 @@ from sluice.spark.snapshot.chunk_arrow import (
     text_array,
     texts,
 )
+from tests.conftest import examples
 
 pytestmark = pytest.mark.unit
 
@@ -140,7 +141,7 @@ def test_negative_zero_and_scale_of_decimals() -> None:
     assert build(text_array(["-0.00", "1.50"])).to_pylist() == [Decimal("0.00"), Decimal("1.50")]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.lists(st.floats(allow_nan=False, allow_infinity=False), min_size=1, max_size=20))
 def test_doubles_parse_as_python_does(values: list[float]) -> None:
     column = ColumnDef("c", "double")
@@ -151,7 +152,7 @@ def test_doubles_parse_as_python_does(values: list[float]) -> None:
     assert [repr(v) for v in got] == [repr(float(t)) for t in sample]
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.lists(st.integers(min_value=0, max_value=2**64 - 1), min_size=1, max_size=20), st.booleans())
 def test_integers_parse_as_python_does(values: list[int], signed: bool) -> None:
     if signed:
@@ -161,7 +162,7 @@ def test_integers_parse_as_python_does(values: list[int], signed: bool) -> None:
     assert got.equals(_reference(ColumnDef("c", "bigint", unsigned=not signed), mirror, [str(v) for v in values], None))
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.lists(st.decimals(min_value=Decimal("-99999.99999"), max_value=Decimal("99999.99999"), places=5,
                             allow_nan=False, allow_infinity=False), min_size=1, max_size=20))
 def test_decimals_parse_as_python_does(values: list[Decimal]) -> None:
@@ -220,7 +221,7 @@ def test_column_counts_must_agree() -> None:
         column_builders(SCHEMA, mirror_columns_for_schema(SCHEMA)[:2], None)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @example(keys=[1, -(2**63)], sort=False, lower=None, upper=None, data_type="int", unsigned=False)  # a wrapped diff
 @given(st.lists(st.integers(min_value=-(2**63), max_value=2**64 - 1), max_size=30), st.booleans(),
        st.one_of(st.none(), st.integers(-50, 50)), st.one_of(st.none(), st.integers(-50, 50)),

@@ -21,7 +21,7 @@ from sluice.errors import ProtocolError
 from sluice.spark.snapshot.text_rows import split_rows
 from sluice.wire.responses import lenenc_bytes
 from sluice.wire.resultset import parse_text_row
-from tests.conftest import core_or_twin
+from tests.conftest import core_or_twin, examples
 
 pytestmark = pytest.mark.unit
 
@@ -53,7 +53,7 @@ def _blocks(payloads: list[bytes], cuts: tuple[int, ...] = ()) -> list[tuple[byt
     return out
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(st.integers(min_value=1, max_value=5).flatmap(
     lambda n: st.lists(st.lists(VALUE, min_size=n, max_size=n), max_size=12).map(lambda rows: (n, rows))))
 def test_split_rows_reads_what_parse_text_row_reads(case: tuple[int, list[list[bytes | None]]]) -> None:
@@ -108,7 +108,7 @@ def _either(blocks: list[tuple[bytes, bytes]], n: int) -> list[pa.Array] | str:
         return f"ProtocolError: {exc}"
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.integers(min_value=0, max_value=4).flatmap(
     lambda n: st.lists(st.lists(VALUE, min_size=n, max_size=n), min_size=1, max_size=6).map(lambda rows: (n, rows))))
 def test_compiled_and_twin_agree_on_every_cut_row(case: tuple[int, list[list[bytes | None]]]) -> None:
