@@ -44,6 +44,12 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     for name, module in COMMANDS.items():
         if only is None or name == only:
             importlib.import_module(module).register(sub)
+    for command in sub.choices.values():  # `sluice run ... -v` as well as `sluice -v run ...`
+        verbose = {"action": "count", "default": argparse.SUPPRESS, "help": "more log output (-vv for debug)"}
+        try:
+            command.add_argument("-v", "--verbose", **verbose)
+        except argparse.ArgumentError:  # the command's own -v (dump's --values)
+            command.add_argument("--verbose", **verbose)
     return parser
 
 

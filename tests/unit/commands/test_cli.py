@@ -39,6 +39,23 @@ def test_parser_builds():
     assert build_parser().prog == "sluice"
 
 
+@pytest.mark.parametrize("argv, verbose", [
+    (["run", "--source", "mysql://h", "--lake", "l"], 0),
+    (["-v", "run", "--source", "mysql://h", "--lake", "l"], 1),
+    (["run", "--source", "mysql://h", "--lake", "l", "-vv"], 2),
+    (["tail", "--verbose", "mysql://h"], 1),
+    (["-vv", "dump", "f"], 2),
+    (["dump", "--verbose", "f"], 1),
+])
+def test_verbose_is_taken_before_and_after_the_command(argv, verbose):
+    assert build_parser().parse_args(argv).verbose == verbose
+
+
+def test_dumps_own_v_stays_values():
+    args = build_parser().parse_args(["dump", "-v", "--events", "f"])
+    assert args.values is True and args.verbose == 0
+
+
 # The filter options each command takes (sluice.commands.filter_options): the same words everywhere.
 FILTERS_OF = {
     "tail": ("--tables", "--exclude-tables", "--ops", "--ddl", "--skip-incidents"),
@@ -59,7 +76,7 @@ def _option_help(text: str, flag: str) -> str:
     name) to the next option of the listing."""
     import re
 
-    m = re.search(rf"(?:^| ){re.escape(flag)}(?: [A-Z_|.]+)? (.*?)(?= --?[a-z][\w-]*(?: [A-Z_|.]+| \{{)? |$)",
+    m = re.search(rf"(?:^| ){re.escape(flag)}(?: [A-Z_|.]+)? (.*?)(?= --?[a-z][\w-]*,?(?: [A-Z_|.]+| \{{)? |$)",
                   text[text.index("options:"):])
     assert m, f"{flag} is not in the listing"
     return m.group(1)
