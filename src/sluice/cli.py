@@ -45,11 +45,11 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         if only is None or name == only:
             importlib.import_module(module).register(sub)
     for command in sub.choices.values():  # `sluice run ... -v` as well as `sluice -v run ...`
-        verbose = {"action": "count", "default": argparse.SUPPRESS, "help": "more log output (-vv for debug)"}
+        help_text = "more log output (-vv for debug)"
         try:
-            command.add_argument("-v", "--verbose", **verbose)
+            command.add_argument("-v", "--verbose", action="count", default=argparse.SUPPRESS, help=help_text)
         except argparse.ArgumentError:  # the command's own -v (dump's --values)
-            command.add_argument("--verbose", **verbose)
+            command.add_argument("--verbose", action="count", default=argparse.SUPPRESS, help=help_text)
     return parser
 
 
