@@ -96,19 +96,14 @@ cdef int _typed_base64(_TypedColumn col, const uint8_t *p, Py_ssize_t n, Py_ssiz
 
 cdef int _typed_json(_TypedColumn col, const uint8_t *b, Py_ssize_t start, Py_ssize_t end) except -1:
     """A JSON document as the text the JSON image holds; 0 where that text is left to the object path."""
-    cdef Py_ssize_t mark = col.data.size, offsets = col.offsets.size
-    cdef int kind = col.kind
+    cdef Py_ssize_t mark = col.data.size
+    if b[start] == 0x04 and start + 1 < end and b[start + 1] == 0:  # the literal null: NULL, as its object None
+        return col.put_null()
     if not col.begin_text():
         return 0
     if _json_text(&col.data, b, b[start], start + 1, end, 0, 0) != 0:
         col.data.size = mark
         return 0
-    if col.data.size - mark == 4 and memcmp(col.data.data + mark, b"null", 4) == 0:
-        # The JSON null document is decoded as None: NULL, as from its object.
-        col.data.size = mark
-        col.kind = kind
-        col.offsets.size = offsets
-        return col.put_null()
     return col.end_text(mark)
 
 
