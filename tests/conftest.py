@@ -50,12 +50,14 @@ def kills(default: int) -> int:
 def examples(full: int) -> int:
     """How many examples a property test draws: ``full``, or the share ``SLUICE_TEST_EXAMPLES`` names
     (``./run test -m unit``, the fast loop, draws a quarter; a full run draws every one)."""
-    text = os.environ.get("SLUICE_TEST_EXAMPLES", "").strip()
+    text = os.environ.get("SLUICE_TEST_EXAMPLES", "").strip() or "1"
     try:
-        share = float(text) if text else 1.0
+        share = float(text)
     except ValueError:
-        share = 1.0
-    return max(10, round(full * share)) if 0 < share < 1 else full
+        share = -1.0
+    if not 0 < share <= 1:
+        raise pytest.UsageError(f"SLUICE_TEST_EXAMPLES={text!r}: the share of examples is a number in (0, 1]")
+    return min(full, max(10, round(full * share)))
 
 
 SERVICE_MARKS = ("spark", "mysql", "mariadb", "mariadb11")
