@@ -10,6 +10,9 @@ plus the one step that started last. A table whose turn ran out of time is looke
 next boundary. A look costs a read of the table's log, so a table that needed nothing is not
 looked at again for ``look_interval`` seconds (one that had steps run is, for its new sizes): a
 step becomes due only after many commits, and a boundary then costs nothing for most tables.
+A table whose commits still clean its log themselves (Delta's default, which lists the whole log
+after each commit) is set to leave that to the checkpoint step, once, after its first look
+(``maintenance.leave_log_cleanup``).
 Nothing runs while a batch commits, so no maintenance commit races the pipeline's own; a kill
 in a step leaves the table valid (``sluice.spark.lake.maintenance``) and the restarted pipeline
 replays its batch exactly once.
@@ -27,7 +30,15 @@ from typing import Any
 
 from sluice.errors import MaintenanceError
 from sluice.spark.lake.change_feed import enable_change_feed
-from sluice.spark.lake.maintenance import LakeTable, MaintenanceConfig, due_steps, inspect, lake_tables, run_step
+from sluice.spark.lake.maintenance import (
+    LakeTable,
+    MaintenanceConfig,
+    due_steps,
+    inspect,
+    lake_tables,
+    leave_log_cleanup,
+    run_step,
+)
 
 __all__ = ["Upkeep"]
 
@@ -120,4 +131,11 @@ class Upkeep:
             log.info("maintenance: %s: %s (%.2fs)", table.name, result.summary, self.clock() - began)
             if self.metrics is not None:
                 self.metrics.maintained(step, time.time())
+        if state.commit_cleanup:
+            try:
+                leave_log_cleanup(table, self.storage_options)
+            except MaintenanceError as exc:  # its commits go on cleaning the log: slower, never wrong
+                log.debug("maintenance: %s", exc)
+            else:
+                log.info("maintenance: %s: its log is cleaned at checkpoints, not at every commit", table.name)
         return True

@@ -1,15 +1,17 @@
 """The pipeline's maintenance between batches (``sluice.spark.pipeline.upkeep``) on a lake of
 temporary Delta tables: round robin over the tables, the time budget per batch boundary, the
-metrics, and the change feed turned on for older mirrors."""
+metrics, the change feed turned on for older mirrors, and the log cleaned at checkpoints only."""
 
 from __future__ import annotations
+
+import time
 
 import pyarrow as pa
 import pytest
 from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 
 from sluice.spark.lake.change_feed import has_change_feed
-from sluice.spark.lake.maintenance import MaintenanceConfig
+from sluice.spark.lake.maintenance import COMMIT_LOG_CLEANUP, MaintenanceConfig
 from sluice.spark.pipeline.metrics import PipelineMetrics
 from sluice.spark.pipeline.upkeep import Upkeep
 
@@ -94,3 +96,35 @@ def test_start_turns_the_change_feed_on_for_mirrors_only(tmp_path):
     assert not has_change_feed(DeltaTable(str(tmp_path / "_sluice/changes")))
     assert said == ["the mirror of shop.a now writes Delta's change data feed",
                     "the mirror of shop.b now writes Delta's change data feed"]
+
+
+def _log_entries(table):
+    return sorted(p.name for p in (table / "_delta_log").glob("*.json"))
+
+
+def test_the_log_is_cleaned_at_checkpoints_not_at_every_commit(tmp_path):
+    _lake(tmp_path, files=3)
+    for folder in TABLES:  # entries expire a second after they are written
+        DeltaTable(str(tmp_path / folder)).alter.set_table_properties(
+            {"delta.logRetentionDuration": "interval 1 second"})
+    upkeep = Upkeep(str(tmp_path), MaintenanceConfig(checkpoint_interval=1000, budget=60))
+    upkeep.after_batch()
+    for folder in TABLES:
+        assert DeltaTable(str(tmp_path / folder)).metadata().configuration[COMMIT_LOG_CLEANUP] == "false"
+    table = tmp_path / "shop/a"
+    DeltaTable(str(table)).create_checkpoint()
+    time.sleep(1.5)
+    entries = _log_entries(table)
+    write_deltalake(str(table), pa.table({"id": [9]}), mode="append")  # a commit leaves the expired entries
+    assert _log_entries(table) == [*entries, f"{len(entries):020d}.json"]
+    upkeep = Upkeep(str(tmp_path), MaintenanceConfig(checkpoint_interval=1, budget=60))
+    upkeep.after_batch()  # the checkpoint step deletes them
+    left = _log_entries(table)
+    assert entries[0] not in left and left[-1] == f"{len(entries):020d}.json"
+    assert DeltaTable(str(table)).transaction_version("app") == 2
+
+
+def test_a_table_whose_commits_clean_its_log_is_left_so_when_maintenance_is_off(tmp_path):
+    _lake(tmp_path, files=1)
+    Upkeep(str(tmp_path), MaintenanceConfig(enabled=False)).after_batch()
+    assert COMMIT_LOG_CLEANUP not in DeltaTable(str(tmp_path / "shop/a")).metadata().configuration
