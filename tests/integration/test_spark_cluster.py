@@ -5,8 +5,8 @@ SIGKILL mid-run. A lake on a path is what every ``local[*]`` suite writes, execu
 cluster the object store is the case of its own (options reaching the executors), so it is the one
 run here: a cluster run costs minutes of a CI run.
 
-The cluster is started from the pyspark package itself (``bin/spark-class`` runs the standalone
-``Master`` and ``Worker``). The snapshot runs on it first. Then, while a writer keeps changing the
+The cluster is ``sluice.sandbox.spark_cluster``'s: the standalone ``Master`` and ``Worker`` of the
+pyspark package. The snapshot runs on it first. Then, while a writer keeps changing the
 source, `sluice run --master spark://… --trigger 1s` runs its batches on the workers' executors; one
 worker is killed together with its executor (its whole process group, as when a machine dies), the
 run must go on with the other, a new worker joins, and then the driver is killed the same way. A
@@ -17,97 +17,31 @@ every change exactly once.
 from __future__ import annotations
 
 import collections
-import json
 import os
 import signal
 import subprocess
 import sys
 import threading
 import time
-import urllib.request
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 
 import deltalake
 import pytest
 
 from sluice.dsn import parse_dsn
 from sluice.io.connection import Connection
-from sluice.sandbox.process import free_port
+from sluice.sandbox.process import HOST
+from sluice.sandbox.spark_cluster import SparkCluster
 from sluice.spark.lake.store import LakeStore, lake_store
 from sluice.spark.verify.check import verify_lake
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
-HOST = "127.0.0.1"
-
-
-def _spark_class() -> Path:
-    import pyspark
-
-    return Path(pyspark.__file__).resolve().parent / "bin" / "spark-class"
-
-
-class Cluster:
-    """A standalone master and its workers, each in a process group of its own."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self.port, self.ui = free_port(), free_port()
-        self.url = f"spark://{HOST}:{self.port}"
-        self.env = {**os.environ, "SPARK_LOCAL_IP": HOST, "SPARK_LOG_DIR": str(root),
-                    "PYSPARK_PYTHON": sys.executable}
-        self.workers: list[subprocess.Popen[bytes]] = []
-        self.master = self._spawn("master", "org.apache.spark.deploy.master.Master", "--host", HOST,
-                                  "--port", str(self.port), "--webui-port", str(self.ui))
-
-    def _spawn(self, name: str, *args: str) -> subprocess.Popen[bytes]:
-        log = open(self.root / f"{name}.log", "ab")  # noqa: SIM115 - the process owns it
-        return subprocess.Popen([str(_spark_class()), *args], stdout=log, stderr=subprocess.STDOUT,
-                                env=self.env, cwd=self.root, start_new_session=True)
-
-    def add_worker(self) -> None:
-        n = len(self.workers)
-        work = self.root / f"work{n}"
-        work.mkdir()
-        self.workers.append(self._spawn(f"worker{n}", "org.apache.spark.deploy.worker.Worker", self.url,
-                                        "--host", HOST, "--cores", "1", "--memory", "1g",
-                                        "--webui-port", "0", "--work-dir", str(work)))
-
-    def alive_workers(self) -> int:
-        try:
-            with urllib.request.urlopen(f"http://{HOST}:{self.ui}/json/", timeout=5) as reply:
-                state = json.load(reply)
-        except OSError:
-            return 0
-        return sum(1 for w in state.get("workers", []) if w.get("state") == "ALIVE")
-
-    def wait_workers(self, n: int, timeout: float = 120) -> None:
-        deadline = time.monotonic() + timeout
-        while self.alive_workers() < n:
-            if time.monotonic() > deadline:
-                logs = "\n".join(p.read_text()[-1500:] for p in sorted(self.root.glob("*.log")))
-                pytest.fail(f"the standalone cluster has fewer than {n} live workers after {timeout:.0f}s:\n{logs}")
-            time.sleep(1)
-
-    def kill_worker(self) -> None:
-        """SIGKILL the oldest live worker and everything it started (its executors and their Python
-        workers): the cluster serves the module's tests in turn, each killing one."""
-        worker = next(w for w in self.workers if w.poll() is None)
-        os.killpg(worker.pid, signal.SIGKILL)
-        worker.wait()
-
-    def stop(self) -> None:
-        for proc in [*self.workers, self.master]:
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    c = Cluster(tmp_path_factory.mktemp("spark-cluster"))
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkCluster]:
+    c = SparkCluster(tmp_path_factory.mktemp("spark-cluster"))
     try:
         c.add_worker()
         c.add_worker()

@@ -7,5 +7,6 @@
 - ``server``: ``Sandbox.start("mariadb" | "mysql" | "mariadb11")`` and everything a running sandbox offers;
   ``argv`` (each distribution's command lines), ``datadir`` (initialised data directories that new
   sandboxes copy) and ``process`` (ports, process groups, stale work directories) beside it.
+- ``s3``: an S3 API server (``moto_server``); ``spark_cluster``: a Spark standalone cluster.
 - ``command``: ``sluice sandbox up|down|status``.
 """
