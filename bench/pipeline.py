@@ -1,4 +1,4 @@
-"""End-to-end benchmark: the W1 workload from the server into the Delta mirror, and latency under load.
+r"""End-to-end benchmark: the W1 workload from the server into the Delta mirror, and latency under load.
 
 Two measurements on sandbox servers (the W1 binlogs of ``bench/decode.py`` are reused from
 ``bench/out/`` or generated there first):
@@ -9,7 +9,10 @@ Two measurements on sandbox servers (the W1 binlogs of ``bench/decode.py`` are r
               ``mariadb-binlog``) decoding the same files in the same run, as a ratio; the steady
               part (from the first batch with changes to the end of the last, as ``sluice run``
               reports it), the start-up (the same command over an empty range, ``--from latest``)
-              and the peak RSS of the largest process (the Spark driver's JVM).
+              and the peak RSS of the largest process (the Spark driver's JVM); and the same
+              command over W1's files capturing a table none of them changes (``--tables
+              bench\.uncaptured``): every range holds no captured change, so its seconds over the
+              start-up's are what reading the files without decoding a row costs.
               With ``--s3`` the W1 run is repeated with the lake on the S3 test server (moto, in
               memory, on this machine): its steady rows/s over the local lake's.
   latency     a steady load of about ``--rate`` rows/s (inserts and updates in small transactions)
@@ -65,6 +68,10 @@ def throughput(flavor: str, scale: decode.Scale, s3: S3Sandbox | None = None) ->
         shutil.rmtree(lake, ignore_errors=True)
         empty = decode.timed([*command, "--lake", str(lake), "--from", "latest"], pin=False)
         shutil.rmtree(lake, ignore_errors=True)
+        # W1's files with nothing in them captured: the driver skips every transaction at its TABLE_MAP.
+        uncaptured = decode.timed([*command[:-4], "--tables", r"bench\.uncaptured", "--trigger", "once",
+                                   "--lake", str(lake), "--from", f"{w1[0]}:4"], pin=False)
+        shutil.rmtree(lake, ignore_errors=True)
         rows = scale.w1_rows + scale.w1_updates + scale.w1_deletes
         batch_seconds = _steady(run)
         on_s3: dict[str, object] = {}
@@ -86,7 +93,9 @@ def throughput(flavor: str, scale: decode.Scale, s3: S3Sandbox | None = None) ->
             "flavor": flavor, "rows": rows, "sluice_run": run.__dict__, "binlog_tool": tool.__dict__,
             "sluice_rows_per_s": rows / run.seconds, "tool_rows_per_s": rows / tool.seconds,
             "batch_seconds": batch_seconds, "steady_rows_per_s": rows / batch_seconds,
-            "startup_seconds": empty.seconds, "startup_error": empty.error, **on_s3,
+            "startup_seconds": empty.seconds, "startup_error": empty.error,
+            "uncaptured_seconds": uncaptured.seconds, "uncaptured_error": uncaptured.error,
+            "w1_bytes": sum(os.path.getsize(p) for p in paths), **on_s3,
         }
     finally:
         box.stop()
@@ -199,8 +208,9 @@ def main() -> int:
         print(json.dumps(results, indent=1, default=str))
         return 0
     print("| flavor | W1 changes | sluice run (server -> Delta) | mysqlbinlog -vv | ratio | steady (first to last "
-          "batch) | start-up (empty range) | driver peak RSS | load rows/s | median commit-to-visible | p90 |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+          "batch) | start-up (empty range) | W1's files, nothing captured | driver peak RSS | load rows/s "
+          "| median commit-to-visible | p90 |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for t, lat in zip(results["throughput"], results["latency"], strict=True):
         run, tool = t["sluice_run"], t["binlog_tool"]
         err = f" ({run['error']})" if run.get("error") else ""  # type: ignore[union-attr]
@@ -209,6 +219,7 @@ def main() -> int:
             f"{t['tool_rows_per_s']:,.0f} rows/s ({tool['seconds']:.1f}s) | "  # type: ignore[index]
             f"{t['sluice_rows_per_s'] / t['tool_rows_per_s']:.2f}x | "  # type: ignore[operator]
             f"{t['steady_rows_per_s']:,.0f} rows/s ({t['batch_seconds']:.1f}s) | {t['startup_seconds']:.1f}s | "
+            f"{t['uncaptured_seconds']:.1f}s | "
             f"{run['max_rss_mb']:,.0f} MB | {lat['achieved_rate']:,.0f} | "  # type: ignore[index]
             f"{lat['median_s']:.2f}s | {lat['p90_s']:.2f}s |"
         )
