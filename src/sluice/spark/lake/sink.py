@@ -126,6 +126,7 @@ class DeltaLake:
         self.mirror_configuration = mirror_configuration(change_feed)
         self.cadence = cadence or MirrorCadence()
         self._pending: set[tuple[str, str]] | None = None  # tables with a pending table (listed once)
+        self._log: DeltaTable | None = None  # the change log, read once and then kept up to date (changelog())
 
     def table(self, path: str) -> DeltaTable | None:
         """The Delta table at ``path`` in the lake, None when there is none (one read of its log)."""
@@ -143,9 +144,20 @@ class DeltaLake:
             raise SchemaError("the database name _sluice is where the lake keeps its change log; exclude it")
         return self.store.join(db, table)
 
+    def changelog(self) -> DeltaTable | None:
+        """The change log as of its newest version, None while there is none. Its log is read once;
+        later calls read only the commits since (``update_incremental``): a batch asks for it three
+        times, and a full read replays up to a checkpoint interval of commits, a request each on an
+        object store. The change log is never dropped or replaced, so the kept table stays its own."""
+        if self._log is None:
+            self._log = self.table(self.changelog_path)
+        else:
+            self._log.update_incremental()
+        return self._log
+
     def committed_batch(self) -> int | None:
         """The highest batch id fully committed (the change log's app transaction), None if none."""
-        log = self.table(self.changelog_path)
+        log = self.changelog()
         if log is None:
             return None
         version = log.transaction_version(self.app_id)
@@ -206,8 +218,7 @@ class DeltaLake:
             if pending is not None and pending.rows:
                 current = self._current(tb, path, pending, dt, batch_id)
             plans.append((plan(tb, path, dt, self.store, self.mirror_configuration, current), pending))
-        path = self.changelog_path
-        existing = self.table(path)
+        existing = self.changelog()
         done = existing is not None and _done(existing, self.app_id, batch_id)
         log = changelog
         if not done and files is None and log is None:
@@ -220,7 +231,7 @@ class DeltaLake:
             txn = CommitProperties(app_transactions=[Transaction(self.app_id, batch_id)],
                                    custom_metadata={POSITION_KEY: json.dumps(position)})
         if files is not None:
-            self._commit_changelog(batch_id, files, txn)
+            self._commit_changelog(batch_id, files, txn, existing)
             return BatchResult(batch_id, results, sum(json.loads(f.stats)["numRecords"] for f in files), False)
         assert log is not None
         self._append_changelog(batch_id, log, txn)
@@ -305,11 +316,12 @@ class DeltaLake:
             return None
         return PendingChanges(self.store, db, table)
 
-    def _commit_changelog(self, batch_id: int, files: Sequence[AddAction], txn: CommitProperties) -> None:
-        """Commit change-log files already in its folder (an empty list still records the batch)."""
+    def _commit_changelog(self, batch_id: int, files: Sequence[AddAction], txn: CommitProperties,
+                          table: DeltaTable | None) -> None:
+        """Commit change-log files already in its folder (an empty list still records the batch);
+        ``table``: the change log as of now (``changelog()``), None when there is none yet."""
         path = self.changelog_path
         try:
-            table = self.table(path)
             if table is None:
                 create_table_with_add_actions(path, DeltaSchema.from_arrow(CHANGELOG_SCHEMA), list(files),
                                               mode="append", commit_properties=txn, storage_options=self.options)

@@ -237,6 +237,24 @@ def test_replayed_batch_is_skipped(lake: DeltaLake) -> None:
     assert DeltaLake(lake.root, "other").committed_batch() is None
 
 
+def test_the_kept_change_log_sees_what_others_commit(lake: DeltaLake) -> None:
+    """The change log is read once and then kept up to date: a batch another writer of the same
+    pipeline committed, and a compaction between batches, are seen as a fresh read would see them."""
+    log = Log()
+    batches = [[items([log.insert(id=i, name="a", qty=i)])] for i in range(4)]
+    lake.write_batch(0, batches[0])
+    assert lake.committed_batch() == 0
+    DeltaLake(lake.root, "test-pipeline").write_batch(1, batches[1])
+    assert lake.committed_batch() == 1
+    assert lake.write_batch(1, batches[1]).changelog_skipped
+    DeltaTable(lake.changelog_path).optimize.compact()
+    lake.write_batch(2, batches[2])
+    lake.write_batch(3, batches[3])
+    assert lake.committed_batch() == 3
+    assert [r["batch_id"] for r in changelog(lake)] == [0, 1, 2, 3]
+    assert lake.changelog().version() == DeltaTable(lake.changelog_path).version()  # type: ignore[union-attr]
+
+
 def test_crash_between_two_tables_then_replay(lake: DeltaLake, monkeypatch: pytest.MonkeyPatch) -> None:
     a, b = Log("a"), Log("b")
 
