@@ -126,7 +126,7 @@ class DeltaLake:
         self.mirror_configuration = mirror_configuration(change_feed)
         self.cadence = cadence or MirrorCadence()
         self._pending: set[tuple[str, str]] | None = None  # tables with a pending table (listed once)
-        self._log: DeltaTable | None = None  # the change log, read once and then kept up to date (changelog())
+        self._log: DeltaTable | None = None  # changelog()
 
     def table(self, path: str) -> DeltaTable | None:
         """The Delta table at ``path`` in the lake, None when there is none (one read of its log)."""
@@ -145,10 +145,9 @@ class DeltaLake:
         return self.store.join(db, table)
 
     def changelog(self) -> DeltaTable | None:
-        """The change log as of its newest version, None while there is none. Its log is read once;
-        later calls read only the commits since (``update_incremental``): a batch asks for it three
-        times, and a full read replays up to a checkpoint interval of commits, a request each on an
-        object store. The change log is never dropped or replaced, so the kept table stays its own."""
+        """The change log as of its newest version (None: none yet). Read once, then only the commits
+        since (a full read replays up to a checkpoint interval of them, a GET each on an object store
+        and three times a batch); the change log is never dropped or replaced, so it stays the same."""
         if self._log is None:
             self._log = self.table(self.changelog_path)
         else:
@@ -318,8 +317,7 @@ class DeltaLake:
 
     def _commit_changelog(self, batch_id: int, files: Sequence[AddAction], txn: CommitProperties,
                           table: DeltaTable | None) -> None:
-        """Commit change-log files already in its folder (an empty list still records the batch);
-        ``table``: the change log as of now (``changelog()``), None when there is none yet."""
+        """Commit change-log files already in its folder (none still records the batch) to ``table``."""
         path = self.changelog_path
         try:
             if table is None:
