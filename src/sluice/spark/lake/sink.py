@@ -44,6 +44,7 @@ from sluice.errors import ConfigError, SchemaError
 from sluice.spark.lake.change_feed import mirror_configuration
 from sluice.spark.lake.changelog_schema import CHANGELOG_SCHEMA
 from sluice.spark.lake.columns import json_texts
+from sluice.spark.lake.kept_table import KeptTable
 from sluice.spark.lake.merge import TableBatch, TablePlan, TableResult, commit_error, merge_into, plan
 from sluice.spark.lake.merge_source import DELETE_FLAG, last_per_key
 from sluice.spark.lake.pending import (
@@ -126,7 +127,7 @@ class DeltaLake:
         self.mirror_configuration = mirror_configuration(change_feed)
         self.cadence = cadence or MirrorCadence()
         self._pending: set[tuple[str, str]] | None = None  # tables with a pending table (listed once)
-        self._log: DeltaTable | None = None  # changelog()
+        self._log = KeptTable(self.changelog_path, self.options)  # read once, then its new commits
 
     def table(self, path: str) -> DeltaTable | None:
         """The Delta table at ``path`` in the lake, None when there is none (one read of its log)."""
@@ -145,21 +146,13 @@ class DeltaLake:
         return self.store.join(db, table)
 
     def changelog(self) -> DeltaTable | None:
-        """The change log as of its newest version (None: none yet). Read once, then only the commits
-        since (a full read replays up to a checkpoint interval of them, a GET each on an object store
-        and three times a batch); the change log is never dropped or replaced, so it stays the same."""
-        if self._log is None:
-            self._log = self.table(self.changelog_path)
-        else:
-            self._log.update_incremental()
-        return self._log
+        """The change log as of its newest version (None: none yet), kept between batches: it is never
+        dropped or replaced (``kept_table``)."""
+        return self._log.current()
 
     def committed_batch(self) -> int | None:
         """The highest batch id fully committed (the change log's app transaction), None if none."""
-        log = self.changelog()
-        if log is None:
-            return None
-        version = log.transaction_version(self.app_id)
+        version = self._log.transaction_version(self.app_id)
         return None if version is None else int(version)
 
     def write_batch(
@@ -217,8 +210,9 @@ class DeltaLake:
             if pending is not None and pending.rows:
                 current = self._current(tb, path, pending, dt, batch_id)
             plans.append((plan(tb, path, dt, self.store, self.mirror_configuration, current), pending))
+        known = self._log.transaction_version(self.app_id)
+        done = known is not None and known >= batch_id
         existing = self.changelog()
-        done = existing is not None and _done(existing, self.app_id, batch_id)
         log = changelog
         if not done and files is None and log is None:
             log = changelog_table(batch_id, [c for tb in tables for c in tb.changes])
@@ -229,12 +223,17 @@ class DeltaLake:
         if position is not None:  # the change log's commit says where the stream stands, atomically with it
             txn = CommitProperties(app_transactions=[Transaction(self.app_id, batch_id)],
                                    custom_metadata={POSITION_KEY: json.dumps(position)})
+        before = None if existing is None else existing.version()
         if files is not None:
             self._commit_changelog(batch_id, files, txn, existing)
-            return BatchResult(batch_id, results, sum(json.loads(f.stats)["numRecords"] for f in files), False)
-        assert log is not None
-        self._append_changelog(batch_id, log, txn)
-        return BatchResult(batch_id, results, log.num_rows, False)
+            rows = sum(json.loads(f.stats)["numRecords"] for f in files)
+        else:
+            assert log is not None
+            self._append_changelog(batch_id, log, txn)
+            rows = log.num_rows
+        if before is not None:
+            self._log.committed(before, self.app_id, batch_id)
+        return BatchResult(batch_id, results, rows, False)
 
     def _commit_table(self, p: TablePlan, pending: PendingChanges | None, batch_id: int,
                       txn: CommitProperties) -> TableResult:
