@@ -28,6 +28,11 @@ class KeptTable:
         self._dt: DeltaTable | None = None
         self._txn: dict[str, tuple[int, int | None]] = {}  # app id -> (table version, its app transaction)
 
+    @property
+    def last_read(self) -> DeltaTable | None:
+        """The table as of the last ``current()``, with no read of the store (None: none then)."""
+        return self._dt
+
     def current(self) -> DeltaTable | None:
         """The table as of its newest version; None while there is none."""
         if self._dt is None:

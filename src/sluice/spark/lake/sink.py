@@ -127,7 +127,7 @@ class DeltaLake:
         self.mirror_configuration = mirror_configuration(change_feed)
         self.cadence = cadence or MirrorCadence()
         self._pending: set[tuple[str, str]] | None = None  # tables with a pending table (listed once)
-        self._log = KeptTable(self.changelog_path, self.options)  # read once, then its new commits
+        self._log = KeptTable(self.changelog_path, self.options)  # never dropped or replaced: kept between batches
 
     def table(self, path: str) -> DeltaTable | None:
         """The Delta table at ``path`` in the lake, None when there is none (one read of its log)."""
@@ -144,11 +144,6 @@ class DeltaLake:
         if db == "_sluice":
             raise SchemaError("the database name _sluice is where the lake keeps its change log; exclude it")
         return self.store.join(db, table)
-
-    def changelog(self) -> DeltaTable | None:
-        """The change log as of its newest version (None: none yet), kept between batches: it is never
-        dropped or replaced (``kept_table``)."""
-        return self._log.current()
 
     def committed_batch(self) -> int | None:
         """The highest batch id fully committed (the change log's app transaction), None if none."""
@@ -210,9 +205,9 @@ class DeltaLake:
             if pending is not None and pending.rows:
                 current = self._current(tb, path, pending, dt, batch_id)
             plans.append((plan(tb, path, dt, self.store, self.mirror_configuration, current), pending))
-        known = self._log.transaction_version(self.app_id)
-        done = known is not None and known >= batch_id
-        existing = self.changelog()
+        committed = self.committed_batch()
+        done = committed is not None and committed >= batch_id
+        existing = self._log.last_read  # as committed_batch() just read it
         log = changelog
         if not done and files is None and log is None:
             log = changelog_table(batch_id, [c for tb in tables for c in tb.changes])

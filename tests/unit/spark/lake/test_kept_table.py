@@ -32,7 +32,7 @@ def lookups(monkeypatch):
     return calls
 
 
-def test_none_until_the_table_exists(tmp_path, lookups):
+def test_none_until_the_table_exists(tmp_path):
     kept = KeptTable(str(tmp_path / "t"), None)
     assert kept.current() is None and kept.transaction_version("app") is None
     _append(tmp_path / "t", "app", 0)

@@ -252,7 +252,6 @@ def test_the_kept_change_log_sees_what_others_commit(lake: DeltaLake) -> None:
     lake.write_batch(3, batches[3])
     assert lake.committed_batch() == 3
     assert [r["batch_id"] for r in changelog(lake)] == [0, 1, 2, 3]
-    assert lake.changelog().version() == DeltaTable(lake.changelog_path).version()  # type: ignore[union-attr]
 
 
 def test_crash_between_two_tables_then_replay(lake: DeltaLake, monkeypatch: pytest.MonkeyPatch) -> None:
