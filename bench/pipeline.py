@@ -60,8 +60,8 @@ def throughput(flavor: str, scale: decode.Scale, s3: S3Sandbox | None = None) ->
         paths = [str(box.binlog_dir / name) for name in w1]
         tool = decode.timed(box.binlog_tool_argv("-vv", "--base64-output=decode-rows", *paths))
         lake = OUT / f"lake-{scale.name}-{flavor}"
-        command = [*decode.SLUICE, "run", "--source", box.dsn("repl"), "--tables", r"bench\.sbtest1",
-                   "--trigger", "once"]
+        sluice_run = [*decode.SLUICE, "run", "--source", box.dsn("repl"), "--trigger", "once"]
+        command = [*sluice_run, "--tables", r"bench\.sbtest1"]
         shutil.rmtree(lake, ignore_errors=True)
         run = decode.timed([*command, "--lake", str(lake), "--from", f"{w1[0]}:4"], pin=False)
         # Start-up: the same command over an empty range (a fresh lake starting at the server's end).
@@ -69,8 +69,8 @@ def throughput(flavor: str, scale: decode.Scale, s3: S3Sandbox | None = None) ->
         empty = decode.timed([*command, "--lake", str(lake), "--from", "latest"], pin=False)
         shutil.rmtree(lake, ignore_errors=True)
         # W1's files with nothing in them captured: the driver skips every transaction at its TABLE_MAP.
-        uncaptured = decode.timed([*command[:-4], "--tables", r"bench\.uncaptured", "--trigger", "once",
-                                   "--lake", str(lake), "--from", f"{w1[0]}:4"], pin=False)
+        uncaptured = decode.timed([*sluice_run, "--tables", r"bench\.uncaptured", "--lake", str(lake),
+                                   "--from", f"{w1[0]}:4"], pin=False)
         shutil.rmtree(lake, ignore_errors=True)
         rows = scale.w1_rows + scale.w1_updates + scale.w1_deletes
         batch_seconds = _steady(run)
