@@ -1,11 +1,12 @@
 """The change DataFrame's rows as the pipeline reads them back: the change-log rows of a range
 (the images are JSON already), a table's rows from the staged change-log files as ``RowChange``s
-for the per-row MERGE path, and the typed sluice error a failed query carries.
+for the per-row MERGE path, and the typed sluice error a failed query carries; and the other way,
+the change-log rows of ``RowChange``s (``changelog_table``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -13,10 +14,11 @@ import pyarrow as pa
 from sluice.cdc.records import RowChange
 from sluice.errors import SluiceError
 from sluice.spark.lake.changelog_schema import CHANGELOG_SCHEMA
+from sluice.spark.lake.columns import json_texts
 from sluice.spark.lake.images import image_decoder, row_change_from_record
 from sluice.spark.lake.store import LakeStore
 
-__all__ = ["changelog_rows", "query_error", "row_changes", "staged_rows"]
+__all__ = ["changelog_rows", "changelog_table", "query_error", "row_changes", "staged_rows"]
 
 
 def row_changes(columns: tuple[Any, ...], rows: Any) -> list[RowChange]:
@@ -93,3 +95,29 @@ def query_error(exc: BaseException) -> SluiceError:
     error = SluiceError(f"the Spark query failed: {first} (run with -vv for Spark's log)")
     error.__cause__ = exc
     return error
+
+
+def changelog_table(batch_id: int, changes: Sequence[RowChange]) -> pa.Table:
+    """The change-log rows of a batch's changes, ordered by ``(file, pos, row)``."""
+    pks: dict[tuple[str, ...], list[str]] = {}
+    columns = [
+        [c.op for c in changes],
+        [c.db for c in changes],
+        [c.table for c in changes],
+        json_texts([c.before for c in changes]),
+        json_texts([c.after for c in changes]),
+        [pks.get(c.pk) or pks.setdefault(c.pk, list(c.pk)) for c in changes],
+        [c.file for c in changes],
+        [c.pos for c in changes],
+        [c.row for c in changes],
+        [c.gtid for c in changes],
+        [c.ts * 1_000_000 for c in changes],
+        [batch_id] * len(changes),
+        json_texts([c.json_diffs or None for c in changes]),
+        [None] * len(changes),
+    ]
+    arrays = [pa.array(values, type=f.type) for values, f in zip(columns, CHANGELOG_SCHEMA, strict=True)]
+    table = pa.Table.from_arrays(arrays, schema=CHANGELOG_SCHEMA)
+    if len(changes) > 1:
+        table = table.sort_by([("file", "ascending"), ("pos", "ascending"), ("row", "ascending")])
+    return table

@@ -9,6 +9,11 @@ it was true at, and after a commit of its own that it knows to be the only one s
 went exactly one version up) it records the commit's app transaction without reading the log again.
 Any other commit in between (a maintenance step, another writer) moves the version past what it
 recorded, and the next question reads the log, so the answer is always the one a fresh read gives.
+
+Reading only the commits since is right while the table's log goes on; a table removed and made
+again at the same path (a DDL's archive or move, a snapshot read again) starts a new log at version
+0, which ``update_incremental`` does not see. Whoever replaces a table drops what is kept
+(``KeptTables.forget``).
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from __future__ import annotations
 from deltalake import DeltaTable
 from deltalake.exceptions import TableNotFoundError
 
-__all__ = ["KeptTable"]
+__all__ = ["KeptTable", "KeptTables"]
 
 
 class KeptTable:
@@ -60,6 +65,27 @@ class KeptTable:
     def committed(self, before: int, app_id: str, txn_version: int) -> None:
         """A commit of ours carrying ``app_id``'s ``txn_version`` went to the table as of version
         ``before``: remember it when it is the only commit since."""
-        dt = self.current()
+        dt = self._dt
+        if dt is not None and dt.version() != before + 1:  # a commit through another handle: look
+            dt = self.current()
         if dt is not None and dt.version() == before + 1:
             self._txn[app_id] = (before + 1, txn_version)
+
+
+class KeptTables:
+    """The ``KeptTable`` of each path asked for, until ``forget``."""
+
+    def __init__(self, storage_options: dict[str, str] | None) -> None:
+        self.options = storage_options
+        self._kept: dict[str, KeptTable] = {}
+
+    def get(self, path: str) -> KeptTable:
+        """The kept table at ``path`` (made on first use; it reads nothing until asked)."""
+        kept = self._kept.get(path)
+        if kept is None:
+            kept = self._kept[path] = KeptTable(path, self.options)
+        return kept
+
+    def forget(self) -> None:
+        """Drop every kept table: one may have been removed and made again at its path."""
+        self._kept.clear()

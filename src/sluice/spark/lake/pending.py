@@ -35,6 +35,7 @@ from deltalake import CommitProperties, DeltaTable, write_deltalake
 from deltalake.exceptions import TableNotFoundError
 
 from sluice.errors import ConfigError
+from sluice.spark.lake.kept_table import KeptTable
 from sluice.spark.lake.merge_source import DELETE_FLAG, fold_sources, last_per_key
 from sluice.spark.lake.store import PENDING, LakeStore, lake_store
 
@@ -80,31 +81,30 @@ class MirrorCadence:
 
 class PendingChanges:
     """The pending table of one mirror, as its log said when opened; each write here keeps the
-    state up to date without reading the log again."""
+    state up to date without reading the log again. ``kept``: the table kept between batches at
+    this path (``sluice.spark.lake.kept_table``), brought up to date instead of read whole."""
 
-    def __init__(self, store: LakeStore, db: str, table: str) -> None:
+    def __init__(self, store: LakeStore, db: str, table: str, *, kept: KeptTable | None = None) -> None:
         self.path = store.join(PENDING, db, table)
         self.options = store.delta_options()
         self.table: DeltaTable | None = None
         self.version = -1  # the pending table's version (-1: none yet)
         self.rows = 0  # pending rows
         self.oldest: float | None = None  # epoch seconds of the oldest pending rows' append
-        try:
-            self.table = DeltaTable(self.path, storage_options=self.options)
-        except TableNotFoundError:
+        if kept is not None:
+            self.table = kept.current()
+        else:
+            try:
+                self.table = DeltaTable(self.path, storage_options=self.options)
+            except TableNotFoundError:
+                pass
+        if self.table is None:
             return
         self.version = self.table.version()
         actions = self.table.get_add_actions(flatten=True)
         self.rows = sum(n or 0 for n in actions.column("num_records").to_pylist())
         times = [t for t in actions.column(f"min.{APPENDED}").to_pylist() if t is not None] if self.rows else []
         self.oldest = min(times) / 1000.0 if times else None
-
-    def done(self, app_id: str, batch_id: int) -> bool:
-        """Whether this batch was appended here, or MERGEd with the rows pending before it."""
-        if self.table is None:
-            return False
-        version = self.table.transaction_version(app_id)
-        return version is not None and version >= batch_id
 
     def read(self) -> pa.Table | None:
         """The pending rows in the order they came (a later row of a key wins), without ``SEQ``;
@@ -121,11 +121,12 @@ class PendingChanges:
         appended = time.time()
         rows = _with_key(source, primary_key).append_column(SEQ, pa.array(np.full(source.num_rows, seq, np.int64)))
         rows = rows.append_column(APPENDED, pa.array(np.full(source.num_rows, int(appended * 1000), np.int64)))
+        target = self.path if self.table is None else self.table  # a table object is kept up to date by the write
         if not self.rows:  # empty: take this batch's schema as it is
-            write_deltalake(self.path, rows, mode="overwrite", schema_mode="overwrite", commit_properties=txn,
+            write_deltalake(target, rows, mode="overwrite", schema_mode="overwrite", commit_properties=txn,
                             storage_options=self.options)
         else:
-            write_deltalake(self.path, rows, mode="append", schema_mode="merge", commit_properties=txn,
+            write_deltalake(target, rows, mode="append", schema_mode="merge", commit_properties=txn,
                             storage_options=self.options)
         self.version, self.rows = seq, self.rows + source.num_rows
         self.oldest = appended if self.oldest is None else self.oldest
@@ -135,7 +136,7 @@ class PendingChanges:
         if self.table is None:
             return
         empty = pa.schema(self.table.schema().to_arrow()).empty_table()
-        write_deltalake(self.path, empty, mode="overwrite", commit_properties=txn, storage_options=self.options)
+        write_deltalake(self.table, empty, mode="overwrite", commit_properties=txn, storage_options=self.options)
         self.version, self.rows, self.oldest = self.version + 1, 0, None
 
 

@@ -39,12 +39,11 @@ from deltalake import Schema as DeltaSchema
 from deltalake.exceptions import DeltaError, TableNotFoundError
 from deltalake.transaction import AddAction, create_table_with_add_actions
 
-from sluice.cdc.records import RowChange
 from sluice.errors import ConfigError, SchemaError
 from sluice.spark.lake.change_feed import mirror_configuration
+from sluice.spark.lake.changelog_rows import changelog_table
 from sluice.spark.lake.changelog_schema import CHANGELOG_SCHEMA
-from sluice.spark.lake.columns import json_texts
-from sluice.spark.lake.kept_table import KeptTable
+from sluice.spark.lake.kept_table import KeptTable, KeptTables
 from sluice.spark.lake.merge import TableBatch, TablePlan, TableResult, commit_error, merge_into, plan
 from sluice.spark.lake.merge_source import DELETE_FLAG, last_per_key
 from sluice.spark.lake.pending import (
@@ -55,7 +54,7 @@ from sluice.spark.lake.pending import (
     pending_tables,
     primary_key_of,
 )
-from sluice.spark.lake.store import CHANGES, LakeStore, lake_store
+from sluice.spark.lake.store import CHANGES, PENDING, LakeStore, lake_store
 
 __all__ = [
     "CHANGELOG_SCHEMA", "POSITION_KEY", "BatchResult", "DeltaLake", "TableBatch", "TableResult", "committed_position",
@@ -128,6 +127,7 @@ class DeltaLake:
         self.cadence = cadence or MirrorCadence()
         self._pending: set[tuple[str, str]] | None = None  # tables with a pending table (listed once)
         self._log = KeptTable(self.changelog_path, self.options)  # never dropped or replaced: kept between batches
+        self._kept = KeptTables(self.options)  # the mirrors and pending tables, until a DDL or snapshot (forget)
 
     def table(self, path: str) -> DeltaTable | None:
         """The Delta table at ``path`` in the lake, None when there is none (one read of its log)."""
@@ -135,6 +135,15 @@ class DeltaLake:
             return DeltaTable(path, storage_options=self.options)
         except TableNotFoundError:
             return None
+
+    def forget(self) -> None:
+        """Read the mirrors and pending tables afresh from now on: a DDL or a snapshot may have
+        removed one and made it again at its path (``sluice.spark.lake.kept_table``)."""
+        self._kept.forget()
+
+    def _mirror(self, path: str) -> DeltaTable | None:
+        """The mirror at ``path`` as of its newest version (kept between batches)."""
+        return self._kept.get(path).current()
 
     def table_path(self, db: str, table: str) -> str:
         """``ROOT/<db>/<table>``, the mirror of ``db.table``."""
@@ -195,10 +204,10 @@ class DeltaLake:
             if not n:
                 plans.append(TableResult(tb.db, tb.table, "empty", 0))
                 continue
-            dt = self.table(path)
+            dt = self._mirror(path)
             pending = self._pending_of(tb.db, tb.table)
-            if dt is not None and (_done(dt, self.app_id, batch_id)
-                                   or (pending is not None and pending.done(self.app_id, batch_id))):
+            if dt is not None and (self._done(path, batch_id)
+                                   or (pending is not None and self._done(pending.path, batch_id))):
                 plans.append(TableResult(tb.db, tb.table, "skipped", n))
                 continue
             current = None
@@ -224,7 +233,7 @@ class DeltaLake:
             rows = sum(json.loads(f.stats)["numRecords"] for f in files)
         else:
             assert log is not None
-            self._append_changelog(batch_id, log, txn)
+            self._append_changelog(batch_id, log, txn, existing)
             rows = log.num_rows
         if before is not None:
             self._log.committed(before, self.app_id, batch_id)
@@ -240,28 +249,49 @@ class DeltaLake:
         if full and p.dt is not None and not p.add and p.dt.file_uris():
             oldest = pending.oldest if pending is not None else None
             if not self.cadence.due(mirror_bytes(p.dt), waiting + p.source.num_rows, oldest, time.time()):
-                held = pending or PendingChanges(self.store, tb.db, tb.table)
-                self._guard(f"the pending changes of {tb.db}.{tb.table}", batch_id,
-                            lambda: held.append(p.source, tb.primary_key, txn))
+                held = pending or self._pending_table(tb.db, tb.table)
+                self._recorded(held.path, held.version, batch_id, lambda: held.append(p.source, tb.primary_key, txn),
+                               f"the pending changes of {tb.db}.{tb.table}")
                 self._known_pending().add((tb.db, tb.table))
                 return TableResult(tb.db, tb.table, "pending", tb.change_count)
         if pending is None or not waiting:
-            return p.execute(batch_id, txn)
+            return self._execute(p, batch_id, txn)
         if not full:  # a source with presence flags patches the mirror's rows: those pending go first
             self._flush_table(tb.db, tb.table, pending, p.dt, batch_id)
-            p.dt = self.table(p.path)
-            return p.execute(batch_id, txn)
+            p.dt = self._mirror(p.path)
+            return self._execute(p, batch_id, txn)
         p.source = combine(pending.read(), p.source, tb.primary_key)
-        result = p.execute(batch_id, txn)
-        self._guard(f"the pending changes of {tb.db}.{tb.table}", batch_id, lambda: pending.clear(txn))
+        result = self._execute(p, batch_id, txn)
+        self._recorded(pending.path, pending.version, batch_id, lambda: pending.clear(txn),
+                       f"the pending changes of {tb.db}.{tb.table}")
         return result
+
+    def _execute(self, p: TablePlan, batch_id: int, txn: CommitProperties) -> TableResult:
+        """Run a table's MERGE; the kept mirror remembers the batch when the MERGE is its one commit."""
+        before = None if p.dt is None or p.add else p.dt.version()  # columns added first: two commits
+        result = p.execute(batch_id, txn)
+        if before is not None:
+            self._kept.get(p.path).committed(before, self.app_id, batch_id)
+        return result
+
+    def _recorded(self, path: str, before: int, batch_id: int, step: Any, what: str) -> None:
+        """Run a commit of batch ``batch_id`` to the table at ``path``, then of version ``before``
+        (-1: none yet), and remember its app transaction."""
+        self._guard(what, batch_id, step)
+        if before >= 0:
+            self._kept.get(path).committed(before, self.app_id, batch_id)
+
+    def _done(self, path: str, batch_id: int) -> bool:
+        """Whether the table at ``path`` records ``batch_id`` (or a later batch) as committed."""
+        version = self._kept.get(path).transaction_version(self.app_id)
+        return version is not None and version >= batch_id
 
     def _current(self, tb: TableBatch, path: str, pending: PendingChanges, dt: DeltaTable | None,
                  batch_id: int) -> Any:
         """For a fold that reads mirror rows: MERGE the pending changes first, then the mirror."""
         def current() -> DeltaTable | None:
             self._flush_table(tb.db, tb.table, pending, dt, batch_id)
-            return self.table(path)
+            return self._mirror(path)
         return current
 
     def flush_all(self) -> int:
@@ -276,7 +306,7 @@ class DeltaLake:
         if pending is None or not pending.rows:
             return 0
         rows = pending.rows
-        self._flush_table(db, table, pending, self.table(self.table_path(db, table)), None)
+        self._flush_table(db, table, pending, self._mirror(self.table_path(db, table)), None)
         return rows
 
     def _flush_table(self, db: str, table: str, pending: PendingChanges, dt: DeltaTable | None,
@@ -307,7 +337,11 @@ class DeltaLake:
         """The pending table of a mirror, None when it has none (no read of the lake then)."""
         if (db, table) not in self._known_pending():
             return None
-        return PendingChanges(self.store, db, table)
+        return self._pending_table(db, table)
+
+    def _pending_table(self, db: str, table: str) -> PendingChanges:
+        """The pending table of ``db.table`` as of its newest version (kept between batches)."""
+        return PendingChanges(self.store, db, table, kept=self._kept.get(self.store.join(PENDING, db, table)))
 
     def _commit_changelog(self, batch_id: int, files: Sequence[AddAction], txn: CommitProperties,
                           table: DeltaTable | None) -> None:
@@ -329,12 +363,12 @@ class DeltaLake:
         except DeltaError as exc:
             raise commit_error("the change log", batch_id, exc) from exc
 
-    def _append_changelog(self, batch_id: int, log: pa.Table, txn: CommitProperties) -> None:
-        path = self.changelog_path
+    def _append_changelog(self, batch_id: int, log: pa.Table, txn: CommitProperties, table: DeltaTable | None) -> None:
         try:
             # An empty append still commits: it records the batch as done.
             # schema_mode="merge": a change log written before the ``ddl`` column existed gains it.
-            write_deltalake(path, log, mode="append", commit_properties=txn, writer_properties=_CHANGELOG_WRITER,
+            target = self.changelog_path if table is None else table  # the kept table is brought up to date
+            write_deltalake(target, log, mode="append", commit_properties=txn, writer_properties=_CHANGELOG_WRITER,
                             schema_mode="merge", storage_options=self.options)
         except DeltaError as exc:
             raise commit_error("the change log", batch_id, exc) from exc
@@ -350,32 +384,6 @@ def committed_position(log: DeltaTable, *, look_back: int = 1000) -> dict[str, A
     return None
 
 
-def changelog_table(batch_id: int, changes: Sequence[RowChange]) -> pa.Table:
-    """The change-log rows of a batch's changes, ordered by ``(file, pos, row)``."""
-    pks: dict[tuple[str, ...], list[str]] = {}
-    columns = [
-        [c.op for c in changes],
-        [c.db for c in changes],
-        [c.table for c in changes],
-        json_texts([c.before for c in changes]),
-        json_texts([c.after for c in changes]),
-        [pks.get(c.pk) or pks.setdefault(c.pk, list(c.pk)) for c in changes],
-        [c.file for c in changes],
-        [c.pos for c in changes],
-        [c.row for c in changes],
-        [c.gtid for c in changes],
-        [c.ts * 1_000_000 for c in changes],
-        [batch_id] * len(changes),
-        json_texts([c.json_diffs or None for c in changes]),
-        [None] * len(changes),
-    ]
-    arrays = [pa.array(values, type=f.type) for values, f in zip(columns, CHANGELOG_SCHEMA, strict=True)]
-    table = pa.Table.from_arrays(arrays, schema=CHANGELOG_SCHEMA)
-    if len(changes) > 1:
-        table = table.sort_by([("file", "ascending"), ("pos", "ascending"), ("row", "ascending")])
-    return table
-
-
 @contextmanager
 def _gc_paused() -> Iterator[None]:
     """Pause the cyclic garbage collector while a batch builds its many small dicts and lists: its
@@ -388,7 +396,3 @@ def _gc_paused() -> Iterator[None]:
         if enabled:
             gc.enable()
 
-
-def _done(dt: DeltaTable, app_id: str, batch_id: int) -> bool:
-    version = dt.transaction_version(app_id)
-    return version is not None and version >= batch_id

@@ -68,6 +68,7 @@ def forget_tables(lake: DeltaLake, names: Sequence[str]) -> list[str]:
         del state.tables[name]
         db, _, table = name.partition(".")
         lake.store.delete_prefix(lake.store.key(lake.table_path(db, table)))
+    lake.forget()
     if dropped:
         state.complete = False
         state.save(lake.store)
