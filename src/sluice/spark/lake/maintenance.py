@@ -181,10 +181,16 @@ def lake_tables(root: str, storage_options: dict[str, str] | None = None) -> lis
     return found
 
 
-def inspect(uri: str, config: MaintenanceConfig, storage_options: dict[str, str] | None = None) -> TableState:
-    """The table's version, files and bytes, and its last checkpoint's version."""
-    dt = DeltaTable(uri, storage_options=storage_options)
-    return _state(dt, config, storage_options)
+def inspect(uri: str, config: MaintenanceConfig, storage_options: dict[str, str] | None = None, *,
+            dt: DeltaTable | None = None) -> TableState:
+    """The table's version, files and bytes, and its last checkpoint's version. ``dt``: the table
+    already read at its newest version (else it is read here)."""
+    return _state(_open(uri, storage_options, dt), config, storage_options)
+
+
+def _open(uri: str, storage_options: dict[str, str] | None, dt: DeltaTable | None) -> DeltaTable:
+    """``dt`` when given (a table its caller keeps up to date), else the table read now."""
+    return dt if dt is not None else DeltaTable(uri, storage_options=storage_options)
 
 
 def _state(dt: DeltaTable, config: MaintenanceConfig, storage_options: dict[str, str] | None) -> TableState:
@@ -196,12 +202,13 @@ def _state(dt: DeltaTable, config: MaintenanceConfig, storage_options: dict[str,
                       _checkpoint_version(dt.table_uri, storage_options), cleanup)
 
 
-def leave_log_cleanup(table: LakeTable, storage_options: dict[str, str] | None = None) -> None:
+def leave_log_cleanup(table: LakeTable, storage_options: dict[str, str] | None = None, *,
+                      dt: DeltaTable | None = None) -> None:
     """Have the table's commits leave its log alone (``COMMIT_LOG_CLEANUP`` false, one commit of its
     metadata): the ``checkpoint`` step deletes the expired entries. Only a writer that is alone on
     the table sets it (the pipeline, between batches): a concurrent commit would fail on it."""
     try:
-        DeltaTable(table.uri, storage_options=storage_options).alter.set_table_properties(
+        _open(table.uri, storage_options, dt).alter.set_table_properties(
             {COMMIT_LOG_CLEANUP: "false"})
     except (DeltaError, OSError) as exc:
         raise MaintenanceError(f"cannot set {COMMIT_LOG_CLEANUP} on {table.name}: {exc}") from exc
@@ -243,10 +250,10 @@ def due_steps(state: TableState, config: MaintenanceConfig, since_vacuum: float 
 
 
 def compact(table: LakeTable, config: MaintenanceConfig, storage_options: dict[str, str] | None = None, *,
-            dry_run: bool = False) -> StepResult:
+            dry_run: bool = False, dt: DeltaTable | None = None) -> StepResult:
     """Pack the files of the tier that is due (module docstring) into files of about its size, or
     with neither due, every file below ``target_file_size`` (one commit, ``dataChange=false``)."""
-    dt = DeltaTable(table.uri, storage_options=storage_options)
+    dt = _open(table.uri, storage_options, dt)
     state = _state(dt, config, storage_options)
     target = _compaction_target(state, config) or config.target_file_size
     if dry_run:
@@ -263,9 +270,9 @@ def compact(table: LakeTable, config: MaintenanceConfig, storage_options: dict[s
 
 
 def checkpoint(table: LakeTable, config: MaintenanceConfig, storage_options: dict[str, str] | None = None, *,
-               dry_run: bool = False) -> StepResult:
+               dry_run: bool = False, dt: DeltaTable | None = None) -> StepResult:
     """Write a checkpoint at the current version, then delete the log entries it makes expired."""
-    dt = DeltaTable(table.uri, storage_options=storage_options)
+    dt = _open(table.uri, storage_options, dt)
     version = dt.version()
     if dry_run:
         return StepResult(table.name, "checkpoint", False,
@@ -277,9 +284,9 @@ def checkpoint(table: LakeTable, config: MaintenanceConfig, storage_options: dic
 
 
 def vacuum(table: LakeTable, config: MaintenanceConfig, storage_options: dict[str, str] | None = None, *,
-           dry_run: bool = False) -> StepResult:
+           dry_run: bool = False, dt: DeltaTable | None = None) -> StepResult:
     """Delete the files no version within the retention needs, and unreferenced files as old."""
-    dt = DeltaTable(table.uri, storage_options=storage_options)
+    dt = _open(table.uri, storage_options, dt)
     hours = config.retention_hours
     # The default leaves the retention to the table (its delta.deletedFileRetentionDuration, else 7 days).
     retention = None if hours == DEFAULT_RETENTION_HOURS else math.ceil(hours)
@@ -294,11 +301,12 @@ _RUN = {"compact": compact, "checkpoint": checkpoint, "vacuum": vacuum}
 
 
 def run_step(step: str, table: LakeTable, config: MaintenanceConfig, storage_options: dict[str, str] | None = None,
-             *, dry_run: bool = False) -> StepResult:
-    """Run one of ``STEPS`` on a table; a failure of the store or of Delta is a ``MaintenanceError``
-    naming the table and the step (what a reader sees is unchanged by it)."""
+             *, dry_run: bool = False, dt: DeltaTable | None = None) -> StepResult:
+    """Run one of ``STEPS`` on a table (``dt``: the table already read at its newest version); a
+    failure of the store or of Delta is a ``MaintenanceError`` naming the table and the step (what
+    a reader sees is unchanged by it)."""
     try:
-        return _RUN[step](table, config, storage_options, dry_run=dry_run)
+        return _RUN[step](table, config, storage_options, dry_run=dry_run, dt=dt)
     except (DeltaError, OSError) as exc:
         raise MaintenanceError(
             f"{step} of {table.name} ({table.uri}) failed ({_first_line(exc)}); what its readers see is "

@@ -141,9 +141,10 @@ class DeltaLake:
         removed one and made it again at its path (``sluice.spark.lake.kept_table``)."""
         self._kept.forget()
 
-    def _mirror(self, path: str) -> DeltaTable | None:
-        """The mirror at ``path`` as of its newest version (kept between batches)."""
-        return self._kept.get(path).current()
+    def current(self, path: str) -> DeltaTable | None:
+        """The Delta table at ``path`` in the lake as of its newest version, None when there is none:
+        kept between calls and brought up to date (its new commits read) at each."""
+        return (self._log if path == self.changelog_path else self._kept.get(path)).current()
 
     def table_path(self, db: str, table: str) -> str:
         """``ROOT/<db>/<table>``, the mirror of ``db.table``."""
@@ -204,7 +205,7 @@ class DeltaLake:
             if not n:
                 plans.append(TableResult(tb.db, tb.table, "empty", 0))
                 continue
-            dt = self._mirror(path)
+            dt = self.current(path)
             pending = self._pending_of(tb.db, tb.table)
             if dt is not None and (self._done(path, batch_id)
                                    or (pending is not None and self._done(pending.path, batch_id))):
@@ -258,7 +259,7 @@ class DeltaLake:
             return self._execute(p, batch_id, txn)
         if not full:  # a source with presence flags patches the mirror's rows: those pending go first
             self._flush_table(tb.db, tb.table, pending, p.dt, batch_id)
-            p.dt = self._mirror(p.path)
+            p.dt = self.current(p.path)
             return self._execute(p, batch_id, txn)
         p.source = combine(pending.read(), p.source, tb.primary_key)
         result = self._execute(p, batch_id, txn)
@@ -291,7 +292,7 @@ class DeltaLake:
         """For a fold that reads mirror rows: MERGE the pending changes first, then the mirror."""
         def current() -> DeltaTable | None:
             self._flush_table(tb.db, tb.table, pending, dt, batch_id)
-            return self._mirror(path)
+            return self.current(path)
         return current
 
     def flush_all(self) -> int:
@@ -306,7 +307,7 @@ class DeltaLake:
         if pending is None or not pending.rows:
             return 0
         rows = pending.rows
-        self._flush_table(db, table, pending, self._mirror(self.table_path(db, table)), None)
+        self._flush_table(db, table, pending, self.current(self.table_path(db, table)), None)
         return rows
 
     def _flush_table(self, db: str, table: str, pending: PendingChanges, dt: DeltaTable | None,

@@ -100,7 +100,7 @@ class Pipeline:
                 "(the end of that change's transaction)")
         self.lake = DeltaLake(self.store, self.app_id, change_feed=config.change_feed, cadence=config.mirror)
         self.upkeep = Upkeep(self.lake.root, config.maintenance, progress=self.progress,
-                             storage_options=self.store.delta_options())
+                             storage_options=self.store.delta_options(), open_table=self.lake.current)
         self.ddl = DdlStage(self.lake, self.history_path, config.tables, config.exclude_tables, self.progress)
         self._spark: Any = None
 

@@ -10,6 +10,9 @@ plus the one step that started last. A table whose turn ran out of time is looke
 next boundary. A look costs a read of the table's log, so a table that needed nothing is not
 looked at again for ``look_interval`` seconds (one that had steps run is, for its new sizes): a
 step becomes due only after many commits, and a boundary then costs nothing for most tables.
+A look at a table the pipeline writes (a mirror, the change log, a pending table) reads only its
+commits since the last look, through the table the writer keeps between batches (``open_table``);
+an archived mirror, which no batch writes and a user may remove, is read whole.
 A table whose commits still clean its log themselves (Delta's default, which lists the whole log
 after each commit) is set to leave that to the checkpoint step, once, after its first look
 (``maintenance.leave_log_cleanup``).
@@ -27,6 +30,8 @@ import logging
 import time
 from collections.abc import Callable
 from typing import Any
+
+from deltalake import DeltaTable
 
 from sluice.errors import MaintenanceError
 from sluice.spark.lake.change_feed import enable_change_feed
@@ -49,13 +54,15 @@ class Upkeep:
 
     def __init__(self, root: str, config: MaintenanceConfig, *, storage_options: dict[str, str] | None = None,
                  progress: Callable[[str], None] | None = None, metrics: Any = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic,
+                 open_table: Callable[[str], DeltaTable | None] | None = None) -> None:
         self.root = root
         self.config = config
         self.storage_options = storage_options
         self.progress = progress or (lambda text: log.info("%s", text))
         self.metrics = metrics
         self.clock = clock
+        self.open_table = open_table  # a table URI -> the writer's kept table at its newest version (None: gone)
         self._tables: list[LakeTable] = []
         self._scanned: float | None = None
         self._next = 0  # index in _tables of the table whose turn is next
@@ -101,8 +108,12 @@ class Upkeep:
         config = self.config
         if self.clock() < self._next_look.get(table.uri, 0.0):
             return True
+        opener = self.open_table if table.kind != "archive" else None
         try:
-            state = inspect(table.uri, config, self.storage_options)
+            dt = opener(table.uri) if opener is not None else None
+            if opener is not None and dt is None:
+                return True  # removed since the scan (a DDL): the next scan finds where it went
+            state = inspect(table.uri, config, self.storage_options, dt=dt)
         except Exception as exc:  # moved or archived by a DDL since the scan: the next scan finds it
             log.debug("maintenance: cannot read %s: %s", table.uri, exc)
             return True
@@ -117,7 +128,7 @@ class Upkeep:
                 return False
             began = self.clock()
             try:
-                result = run_step(step, table, config, self.storage_options)
+                result = run_step(step, table, config, self.storage_options, dt=dt)
             except MaintenanceError as exc:
                 self.failures += 1
                 self.progress(f"maintenance: {exc}")
@@ -133,7 +144,7 @@ class Upkeep:
                 self.metrics.maintained(step, time.time())
         if state.commit_cleanup:
             try:
-                leave_log_cleanup(table, self.storage_options)
+                leave_log_cleanup(table, self.storage_options, dt=dt)
             except MaintenanceError as exc:  # its commits go on cleaning the log: slower, never wrong
                 log.debug("maintenance: %s", exc)
             else:

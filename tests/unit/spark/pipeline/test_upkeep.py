@@ -128,3 +128,48 @@ def test_a_table_whose_commits_clean_its_log_is_left_so_when_maintenance_is_off(
     _lake(tmp_path, files=1)
     Upkeep(str(tmp_path), MaintenanceConfig(enabled=False)).after_batch()
     assert COMMIT_LOG_CLEANUP not in DeltaTable(str(tmp_path / "shop/a")).metadata().configuration
+
+
+def test_looks_at_the_writers_tables_read_only_their_new_commits(tmp_path, monkeypatch):
+    """With the writer's kept tables (``open_table``), a look and its steps read a mirror, its
+    pending table and the change log incrementally; an archived mirror is read whole. The writer's
+    next batches see what the steps committed."""
+    from sluice.spark.lake.sink import DeltaLake
+    from tests.unit.spark.lake.test_pending import ALWAYS_LATER, random_batches, state
+    from tests.unit.spark.lake.test_sink import items, read
+
+    lake = DeltaLake(tmp_path / "lake", "p", cadence=ALWAYS_LATER)
+    model = DeltaLake(tmp_path / "model", "p")
+    batches = random_batches(11, 40)
+    write_deltalake(str(tmp_path / "lake/_sluice/archive/shop/old@binlog.000001-4"), pa.table({"id": [1]}))
+    upkeep = Upkeep(lake.root, MaintenanceConfig(min_small_files=4, checkpoint_interval=10, look_interval=0,
+                                                       rescan_interval=0),
+                    open_table=lake.current)
+    whole: list[str] = []  # the tables the writer and the upkeep read whole, once every table exists
+    counting = False
+    init = DeltaTable.__init__
+
+    def counted(self, table_uri, *args, **kwargs):
+        if counting:
+            whole.append(str(table_uri))
+        init(self, table_uri, *args, **kwargs)
+
+    monkeypatch.setattr(DeltaTable, "__init__", counted)
+    for b, changes in enumerate(batches):
+        counting = b > 3  # by then every table exists and was read once
+        lake.write_batch(b, [items(changes)])
+        upkeep.after_batch()
+        counting = False
+        model.write_batch(b, [items(changes)])
+        assert state(lake) == read(model.table_path("shop", "items"))
+    assert upkeep.steps_run > 10 and upkeep.failures == 0
+    assert [u for u in whole if "/archive/" not in u] == [] and any("/archive/" in u for u in whole)
+    monkeypatch.undo()
+    for kind in ("shop/items", "_sluice/pending/shop/items", "_sluice/changes"):
+        dt = DeltaTable(str(tmp_path / "lake" / kind))
+        assert dt.metadata().configuration.get(COMMIT_LOG_CLEANUP) == "false"
+        if kind != "shop/items":  # a commit a batch: checkpointed (the mirror waits, ALWAYS_LATER)
+            assert (tmp_path / "lake" / kind / "_delta_log/_last_checkpoint").exists()
+    assert len(DeltaTable(str(tmp_path / "lake/_sluice/changes")).file_uris()) < len(batches)  # compacted
+    lake.flush_all()
+    assert read(lake.table_path("shop", "items")) == read(model.table_path("shop", "items"))
