@@ -2,10 +2,10 @@
 
 A pipeline's driver brings each table it writes up to date once or twice a batch
 (``DeltaTable.update_incremental``: a LIST of the table's ``_delta_log/`` after its version, then a
-GET per new entry). On S3 a LIST costs what it returns. The test server (moto, in memory) walks every
-object of the bucket for each LIST, so its answer grows with everything the lake has written, as a
-soak's bucket does. This times ``update_incremental`` on a small table (no new commit, and one new
-commit) while ``--objects`` objects are put elsewhere in the bucket, median of twenty each.
+GET per new entry). The test server (moto, in memory) walks every object of the bucket for each
+LIST, so its answer takes longer as the lake writes more, as a soak's bucket does. This times
+``update_incremental`` on a small table (no new commit, and one new commit) while ``--objects``
+objects are put elsewhere in the bucket, median of twenty each.
 
     .venv/bin/python bench/s3_listing.py --objects 0,2000,5000,10000,20000
 """
@@ -16,6 +16,7 @@ import argparse
 import statistics
 import sys
 import time
+from collections.abc import Callable
 
 import pyarrow as pa
 from deltalake import DeltaTable, write_deltalake
@@ -24,9 +25,11 @@ from sluice.sandbox.s3 import S3Sandbox
 from sluice.spark.lake.store import lake_store
 
 
-def _median_ms(step, n: int = 20) -> float:
+def _median_ms(step: Callable[[], None], before: Callable[[], None] = lambda: None, n: int = 20) -> float:
+    """Milliseconds ``step`` takes, median of ``n`` (``before`` runs ahead of each, untimed)."""
     times = []
     for _ in range(n):
+        before()
         started = time.perf_counter()
         step()
         times.append(time.perf_counter() - started)
@@ -52,13 +55,9 @@ def main() -> int:
                 filler.put(f"f/{put:08d}.parquet", b"x")
                 put += 1
             idle = _median_ms(dt.update_incremental)
-            times = []
-            for _ in range(20):
-                write_deltalake(uri, pa.table({"id": [1]}), mode="append", storage_options=options)
-                started = time.perf_counter()
-                dt.update_incremental()
-                times.append(time.perf_counter() - started)
-            print(f"{size:>8,} {idle:>17.1f} ms {statistics.median(times) * 1000:>20.1f} ms", flush=True)
+            new = _median_ms(dt.update_incremental, lambda: write_deltalake(
+                uri, pa.table({"id": [1]}), mode="append", storage_options=options))
+            print(f"{size:>8,} {idle:>17.1f} ms {new:>20.1f} ms", flush=True)
     return 0
 
 

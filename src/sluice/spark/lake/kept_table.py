@@ -1,6 +1,7 @@
 """A Delta table the driver commits to every batch, read once and then kept up to date.
 
-A batch asks the change log for its state and for the pipeline's app transaction several times.
+A batch asks each table it writes (the change log, a mirror, a pending table) for its state and
+for the pipeline's app transaction, every batch.
 ``DeltaTable(path)`` replays the table's log since its last checkpoint (up to a checkpoint interval
 of commits, one GET each on an object store), and so does each ``transaction_version`` call, even
 on a table already loaded. ``KeptTable`` reads the table once and afterwards only the commits since

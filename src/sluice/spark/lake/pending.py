@@ -32,7 +32,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from deltalake import CommitProperties, DeltaTable, write_deltalake
-from deltalake.exceptions import TableNotFoundError
 
 from sluice.errors import ConfigError
 from sluice.spark.lake.kept_table import KeptTable
@@ -87,17 +86,10 @@ class PendingChanges:
     def __init__(self, store: LakeStore, db: str, table: str, *, kept: KeptTable | None = None) -> None:
         self.path = store.join(PENDING, db, table)
         self.options = store.delta_options()
-        self.table: DeltaTable | None = None
+        self.table = (kept or KeptTable(self.path, self.options)).current()  # None: no pending table yet
         self.version = -1  # the pending table's version (-1: none yet)
         self.rows = 0  # pending rows
         self.oldest: float | None = None  # epoch seconds of the oldest pending rows' append
-        if kept is not None:
-            self.table = kept.current()
-        else:
-            try:
-                self.table = DeltaTable(self.path, storage_options=self.options)
-            except TableNotFoundError:
-                pass
         if self.table is None:
             return
         self.version = self.table.version()

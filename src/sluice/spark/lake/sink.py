@@ -43,7 +43,7 @@ from sluice.errors import ConfigError, SchemaError
 from sluice.spark.lake.change_feed import mirror_configuration
 from sluice.spark.lake.changelog_rows import changelog_table
 from sluice.spark.lake.changelog_schema import CHANGELOG_SCHEMA
-from sluice.spark.lake.kept_table import KeptTable, KeptTables
+from sluice.spark.lake.kept_table import KeptTables
 from sluice.spark.lake.merge import TableBatch, TablePlan, TableResult, commit_error, merge_into, plan
 from sluice.spark.lake.merge_source import DELETE_FLAG, last_per_key
 from sluice.spark.lake.pending import (
@@ -126,8 +126,7 @@ class DeltaLake:
         self.mirror_configuration = mirror_configuration(change_feed)
         self.cadence = cadence or MirrorCadence()
         self._pending: set[tuple[str, str]] | None = None  # tables with a pending table (listed once)
-        self._log = KeptTable(self.changelog_path, self.options)  # never dropped or replaced: kept between batches
-        self._kept = KeptTables(self.options)  # the mirrors and pending tables, until a DDL or snapshot (forget)
+        self._kept = KeptTables(self.options)  # the change log, mirrors and pending tables, until ``forget``
 
     def table(self, path: str) -> DeltaTable | None:
         """The Delta table at ``path`` in the lake, None when there is none (one read of its log)."""
@@ -137,14 +136,14 @@ class DeltaLake:
             return None
 
     def forget(self) -> None:
-        """Read the mirrors and pending tables afresh from now on: a DDL or a snapshot may have
-        removed one and made it again at its path (``sluice.spark.lake.kept_table``)."""
+        """Read every table afresh from now on: a DDL or a snapshot may have removed a mirror and
+        made it again at its path (``sluice.spark.lake.kept_table``)."""
         self._kept.forget()
 
     def current(self, path: str) -> DeltaTable | None:
         """The Delta table at ``path`` in the lake as of its newest version, None when there is none:
         kept between calls and brought up to date (its new commits read) at each."""
-        return (self._log if path == self.changelog_path else self._kept.get(path)).current()
+        return self._kept.get(path).current()
 
     def table_path(self, db: str, table: str) -> str:
         """``ROOT/<db>/<table>``, the mirror of ``db.table``."""
@@ -157,7 +156,7 @@ class DeltaLake:
 
     def committed_batch(self) -> int | None:
         """The highest batch id fully committed (the change log's app transaction), None if none."""
-        version = self._log.transaction_version(self.app_id)
+        version = self._kept.get(self.changelog_path).transaction_version(self.app_id)
         return None if version is None else int(version)
 
     def write_batch(
@@ -217,7 +216,7 @@ class DeltaLake:
             plans.append((plan(tb, path, dt, self.store, self.mirror_configuration, current), pending))
         committed = self.committed_batch()
         done = committed is not None and committed >= batch_id
-        existing = self._log.last_read  # as committed_batch() just read it
+        existing = self._kept.get(self.changelog_path).last_read  # as committed_batch() just read it
         log = changelog
         if not done and files is None and log is None:
             log = changelog_table(batch_id, [c for tb in tables for c in tb.changes])
@@ -236,8 +235,7 @@ class DeltaLake:
             assert log is not None
             self._append_changelog(batch_id, log, txn, existing)
             rows = log.num_rows
-        if before is not None:
-            self._log.committed(before, self.app_id, batch_id)
+        self._remember(self.changelog_path, before, batch_id)
         return BatchResult(batch_id, results, rows, False)
 
     def _commit_table(self, p: TablePlan, pending: PendingChanges | None, batch_id: int,
@@ -251,8 +249,10 @@ class DeltaLake:
             oldest = pending.oldest if pending is not None else None
             if not self.cadence.due(mirror_bytes(p.dt), waiting + p.source.num_rows, oldest, time.time()):
                 held = pending or self._pending_table(tb.db, tb.table)
-                self._recorded(held.path, held.version, batch_id, lambda: held.append(p.source, tb.primary_key, txn),
-                               f"the pending changes of {tb.db}.{tb.table}")
+                before = held.version
+                self._guard(f"the pending changes of {tb.db}.{tb.table}", batch_id,
+                            lambda: held.append(p.source, tb.primary_key, txn))
+                self._remember(held.path, before, batch_id)
                 self._known_pending().add((tb.db, tb.table))
                 return TableResult(tb.db, tb.table, "pending", tb.change_count)
         if pending is None or not waiting:
@@ -263,23 +263,22 @@ class DeltaLake:
             return self._execute(p, batch_id, txn)
         p.source = combine(pending.read(), p.source, tb.primary_key)
         result = self._execute(p, batch_id, txn)
-        self._recorded(pending.path, pending.version, batch_id, lambda: pending.clear(txn),
-                       f"the pending changes of {tb.db}.{tb.table}")
+        before = pending.version
+        self._guard(f"the pending changes of {tb.db}.{tb.table}", batch_id, lambda: pending.clear(txn))
+        self._remember(pending.path, before, batch_id)
         return result
 
     def _execute(self, p: TablePlan, batch_id: int, txn: CommitProperties) -> TableResult:
         """Run a table's MERGE; the kept mirror remembers the batch when the MERGE is its one commit."""
         before = None if p.dt is None or p.add else p.dt.version()  # columns added first: two commits
         result = p.execute(batch_id, txn)
-        if before is not None:
-            self._kept.get(p.path).committed(before, self.app_id, batch_id)
+        self._remember(p.path, before, batch_id)
         return result
 
-    def _recorded(self, path: str, before: int, batch_id: int, step: Any, what: str) -> None:
-        """Run a commit of batch ``batch_id`` to the table at ``path``, then of version ``before``
-        (-1: none yet), and remember its app transaction."""
-        self._guard(what, batch_id, step)
-        if before >= 0:
+    def _remember(self, path: str, before: int | None, batch_id: int) -> None:
+        """After a commit of ``batch_id`` to the table at ``path``, at version ``before`` until then
+        (None or -1: no table then), have its kept table remember the batch's app transaction."""
+        if before is not None and before >= 0:
             self._kept.get(path).committed(before, self.app_id, batch_id)
 
     def _done(self, path: str, batch_id: int) -> bool:

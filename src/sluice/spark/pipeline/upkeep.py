@@ -62,7 +62,8 @@ class Upkeep:
         self.progress = progress or (lambda text: log.info("%s", text))
         self.metrics = metrics
         self.clock = clock
-        self.open_table = open_table  # a table URI -> the writer's kept table at its newest version (None: gone)
+        # a table URI -> the table at its newest version (None: gone); by default read whole at each look
+        self.open_table = open_table or self._read_whole
         self._tables: list[LakeTable] = []
         self._scanned: float | None = None
         self._next = 0  # index in _tables of the table whose turn is next
@@ -95,6 +96,9 @@ class Upkeep:
             else:
                 return
 
+    def _read_whole(self, uri: str) -> DeltaTable:
+        return DeltaTable(uri, storage_options=self.storage_options)
+
     def _rescan(self, now: float) -> None:
         current = self._tables[self._next % len(self._tables)].uri if self._tables else None
         self._tables = lake_tables(self.root, self.storage_options)
@@ -108,14 +112,14 @@ class Upkeep:
         config = self.config
         if self.clock() < self._next_look.get(table.uri, 0.0):
             return True
-        opener = self.open_table if table.kind != "archive" else None
+        read = self._read_whole if table.kind == "archive" else self.open_table
         try:
-            dt = opener(table.uri) if opener is not None else None
-            if opener is not None and dt is None:
-                return True  # removed since the scan (a DDL): the next scan finds where it went
-            state = inspect(table.uri, config, self.storage_options, dt=dt)
-        except Exception as exc:  # moved or archived by a DDL since the scan: the next scan finds it
+            dt = read(table.uri)
+            state = None if dt is None else inspect(table.uri, config, self.storage_options, dt=dt)
+        except Exception as exc:
             log.debug("maintenance: cannot read %s: %s", table.uri, exc)
+            state = None
+        if state is None:  # moved or archived by a DDL since the scan: the next scan finds it
             return True
         if self.metrics is not None:
             self.metrics.table_size(table.name, state.files, state.bytes)

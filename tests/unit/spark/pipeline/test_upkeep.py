@@ -12,8 +12,11 @@ from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 
 from sluice.spark.lake.change_feed import has_change_feed
 from sluice.spark.lake.maintenance import COMMIT_LOG_CLEANUP, MaintenanceConfig
+from sluice.spark.lake.sink import DeltaLake
 from sluice.spark.pipeline.metrics import PipelineMetrics
 from sluice.spark.pipeline.upkeep import Upkeep
+from tests.unit.spark.lake.test_pending import ALWAYS_LATER, random_batches, state
+from tests.unit.spark.lake.test_sink import items, read
 
 pytestmark = pytest.mark.unit
 
@@ -134,17 +137,12 @@ def test_looks_at_the_writers_tables_read_only_their_new_commits(tmp_path, monke
     """With the writer's kept tables (``open_table``), a look and its steps read a mirror, its
     pending table and the change log incrementally; an archived mirror is read whole. The writer's
     next batches see what the steps committed."""
-    from sluice.spark.lake.sink import DeltaLake
-    from tests.unit.spark.lake.test_pending import ALWAYS_LATER, random_batches, state
-    from tests.unit.spark.lake.test_sink import items, read
-
     lake = DeltaLake(tmp_path / "lake", "p", cadence=ALWAYS_LATER)
     model = DeltaLake(tmp_path / "model", "p")
     batches = random_batches(11, 40)
     write_deltalake(str(tmp_path / "lake/_sluice/archive/shop/old@binlog.000001-4"), pa.table({"id": [1]}))
-    upkeep = Upkeep(lake.root, MaintenanceConfig(min_small_files=4, checkpoint_interval=10, look_interval=0,
-                                                       rescan_interval=0),
-                    open_table=lake.current)
+    config = MaintenanceConfig(min_small_files=4, checkpoint_interval=10, look_interval=0, rescan_interval=0)
+    upkeep = Upkeep(lake.root, config, open_table=lake.current)
     whole: list[str] = []  # the tables the writer and the upkeep read whole, once every table exists
     counting = False
     init = DeltaTable.__init__
