@@ -11,9 +11,9 @@
 # (``sluice.spark.lake.merge_source.merge_source``, which is the reference: a test holds the two
 # equal). A value the JSON reader would read otherwise (a float, a binary string, a JSON document,
 # a SET) makes only its column ``_TY_NONE``, typed no further, except where ``_typed_value``
-# (``_typedvalues.pxi``) can keep its JSON text as the reader of that column expects it
-# (``sluice.spark.lake.typed_changes``): a FLOAT or DOUBLE's number, a binary string's base64, a
-# JSON document's text.
+# (``_typedvalues.pxi``) can keep a text the reader of that column expects
+# (``sluice.spark.lake.read_plans``): a FLOAT or DOUBLE's number, a binary string's base64, a JSON
+# document's text, a SET's members joined by commas.
 
 cdef extern from "string.h":
     const void *memchr(const void *s, int c, size_t n)
@@ -155,7 +155,9 @@ cdef class _TypedColumn:
             return _typed_double(self, v)
         elif t is bytes:
             return _typed_base64(self, <const uint8_t *>PyBytes_AS_STRING(v), PyBytes_GET_SIZE(v), 0)
-        elif t is bool or t is dict or t is list or t is tuple:
+        elif t is tuple:  # a SET's members (a VECTOR's floats are not typed)
+            return _typed_set(self, v)
+        elif t is bool or t is dict or t is list:
             return 0
         else:  # dates, times: the JSON-lines writer's text, when it is a string without escapes
             js = fallback(v)

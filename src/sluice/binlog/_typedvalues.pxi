@@ -4,7 +4,7 @@
 # integer, UTF-8 text, DECIMAL and temporal text) and where the reader of its column keeps the
 # value's JSON text; any other value is made as its object and typed by ``_TypedColumn.put``. The
 # helpers after it write that JSON text, for both: a FLOAT or DOUBLE's number, a binary string's
-# base64, a JSON document's text.
+# base64, a JSON document's text; and a SET's members as their text joined by commas.
 
 cdef int _typed_value(RowProgram prog, _TypedColumn col, bytes buf, const uint8_t *b, Py_ssize_t *ppos,
                       Py_ssize_t end, Col *c, int k, object fallback) except -1:
@@ -61,6 +61,8 @@ cdef int _typed_value(RowProgram prog, _TypedColumn col, bytes buf, const uint8_
                 return 0
             ppos[0] = pos + n
             return 1
+    elif op == OP_SET:
+        return _typed_set(col, prog._value(buf, b, ppos, end, c, k))
     return col.put(prog._value(buf, b, ppos, end, c, k), fallback)
 
 
@@ -132,4 +134,29 @@ cdef int _typed_double(_TypedColumn col, double d) except -1:
     if isnan(d) or isinf(d) or not col.begin_text():
         return 0
     _out_double(&col.data, d)
+    return col.end_text(mark)
+
+
+cdef int _typed_set(_TypedColumn col, tuple members) except -1:
+    """A SET's members (the tuple the row program makes) as their UTF-8 joined by commas; 0 for a
+    member that is empty or holds a comma, which that text could not tell apart, or is not text."""
+    cdef Py_ssize_t mark = col.data.size, n
+    cdef const char *p
+    cdef bint first = True
+    if not col.begin_text():
+        return 0
+    for member in members:
+        p = NULL
+        if type(member) is str:
+            try:
+                p = PyUnicode_AsUTF8AndSize(member, &n)
+            except UnicodeEncodeError:
+                pass  # lone surrogates: the JSON way says what becomes of them
+        if p == NULL or n == 0 or memchr(p, 44, n) != NULL:  # 44: ','
+            col.data.size = mark
+            return 0
+        if not first:
+            _out(&col.data, ",", 1)
+        _out(&col.data, p, n)
+        first = False
     return col.end_text(mark)
