@@ -3,20 +3,20 @@
 The per-row path (``sluice.spark.lake.table_layout`` decodes each JSON image, ``sluice.spark.lake.sink``
 folds the changes per primary key) handles every case: minimal images, partial JSON updates, key
 moves that patch a mirror row, snapshot filtering. Most batches need none of it: every image is
-full, and every column is of a type whose JSON-lines value Arrow converts exactly (integers,
-text, ENUM, TIME, DECIMAL from its digits, DATE / DATETIME / TIMESTAMP from their text, zero and
-partial dates to NULL as ``sluice.spark.lake.columns`` does). ``merge_source`` then parses the images
-with ``pyarrow.json`` (explicit schema, unknown keys an error), keeps the last change per key with
-an Arrow group-by (an update that moves the key deletes the old key), and returns the same MERGE
-source the per-row path builds. It returns None whenever it cannot prove the result is the same —
-an unsupported column type, a partial image, a value Arrow will not convert, a NULL key — and the
-caller takes the per-row path, which also raises the errors for bad data.
+full, and every column has an exact column-wise conversion (``sluice.spark.lake.read_plans``).
+``typed_merge_source`` then reads the images the compiled core typed as it wrote them, and
+``merge_source`` (without them) parses the JSON images with ``pyarrow.json`` (explicit schema,
+unknown keys an error); both keep the last change per key (an update that moves the key deletes the
+old key) and return the same MERGE source the per-row path builds. Each returns None whenever it
+cannot prove the result is the same — a column without a conversion, a partial image, a value Arrow
+will not convert, a NULL key, a key of a type other than ``read_plan``'s — and the caller takes the
+per-row path, which also raises the errors for bad data.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import cast
 
@@ -24,86 +24,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pa_json
 
-from sluice.spark.lake import columns as t
 from sluice.spark.lake.columns import MirrorColumn
+from sluice.spark.lake.read_plans import ReadPlan, as_read, column_plans, read_plan
 from sluice.spark.lake.typed_images import TypedRows
 
 __all__ = [
-    "DELETE_FLAG", "ReadPlan", "all_full", "as_read", "fold_sources", "key_bounds", "last_per_key", "merge_source",
-    "quote_name", "read_plan", "read_texts", "text_buffers", "typed_merge_source",
+    "DELETE_FLAG", "all_full", "fold_sources", "key_bounds", "last_per_key", "merge_source", "quote_name",
+    "read_texts", "text_buffers", "typed_merge_source",
 ]
 
 DELETE_FLAG = "_sluice_delete"  # the MERGE source's column: delete the key (else upsert the row)
-
-_DATE = r"[0-9]{4}-[0-9]{2}-[0-9]{2}"
-_TIME = r"[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,6})?"
-# What datetime.fromisoformat accepts of the well-formed texts: other values are None in the mirror.
-_VALID_YEAR = r"([0-9]{3}[1-9]|[0-9]{2}[1-9][0-9]|[0-9][1-9][0-9]{2}|[1-9][0-9]{3})"  # not 0000
-_VALID_DATE = _VALID_YEAR + r"-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])"
-_VALID_TIME = r"([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\.[0-9]{1,6})?"
-
-_Finish = Callable[[pa.Array], "pa.Array | None"]
-ReadPlan = tuple[pa.DataType, _Finish]
-
-
-def _checked(texts: pa.Array, wellformed: str, valid: str, target: pa.DataType,
-             zero_only: str | None = None) -> pa.Array | None:
-    """Temporal texts -> ``target``: texts of the well-formed shape that are not valid -> NULL, valid
-    ones cast (an impossible day such as Feb 30 makes Arrow fail: None). ``zero_only``: a second
-    shape whose texts must all be invalid (the zero TIMESTAMP), else None."""
-    present = pc.is_valid(texts)
-    shaped = pc.match_substring_regex(texts, f"^(?:{wellformed})$")
-    if zero_only is not None:
-        zero = pc.match_substring_regex(texts, f"^(?:{zero_only})$")
-        if pc.any(pc.and_(zero, pc.match_substring_regex(texts, f"^(?:{_VALID_DATE}) {_VALID_TIME}$"))).as_py():
-            return None
-        shaped = pc.or_(shaped, zero)
-    if not pc.all(pc.or_kleene(pc.invert(present), shaped)).as_py():
-        return None
-    good = pc.match_substring_regex(texts, f"^(?:{valid})$")
-    kept = pc.if_else(good, texts, pa.scalar(None, pa.string()))
-    try:
-        return pc.cast(kept, target)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        return None
-
-
-def _cast_to(target: pa.DataType) -> _Finish:
-    def finish(values: pa.Array) -> pa.Array | None:
-        try:
-            return pc.cast(values, target)
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-            return None
-
-    return finish
-
-
-def read_plan(col: MirrorColumn) -> tuple[pa.DataType, _Finish] | None:
-    """(the type to read the column's JSON values as, JSON values -> mirror values), None when the
-    column has no exact column-wise conversion."""
-    at, mt, convert = col.arrow_type, col.mysql_type, col.convert
-    if convert is t._identity:
-        if pa.types.is_integer(at):
-            return pa.int64(), _cast_to(at)
-        if at == pa.string():
-            return pa.string(), _cast_to(at)
-        if pa.types.is_decimal(at):
-            if mt.startswith("decimal("):
-                return pa.string(), _cast_to(at)
-            if at.scale == 0:  # BIGINT UNSIGNED, BIT(64), a SET bitmask: a JSON integer
-                return pa.uint64(), _cast_to(at)
-        return None
-    if convert is t._to_date and at == pa.date32():
-        return pa.string(), lambda v: _checked(v, _DATE, _VALID_DATE, at)
-    if convert is t._to_datetime and pa.types.is_timestamp(at):
-        if at.tz is None:
-            return pa.string(), lambda v: _checked(v, f"{_DATE} {_TIME}", f"{_VALID_DATE} {_VALID_TIME}", at)
-        if at.tz == "UTC":
-            return pa.string(), lambda v: _checked(
-                v, f"{_DATE}T{_TIME}Z", f"{_VALID_DATE}T{_VALID_TIME}Z", at, zero_only=f"{_DATE} {_TIME}"
-            )
-    return None
-
 
 def text_buffers(texts: pa.ChunkedArray) -> list[tuple[pa.Buffer, int]]:
     """Each chunk's texts back to back (its data buffer, zero-copy) and how many texts they are."""
@@ -165,8 +95,10 @@ def read_texts(buffers: list[tuple[pa.Buffer, int]], schema: pa.Schema, *, stric
     return pa.concat_tables(tables).select(schema.names)
 
 
-def _usable(columns: Sequence[MirrorColumn], primary_key: Sequence[str], rows: pa.Table) -> list[ReadPlan] | None:
-    """Each column's plan, when a table's rows can take the column-wise path at all."""
+def _usable(columns: Sequence[MirrorColumn], primary_key: Sequence[str], rows: pa.Table,
+            side: int) -> list[ReadPlan] | None:
+    """Each column's plan (``side`` of ``column_plans``: 0 the JSON images, 1 the typed ones; a key
+    column only ``read_plan``'s), when a table's rows can take the column-wise path at all."""
     if not primary_key or rows.num_rows == 0:
         return None
     names = [c.name for c in columns]
@@ -174,7 +106,7 @@ def _usable(columns: Sequence[MirrorColumn], primary_key: Sequence[str], rows: p
         return None
     if any(n.startswith("_sluice_") for n in names):
         return None
-    plans = [read_plan(c) for c in columns]
+    plans = [read_plan(c) if c.name in primary_key else column_plans(c)[side] for c in columns]
     if any(p is None for p in plans):
         return None
     if rows.column("json_diffs").null_count != rows.num_rows:
@@ -186,7 +118,7 @@ def merge_source(columns: Sequence[MirrorColumn], primary_key: Sequence[str], ro
     """The MERGE source (``sluice.spark.lake.sink``: the mirror's columns and ``DELETE_FLAG``, one
     row per key touched) of one table's rows of the change DataFrame, in binlog order; None when
     the per-row path must build it."""
-    plans = _usable(columns, primary_key, rows)
+    plans = _usable(columns, primary_key, rows, 0)
     if plans is None:
         return None
     op = rows.column("op")
@@ -220,7 +152,7 @@ def typed_merge_source(columns: Sequence[MirrorColumn], primary_key: Sequence[st
     """``merge_source`` from the images the compiled core typed as it wrote them (``typed``, the
     same changes as ``rows``) instead of their JSON text: the same table, or None where either
     would be None (then ``merge_source`` decides)."""
-    plans = _usable(columns, primary_key, rows)
+    plans = _usable(columns, primary_key, rows, 1)
     if plans is None or len(typed.ops) != rows.num_rows or set(typed.after) != {c.name for c in columns}:
         return None
     after_values, before_keys = {}, {}
@@ -241,19 +173,6 @@ def typed_merge_source(columns: Sequence[MirrorColumn], primary_key: Sequence[st
     is_update = pc.equal(ops, 1)
     masks = (is_update, pc.not_equal(ops, 2), pc.not_equal(ops, 0))
     return _finished(columns, primary_key, plans, rows.num_rows, masks, after_values, before_keys)
-
-
-def as_read(values: pa.Array, kind: pa.DataType) -> pa.Array | None:
-    """Typed values as the JSON reader would have read them as ``kind``, or None: integers as the
-    integer types, texts as text, NULLs as anything; never a text as a number."""
-    if values.type == pa.null():
-        return pa.nulls(len(values), kind)
-    if pa.types.is_string(kind) != pa.types.is_string(values.type):
-        return None
-    try:
-        return pc.cast(values, kind)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        return None
 
 
 def _finished(columns: Sequence[MirrorColumn], primary_key: Sequence[str], plans: list[ReadPlan], n: int,

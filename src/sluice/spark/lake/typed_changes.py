@@ -12,26 +12,25 @@ typed images (``TypedRows``), and returns one row per change (``change_schema``)
 | json_diffs, file, pos, row, gtid, ts, commit_ts | | as in the change schema |
 
 Three ways give the same table. The typed images are read when every column has an exact
-column-wise conversion (``merge_source``'s plans) and every image is whole; otherwise Arrow parses
-the JSON images under the same conditions; otherwise each image is decoded and converted as the
+column-wise conversion (``sluice.spark.lake.read_plans``) and every image is whole; otherwise Arrow
+parses the JSON images under the same conditions; otherwise each image is decoded and converted as the
 mirror's per-row path does (``exact_only`` asks for that way), which is also where a value that does
 not fit its column raises ``SchemaError``.
 """
 
 from __future__ import annotations
 
-import binascii
 from collections.abc import Sequence
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sluice.spark.lake import columns as t
 from sluice.spark.lake.changelog_schema import CHANGE_ARROW_SCHEMA
 from sluice.spark.lake.columns import MirrorColumn, to_arrow_table
 from sluice.spark.lake.images import image_decoder
-from sluice.spark.lake.merge_source import ReadPlan, all_full, as_read, read_plan, read_texts, text_buffers
+from sluice.spark.lake.merge_source import all_full, read_texts, text_buffers
+from sluice.spark.lake.read_plans import ReadPlan, as_read, column_plans
 from sluice.spark.lake.typed_images import TypedRows
 
 __all__ = ["change_schema", "change_table"]
@@ -63,45 +62,6 @@ def change_table(columns: Sequence[MirrorColumn], rows: pa.Table, typed: TypedRo
     return pa.Table.from_arrays(arrays, schema=change_schema(columns))
 
 
-def _plans(col: MirrorColumn) -> tuple[ReadPlan | None, ReadPlan | None]:
-    """How a column is read column-wise: (from the JSON images, from the typed images); None for a
-    way there is not. Beyond ``read_plan`` (what a MERGE source reads): a DOUBLE or FLOAT from its
-    JSON number (the shortest text of the double, which parses back to it), binary from base64,
-    SET members from their array (JSON images only) and a JSON document's text (typed images only)."""
-    plan = read_plan(col)
-    if plan is not None:
-        return plan, plan
-    if col.convert is t.json_text and col.mysql_type == "json":
-        return None, (pa.string(), _same)
-    if col.convert is not t._identity:
-        return None, None
-    at = col.arrow_type
-    if col.mysql_type in ("double", "float"):
-        def number(values: pa.Array) -> pa.Array | None:
-            try:
-                return pc.cast(pc.cast(values, pa.float64()), at)
-            except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-                return None
-        return (pa.float64(), number), (pa.string(), number)
-    if pa.types.is_binary(at):
-        return (pa.string(), _from_base64), (pa.string(), _from_base64)
-    if pa.types.is_list(at) and pa.types.is_string(at.value_type) and not col.mysql_type.startswith("vector"):
-        return (at, _same), None
-    return None, None
-
-
-def _same(values: pa.Array) -> pa.Array:
-    return values
-
-
-def _from_base64(values: pa.Array) -> pa.Array | None:
-    decode = binascii.a2b_base64
-    try:
-        return pa.array([None if v is None else decode(v, strict_mode=True) for v in values.to_pylist()], pa.binary())
-    except (binascii.Error, ValueError):
-        return None
-
-
 def _columnwise(columns: Sequence[MirrorColumn], rows: pa.Table,
                 typed: TypedRows | None) -> tuple[pa.Array, pa.Array, pa.Array] | None:
     """Both images' structs read column-wise where a column has an exact way (the others decoded
@@ -110,7 +70,7 @@ def _columnwise(columns: Sequence[MirrorColumn], rows: pa.Table,
     n = rows.num_rows
     if not n or len(set(names)) != len(names) or rows.column("json_diffs").null_count != n:
         return None
-    plans = {c.name: _plans(c) for c in columns}
+    plans = {c.name: column_plans(c) for c in columns}
     usable = typed is not None and _same_changes(rows, typed, names)  # then every image is whole
     out = []
     for side in _SIDES:

@@ -3,8 +3,8 @@
 The same changes — as the change DataFrame's Arrow rows (``record_batch``) — go through both paths
 into two Delta lakes, batch after batch; the mirrors must be equal row for row. The changes mix
 inserts, updates and deletes of the same keys in one batch, key moves, NULLs, zero and partial
-dates, DECIMALs, unicode text, negative numbers, unsigned BIGINT keys and fractional seconds 0-6.
-Cases the column-wise path must leave to the per-row path return None.
+dates, DECIMALs, unicode text, negative numbers, unsigned BIGINT keys and fractional seconds 0-6;
+and FLOAT / DOUBLE extremes, binary strings (BINARY's padding) and SETs. Cases the column-wise path must leave to the per-row path return None.
 """
 
 from __future__ import annotations
@@ -35,6 +35,8 @@ WIDE = """CREATE TABLE t (
   id BIGINT UNSIGNED NOT NULL, k INT, neg SMALLINT, tiny TINYINT UNSIGNED, c VARCHAR(50), e ENUM('a','b'),
   d DECIMAL(10,3), big DECIMAL(38,10), dt DATE, t0 DATETIME, t3 DATETIME(3), t6 DATETIME(6),
   ts TIMESTAMP NULL, ts2 TIMESTAMP(2) NULL, tm TIME(4), y YEAR, b BIT(5), PRIMARY KEY (id))"""
+MIXED = """CREATE TABLE m (id INT NOT NULL, f FLOAT, g DOUBLE, bl BLOB, bn BINARY(4), vb VARBINARY(10),
+  s SET('x','y','zé'), PRIMARY KEY (id))"""
 COMPOSITE = "CREATE TABLE p (a VARCHAR(20) NOT NULL, n INT NOT NULL, v DECIMAL(5,2), w DATETIME(1), PRIMARY KEY (a, n))"
 
 
@@ -68,6 +70,24 @@ def wide_row(rng: random.Random, key: int) -> dict[str, Any]:
         "ts2": maybe(rng.choice(["0000-00-00 00:00:00.00", f"2001-02-03T04:05:06.{frac[:2]}Z"])),
         "tm": maybe(rng.choice(["-838:59:59.0000", "00:00:00.0000", f"12:34:56.{frac[:4]}"])),
         "y": maybe(rng.choice([0, 1901, 2155])), "b": maybe(rng.randrange(32)),
+    }
+
+
+FLOATS = [0.0, -0.0, 1.5, -2.25, 0.1, 1e-300, 1.7976931348623157e308, 5e-324, 123456.789]
+FLOAT32S = [0.0, 1.5, 0.10000000149011612, -3.4028234663852886e38, 1.401298464324817e-45]
+SETS = [(), ("x",), ("y", "zé"), ("x", "y", "zé")]
+
+
+def mixed_row(rng: random.Random, key: int) -> dict[str, Any]:
+    """FLOAT, DOUBLE, binary strings and SETs, as the row decoder makes them."""
+    def maybe(v: Any) -> Any:
+        return None if rng.random() < 0.15 else v
+
+    return {
+        "id": key, "f": maybe(rng.choice(FLOAT32S)), "g": maybe(rng.choice(FLOATS)),
+        "bl": maybe(bytes(rng.randrange(256) for _ in range(rng.randrange(40)))),
+        "bn": maybe(rng.choice([b"\x00\x00\x00\x00", b"ab\x00\x00", b"\xff\xfe\x01\x02"])),
+        "vb": maybe(rng.choice([b"", b"\x00", b"plain", b"\x80\x81"])), "s": maybe(rng.choice(SETS)),
     }
 
 
@@ -147,6 +167,16 @@ def test_wide_table_same_mirror(tmp_path: Path, seed: int) -> None:
     assert {r["id"] for r in rows} == {Decimal(k) for k in live}
 
 
+@pytest.mark.parametrize("seed", [6, 7])
+def test_floats_binary_strings_and_sets_same_mirror(tmp_path: Path, seed: int) -> None:
+    rng = random.Random(seed)
+    live: dict[Any, dict[str, Any]] = {}
+    batches = [random_changes(rng, "m", ("id",), mixed_row, lambda r: r.randrange(1, 80), live, 120, 10 + b)
+               for b in range(3)]
+    rows, _ = run_both(tmp_path, MIXED, batches)
+    assert {r["id"] for r in rows} == set(live)
+
+
 @pytest.mark.parametrize("seed", [4, 5])
 def test_composite_key_with_moves(tmp_path: Path, seed: int) -> None:
     rng = random.Random(seed)
@@ -201,10 +231,10 @@ def test_declines_what_only_the_per_row_path_does_exactly() -> None:
     assert _one(COMPOSITE, [ins({**full, "w": "2021-02-01T00:00:00.0"})]) is None  # not DATETIME text
     assert _one(COMPOSITE, [ins({**full, "v": Decimal("1000.00")})]) is None  # does not fit DECIMAL(5,2)
     assert _one(COMPOSITE, [ins({**full, "n": "1"})]) is None  # a string for an INT
-    assert _one("CREATE TABLE s (a VARCHAR(20) NOT NULL, n INT NOT NULL, f SET('x','y'), PRIMARY KEY (a, n))",
-                [ins({"a": "x", "n": 1, "f": ("x",)}, "s")]) is None  # SET: not column-wise
-    assert _one("CREATE TABLE s (a VARCHAR(20) NOT NULL, n INT NOT NULL, f DOUBLE, PRIMARY KEY (a, n))",
-                [ins({"a": "x", "n": 1, "f": 1.5}, "s")]) is None  # DOUBLE: not column-wise
+    assert _one("CREATE TABLE s (a VARCHAR(20) NOT NULL, n INT NOT NULL, f JSON, PRIMARY KEY (a, n))",
+                [ins({"a": "x", "n": 1, "f": {"k": 1}}, "s")]) is None  # a JSON document: typed images only
+    assert _one("CREATE TABLE s (a VARCHAR(20) NOT NULL, n DOUBLE NOT NULL, PRIMARY KEY (a, n))",
+                [ins({"a": "x", "n": 1.5}, "s")]) is None  # a DOUBLE key: the per-row path folds it
     diff = RowChange("update", "db", "p", full, full, ("a", "n"), "binlog.000001", 4, 0, None, 0,
                      {"w": ()})  # type: ignore[arg-type]
     assert _one(COMPOSITE, [diff]) is None

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import random
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -21,11 +22,13 @@ from sluice.binlog.absent import ABSENT
 from sluice.cdc.change_rows import kind_metas
 from sluice.cdc.jsonl import line_parts, value_bytes
 from sluice.cdc.schema import TableSchema
+from sluice.spark.lake.changelog_rows import changelog_rows, row_changes
 from sluice.spark.lake.merge_source import merge_source, typed_merge_source
+from sluice.spark.lake.sink import DeltaLake, TableBatch
 from sluice.spark.lake.table_layout import mirror_columns_for_schema
 from sluice.spark.lake.typed_images import typed_rows
 from sluice.spark.source.change_schema import columns_batch
-from tests.unit.spark.lake.test_merge_source import schema_of
+from tests.unit.spark.lake.test_merge_source import mirror, schema_of
 
 pytestmark = pytest.mark.unit
 
@@ -52,8 +55,9 @@ def value_row(rng: random.Random, key: int) -> tuple[Any, ...]:
     )
 
 
-def events(rng: random.Random, count: int) -> list[tuple[int, list[Any]]]:
+def events(rng: random.Random, count: int, make: Any = None) -> list[tuple[int, list[Any]]]:
     """Rows events (kind, rows) over a few live keys: inserts, updates (some moving the key), deletes."""
+    make = make or value_row
     live: dict[int, tuple[Any, ...]] = {}
     out: list[tuple[int, list[Any]]] = []
     next_key = 1
@@ -62,7 +66,7 @@ def events(rng: random.Random, count: int) -> list[tuple[int, list[Any]]]:
         if choice < 0.4 or len(live) < 3:
             rows = []
             for _ in range(rng.randrange(1, 4)):
-                live[next_key] = value_row(rng, next_key)
+                live[next_key] = make(rng, next_key)
                 rows.append(live[next_key])
                 next_key += 1
             out.append((0, rows))
@@ -70,7 +74,7 @@ def events(rng: random.Random, count: int) -> list[tuple[int, list[Any]]]:
             key = rng.choice(sorted(live))
             new_key = key if rng.random() < 0.8 else next_key
             next_key += new_key == next_key
-            after = value_row(rng, new_key)
+            after = make(rng, new_key)
             out.append((1, [(live.pop(key), after)]))
             live[new_key] = after
         else:
@@ -79,9 +83,10 @@ def events(rng: random.Random, count: int) -> list[tuple[int, list[Any]]]:
     return out
 
 
-def change_rows(transactions: list[list[tuple[int, list[Any]]]], names: tuple[str, ...] = NAMES) -> Any:
+def change_rows(transactions: list[list[tuple[int, list[Any]]]], names: tuple[str, ...] = NAMES,
+                json: int = 0) -> Any:
     """The transactions' rows as ``arrow_batches`` gathers them: one ChangeRows per transaction,
-    extended into the batch's with a GTID and commit time."""
+    extended into the batch's with a GTID and commit time (bit j of ``json``: column j is JSON)."""
     keys = line_parts("write", "db", "t", names, ("id",), "binlog.000001")[1]
     metas = kind_metas("db", "t", ("id",), "binlog.000001")
     batch = core.ChangeRows()
@@ -90,7 +95,8 @@ def change_rows(transactions: list[list[tuple[int, list[Any]]]], names: tuple[st
         rows = core.ChangeRows()
         rows.keep_typed = True  # as the pipeline's tasks ask for (CaptureOutput.TYPED_COLUMNS)
         for kind, event in tx:
-            rows.add_rows(kind, keys, event, rows.meta_id(metas[kind]), pos, 1_700_000_000_000_000, ABSENT, value_bytes)
+            rows.add_rows(kind, keys, event, rows.meta_id(metas[kind]), pos, 1_700_000_000_000_000, ABSENT, value_bytes,
+                          json)
             pos += 100
         batch.extend(rows, None, 1_700_000_000_000_000)
     return batch
@@ -156,3 +162,53 @@ def test_rows_added_from_text_leave_the_table_to_the_json_images() -> None:
     batch.extend(tx, None, 0)
     rows = pa.Table.from_batches([columns_batch(batch)])
     assert typed_rows([batch.typed[("db", "t")]], rows.num_rows) is None
+
+
+OTHER = """CREATE TABLE t (id BIGINT NOT NULL, g DOUBLE, f FLOAT, bl BLOB, bn BINARY(4), s SET('x','y','zé'),
+  j JSON, PRIMARY KEY (id))"""
+OTHER_NAMES = ("id", "g", "f", "bl", "bn", "s", "j")
+DOCUMENTS: list[Any] = [{"a": [1, "two", None, True]}, [], {"é": {"n": -5}}, "text", 7, {"q": 'say "hi"\n'}]
+
+
+def other_row(rng: random.Random, key: int) -> tuple[Any, ...]:
+    def maybe(v: Any) -> Any:
+        return None if rng.random() < 0.15 else v
+
+    return (
+        key, maybe(rng.choice([0.0, -0.0, 0.1, -2.5e-300, 1.7976931348623157e308, 5e-324])),
+        maybe(rng.choice([1.5, 0.10000000149011612, -3.4028234663852886e38])),
+        maybe(bytes(rng.randrange(256) for _ in range(rng.randrange(30)))),
+        maybe(rng.choice([b"ab\x00\x00", b"\xff\x00\x01\x02"])),
+        maybe(rng.choice([(), ("x",), ("y", "zé"), ("x", "y", "zé")])), maybe(rng.choice(DOCUMENTS)),
+    )
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_floats_binary_strings_sets_and_json_documents_make_the_per_row_mirror(tmp_path: Path, seed: int) -> None:
+    """Their typed images (a number's, a base64's, the members' and a document's text) make the
+    MERGE source that gives the mirror the per-row path gives."""
+    rng = random.Random(seed)
+    schema = schema_of(OTHER)
+    columns = mirror_columns_for_schema(schema, "mysql")
+    slow, fast = DeltaLake(tmp_path / "rows", "app"), DeltaLake(tmp_path / "typed", "app")
+    for batch_id in range(3):
+        transactions = [events(rng, rng.randrange(1, 5), other_row) for _ in range(rng.randrange(1, 20))]
+        batch = change_rows(transactions, OTHER_NAMES, json=1 << 6)
+        rows = pa.Table.from_batches([columns_batch(batch)])
+        images = typed_rows([batch.typed[("db", "t")]], rows.num_rows)
+        assert images is not None and set(images.after) == set(OTHER_NAMES)
+        source = typed_merge_source(columns, ("id",), rows, images)
+        assert source is not None, "the typed images stepped aside"
+        slow.write_batch(batch_id, [TableBatch("db", "t", columns, ("id",), row_changes(columns, rows))])
+        fast.write_batch(batch_id, [TableBatch("db", "t", columns, ("id",), (), source, rows.num_rows)],
+                         changelog=changelog_rows(rows, batch_id))
+        assert mirror(tmp_path / "rows", "db", "t", ("id",)) == mirror(tmp_path / "typed", "db", "t", ("id",))
+
+
+def test_a_set_member_the_text_could_not_tell_apart_leaves_its_column_untyped() -> None:
+    """An empty member (MySQL allows one) would make the empty set's text: the column steps aside."""
+    schema = schema_of("CREATE TABLE t (id BIGINT NOT NULL, s SET('', 'x'), PRIMARY KEY (id))")
+    assert schema is not None
+    batch = change_rows([[(0, [(1, ("x",)), (2, ("",))])]], ("id", "s"))
+    images = typed_rows([batch.typed[("db", "t")]], 2)
+    assert images is not None and set(images.after) == {"id"}
