@@ -13,6 +13,9 @@ Two measurements on sandbox servers (the W1 binlogs of ``bench/decode.py`` are r
               command over W1's files capturing a table none of them changes (``--tables
               bench\.uncaptured``): every range holds no captured change, so its seconds over the
               start-up's are what reading the files without decoding a row costs.
+              ``--workload W2`` streams W2 instead (the wide table: DOUBLE, BLOB, JSON, SET and
+              temporal columns). Each mirror is then compared with the server's table
+              (``sluice verify``).
               With ``--s3`` the W1 run is repeated with the lake on the S3 test server (moto, in
               memory, on this machine): its steady rows/s over the local lake's.
   latency     a steady load of about ``--rate`` rows/s (inserts and updates in small transactions)
@@ -53,26 +56,38 @@ from sluice.spark.pipeline.runner import Pipeline, PipelineConfig
 OUT = decode.OUT
 
 
-def throughput(flavor: str, scale: decode.Scale, s3: S3Sandbox | None = None) -> dict[str, object]:
+#: Each workload's table, and its row changes at a scale.
+WORKLOADS = {
+    "W1": ("sbtest1", lambda s: s.w1_rows + s.w1_updates + s.w1_deletes),
+    "W2": ("wide", lambda s: s.w2_rows + s.w2_updates),
+}
+
+
+def throughput(flavor: str, scale: decode.Scale, s3: S3Sandbox | None = None,
+               workload: str = "W1") -> dict[str, object]:
     box, files = decode.prepare(flavor, scale)
     try:
-        w1 = files["W1"]
-        paths = [str(box.binlog_dir / name) for name in w1]
+        names = files[workload]
+        table, count = WORKLOADS[workload]
+        paths = [str(box.binlog_dir / name) for name in names]
         tool = decode.timed(box.binlog_tool_argv("-vv", "--base64-output=decode-rows", *paths))
         lake = OUT / f"lake-{scale.name}-{flavor}"
         sluice_run = [*decode.SLUICE, "run", "--source", box.dsn("repl"), "--trigger", "once"]
-        command = [*sluice_run, "--tables", r"bench\.sbtest1"]
+        command = [*sluice_run, "--tables", rf"bench\.{table}"]
         shutil.rmtree(lake, ignore_errors=True)
-        run = decode.timed([*command, "--lake", str(lake), "--from", f"{w1[0]}:4"], pin=False)
+        run = decode.timed([*command, "--lake", str(lake), "--from", f"{names[0]}:4"], pin=False)
+        # The mirror against the server's table (which the workload left as it is): what a user gets.
+        verify = decode.timed([*decode.SLUICE, "verify", "--source", box.dsn("root"), "--lake", str(lake),
+                               "--tables", rf"bench\.{table}"], pin=False, keep_stdout=True)
         # Start-up: the same command over an empty range (a fresh lake starting at the server's end).
         shutil.rmtree(lake, ignore_errors=True)
         empty = decode.timed([*command, "--lake", str(lake), "--from", "latest"], pin=False)
         shutil.rmtree(lake, ignore_errors=True)
-        # W1's files with nothing in them captured: the driver skips every transaction at its TABLE_MAP.
+        # The workload's files with nothing in them captured: the driver skips every transaction at its TABLE_MAP.
         uncaptured = decode.timed([*sluice_run, "--tables", r"bench\.uncaptured", "--lake", str(lake),
-                                   "--from", f"{w1[0]}:4"], pin=False)
+                                   "--from", f"{names[0]}:4"], pin=False)
         shutil.rmtree(lake, ignore_errors=True)
-        rows = scale.w1_rows + scale.w1_updates + scale.w1_deletes
+        rows = count(scale)
         batch_seconds = _steady(run)
         on_s3: dict[str, object] = {}
         if s3 is not None:  # the same run with the lake on the S3 server (a bucket prefix of its own)
@@ -81,7 +96,7 @@ def throughput(flavor: str, scale: decode.Scale, s3: S3Sandbox | None = None) ->
             shutil.rmtree(checkpoint, ignore_errors=True)
             cpu, logged = _cpu_seconds(s3.proc.pid), s3.log.stat().st_size
             remote = decode.timed([*command, "--lake", uri, "--checkpoint-dir", str(checkpoint),
-                                   "--from", f"{w1[0]}:4"], pin=False, env={**os.environ, **s3.env()})
+                                   "--from", f"{names[0]}:4"], pin=False, env={**os.environ, **s3.env()})
             shutil.rmtree(checkpoint, ignore_errors=True)
             on_s3 = {"s3_run": remote.__dict__, "s3_batch_seconds": _steady(remote),
                      "s3_steady_rows_per_s": rows / _steady(remote),
@@ -90,7 +105,9 @@ def throughput(flavor: str, scale: decode.Scale, s3: S3Sandbox | None = None) ->
                      "s3_server_cpu_seconds": _cpu_seconds(s3.proc.pid) - cpu,
                      "s3_requests": _requests(s3.log, logged)}
         return {
-            "flavor": flavor, "rows": rows, "sluice_run": run.__dict__, "binlog_tool": tool.__dict__,
+            "flavor": flavor, "workload": workload, "rows": rows,
+            "verified": verify.error is None and " equal the source" in verify.stdout + verify.stderr_tail,
+            "sluice_run": run.__dict__, "binlog_tool": tool.__dict__,
             "sluice_rows_per_s": rows / run.seconds, "tool_rows_per_s": rows / tool.seconds,
             "batch_seconds": batch_seconds, "steady_rows_per_s": rows / batch_seconds,
             "startup_seconds": empty.seconds, "startup_error": empty.error,
@@ -184,6 +201,9 @@ def main() -> int:
     parser.add_argument("--flavors", default="mariadb,mysql", help="comma-separated: mysql, mariadb")
     parser.add_argument("--rate", type=int, default=5000, help="rows/s of the latency load (default 5000)")
     parser.add_argument("--only", choices=("throughput", "latency"), help="run one of the two measurements")
+    parser.add_argument("--workload", choices=tuple(WORKLOADS), default="W1",
+                        help="the throughput's workload: W1 (default) or W2 (the wide table: DOUBLE, BLOB, JSON, "
+                        "SET ...)")
     parser.add_argument("--s3", action="store_true",
                         help="also run W1 with the lake on the S3 test server (moto): its steady rows/s next to "
                         "the local lake's")
@@ -194,23 +214,23 @@ def main() -> int:
     s3 = S3Sandbox.start() if args.s3 else None
     for flavor in args.flavors.split(","):
         if args.only != "latency":
-            decode.log(f"{flavor}: W1 end to end")
-            results["throughput"].append(throughput(flavor, scale, s3))
+            decode.log(f"{flavor}: {args.workload} end to end")
+            results["throughput"].append(throughput(flavor, scale, s3, args.workload))
         if args.only != "throughput":
             decode.log(f"{flavor}: latency at {args.rate} rows/s")
             results["latency"].append(latency(flavor, 20.0 if args.quick else 60.0, args.rate))
     if s3 is not None:
         s3.stop()
-    (OUT / f"pipeline-{scale.name}{'-' + args.only if args.only else ''}.json").write_text(
+    (OUT / f"pipeline-{scale.name}-{args.workload}{'-' + args.only if args.only else ''}.json").write_text(
         json.dumps(results, indent=1, default=str)
     )
     if args.only:
         print(json.dumps(results, indent=1, default=str))
         return 0
-    print("| flavor | W1 changes | sluice run (server -> Delta) | mysqlbinlog -vv | ratio | steady (first to last "
-          "batch) | start-up (empty range) | W1's files, nothing captured | driver peak RSS | load rows/s "
-          "| median commit-to-visible | p90 |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print(f"| flavor | {args.workload} changes | sluice run (server -> Delta) | mysqlbinlog -vv | ratio | "
+          "steady (first to last batch) | start-up (empty range) | the files, nothing captured | mirror = server | "
+          "driver peak RSS | load rows/s | median commit-to-visible | p90 |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for t, lat in zip(results["throughput"], results["latency"], strict=True):
         run, tool = t["sluice_run"], t["binlog_tool"]
         err = f" ({run['error']})" if run.get("error") else ""  # type: ignore[union-attr]
@@ -219,7 +239,7 @@ def main() -> int:
             f"{t['tool_rows_per_s']:,.0f} rows/s ({tool['seconds']:.1f}s) | "  # type: ignore[index]
             f"{t['sluice_rows_per_s'] / t['tool_rows_per_s']:.2f}x | "  # type: ignore[operator]
             f"{t['steady_rows_per_s']:,.0f} rows/s ({t['batch_seconds']:.1f}s) | {t['startup_seconds']:.1f}s | "
-            f"{t['uncaptured_seconds']:.1f}s | "
+            f"{t['uncaptured_seconds']:.1f}s | {'yes' if t['verified'] else 'NO'} | "
             f"{run['max_rss_mb']:,.0f} MB | {lat['achieved_rate']:,.0f} | "  # type: ignore[index]
             f"{lat['median_s']:.2f}s | {lat['p90_s']:.2f}s |"
         )
