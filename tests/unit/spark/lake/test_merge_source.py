@@ -3,8 +3,9 @@
 The same changes — as the change DataFrame's Arrow rows (``record_batch``) — go through both paths
 into two Delta lakes, batch after batch; the mirrors must be equal row for row. The changes mix
 inserts, updates and deletes of the same keys in one batch, key moves, NULLs, zero and partial
-dates, DECIMALs, unicode text, negative numbers, unsigned BIGINT keys and fractional seconds 0-6;
-and FLOAT / DOUBLE extremes, binary strings (BINARY's padding) and SETs. Cases the column-wise path must leave to the per-row path return None.
+dates, DECIMALs, unicode text, negative numbers, unsigned BIGINT keys, fractional seconds 0-6,
+FLOAT / DOUBLE extremes, binary strings (BINARY's padding) and SETs. Cases the column-wise path
+must leave to the per-row path return None.
 """
 
 from __future__ import annotations

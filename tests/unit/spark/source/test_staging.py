@@ -145,10 +145,10 @@ def test_staged_batches_give_the_driver_only_lake(tmp_path: Path, seed: int) -> 
 
 
 def test_ddl_rows_and_tables_without_a_typed_source(tmp_path: Path) -> None:
-    tracker = tracker_with("CREATE TABLE k (a INT)", "CREATE TABLE s (a INT PRIMARY KEY, f SET('x','y'))")
+    tracker = tracker_with("CREATE TABLE k (a INT)", "CREATE TABLE s (a INT PRIMARY KEY, f JSON)")
     changes = [
         RowChange("insert", "db", "k", None, {"a": 1}, (), "binlog.000001", 4, 0, None, 0),
-        RowChange("insert", "db", "s", None, {"a": 1, "f": ("x",)}, ("a",), "binlog.000001", 9, 0, None, 0),
+        RowChange("insert", "db", "s", None, {"a": 1, "f": {"x": [1]}}, ("a",), "binlog.000001", 9, 0, None, 0),
     ]
     rows = arrow_rows(changes)
     ddl = rows.slice(0, 1).to_pylist()[0] | {"op": "ddl", "before": None, "after": None, "pos": 2,
@@ -158,7 +158,7 @@ def test_ddl_rows_and_tables_without_a_typed_source(tmp_path: Path) -> None:
     kinds = {(d["kind"], d["table"]): d for d in staged}
     assert kinds[("ddl", "k")]["first_pos"] == 2 and "CREATE TABLE" in kinds[("ddl", "k")]["ddl"]
     assert kinds[("table", "k")]["path"] is None  # no primary key: change log only
-    assert kinds[("table", "s")]["path"] is None  # SET: only the per-row path types it
+    assert kinds[("table", "s")]["path"] is None  # a JSON document without typed images: per-row only
     assert kinds[("changes", None)]["rows"] == 3
 
 
