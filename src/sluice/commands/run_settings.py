@@ -178,6 +178,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("chunk_rows", "--chunk-rows", "rows per snapshot chunk (default: 64 MiB of the table's average row, "
             "1,000 to 1,000,000 rows; a running chunk holds its rows a few times over in its task's memory)",
             metavar="N", value_type=int, convert=_whole("chunk_rows")),
+    Setting("snapshot_connections", "--snapshot-connections", "snapshot chunks read from the source at once, each "
+            "on a connection of its own (default: one per Spark core, at most 8; the source server, not Spark, is "
+            "most often the limit)", metavar="N", value_type=int, convert=_whole("snapshot_connections")),
     Setting("skip_incidents", option=SKIP_INCIDENTS, convert=_flag("skip_incidents")),
     Setting("metrics_port", "--metrics-port", "serve Prometheus metrics on http://HOST:N/metrics: lag (seconds, "
             "bytes), changes per table and op, batches and their duration, snapshot progress, errors, the last "

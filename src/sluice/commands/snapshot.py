@@ -33,6 +33,9 @@ def register(sub: Any) -> None:
     parser.add_argument("--tables", metavar="REGEX", required=True, help="the tables ('db.table' regex) to read again")
     parser.add_argument("--chunk-rows", type=int, metavar="N",
                         help="rows per chunk (default: 64 MiB of the table's average row, 1,000 to 1,000,000 rows)")
+    parser.add_argument("--connections", type=int, metavar="N",
+                        help="chunks read from the source at once, each on a connection of its own (default: one "
+                        "per Spark core, at most 8)")
     parser.add_argument("--master", metavar="URL", help="Spark master (default local[*])")
     parser.set_defaults(handler=run)
 
@@ -51,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"sluice snapshot: {text}", file=sys.stderr, flush=True)
 
     config = PipelineConfig(source=args.source, lake=args.lake, tables=args.tables, snapshot="only",
-                            chunk_rows=args.chunk_rows, master=args.master)
+                            chunk_rows=args.chunk_rows, snapshot_connections=args.connections, master=args.master)
     pipeline = Pipeline(config, progress=say)
     state = SnapshotState.load(pipeline.store)
     names = [n for n in state.tables if pattern.fullmatch(n)]

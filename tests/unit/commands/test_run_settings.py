@@ -33,6 +33,7 @@ BOTH_WAYS = {
     "max_rows_per_batch": (["--max-rows-per-batch", "5000"], "max_rows_per_batch = 5000"),
     "snapshot": (["--snapshot", "only"], 'snapshot = "only"'),
     "chunk_rows": (["--chunk-rows", "20000"], "chunk_rows = 20000"),
+    "snapshot_connections": (["--snapshot-connections", "3"], "snapshot_connections = 3"),
     "skip_incidents": (["--skip-incidents"], "skip_incidents = true"),
     "metrics_port": (["--metrics-port", "9108"], "metrics_port = 9108"),
     "metrics_host": (["--metrics-host", "127.0.0.1"], 'metrics_host = "127.0.0.1"'),
@@ -53,9 +54,9 @@ def _config(tmp_path, argv: list[str], toml: str = "") -> PipelineConfig:
 def test_every_setting_is_declared_once_with_its_key_and_option():
     keys = [s.key for s in SETTINGS]
     assert sorted(keys) == sorted({"source", "lake", "tables", "exclude_tables", "trigger", "master", "from",
-                                   "max_rows_per_batch", "spark", "snapshot", "chunk_rows", "skip_incidents",
-                                   "metrics_port", "metrics_host", "checkpoint_dir", "change_feed", "maintenance",
-                                   "mirror"})
+                                   "max_rows_per_batch", "spark", "snapshot", "chunk_rows", "snapshot_connections",
+                                   "skip_incidents", "metrics_port", "metrics_host", "checkpoint_dir", "change_feed",
+                                   "maintenance", "mirror"})
     fields = {f for s in SETTINGS for f in (s.fields or (s.field,))}
     config_fields = {f.name for f in dataclasses.fields(PipelineConfig)}
     assert fields <= config_fields and config_fields - fields == {"max_bytes_per_batch"}  # not a user's setting

@@ -33,6 +33,7 @@ class PipelineConfig:
     starting_position: str = "earliest"
     snapshot: str = "never"  # initial: snapshot the tables first, then stream; only: snapshot and stop
     chunk_rows: int | None = None  # rows per snapshot chunk; None: 64 MiB of the table's average row
+    snapshot_connections: int | None = None  # chunks read at once; None: one per Spark core, at most 8
     max_rows_per_batch: int | None = None  # counting rows makes the driver decode ahead: bytes by default
     max_bytes_per_batch: int | None = 256 << 20
     conf: tuple[tuple[str, str], ...] = ()
@@ -50,6 +51,8 @@ class PipelineConfig:
             interval(self.trigger)  # a bad trigger fails here, before Spark starts
         if self.snapshot not in ("initial", "never", "only"):
             raise ConfigError(f"--snapshot is initial, never or only; found {self.snapshot!r}")
+        if self.snapshot_connections is not None and self.snapshot_connections < 1:
+            raise ConfigError(f"--snapshot-connections is at least 1; found {self.snapshot_connections}")
 
     @property
     def store(self) -> LakeStore:

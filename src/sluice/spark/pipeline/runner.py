@@ -114,12 +114,8 @@ class Pipeline:
         if cfg.snapshot == "never" and state is None:
             return None
         if state is None or cfg.snapshot != "never" or not state.complete:
-            runner = SnapshotRunner(
-                spark, cfg.source, self.store, self.pipeline_id, table_filter(cfg.tables, cfg.exclude_tables),
-                chunk_rows=cfg.chunk_rows, progress=self.progress, history=SchemaHistory.open(self.history_path),
-                on_chunk=self.metrics and self.metrics.snapshot_progress, change_feed=cfg.change_feed,
-                stopping=self._stop.is_set,
-            )
+            runner = self._snapshot_runner(spark, history=SchemaHistory.open(self.history_path),
+                                           stopping=self._stop.is_set)
             # Once the stream runs, only tables added to the capture (or dropped from the snapshot by
             # `sluice snapshot` or by a DDL to re-read) are read; the stream then goes on from its
             # checkpoint. With --snapshot never, only a re-read a DDL started is finished here.
@@ -384,12 +380,16 @@ class Pipeline:
 
         if not names:
             return
-        cfg = self.config
-        runner = SnapshotRunner(self._spark, cfg.source, self.store, self.pipeline_id,
-                                table_filter(cfg.tables, cfg.exclude_tables), chunk_rows=cfg.chunk_rows,
-                                progress=self.progress, on_chunk=self.metrics and self.metrics.snapshot_progress,
-                                change_feed=cfg.change_feed)
+        runner = self._snapshot_runner(self._spark)
         self._filter = SnapshotFilter(runner.run(only_new=True, only=frozenset(names)))
+
+    def _snapshot_runner(self, spark: Any, **extra: Any) -> SnapshotRunner:
+        cfg = self.config
+        return SnapshotRunner(spark, cfg.source, self.store, self.pipeline_id,
+                              table_filter(cfg.tables, cfg.exclude_tables), chunk_rows=cfg.chunk_rows,
+                              connections=cfg.snapshot_connections, progress=self.progress,
+                              on_chunk=self.metrics and self.metrics.snapshot_progress, change_feed=cfg.change_feed,
+                              **extra)
 
     def _lag_bytes(self, file: str, pos: int) -> int | None:
         try:

@@ -2,7 +2,8 @@
 
 DBLog's watermark method (``sluice.cdc.snapshot``): the driver records the binlog position ``start``
 before anything is read and splits each table into primary-key chunks; Spark tasks read the chunks
-in parallel (one job per chunk, one per core plus one running ahead of the driver), each between a
+in parallel (Spark jobs of a wave of chunks, the next wave running ahead of the driver's writes; at
+most ``connections`` at once, one per core up to 8 by default: ``chunk_waves``), each between a
 low and a high binlog watermark with a connection of its own, and reconcile the chunk with the
 table's binlog changes between the two, so every chunk holds the table's rows as of its high
 watermark. A mirror with no rows when its snapshot is planned gets its chunks, disjoint key
@@ -68,10 +69,12 @@ from sluice.spark.snapshot.mirror_writes import (
 from sluice.spark.snapshot.state import SnapshotState
 from sluice.spark.snapshot.task import ChunkPayload, read_and_reconcile
 
-__all__ = ["SnapshotRunner"]
+__all__ = ["DEFAULT_CONNECTIONS", "SnapshotRunner", "chunk_waves"]
 
 log = logging.getLogger(__name__)
 
+#: Chunks read at once by default, at most: one per Spark core up to this many connections to the source.
+DEFAULT_CONNECTIONS = 8
 _PASSES = 5  # snapshot passes over tables that DDL changed under the read, before giving up
 
 
@@ -88,6 +91,7 @@ class SnapshotRunner:
 
     def __init__(self, spark: Any, source: str, store: LakeStore, app_id: str,
                  include: Callable[[str, str], bool] | None, *, chunk_rows: int | None = None,
+                 connections: int | None = None,
                  progress: Callable[[str], None] | None = None, history: SchemaHistory | None = None,
                  on_chunk: Callable[[int, int, int], None] | None = None, change_feed: bool = True,
                  stopping: Callable[[], bool] | None = None) -> None:
@@ -97,6 +101,7 @@ class SnapshotRunner:
         self.lake = DeltaLake(store, f"{app_id}-snapshot", change_feed=change_feed)
         self.include = include
         self.chunk_rows = chunk_rows
+        self.connections = connections  # chunks read at once (``chunk_waves``)
         self.progress = progress or (lambda text: log.info("%s", text))
         self.history = history  # the stream's schema history: the schema at ``start`` goes there
         self.on_chunk = on_chunk  # (chunks done, chunks planned, rows written) after every chunk
@@ -288,14 +293,14 @@ class SnapshotRunner:
         return stale
 
     def _in_order(self, payloads: list[ChunkPayload], early_low: bool) -> Iterator[Any]:
-        """The chunks' task results in plan order. Chunks run as Spark jobs of a wave of two chunks
-        per core, one task per chunk, and the next wave is submitted while one runs: a job per
-        chunk, one per core plus one ahead, was slower.
+        """The chunks' task results in plan order. Chunks run as Spark jobs of a wave of chunks
+        (``chunk_waves``), one task per chunk, and the next wave is submitted while one runs: a job
+        per chunk, one per core plus one ahead, was slower.
         ``early_low`` (MySQL): a chunk's low watermark is taken a wave ahead of it, so the settle
         after it (``sluice.cdc.snapshot.reader``) has passed when its task runs, not holding a slot
         idle (an older mark only widens the window the chunk is reconciled with)."""
         sc = self.spark.sparkContext
-        wave = 2 * max(1, int(sc.defaultParallelism))
+        wave, ahead = chunk_waves(int(sc.defaultParallelism), self.connections)
         pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="sluice-snapshot")
         futures: deque[Future[list[Any]]] = deque()
         submitted = 0
@@ -310,7 +315,7 @@ class SnapshotRunner:
             while submitted < len(payloads) or futures:
                 if self.stopping():  # the chunks of the waves read so far are written; the others wait
                     break
-                while submitted < len(payloads) and len(futures) < 2:
+                while submitted < len(payloads) and len(futures) < ahead:
                     group = payloads[submitted:submitted + wave]
                     if conn is not None:
                         while len(marks) < len(group) + wave:
@@ -340,3 +345,18 @@ class SnapshotRunner:
     def _seq(self, state: SnapshotState, name: str, chunk: Chunk) -> int:
         """A chunk's number in the plan: its Delta app-transaction version (increasing per table)."""
         return [Chunk.from_json(c).id for c in state.tables[name]["chunks"]].index(chunk.id)
+
+
+def chunk_waves(cores: int, connections: int | None) -> tuple[int, int]:
+    """(chunks in one Spark job, jobs in flight) for a snapshot on ``cores`` Spark cores that reads
+    at most ``connections`` chunks at once, each a task on a connection of its own (None: one per
+    core, at most ``DEFAULT_CONNECTIONS``). With as many connections as cores, a job holds two
+    chunks per core and two jobs are in flight: Spark's cores are the limit. With fewer, two jobs
+    of half as many chunks (an odd count leaves one unused), or one job of one chunk."""
+    cores = max(1, cores)
+    limit = min(cores, DEFAULT_CONNECTIONS) if connections is None else max(1, connections)
+    if limit >= cores:
+        return 2 * cores, 2
+    if limit == 1:
+        return 1, 1
+    return limit // 2, 2
