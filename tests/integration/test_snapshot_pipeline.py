@@ -178,12 +178,12 @@ def test_snapshot_while_the_table_is_written_then_stream(server, tmp_path):
     Pipeline(PipelineConfig(source=server.dsn("root"), lake=lake, tables=rf"{db}\..*", trigger="once",
                             snapshot="initial", chunk_rows=20_000)).run(handle_signals=False)
     _check(server, db, lake)
-    # Re-snapshot one table on demand, then stream on.
+    # Re-snapshot one table on demand (one chunk at a time), then stream on.
     with _root(server) as conn:
         conn.execute(f"UPDATE {db}.pairs SET v = -v WHERE a < 50")
     again = subprocess.run(
         [sys.executable, "-m", "sluice.cli", "snapshot", "--source", server.dsn("root"), "--lake", lake,
-         "--tables", rf"{db}\.pairs", "--chunk-rows", "500"],
+         "--tables", rf"{db}\.pairs", "--chunk-rows", "500", "--connections", "1"],
         capture_output=True, timeout=600,
     )
     assert again.returncode == 0, again.stderr.decode()[-3000:]
