@@ -153,8 +153,7 @@ def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     n_changes = n_transactions = 0
     capture: ChangeCapture | None = None
-    buffer: list[bytes] = []
-    pending = 0  # bytes in buffer
+    write = out.write  # a transaction's lines go out as the core wrote them; small ones are buffered
     for path in args.files:
         source = sys.stdin.buffer if path == "-" else path
         name = "stdin" if path == "-" else path.rsplit("/", 1)[-1]
@@ -164,15 +163,8 @@ def run(args: argparse.Namespace) -> int:
             # feed_file cuts off at the end a transaction still open: it never spans two files
             n_transactions += 1
             n_changes += committed.row_count
-            if committed.lines:
-                buffer.extend(committed.lines)
-                pending += sum(map(len, committed.lines))
-                if pending >= 1 << 20:
-                    out.write(b"".join(buffer))
-                    buffer.clear()
-                    pending = 0
-    if buffer:
-        out.write(b"".join(buffer))
+            for chunk in committed.lines or ():
+                write(chunk)
     out.flush()
     if capture is not None:
         for file, pos, sql, message in capture.tracker.unparsed:

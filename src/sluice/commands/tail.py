@@ -147,12 +147,11 @@ def run(args: argparse.Namespace) -> int:
             if stop is not None and position_key(committed.start.file, committed.start.pos) >= stop:
                 stopped = True
                 break
-            if committed.lines:
-                text = b"".join(committed.lines)
+            if committed.lines:  # written as the core made them, not joined into one more copy first
                 if output is not None:
-                    output.write(text)
+                    output.write_lines(committed.lines)
                 else:
-                    sys.stdout.buffer.write(text)
+                    sys.stdout.buffer.writelines(committed.lines)
                     sys.stdout.buffer.flush()
             if checkpoint is not None:
                 checkpoint.save(committed.end, None if output is None else {"output_bytes": output.written})

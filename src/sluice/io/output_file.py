@@ -19,7 +19,7 @@ log = logging.getLogger(__name__)
 
 
 class CheckpointedOutput:
-    """Appends text to ``path`` and counts the bytes written; ``saved`` is the checkpoint's count."""
+    """Appends JSON lines to ``path`` and counts the bytes written; ``saved`` is the checkpoint's count."""
 
     def __init__(self, path: str, saved: int | None = None) -> None:
         self.path = path
@@ -39,12 +39,11 @@ class CheckpointedOutput:
         self.written = size
         self._file = open(path, "ab")  # noqa: SIM115 - closed by close()
 
-    def write(self, text: str | bytes) -> None:
-        """Append ``text`` (str as UTF-8) and flush it; ``written`` then counts its bytes."""
-        data = text.encode("utf-8") if isinstance(text, str) else text
-        self._file.write(data)
+    def write_lines(self, chunks: list[bytes]) -> None:
+        """Append ``chunks`` one after another and flush them; ``written`` then counts their bytes."""
+        self._file.writelines(chunks)
         self._file.flush()
-        self.written += len(data)
+        self.written += sum(map(len, chunks))
 
     def close(self) -> None:
         """Close the file (everything written was already flushed)."""

@@ -13,14 +13,14 @@ pytestmark = pytest.mark.unit
 def test_counts_bytes_and_cuts_back_to_the_checkpoint(tmp_path) -> None:
     path = str(tmp_path / "changes.jsonl")
     out = CheckpointedOutput(path)
-    out.write('{"a": "é"}\n')
+    out.write_lines([b'{"a": ', '"é"}\n'.encode()])
     checkpointed = out.written
     assert checkpointed == len('{"a": "é"}\n'.encode())
-    out.write('{"b": 2}\n')  # written after the last checkpoint, then a crash
+    out.write_lines([b'{"b": 2}\n'])  # written after the last checkpoint, then a crash
     out.close()
     again = CheckpointedOutput(path, checkpointed)
     assert again.written == checkpointed
-    again.write('{"b": 2}\n')
+    again.write_lines([b'{"b": 2}\n'])
     again.close()
     with open(path, encoding="utf-8") as f:
         assert f.read() == '{"a": "é"}\n{"b": 2}\n'
