@@ -16,10 +16,15 @@ for re-runs). Then, in one run:
             machine's speed moves by a third from one minute to the next, and one run of each made
             the ratio swing between 0.36x and 0.53x
 
+``--table wide`` snapshots ``bench.wide`` instead: W2's table of ``bench/decode.py`` (200,000 rows of
+INT UNSIGNED, BIGINT, DECIMAL, DOUBLE, DATETIME(6), TIMESTAMP(3), DATE, TIME(3), VARCHAR, TEXT,
+BLOB, JSON, ENUM, SET, BIT and YEAR), on the decoding benchmark's server (``--rows`` does not apply).
+
 Run from the repository root::
 
     .venv/bin/python bench/snapshot.py            # 1M rows
     .venv/bin/python bench/snapshot.py --rows 100000 --repeat 1
+    .venv/bin/python bench/snapshot.py --table wide --flavors mysql
 """
 
 from __future__ import annotations
@@ -68,15 +73,20 @@ def prepare(flavor: str, rows: int) -> Sandbox:
     return box
 
 
-def dump(box: Sandbox) -> decode.Run:
+#: Each table: the UPDATE the writer runs while it is snapshotted ({id}: a random key).
+TABLES = {"sbtest1": "UPDATE bench.sbtest1 SET k = k + 1 WHERE id = {id}",
+          "wide": "UPDATE bench.wide SET b = b + 1 WHERE id = {id}"}
+
+
+def dump(box: Sandbox, table: str) -> decode.Run:
     tool = "mariadb-dump" if box.is_mariadb else "mysqldump"
     path = shutil.which(tool) or tool
     args = [path, "--no-defaults", "--protocol=TCP", f"--host={box.host}", f"--port={box.port}", "--user=root",
-            "--password=" + decode.PASSWORDS["root"], "--single-transaction", "--skip-lock-tables", "bench", "sbtest1"]
+            "--password=" + decode.PASSWORDS["root"], "--single-transaction", "--skip-lock-tables", "bench", table]
     return decode.timed(args, pin=False)
 
 
-def snapshot(box: Sandbox, rows: int) -> dict[str, object]:
+def snapshot(box: Sandbox, rows: int, table: str) -> dict[str, object]:
     lake = OUT / f"snapshot-lake-{box.flavor}"
     shutil.rmtree(lake, ignore_errors=True)
     stop = threading.Event()
@@ -88,7 +98,7 @@ def snapshot(box: Sandbox, rows: int) -> dict[str, object]:
         with Connection.open(parse_dsn(box.dsn("root"))) as conn:
             while not stop.is_set():
                 started = time.perf_counter()
-                conn.execute(f"UPDATE bench.sbtest1 SET k = k + 1 WHERE id = {rng.randrange(1, rows)}")
+                conn.execute(TABLES[table].format(id=rng.randrange(1, rows)))
                 longest[0] = max(longest[0], time.perf_counter() - started)
                 writes[0] += 1
                 time.sleep(0.01)
@@ -97,14 +107,14 @@ def snapshot(box: Sandbox, rows: int) -> dict[str, object]:
     thread.start()
     try:
         run = decode.timed([*decode.SLUICE, "run", "--source", box.dsn("root"), "--lake", str(lake),
-                            "--tables", r"bench\.sbtest1", "--snapshot", "only"], pin=False)
+                            "--tables", rf"bench\.{table}", "--snapshot", "only"], pin=False)
     finally:
         stop.set()
         thread.join()
     return {"run": run.__dict__, "longest_write_s": longest[0], "writes": writes[0]}
 
 
-def phase(box: Sandbox, repeat: int) -> dict[str, float]:
+def phase(box: Sandbox, repeat: int, table: str) -> dict[str, float]:
     from sluice.spark.lake.store import lake_store
     from sluice.spark.runtime.session import spark_session
     from sluice.spark.snapshot.runner import SnapshotRunner
@@ -118,7 +128,7 @@ def phase(box: Sandbox, repeat: int) -> dict[str, float]:
             shutil.rmtree(lake, ignore_errors=True)
             (lake / "_sluice").mkdir(parents=True)
             runner = SnapshotRunner(spark, box.dsn("root"), lake_store(lake), f"bench-{run}",
-                                    lambda d, t: (d, t) == ("bench", "sbtest1"),
+                                    lambda d, t: (d, t) == ("bench", table),
                                     progress=lambda _text: None)
             started = time.perf_counter()
             runner.run()
@@ -134,22 +144,27 @@ def main() -> int:
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--flavors", default="mariadb", help="comma-separated: mariadb, mysql")
     parser.add_argument("--repeat", type=int, default=3, help="runs of mysqldump and of the warm phase (best kept)")
+    parser.add_argument("--table", choices=tuple(TABLES), default="sbtest1",
+                        help="sbtest1 (default; --rows of it) or wide (W2's 200,000 rows of many types)")
     args = parser.parse_args()
+    if args.table == "wide":
+        args.rows = decode.FULL.w2_rows
     OUT.mkdir(parents=True, exist_ok=True)
     results = []
     for flavor in args.flavors.split(","):
-        box = prepare(flavor, args.rows)
+        box = prepare(flavor, args.rows) if args.table == "sbtest1" else decode.prepare(flavor, decode.FULL)[0]
         try:
             decode.log(f"{flavor}: mysqldump")
-            d = min((dump(box) for _ in range(max(1, args.repeat))), key=lambda run: run.seconds)
+            d = min((dump(box, args.table) for _ in range(max(1, args.repeat))), key=lambda run: run.seconds)
             decode.log(f"{flavor}: sluice snapshot")
-            s = snapshot(box, args.rows)
+            s = snapshot(box, args.rows, args.table)
             decode.log(f"{flavor}: snapshot phase with Spark up")
-            p = phase(box, max(1, args.repeat))
+            p = phase(box, max(1, args.repeat), args.table)
         finally:
             box.stop()
-        results.append({"flavor": flavor, "rows": args.rows, "dump": d.__dict__, "sluice": s, "phase": p})
-    (OUT / f"snapshot-{args.rows}.json").write_text(json.dumps(results, indent=1, default=str))
+        results.append({"flavor": flavor, "table": args.table, "rows": args.rows, "dump": d.__dict__, "sluice": s,
+                        "phase": p})
+    (OUT / f"snapshot-{args.table}-{args.rows}.json").write_text(json.dumps(results, indent=1, default=str))
     print("| flavor | rows | mysqldump --single-transaction | sluice snapshot → Delta | ratio | longest write "
           "| snapshot phase, Spark up (new / warm workers) | phase ratio (warm / mysqldump) |")
     print("|---|---|---|---|---|---|---|---|")

@@ -6,11 +6,13 @@ mirror's Arrow table (``sluice.spark.lake.table_layout.mirror_columns_for_schema
 the binlog path writes for the same rows: each value's text (``texts``) goes through its column's
 text converter (``sluice.cdc.textvalues``) and then the mirror column's converter
 (``sluice.spark.lake.columns``). Common simple types skip the per-value Python: character text is cast
-to the Arrow string (UTF-8 checked), binary strings are the bytes sent, and integers, DECIMALs of up
-to 38 digits and DOUBLEs are parsed by Arrow's cast from the text, which gives the same values for
-every text those types print (tests/unit/spark/snapshot/test_chunk_arrow.py compares both ways); a text the
-cast rejects falls back to the per-value path, which says which value is wrong. ``key_values``
-gives the decoded key of each row for reconciliation.
+to the Arrow string (UTF-8 checked), binary strings are the bytes sent, integers, DECIMALs of up to
+38 digits, DOUBLEs and FLOATs are parsed by Arrow's cast from the text, and DATE, DATETIME,
+TIMESTAMP and SET texts take the binlog path's column-wise conversions of the same texts
+(``sluice.spark.lake.read_plans``), which give the same values for every text those types print
+(tests/unit/spark/snapshot/test_chunk_arrow.py compares both ways); a text the cast rejects falls
+back to the per-value path, which says which value is wrong. ``key_values`` gives the decoded key of
+each row for reconciliation.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from ipaddress import AddressValueError
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from sluice.cdc.schema.model import ColumnDef, TableSchema
 from sluice.cdc.schema.typemap import BINARY_TYPES, INTEGER_TYPES, TEXT_TYPES
@@ -29,6 +32,7 @@ from sluice.cdc.snapshot.chunks import key_columns
 from sluice.cdc.textvalues import text_converter
 from sluice.errors import SchemaError
 from sluice.spark.lake.columns import MirrorColumn, column_array, mirror_schema
+from sluice.spark.lake.read_plans import column_plans, read_plan
 
 __all__ = ["ColumnBuilder", "chunk_table", "column_builders", "key_values", "text_array", "texts"]
 
@@ -102,6 +106,40 @@ def _raw(raw: pa.Array) -> pa.Array:
     return raw
 
 
+def _planned(finish: Callable[[pa.Array], pa.Array | None], fallback: ColumnBuilder, *,
+             utc: bool = False) -> ColumnBuilder:
+    """The texts through a column-wise conversion of the binlog path's text of the same values
+    (``sluice.spark.lake.read_plans``); ``utc``: a TIMESTAMP printed in +00:00, first written as the
+    decoder writes it (``YYYY-MM-DDTHH:MM:SS[.f]Z``, the zero timestamp as printed)."""
+    def build(raw: pa.Array) -> pa.Array:
+        try:
+            values = raw.cast(pa.string())
+            if utc:
+                zone = pc.binary_join_element_wise(pc.utf8_replace_slice(values, 10, 11, "T"), "Z", "")
+                values = pc.if_else(pc.starts_with(values, "0000-00-00"), values, zone)
+            done = finish(values)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            done = None
+        return fallback(raw) if done is None else done  # else the same values, or an error naming the text
+
+    return build
+
+
+def _float32(fallback: ColumnBuilder) -> ColumnBuilder:
+    """A FLOAT selected as a DOUBLE's text, rounded to float32 as the text converter does."""
+    def build(raw: pa.Array) -> pa.Array:
+        try:
+            wide = raw.cast(pa.string()).cast(pa.float64())
+            narrow = wide.cast(pa.float32())
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            return fallback(raw)
+        if pc.any(pc.and_(pc.is_finite(wide), pc.is_inf(narrow))).as_py():
+            return fallback(raw)  # past float32: the converter's error
+        return narrow
+
+    return build
+
+
 def _builder(schema: TableSchema, column: ColumnDef, mirror: MirrorColumn, flavor: str | None) -> ColumnBuilder:
     convert = text_converter(column, flavor)
     slow = _per_value(schema, column, mirror, convert)
@@ -116,6 +154,16 @@ def _builder(schema: TableSchema, column: ColumnDef, mirror: MirrorColumn, flavo
         return _cast(at, slow)
     if dt == "double" and at == pa.float64():
         return _cast(at, slow)
+    if dt == "float" and at == pa.float32():
+        return _float32(slow)
+    if (dt in ("date", "datetime") and convert is None) or dt == "timestamp":
+        plan = read_plan(mirror)
+        if plan is not None and plan[0] == pa.string():
+            return _planned(plan[1], slow, utc=dt == "timestamp")
+    if dt == "set":
+        typed = column_plans(mirror)[1]
+        if typed is not None and typed[0] == pa.string():
+            return _planned(typed[1], slow)  # the members joined by commas, as the core types them
     return slow
 
 

@@ -5,8 +5,9 @@ text converter of ``sluice.cdc.textvalues``, then the mirror column's converter,
 ``column_array`` — the values the binlog path writes for the same row. Edge values per type: min /
 max integers (unsigned BIGINT too), ZEROFILL, YEAR 0000, negative zero and widest DECIMALs, DOUBLE
 extremes and negative zero, zero and partial dates, every fsp, strings with multibyte and trailing
-spaces, binary bytes that are not UTF-8. Then a text the cast rejects (it falls back and names the
-value), keys, IPC round trips and a whole table.
+spaces, binary bytes that are not UTF-8. FLOAT, temporal and SET texts must not take the per-value
+path. Then a text the cast rejects (it falls back and names the value), keys, IPC round trips and a
+whole table.
 """
 
 from __future__ import annotations
@@ -119,6 +120,31 @@ def test_builders_equal_the_per_value_path(column: ColumnDef, values: tuple[str,
     # Float values compare bit for bit (equals() takes -0.0 == 0.0).
     if pa.types.is_floating(mirror.arrow_type):
         assert [repr(v) for v in got.to_pylist()] == [repr(v) for v in want.to_pylist()]
+
+
+COLUMN_WISE = ("float", "date", "datetime", "timestamp", "set")
+
+
+@pytest.mark.parametrize(("column", "values"), [c for c in CASES if c[0].data_type in COLUMN_WISE],
+                         ids=lambda c: c.sql_type() if isinstance(c, ColumnDef) else "")
+def test_floats_temporal_texts_and_sets_skip_the_per_value_path(column: ColumnDef, values: tuple[str, ...],
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """Their builders convert column-wise (the per-value path, which alone calls ``column_array``,
+    is not taken) unless a text needs it: an impossible day such as 2023-02-29 falls back."""
+    mirror, build = _builder(column, "mysql")
+    possible = [v for v in values if v != "2023-02-29"]
+    sample = [*possible, None, *reversed(possible)]
+    want = _reference(column, mirror, sample, "mysql")
+
+    def per_value(*_: Any) -> pa.Array:
+        raise AssertionError("the per-value path was taken")
+
+    monkeypatch.setattr("sluice.spark.snapshot.chunk_arrow.column_array", per_value)
+    got = build(text_array(sample))
+    assert got.equals(want), (got.to_pylist(), want.to_pylist())
+    if column.data_type == "date":
+        with pytest.raises(AssertionError, match="per-value path"):
+            build(text_array(["2023-02-29"]))
 
 
 def test_mariadb_types_from_text_are_what_the_binlog_path_writes() -> None:
