@@ -1,6 +1,7 @@
 """The snapshot's append path on Spark and real servers: typed values, crash resume, MERGE fallback.
 
-A table with a column of most types (NULLs, zero dates, negative zero, extremes, non-UTF-8 bytes)
+A table with a column of most types (NULLs, zero dates, negative zero, extremes, non-UTF-8 bytes, SETs,
+JSON documents with DECIMALs, doubles, escapes and JSON's null)
 is snapshotted into an empty lake: its chunks are appended, and ``verify`` finds the mirror equal
 to the source. A crash is simulated at both sides of a chunk's Delta commit: after it landed but
 before the snapshot state recorded it (the restart keeps it and reads nothing again), and before
@@ -38,7 +39,8 @@ def _setup(server: Any, db: str) -> None:
         conn.execute(
             f"CREATE TABLE {db}.t (id INT PRIMARY KEY, u BIGINT UNSIGNED, d DATE, dt DATETIME(6), ts TIMESTAMP(3) "
             "NULL, amt DECIMAL(10,2), wide DECIMAL(50,10), f FLOAT, x DOUBLE, s VARCHAR(20), b VARBINARY(8), "
-            "e ENUM('a','b'), tm TIME(2), bits BIT(5), y YEAR, tx TEXT) DEFAULT CHARSET=utf8mb4"
+            "e ENUM('a','b'), tm TIME(2), bits BIT(5), y YEAR, tx TEXT, st SET('x','y','zé'), j JSON) "
+            "DEFAULT CHARSET=utf8mb4"
         )
         conn.execute("SET SESSION sql_mode = ''")
         conn.execute("SET SESSION time_zone = '+00:00'")
@@ -52,7 +54,10 @@ def _setup(server: Any, db: str) -> None:
             "IF(n % 13 = 0, NULL, FROM_UNIXTIME(n * 1000 + 0.125)), "
             "IF(n % 5 = 0, -0.00, (n - 1500) / 7), IF(n % 3 = 0, NULL, n / 3), n / 9, IF(n % 17 = 0, -0e0, n / 7e3), "
             "CONCAT('é', n, '  '), UNHEX(CONCAT('FF', HEX(n))), IF(n % 2, 'a', 'b'), "
-            "SEC_TO_TIME(n * 37 - 50000), n % 32, 1901 + n % 200, IF(n % 4 = 0, NULL, REPEAT('t', n % 300)) FROM s"
+            "SEC_TO_TIME(n * 37 - 50000), n % 32, 1901 + n % 200, IF(n % 4 = 0, NULL, REPEAT('t', n % 300)), "
+            "ELT(1 + n % 4, '', 'x', 'y,zé', 'x,y,zé'), IF(n % 19 = 0, NULL, IF(n % 23 = 0, 'null', "
+            "JSON_OBJECT('n', n, 'half', n / 2, 'f', n * 1.5e0, 'tags', JSON_ARRAY('é', n % 3 = 0, NULL), "
+            "'s', CONCAT('q\"', n, '\\\\ \\t')))) FROM s"
         )
 
 

@@ -364,6 +364,7 @@ include "_eventframes.pxi"
 include "_eventrun.pxi"
 include "_framing.pxi"
 include "_textrows.pxi"
+include "_jsontext.pxi"
 
 
 import sys as _sys

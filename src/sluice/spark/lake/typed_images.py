@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-__all__ = ["TypedRows", "typed_rows"]
+__all__ = ["TypedRows", "string_array", "typed_rows"]
 
 _KINDS = {0: pa.null(), 1: pa.int64(), 2: pa.string()}
 
@@ -39,11 +39,22 @@ def _array(kind: int, length: int, valid: bytes, offsets: bytes, data: bytes) ->
         return None  # a value without a typed form: the column was not kept
     if kind == 0:
         return pa.nulls(length)
+    if kind == 1:
+        bitmap, nulls = _validity(length, valid)
+        return pa.Array.from_buffers(pa.int64(), length, [bitmap, pa.py_buffer(data)], null_count=nulls)
+    return string_array(length, valid, offsets, data)
+
+
+def _validity(length: int, valid: bytes) -> tuple[pa.Buffer | None, int]:
     flags = np.frombuffer(valid, dtype=np.uint8)
     nulls = length - int(np.count_nonzero(flags))
-    bitmap = pa.py_buffer(np.packbits(flags, bitorder="little").tobytes()) if nulls else None
-    if kind == 1:
-        return pa.Array.from_buffers(pa.int64(), length, [bitmap, pa.py_buffer(data)], null_count=nulls)
+    return (pa.py_buffer(np.packbits(flags, bitorder="little").tobytes()) if nulls else None), nulls
+
+
+def string_array(length: int, valid: bytes, offsets: bytes, data: bytes) -> pa.Array:
+    """A ``pa.string()`` array from the compiled core's buffers: a validity byte per value (0:
+    NULL), int32 offsets and the UTF-8 text."""
+    bitmap, nulls = _validity(length, valid)
     return pa.Array.from_buffers(pa.string(), length, [bitmap, pa.py_buffer(offsets), pa.py_buffer(data)],
                                  null_count=nulls)
 

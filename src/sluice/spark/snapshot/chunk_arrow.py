@@ -9,7 +9,8 @@ text converter (``sluice.cdc.textvalues``) and then the mirror column's converte
 to the Arrow string (UTF-8 checked), binary strings are the bytes sent, integers, DECIMALs of up to
 38 digits, DOUBLEs and FLOATs are parsed by Arrow's cast from the text, and DATE, DATETIME,
 TIMESTAMP and SET texts take the binlog path's column-wise conversions of the same texts
-(``sluice.spark.lake.read_plans``), which give the same values for every text those types print
+(``sluice.spark.lake.read_plans``), and MySQL's JSON documents are written again as sluice's JSON
+text by the compiled core (``_jsontext.pxi``); all give the same values for every text those types print
 (tests/unit/spark/snapshot/test_chunk_arrow.py compares both ways); a text the cast rejects falls
 back to the per-value path, which says which value is wrong. ``key_values`` gives the decoded key of
 each row for reconciliation.
@@ -23,16 +24,19 @@ from decimal import InvalidOperation
 from ipaddress import AddressValueError
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from sluice.binlog import rowplan
 from sluice.cdc.schema.model import ColumnDef, TableSchema
 from sluice.cdc.schema.typemap import BINARY_TYPES, INTEGER_TYPES, TEXT_TYPES
 from sluice.cdc.snapshot.chunks import key_columns
 from sluice.cdc.textvalues import text_converter
 from sluice.errors import SchemaError
-from sluice.spark.lake.columns import MirrorColumn, column_array, mirror_schema
+from sluice.spark.lake.columns import MirrorColumn, column_array, json_text, mirror_schema
 from sluice.spark.lake.read_plans import column_plans, read_plan
+from sluice.spark.lake.typed_images import string_array
 
 __all__ = ["ColumnBuilder", "chunk_table", "column_builders", "key_values", "text_array", "texts"]
 
@@ -125,6 +129,21 @@ def _planned(finish: Callable[[pa.Array], pa.Array | None], fallback: ColumnBuil
     return build
 
 
+def _json_documents(fallback: ColumnBuilder) -> ColumnBuilder:
+    """MySQL's printed JSON documents as sluice's JSON text, written by the compiled core
+    (``json_texts``); the per-value path where it is not sure of a document, or is not built."""
+    def build(raw: pa.Array) -> pa.Array:
+        core = rowplan.core()
+        if core is None or raw.type != pa.binary():
+            return fallback(raw)
+        valid = pc.is_valid(raw).to_numpy(zero_copy_only=False).astype(np.uint8).tobytes()
+        _, offsets, data = raw.buffers()
+        written = core.json_texts(data, offsets, raw.offset, len(raw), valid)
+        return fallback(raw) if written is None else string_array(len(raw), *written)
+
+    return build
+
+
 def _float32(fallback: ColumnBuilder) -> ColumnBuilder:
     """A FLOAT selected as a DOUBLE's text, rounded to float32 as the text converter does."""
     def build(raw: pa.Array) -> pa.Array:
@@ -160,6 +179,8 @@ def _builder(schema: TableSchema, column: ColumnDef, mirror: MirrorColumn, flavo
         plan = read_plan(mirror)
         if plan is not None and plan[0] == pa.string():
             return _planned(plan[1], slow, utc=dt == "timestamp")
+    if dt == "json" and convert is not None and mirror.convert is json_text:  # MySQL's JSON (MariaDB's is text)
+        return _json_documents(slow)
     if dt == "set":
         typed = column_plans(mirror)[1]
         if typed is not None and typed[0] == pa.string():
