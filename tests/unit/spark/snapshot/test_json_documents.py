@@ -126,3 +126,20 @@ def test_random_documents_equal_the_per_value_path(values: list[Any], spaced: bo
     got = built(texts)
     want = reference(texts)
     assert got.equals(want), (texts, got.to_pylist(), want.to_pylist())
+
+
+@settings(max_examples=examples(1500), deadline=None)
+@given(st.sampled_from(SURE), st.lists(st.tuples(st.integers(0, 200), st.binary(max_size=3)), max_size=3))
+def test_broken_documents_are_refused_or_written_as_the_reference_writes(text: str,
+                                                                       edits: list[tuple[int, bytes]]) -> None:
+    """Bytes cut, replaced and inserted anywhere: the core reads inside the buffer only, and a
+    document it takes is one the reference takes too, written the same."""
+    data = bytearray(text.encode())
+    for at, piece in edits:
+        at = min(at, len(data))
+        data[at:at + 1] = piece
+    out = written([bytes(data)])
+    if out is None:
+        return
+    want = reference([bytes(data)]).to_pylist()[0]
+    assert (None if out[0] == b"\x00" else out[2].decode()) == want
