@@ -175,12 +175,8 @@ def sandbox_factory() -> Iterator[SandboxFactory]:
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[object]:
-    """A real Spark session, ``local[2]``, with sluice's ``binlog`` data source registered."""
-    import os
-    import sys
-
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    """A real Spark session, ``local[2]``, with sluice's ``binlog`` data source registered, its
+    Python processes started as ``sluice run`` starts them."""
     from sluice.spark.runtime.session import spark_session
 
     session = spark_session(master="local[2]", app_name="sluice-tests")

@@ -58,3 +58,42 @@ def test_the_workers_started_ahead_are_the_ones_a_data_source_read_uses() -> Non
     seen = json.loads(done.stdout.strip().splitlines()[-1])
     assert seen["before"] == [False, False]  # a read's workers do not have the module on their own
     assert seen["after"] == [True, True]
+
+
+def test_the_python_processes_of_a_local_spark_import_pyspark_from_its_package(spark) -> None:
+    """A task's worker and a data source's planner (each a Python process Spark starts) import
+    pyspark from the installed package, compiled, not from Spark's pyspark.zip."""
+    from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+
+    class Where(DataSource):
+        @classmethod
+        def name(cls):
+            return "where_pyspark"
+
+        def schema(self):
+            import pyspark
+
+            self.planned = pyspark.__file__
+            return "worker string, planner string"
+
+        def reader(self, schema):
+            import pyspark
+
+            return WhereReader(pyspark.__file__)
+
+    class WhereReader(DataSourceReader):
+        def __init__(self, planner):
+            self.planner = planner
+
+        def partitions(self):
+            return [InputPartition(0)]
+
+        def read(self, partition):
+            import pyspark
+
+            yield (pyspark.__file__, self.planner)
+
+    spark.dataSource.register(Where)
+    (row,) = spark.read.format("where_pyspark").load().collect()
+    for seen in (row.worker, row.planner):
+        assert ".zip" not in seen and seen.endswith("pyspark/__init__.py"), seen

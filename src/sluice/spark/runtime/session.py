@@ -1,7 +1,8 @@
 """Creating the Spark session sluice runs on, with the ``binlog`` data source registered.
 
 Spark runs the data source's Python code in worker processes started with ``PYSPARK_PYTHON``;
-sluice points it at the interpreter that runs sluice, so the workers import the same package.
+sluice points it at the interpreter that runs sluice, so the workers import the same package (for
+a local master through ``worker_python``, so that they import pyspark compiled, not from its zip).
 Settings are sized for one machine by default (``local[*]``, few shuffle partitions, no UI) and
 ``--master`` / ``conf`` change them. Spark logs errors only and draws no stage bars: the driver's
 ``log4j2.properties`` comes from ``sluice/spark/conf`` (a JVM option, not ``SPARK_CONF_DIR``,
@@ -28,6 +29,7 @@ from typing import Any, BinaryIO
 
 from sluice.errors import ConfigError
 from sluice.spark.runtime.jvm_archive import driver_options
+from sluice.spark.runtime.worker_python import worker_python
 from sluice.spark.source.datasource import BinlogDataSource
 
 __all__ = ["kill_driver", "spark_session", "start_python_workers"]
@@ -45,9 +47,11 @@ def spark_session(
     if not os.environ.get("SPARK_CONF_DIR"):
         logging_conf = Path(__file__).resolve().parent / "conf" / "log4j2.properties"
         java_options.append(f"-Dlog4j2.configurationFile={logging_conf.as_uri()}")
+    local = (master or "local[*]").startswith("local")
+    if local and not os.environ.get("PYSPARK_PYTHON") and not os.environ.get("SPARK_HOME"):
+        os.environ["PYSPARK_PYTHON"] = worker_python() or sys.executable  # pyspark from its package
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    local = (master or "local[*]").startswith("local")
     if local:
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # a local run needs no network beyond loopback
     from pyspark.sql import SparkSession
