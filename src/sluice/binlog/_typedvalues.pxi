@@ -61,8 +61,6 @@ cdef int _typed_value(RowProgram prog, _TypedColumn col, bytes buf, const uint8_
                 return 0
             ppos[0] = pos + n
             return 1
-    elif op == OP_SET:
-        return _typed_set(col, prog._value(buf, b, ppos, end, c, k))
     return col.put(prog._value(buf, b, ppos, end, c, k), fallback)
 
 
