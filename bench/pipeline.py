@@ -91,7 +91,7 @@ def throughput(flavor: str, scale: decode.Scale, s3: S3Sandbox | None = None,
         batch_seconds = _steady(run)
         on_s3: dict[str, object] = {}
         if s3 is not None:  # the same run with the lake on the S3 server (a bucket prefix of its own)
-            uri = f"s3://{s3.bucket}/w1-{scale.name}-{flavor}-{int(time.time())}"
+            uri = f"s3://{s3.bucket}/{workload.lower()}-{scale.name}-{flavor}-{int(time.time())}"
             checkpoint = OUT / f"checkpoint-{scale.name}-{flavor}"
             shutil.rmtree(checkpoint, ignore_errors=True)
             cpu, logged = _cpu_seconds(s3.proc.pid), s3.log.stat().st_size

@@ -147,7 +147,7 @@ def run(args: argparse.Namespace) -> int:
             if stop is not None and position_key(committed.start.file, committed.start.pos) >= stop:
                 stopped = True
                 break
-            if committed.lines:  # written as the core made them, not joined into one more copy first
+            if committed.lines:  # each chunk as the core made it: no joined copy
                 if output is not None:
                     output.write_lines(committed.lines)
                 else:

@@ -147,8 +147,9 @@ def _from_base64(values: pa.Array) -> pa.Array | None:
 
 
 def _set_members(values: pa.Array) -> pa.Array | None:
-    """A SET's members from the core's text of them, joined by commas (a member never holds one,
-    and the core leaves a SET with an empty member untyped): the empty text is the empty set."""
+    """A SET's members from their text joined by commas, as the core types them and the server
+    prints them (a member never holds a comma, and the core leaves a SET with an empty member
+    untyped): the empty text is the empty set."""
     at = pa.list_(pa.string())
     try:
         members = pc.split_pattern(values, ",")

@@ -3,10 +3,10 @@
 Spark puts ``$SPARK_HOME/python/lib/pyspark.zip`` first on the ``PYTHONPATH`` of every Python
 process it starts (workers, their daemons, each data source planner, the streaming source's runner).
 Python keeps no compiled code for a module imported from a zip file, so each of those processes
-compiled pyspark's modules from source again: about half a second of CPU each, some ten processes
-in a ``sluice run``, and every task re-read the zip's directory (``importlib.invalidate_caches``).
-When Spark is pyspark's own (no ``SPARK_HOME`` of another install), its zip holds the same modules
-as the installed package, whose compiled files Python reuses. ``worker_python()`` is a small
+would compile pyspark's modules from source, and every task re-reads the zip's directory
+(``importlib.invalidate_caches``). When Spark is pyspark's own (no ``SPARK_HOME`` of another
+install), its zip holds the same modules as the installed package, whose compiled files Python
+reuses. ``worker_python()`` is a small
 ``/bin/sh`` script that drops that zip from ``PYTHONPATH`` and runs this interpreter; sluice makes it
 ``PYSPARK_PYTHON`` for a local master, unless the user set ``PYSPARK_PYTHON`` or ``SPARK_HOME``. It
 lives beside the class archive (``jvm_archive.archive_dir``), named by a digest of its text, and is

@@ -294,8 +294,8 @@ class SnapshotRunner:
 
     def _in_order(self, payloads: list[ChunkPayload], early_low: bool) -> Iterator[Any]:
         """The chunks' task results in plan order. Chunks run as Spark jobs of a wave of chunks
-        (``chunk_waves``), one task per chunk, and the next wave is submitted while one runs: a job
-        per chunk, one per core plus one ahead, was slower.
+        (``chunk_waves``), one task per chunk, and the next wave is submitted while one runs, so
+        that a job's start is paid per wave, not per chunk.
         ``early_low`` (MySQL): a chunk's low watermark is taken a wave ahead of it, so the settle
         after it (``sluice.cdc.snapshot.reader``) has passed when its task runs, not holding a slot
         idle (an older mark only widens the window the chunk is reconciled with)."""
