@@ -6,11 +6,10 @@ Python keeps no compiled code for a module imported from a zip file, so each of 
 would compile pyspark's modules from source, and every task re-reads the zip's directory
 (``importlib.invalidate_caches``). When Spark is pyspark's own (no ``SPARK_HOME`` of another
 install), its zip holds the same modules as the installed package, whose compiled files Python
-reuses. ``worker_python()`` is a small
-``/bin/sh`` script that drops that zip from ``PYTHONPATH`` and runs this interpreter; sluice makes it
-``PYSPARK_PYTHON`` for a local master, unless the user set ``PYSPARK_PYTHON`` or ``SPARK_HOME``. It
-lives beside the class archive (``jvm_archive.archive_dir``), named by a digest of its text, and is
-written once, atomically.
+reuses. ``worker_python()`` is a small ``/bin/sh`` script that drops that zip from ``PYTHONPATH``
+and runs this interpreter; sluice makes it ``PYSPARK_PYTHON`` for a local master, unless the user
+set ``PYSPARK_PYTHON`` or ``SPARK_HOME``. It lives beside the class archive
+(``jvm_archive.archive_dir``), named by a digest of its text, and is written once, atomically.
 """
 
 from __future__ import annotations
