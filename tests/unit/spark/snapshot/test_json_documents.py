@@ -19,11 +19,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sluice.cdc.schema.model import ColumnDef, TableSchema
-from sluice.cdc.textvalues import text_converter
-from sluice.spark.lake.columns import column_array
 from sluice.spark.lake.table_layout import mirror_columns_for_schema
-from sluice.spark.snapshot.chunk_arrow import column_builders
 from tests.conftest import examples
+from tests.unit.spark.snapshot.test_chunk_arrow import _builder, _reference
 
 pytestmark = pytest.mark.unit
 
@@ -35,10 +33,8 @@ SCHEMA = TableSchema("db", "t", (COLUMN,))
 
 
 def reference(texts: list[bytes | None]) -> pa.Array:
-    convert = text_converter(COLUMN, "mysql")
-    assert convert is not None
-    values = [None if t is None else convert(t.decode()) for t in texts]
-    return column_array(MIRROR, [None if v is None else MIRROR.convert(v) for v in values])
+    """The per-value path's column of ``texts``."""
+    return _reference(COLUMN, MIRROR, [None if t is None else t.decode() for t in texts], "mysql")
 
 
 def written(texts: list[bytes | None]) -> Any:
@@ -49,8 +45,8 @@ def written(texts: list[bytes | None]) -> Any:
 
 
 def built(texts: list[bytes | None]) -> pa.Array:
-    (build,) = column_builders(SCHEMA, (MIRROR,), "mysql")
-    return build(pa.array(texts, pa.binary()))
+    """The column the snapshot's builder makes of ``texts``."""
+    return _builder(COLUMN, "mysql")[1](pa.array(texts, pa.binary()))
 
 
 SURE = [
