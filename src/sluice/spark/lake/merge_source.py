@@ -29,11 +29,16 @@ from sluice.spark.lake.read_plans import ReadPlan, as_read, column_plans, read_p
 from sluice.spark.lake.typed_images import TypedRows
 
 __all__ = [
-    "DELETE_FLAG", "all_full", "fold_sources", "key_bounds", "last_per_key", "merge_source", "quote_name",
-    "read_texts", "text_buffers", "typed_merge_source",
+    "CHANGE_FILE", "CHANGE_POS", "DELETE_FLAG", "all_full", "fold_sources", "key_bounds", "last_per_key",
+    "merge_source", "quote_name", "read_texts", "text_buffers", "typed_merge_source", "without_positions",
 ]
 
 DELETE_FLAG = "_sluice_delete"  # the MERGE source's column: delete the key (else upsert the row)
+# With ``positions``, a source's columns naming the change each row comes from: its binlog file and
+# position (the driver's snapshot filter judges a key's last change by them; the MERGE never sees them).
+CHANGE_FILE = "_sluice_file"
+CHANGE_POS = "_sluice_pos"
+_AT = "_sluice_at"  # ``_last_per_key``'s column: the index (in ``rows``) of each row's change
 
 def text_buffers(texts: pa.ChunkedArray) -> list[tuple[pa.Buffer, int]]:
     """Each chunk's texts back to back (its data buffer, zero-copy) and how many texts they are."""
@@ -114,10 +119,15 @@ def _usable(columns: Sequence[MirrorColumn], primary_key: Sequence[str], rows: p
     return cast("list[ReadPlan]", plans)
 
 
-def merge_source(columns: Sequence[MirrorColumn], primary_key: Sequence[str], rows: pa.Table) -> pa.Table | None:
+def merge_source(columns: Sequence[MirrorColumn], primary_key: Sequence[str], rows: pa.Table, *,
+                 positions: bool = False) -> pa.Table | None:
     """The MERGE source (``sluice.spark.lake.sink``: the mirror's columns and ``DELETE_FLAG``, one
     row per key touched) of one table's rows of the change DataFrame, in binlog order; None when
-    the per-row path must build it."""
+    the per-row path must build it. ``positions``: with ``CHANGE_FILE`` and ``CHANGE_POS`` too."""
+    return _placed(_merge_source(columns, primary_key, rows), rows, positions)
+
+
+def _merge_source(columns: Sequence[MirrorColumn], primary_key: Sequence[str], rows: pa.Table) -> pa.Table | None:
     plans = _usable(columns, primary_key, rows, 0)
     if plans is None:
         return None
@@ -148,10 +158,15 @@ def merge_source(columns: Sequence[MirrorColumn], primary_key: Sequence[str], ro
 
 
 def typed_merge_source(columns: Sequence[MirrorColumn], primary_key: Sequence[str], rows: pa.Table,
-                       typed: TypedRows) -> pa.Table | None:
+                       typed: TypedRows, *, positions: bool = False) -> pa.Table | None:
     """``merge_source`` from the images the compiled core typed as it wrote them (``typed``, the
     same changes as ``rows``) instead of their JSON text: the same table, or None where either
     would be None (then ``merge_source`` decides)."""
+    return _placed(_typed_merge_source(columns, primary_key, rows, typed), rows, positions)
+
+
+def _typed_merge_source(columns: Sequence[MirrorColumn], primary_key: Sequence[str], rows: pa.Table,
+                        typed: TypedRows) -> pa.Table | None:
     plans = _usable(columns, primary_key, rows, 1)
     if plans is None or len(typed.ops) != rows.num_rows or set(typed.after) != {c.name for c in columns}:
         return None
@@ -173,6 +188,24 @@ def typed_merge_source(columns: Sequence[MirrorColumn], primary_key: Sequence[st
     is_update = pc.equal(ops, 1)
     masks = (is_update, pc.not_equal(ops, 2), pc.not_equal(ops, 0))
     return _finished(columns, primary_key, plans, rows.num_rows, masks, after_values, before_keys)
+
+
+def _placed(source: pa.Table | None, rows: pa.Table, positions: bool) -> pa.Table | None:
+    """``source`` without ``_last_per_key``'s change indices, or (``positions``) with the binlog file
+    and position of each row's change in their place."""
+    if source is None:
+        return None
+    at = source.column(_AT)
+    source = source.drop_columns([_AT])
+    if not positions:
+        return source
+    return source.append_column(CHANGE_FILE, rows.column("file").take(at)).append_column(
+        CHANGE_POS, rows.column("pos").take(at))
+
+
+def without_positions(source: pa.Table) -> pa.Table:
+    """A staged source as the MERGE takes it: without ``CHANGE_FILE`` and ``CHANGE_POS``."""
+    return source.drop_columns([n for n in (CHANGE_FILE, CHANGE_POS) if n in source.column_names])
 
 
 def _finished(columns: Sequence[MirrorColumn], primary_key: Sequence[str], plans: list[ReadPlan], n: int,
@@ -202,7 +235,7 @@ def _last_per_key(columns: Sequence[MirrorColumn], primary_key: Sequence[str], n
                   need_before: pa.Array, is_update: pa.Array, image: dict[str, pa.Array],
                   old: dict[str, pa.Array]) -> pa.Table:
     """Events in binlog order — an upsert of each after image, a delete of each delete's key and of
-    each key an update moved away from — and the last one per key, as the MERGE source."""
+    each key an update moved away from — and the last one per key, as the MERGE source (and ``_AT``)."""
     import numpy as np
 
     at = np.arange(n, dtype=np.int64)
@@ -246,6 +279,8 @@ def _last_per_key(columns: Sequence[MirrorColumn], primary_key: Sequence[str], n
         fields.append(pa.field(c.name, c.arrow_type))
     arrays.append(pc.is_null(img))
     fields.append(pa.field(DELETE_FLAG, pa.bool_()))
+    arrays.append(pa.array(seq[winners] // 2))
+    fields.append(pa.field(_AT, pa.int64()))
     return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
 
 

@@ -7,8 +7,9 @@ without the option, and writes
 - the range's change-log rows as one Parquet file in the change log's folder
   (``LAKE/_sluice/changes``), not part of the table until the driver commits it with the batch
   (``DeltaLake.write_batch(changelog_files=...)``);
-- for each captured table with a primary key, the range's MERGE source (``columnar.merge_source``:
-  the last state per key, typed mirror columns) as an Arrow IPC file in ``LAKE/_sluice/staging/<batch>/``;
+- for each captured table with a primary key, the range's MERGE source (``sluice.spark.lake.merge_source``:
+  the last state per key, typed mirror columns, and the binlog position of each key's last change)
+  as an Arrow IPC file in ``LAKE/_sluice/staging/<batch>/``;
 
 and yields one small row per file (``STAGE_SCHEMA``): Spark carries these descriptors, not the
 rows. The driver folds a table's sources over the ranges in binlog order, MERGEs, and commits the
@@ -185,9 +186,10 @@ def _stage_tables(rows: pa.Table, catalog: Catalog, folder: str, typed: Sequence
         if schema is not None and schema.primary_key:
             columns = mirror_columns_for_schema(schema, catalog.flavor)
             images = typed_rows((t[(db, name)] for t in typed if (db, name) in t), part.num_rows)
-            source = None if images is None else typed_merge_source(columns, tuple(schema.primary_key), part, images)
+            pk = tuple(schema.primary_key)
+            source = None if images is None else typed_merge_source(columns, pk, part, images, positions=True)
             if source is None:
-                source = merge_source(columns, tuple(schema.primary_key), mirror_rows(part, schema))
+                source = merge_source(columns, pk, mirror_rows(part, schema), positions=True)
             if source is not None:
                 path = f"{folder}/{uuid.uuid4()}.arrow"
                 if store.remote:

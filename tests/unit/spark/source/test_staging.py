@@ -23,7 +23,7 @@ from sluice.cdc.records import RowChange
 from sluice.cdc.schema import SchemaTracker, apply_ddl
 from sluice.spark.lake.changelog_rows import changelog_rows, row_changes, staged_rows
 from sluice.spark.lake.data_files import add_action, delta_stats
-from sluice.spark.lake.merge_source import _fold_grouped, fold_sources, merge_source
+from sluice.spark.lake.merge_source import _fold_grouped, fold_sources, merge_source, without_positions
 from sluice.spark.lake.sink import CHANGELOG_SCHEMA, DeltaLake, TableBatch
 from sluice.spark.lake.table_layout import mirror_columns_for_schema
 from sluice.spark.source.staging import STAGE_ARROW_SCHEMA, layout_key, stage_range
@@ -102,7 +102,7 @@ def commit_staged(lake: DeltaLake, batch_id: int, staged: list[dict[str, Any]], 
     tables = [d for d in staged if d["kind"] == "table"]
     assert all(d["layout"] == layout_key(columns, pk) for d in tables)
     sources = [pa.ipc.open_file(pa.memory_map(d["path"])).read_all() for d in tables]
-    batch = TableBatch("db", tables[0]["table"], columns, pk, (), fold_sources(sources, pk),
+    batch = TableBatch("db", tables[0]["table"], columns, pk, (), without_positions(fold_sources(sources, pk)),
                        sum(d["rows"] for d in tables))
     actions = [add_action(f) for f in files]
     return lake.write_batch(batch_id, [batch], changelog_files=actions)
