@@ -10,8 +10,10 @@ snapshot's start exactly once. A snapshot killed midway resumes at its first unf
 from __future__ import annotations
 
 import json
+import logging
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -156,7 +158,8 @@ def _check_keyless(server: Any, db: str, log: list[dict[str, Any]], changes: lis
     assert +rebuilt == source
 
 
-def test_snapshot_while_the_table_is_written_then_stream(server, tmp_path):
+def test_snapshot_while_the_table_is_written_then_stream(server, tmp_path, caplog):
+    caplog.set_level(logging.DEBUG, logger="sluice.spark.pipeline.staged_batch")
     db = f"snap_{uuid.uuid4().hex[:8]}"
     lake = str(tmp_path / "lake")
     with _root(server) as conn:
@@ -175,6 +178,11 @@ def test_snapshot_while_the_table_is_written_then_stream(server, tmp_path):
     snapshot = json.loads((Path(lake) / "_sluice" / "snapshot.json").read_text())
     assert snapshot["complete"] and len(snapshot["tables"][f"{db}.big"]["done"]) >= 10
     assert stats.rows > 0
+    # The changes written during the snapshot were filtered column-wise (integer, composite and
+    # case-insensitive text keys alike), and the keys the snapshot read after their last change left out.
+    kept = re.findall(rf"{db}\.big: the snapshot filter keeps (\d+) of the batch's (\d+) keys", caplog.text)
+    assert kept and any(int(k) < int(n) for k, n in kept), caplog.text[-2000:]
+    assert "judges the batch's changes one by one" not in caplog.text
     Pipeline(PipelineConfig(source=server.dsn("root"), lake=lake, tables=rf"{db}\..*", trigger="once",
                             snapshot="initial", chunk_rows=20_000)).run(handle_signals=False)
     _check(server, db, lake)

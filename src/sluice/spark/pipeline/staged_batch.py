@@ -23,7 +23,7 @@ from sluice.cdc.schema import SchemaHistory
 from sluice.errors import ConfigError
 from sluice.spark.lake.changelog_rows import row_changes
 from sluice.spark.lake.data_files import add_action
-from sluice.spark.lake.merge_source import fold_sources
+from sluice.spark.lake.merge_source import fold_sources, without_positions
 from sluice.spark.lake.sink import TableBatch
 from sluice.spark.lake.store import LakeStore
 from sluice.spark.lake.table_layout import mirror_columns_for_schema
@@ -83,8 +83,9 @@ class StagedBatch:
 def table_batch(history: SchemaHistory, store: LakeStore, db: str, name: str, parts: list[dict[str, Any]],
                 rows_of: Callable[[str, str], pa.Table], snapshot_filter: Any = None) -> TableBatch:
     """A table's changes in the batch, typed by the schema in force at its first change: its staged
-    MERGE sources folded over the ranges, or its rows read back from the staged change log for the
-    per-row path (no source staged, a layout other than the schema history's, a snapshot filter)."""
+    MERGE sources folded over the ranges (less what a snapshot holds already, ``keep_source``), or
+    its rows read back from the staged change log for the per-row path (no source staged, a layout
+    other than the schema history's, a snapshot filter that cannot judge the folded source)."""
 
     first_file, first_pos = parts[0]["first_file"], parts[0]["first_pos"]
     catalog = history.catalog_at(first_file, first_pos) or history.latest()
@@ -101,14 +102,26 @@ def table_batch(history: SchemaHistory, store: LakeStore, db: str, name: str, pa
         return TableBatch(db, name, columns, (), (), pa.table({}), n)
     covered = snapshot_filter is not None and snapshot_filter.covers(db, name, first_file, first_pos)
     layout = layout_key(columns, primary_key)
-    if not covered and all(p["path"] and p["layout"] == layout for p in parts):
+    if all(p["path"] and p["layout"] == layout for p in parts):
         sources = [pa.ipc.open_file(store.read_file(p["path"])).read_all() for p in parts]
-        return TableBatch(db, name, columns, primary_key, (), fold_sources(sources, primary_key), n)
+        source: pa.Table | None = fold_sources(sources, primary_key)
+        if covered:
+            folded = source.num_rows
+            source = snapshot_filter.keep_source(db, name, primary_key, source)
+            if source is not None:
+                log.debug("%s.%s: the snapshot filter keeps %d of the batch's %d keys", db, name, source.num_rows,
+                          folded)
+        if source is not None and not source.num_rows:  # the snapshot holds every change: as the per-row path
+            return TableBatch(db, name, columns, primary_key, ())
+        if source is not None:
+            return TableBatch(db, name, columns, primary_key, (), without_positions(source), n)
     if any(p["path"] and p["layout"] != layout for p in parts):
         log.warning("%s.%s: a task typed its changes as %s, the schema history as %s; taking the per-row path",
                     db, name, next(p["layout"] for p in parts if p["layout"] != layout), layout)
     changes = row_changes(columns, rows_of(db, name))
     if snapshot_filter:
+        if covered:
+            log.debug("%s.%s: the snapshot filter judges the batch's changes one by one", db, name)
         changes = snapshot_filter.keep(changes)
     return TableBatch(db, name, columns, primary_key, changes)
 

@@ -9,13 +9,22 @@ until the stream meets the DDL that removed it (``sluice.spark.ddl.batch``).
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Sequence
+from typing import Any, cast
 
-from sluice.binlog.position import Checkpoint, position_key
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from sluice.binlog.position import Checkpoint, binlog_file_key, position_key
 from sluice.cdc.records import RowChange
 from sluice.cdc.schema import TableSchema
-from sluice.cdc.snapshot.chunks import Chunk, ChunkRead
+from sluice.cdc.schema.model import ColumnDef
+from sluice.cdc.schema.typemap import INTEGER_TYPES
+from sluice.cdc.snapshot.chunks import Chunk, ChunkRead, key_columns
 from sluice.cdc.snapshot.reconcile import KeyOrder, after_high, key_order, split_key_move
+from sluice.spark.lake.merge_source import CHANGE_FILE, CHANGE_POS
 from sluice.spark.snapshot.state import SnapshotState
 
 __all__ = ["SnapshotFilter"]
@@ -26,6 +35,7 @@ class SnapshotFilter:
 
     def __init__(self, state: SnapshotState) -> None:
         self._tables: dict[tuple[str, str], tuple[KeyOrder, list[ChunkRead], tuple[str, int, int]]] = {}
+        self._keys: dict[tuple[str, str], tuple[ColumnDef, ...]] = {}  # the snapshot key's columns
         self._lost = {tuple(name.split(".", 1)) for name, table in state.tables.items() if table.get("lost")}
         for table in state.tables.values():
             if not table["key"]:
@@ -42,6 +52,7 @@ class SnapshotFilter:
             if reads:
                 last = max(position_key(r.high.file, r.high.pos) for r in reads)
                 self._tables[(schema.db, schema.name)] = (order, reads, last)
+                self._keys[(schema.db, schema.name)] = key_columns(schema, order.key)
 
     def __bool__(self) -> bool:
         return bool(self._tables or self._lost)
@@ -83,3 +94,112 @@ class SnapshotFilter:
                 if all(after_high(read, part, order) for read in reads):
                     out.append(part)
         return out
+
+    def keep_source(self, db: str, table: str, primary_key: Sequence[str], source: pa.Table) -> pa.Table | None:
+        """``keep`` on a table's staged MERGE source folded over the batch's ranges (the last change
+        per key, with its ``CHANGE_FILE`` and ``CHANGE_POS``): the rows the mirror still needs, or
+        None when the per-row path must judge the changes (a source without positions, a snapshot
+        key other than the primary key, a key other than an integer or a CHAR/VARCHAR text,
+        overlapping chunks).
+
+        A key lies in at most one chunk, and its changes come in binlog order: ``keep`` leaves out
+        those before the chunk's high watermark, a run from the first. So it keeps a key's last
+        change exactly when that change is at or after the high watermark, and then the mirror
+        ends with that change whatever came before it."""
+        if (db, table) in self._lost:
+            return source.slice(0, 0)
+        entry = self._tables.get((db, table))
+        if entry is None or not source.num_rows:
+            return source
+        order, reads, _ = entry
+        names = {n.lower(): n for n in source.column_names}
+        wanted = [k.lower() for k in order.key]
+        if (sorted(wanted) != sorted(k.lower() for k in primary_key) or not set(wanted) <= names.keys()
+                or not {CHANGE_FILE, CHANGE_POS} <= set(source.column_names)):
+            return None
+        keys = [_comparable(c, source.column(names[k])) for c, k in zip(self._keys[(db, table)], wanted, strict=True)]
+        if any(k is None for k in keys):
+            return None
+        bounds = _ordered_bounds(order, reads)
+        if bounds is None:
+            return None
+        ordered, lowers, uppers = bounds
+        chunk = _chunks_of(order, cast("list[pa.ChunkedArray]", keys), lowers, uppers)
+        before = _before_highs(source, chunk, [r.high for r in ordered])
+        return source.filter(pa.array(~before))
+
+
+def _comparable(column: ColumnDef, values: pa.ChunkedArray) -> pa.ChunkedArray | None:
+    """A key column's Arrow values as ``KeyOrder`` judges them in a row image: integers (a BIGINT
+    UNSIGNED's DECIMAL(20,0) as UINT64), or the text of a CHAR/VARCHAR (which its collation's
+    weight orders); None for any other key."""
+    if column.data_type in INTEGER_TYPES:
+        if pa.types.is_decimal(values.type) and values.type.scale == 0 and column.unsigned:
+            return pc.cast(values, pa.uint64())
+        return values if pa.types.is_integer(values.type) else None
+    if column.data_type in ("char", "varchar") and column.charset != "binary":
+        return values if pa.types.is_string(values.type) or pa.types.is_large_string(values.type) else None
+    return None
+
+
+def _ordered_bounds(order: KeyOrder, reads: Sequence[ChunkRead]) -> tuple[
+        list[ChunkRead], list[tuple[Any, ...]], list[tuple[Any, ...] | None]] | None:
+    """The chunk reads by lower bound, with their lower bounds (``()`` for none: below every key)
+    and upper bounds as order keys; None when two chunks overlap."""
+    lowers = [order.bound(r.chunk.lower) if r.chunk.lower is not None else () for r in reads]
+    at = sorted(range(len(reads)), key=lambda i: lowers[i])
+    uppers: list[tuple[Any, ...] | None] = []
+    for i in at:
+        upper = reads[i].chunk.upper
+        uppers.append(None if upper is None else order.bound(upper))
+    lows = [lowers[i] for i in at]
+    for i in range(1, len(at)):
+        end = uppers[i - 1]
+        if end is None or not lows[i] or lows[i] < end:
+            return None
+    return [reads[i] for i in at], lows, uppers
+
+
+def _chunks_of(order: KeyOrder, keys: list[pa.ChunkedArray], lowers: list[tuple[Any, ...]],
+               uppers: list[tuple[Any, ...] | None]) -> np.ndarray:
+    """Per row, the index of the chunk whose range holds its key, -1 for none."""
+    if len(keys) == 1 and pa.types.is_integer(keys[0].type) and all(
+            isinstance(b[0], int) for b in (*lowers, *uppers) if b):
+        # One integer key (its weight is the value itself): the chunks found by a binary search.
+        values = keys[0].to_numpy()
+        try:
+            low = np.array([b[0] if b else np.iinfo(values.dtype).min for b in lowers], dtype=values.dtype)
+            high = np.array([b[0] if b is not None else 0 for b in uppers], dtype=values.dtype)
+        except OverflowError:  # a bound outside the column's type: compared as Python integers below
+            pass
+        else:
+            index = np.searchsorted(low, values, side="right") - 1
+            at = np.maximum(index, 0)
+            bounded = np.array([b is not None for b in uppers], dtype=bool)
+            inside = (index >= 0) & (~bounded[at] | (values < high[at]))
+            return np.where(inside, index, -1)
+    out = np.empty(len(keys[0]), dtype=np.int64)
+    weights = order.weights
+    for row, values in enumerate(zip(*(k.to_pylist() for k in keys), strict=True)):
+        key = tuple(w(v) for w, v in zip(weights, values, strict=True))
+        index = bisect_right(lowers, key) - 1
+        end = uppers[index] if index >= 0 else None
+        out[row] = index if index >= 0 and (end is None or key < end) else -1
+    return out
+
+
+def _before_highs(source: pa.Table, chunk: np.ndarray, highs: list[Checkpoint]) -> np.ndarray:
+    """Per row, whether its change lies in a chunk (``chunk`` >= 0) and before that chunk's high
+    watermark: the chunk's rows hold it already."""
+    files = source.column(CHANGE_FILE)
+    names = pc.unique(files).to_pylist()
+    ranked = sorted({binlog_file_key(f) for f in [*names, *(h.file for h in highs)]})
+    rank = {key: i for i, key in enumerate(ranked)}
+    file_rank = np.array([rank[binlog_file_key(f)] for f in names], dtype=np.int64)[
+        pc.index_in(files, value_set=pa.array(names, files.type)).to_numpy()]
+    pos = source.column(CHANGE_POS).to_numpy()
+    at = np.maximum(chunk, 0)
+    high_rank = np.array([rank[binlog_file_key(h.file)] for h in highs], dtype=np.int64)[at]
+    high_pos = np.array([h.pos for h in highs], dtype=np.int64)[at]
+    before = (file_rank < high_rank) | ((file_rank == high_rank) & (pos < high_pos))
+    return (chunk >= 0) & before
