@@ -59,7 +59,8 @@ def _tree(root: int) -> list[tuple[int, str, int]]:
 
 
 def sampled(command: list[str]) -> dict[str, object]:
-    """Run ``command``; its seconds and the peak RSS (MB) of its driver, its JVM and its largest worker."""
+    """Run ``command``; its seconds, the peak RSS (MB) of its driver, its JVM and its largest worker,
+    and the last lines it wrote to standard error."""
     started = time.perf_counter()
     proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     peaks = {"driver": 0, "jvm": 0, "worker": 0}
@@ -83,7 +84,8 @@ def sampled(command: list[str]) -> dict[str, object]:
     if proc.returncode != 0:
         raise SystemExit(f"sluice run failed: {stderr.strip().splitlines()[-1:]}")
     return {"seconds": time.perf_counter() - started, "driver_peak_at": last[0],
-            **{f"{role}_mb": kib / 1024 for role, kib in peaks.items()}}
+            **{f"{role}_mb": kib / 1024 for role, kib in peaks.items()},
+            "stderr_tail": "\n".join(stderr.splitlines()[-5:])}
 
 
 def compactions(changes: Path, counts: list[int]) -> list[dict[str, object]]:
