@@ -99,8 +99,8 @@ class SnapshotFilter:
         """``keep`` on a table's staged MERGE source folded over the batch's ranges (the last change
         per key, with its ``CHANGE_FILE`` and ``CHANGE_POS``): the rows the mirror still needs, or
         None when the per-row path must judge the changes (a source without positions, a snapshot
-        key other than the primary key, a key other than an integer or a CHAR/VARCHAR text,
-        overlapping chunks).
+        key other than the primary key, a key other than an integer, a CHAR/VARCHAR text or a
+        DECIMAL, overlapping chunks).
 
         A key lies in at most one chunk, and its changes come in binlog order: ``keep`` leaves out
         those before the chunk's high watermark, a run from the first. So it keeps a key's last
@@ -131,14 +131,17 @@ class SnapshotFilter:
 
 def _comparable(column: ColumnDef, values: pa.ChunkedArray) -> pa.ChunkedArray | None:
     """A key column's Arrow values as ``KeyOrder`` judges them in a row image: integers (a BIGINT
-    UNSIGNED's DECIMAL(20,0) as UINT64), or the text of a CHAR/VARCHAR (which its collation's
-    weight orders); None for any other key."""
+    UNSIGNED's DECIMAL(20,0) as UINT64), the text of a CHAR/VARCHAR (which its collation's weight
+    orders), or a DECIMAL's ``Decimal``; None for any other key (a temporal key's image holds its
+    text, which the mirror's Arrow values are not)."""
     if column.data_type in INTEGER_TYPES:
         if pa.types.is_decimal(values.type) and values.type.scale == 0 and column.unsigned:
             return pc.cast(values, pa.uint64())
         return values if pa.types.is_integer(values.type) else None
     if column.data_type in ("char", "varchar") and column.charset != "binary":
         return values if pa.types.is_string(values.type) or pa.types.is_large_string(values.type) else None
+    if column.data_type == "decimal":
+        return values if pa.types.is_decimal(values.type) else None
     return None
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 import random
 from dataclasses import replace
+from decimal import Decimal
 from typing import Any
 
 import pyarrow as pa
@@ -153,20 +154,23 @@ def test_keep_source_leaves_to_the_per_row_path_what_it_cannot_judge() -> None:
     assert SnapshotFilter(lost).keep_source("db", "q", pk, source) is source  # another table: as it is
 
 
-@pytest.mark.parametrize("unsigned", [False, True])
-def test_keep_source_at_the_bounds_of_a_chunk_never_read(unsigned: bool) -> None:
+@pytest.mark.parametrize("key_type", ["INT", "BIGINT UNSIGNED", "DECIMAL(8,2)"])
+def test_keep_source_at_the_bounds_of_a_chunk_never_read(key_type: str) -> None:
     """Keys on each side of the bounds of a chunk that never finished: only the finished chunks'
-    keys are left out. A negative bound of an unsigned key is compared as a Python integer."""
-    key_type = "BIGINT UNSIGNED" if unsigned else "INT"
+    keys are left out. A negative bound of an unsigned key is compared as a Python integer, a
+    DECIMAL key as a ``Decimal``."""
     schema = schema_of(f"CREATE TABLE g (id {key_type} NOT NULL, v INT, PRIMARY KEY (id))")
     columns = mirror_columns_for_schema(schema, "mysql")
-    keys = [0, 9, 10, 19, 20, 21]
-    changes = [RowChange("insert", "db", "g", None, {"id": k, "v": k}, ("id",), FILES[0], 100 + i, 0, None, 0)
+    number = Decimal if key_type.startswith("DECIMAL") else int
+    keys = [number(k) for k in (0, 9, 10, 19, 20, 21)]
+    changes = [RowChange("insert", "db", "g", None, {"id": k, "v": i}, ("id",), FILES[0], 100 + i, 0, None, 0)
                for i, k in enumerate(keys)]
     source = merge_source(columns, ("id",), arrow_rows(changes), positions=True)
     assert source is not None
-    bounds = [(-1 if unsigned else 1,), (10,), (20,)]
+    bounds = [(number(-1 if key_type == "BIGINT UNSIGNED" else 1),), (number(10),), (number(20),)]
     snapshot_filter = SnapshotFilter(_snapshot(schema, bounds, [(FILES[1], 4)] * 4, skip=2))
     kept = snapshot_filter.keep_source("db", "g", ("id",), source)
     assert kept is not None and kept.column("id").to_pylist() == [10, 19]
     assert [c.after["id"] for c in snapshot_filter.keep(changes) if c.after] == [10, 19]
+    if key_type.startswith("DECIMAL"):
+        assert kept.column("id").to_pylist() == [Decimal("10.00"), Decimal("19.00")]
