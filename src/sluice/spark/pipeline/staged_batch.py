@@ -27,6 +27,7 @@ from sluice.spark.lake.merge_source import fold_sources, without_positions
 from sluice.spark.lake.sink import TableBatch
 from sluice.spark.lake.store import LakeStore
 from sluice.spark.lake.table_layout import mirror_columns_for_schema
+from sluice.spark.snapshot.filter import SnapshotFilter
 from sluice.spark.source.staging import layout_key
 
 __all__ = ["StagedBatch", "table_batch"]
@@ -81,7 +82,7 @@ class StagedBatch:
 
 
 def table_batch(history: SchemaHistory, store: LakeStore, db: str, name: str, parts: list[dict[str, Any]],
-                rows_of: Callable[[str, str], pa.Table], snapshot_filter: Any = None) -> TableBatch:
+                rows_of: Callable[[str, str], pa.Table], snapshot_filter: SnapshotFilter | None = None) -> TableBatch:
     """A table's changes in the batch, typed by the schema in force at its first change: its staged
     MERGE sources folded over the ranges (less what a snapshot holds already, ``keep_source``), or
     its rows read back from the staged change log for the per-row path (no source staged, a layout
@@ -100,17 +101,15 @@ def table_batch(history: SchemaHistory, store: LakeStore, db: str, name: str, pa
     n = sum(p["rows"] for p in parts)
     if not primary_key:
         return TableBatch(db, name, columns, (), (), pa.table({}), n)
-    covered = snapshot_filter is not None and snapshot_filter.covers(db, name, first_file, first_pos)
+    covering = snapshot_filter if snapshot_filter and snapshot_filter.covers(db, name, first_file, first_pos) else None
     layout = layout_key(columns, primary_key)
     if all(p["path"] and p["layout"] == layout for p in parts):
         sources = [pa.ipc.open_file(store.read_file(p["path"])).read_all() for p in parts]
-        source: pa.Table | None = fold_sources(sources, primary_key)
-        if covered:
-            folded = source.num_rows
-            source = snapshot_filter.keep_source(db, name, primary_key, source)
-            if source is not None:
-                log.debug("%s.%s: the snapshot filter keeps %d of the batch's %d keys", db, name, source.num_rows,
-                          folded)
+        folded = fold_sources(sources, primary_key)
+        source = folded if covering is None else covering.keep_source(db, name, primary_key, folded)
+        if covering is not None and source is not None:
+            log.debug("%s.%s: the snapshot filter keeps %d of the batch's %d keys", db, name, source.num_rows,
+                      folded.num_rows)
         if source is not None and not source.num_rows:  # the snapshot holds every change: as the per-row path
             return TableBatch(db, name, columns, primary_key, ())
         if source is not None:
@@ -120,7 +119,7 @@ def table_batch(history: SchemaHistory, store: LakeStore, db: str, name: str, pa
                     db, name, next(p["layout"] for p in parts if p["layout"] != layout), layout)
     changes = row_changes(columns, rows_of(db, name))
     if snapshot_filter:
-        if covered:
+        if covering is not None:
             log.debug("%s.%s: the snapshot filter judges the batch's changes one by one", db, name)
         changes = snapshot_filter.keep(changes)
     return TableBatch(db, name, columns, primary_key, changes)
