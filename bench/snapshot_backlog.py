@@ -7,7 +7,8 @@ Each of the writer's changes lies in the snapshot's window, so the stream that f
 one against the chunk holding its key: the snapshot read the key after the change, or not.
 
 Then, ``--repeat`` times, a copy of the kept lake is caught up by ``sluice run --trigger once``
-(both cores, Spark's start included): its seconds, the changes it streamed, the steady part (from
+(both cores, Spark's start included): its seconds, the changes it streamed (the writer's from the
+snapshot's start on; it began before, while Spark started), the steady part (from
 the first batch with changes to the end of the last, as ``sluice run`` reports it), and the peak
 RSS of the driver's Python, of its JVM and of the largest Python worker (sampled every second).
 The mirror is then compared with the server's table (``sluice verify``). ``--reuse`` keeps the lake
@@ -24,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import re
 import shutil
 import subprocess
 import sys
@@ -84,7 +86,10 @@ def catch_up(box: Sandbox, kept: Path, repeat: int) -> list[dict[str, object]]:
         run = decode.Run(float(result["seconds"]), float("nan"), "", None, str(result["stderr_tail"]))  # type: ignore[arg-type]
         verify = subprocess.run([*decode.SLUICE, "verify", "--source", box.dsn("root"), "--lake", str(lake),
                                  "--tables", r"bench\.sbtest1"], capture_output=True, text=True)
-        out.append({**result, "steady_seconds": pipeline._steady(run), "mirror_equals_server": verify.returncode == 0})
+        streamed = re.search(r"stopped: (\d+) batches, ([\d,]+) changes", run.stderr_tail)
+        out.append({**result, "steady_seconds": pipeline._steady(run), "mirror_equals_server": verify.returncode == 0,
+                    "batches": int(streamed.group(1)) if streamed else None,
+                    "changes": int(streamed.group(2).replace(",", "")) if streamed else None})
         decode.log(f"catch-up {i + 1}: {result['seconds']:.1f}s")
     return out
 
@@ -109,13 +114,15 @@ def main() -> int:
     finally:
         box.stop()
     (kept / "results.json").write_text(json.dumps({"backlog": info, "runs": runs}, indent=1, default=str))
-    print(f"backlog: {info['changes']:,} changes written during a {info['snapshot_seconds']:.1f}s snapshot")
-    print("| run | sluice run --trigger once | steady (first to last batch) | driver peak RSS | JVM | worker "
-          "| mirror = server |")
-    print("|---|---|---|---|---|---|---|")
+    print(f"the writer: {info['changes']:,} changes while `sluice run --snapshot only` ran "
+          f"({info['snapshot_seconds']:.1f}s, Spark's start included: some came before the snapshot's start)")
+    print("| run | changes streamed (batches) | sluice run --trigger once | steady (first to last batch) "
+          "| driver peak RSS | JVM | worker | mirror = server |")
+    print("|---|---|---|---|---|---|---|---|")
     for i, r in enumerate(runs, 1):
-        print(f"| {i} | {r['seconds']:.1f}s | {r['steady_seconds']:.1f}s | {r['driver_mb']:,.0f} MB "
-              f"| {r['jvm_mb']:,.0f} MB | {r['worker_mb']:,.0f} MB | {'yes' if r['mirror_equals_server'] else 'NO'} |")
+        print(f"| {i} | {r['changes'] or 0:,} ({r['batches']}) | {r['seconds']:.1f}s | {r['steady_seconds']:.1f}s "
+              f"| {r['driver_mb']:,.0f} MB | {r['jvm_mb']:,.0f} MB | {r['worker_mb']:,.0f} MB "
+              f"| {'yes' if r['mirror_equals_server'] else 'NO'} |")
     return 0
 
 
