@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -254,6 +255,12 @@ def test_ctrl_c_ends_sluice_run_at_the_end_of_the_batch(server, tmp_path):
     lines = _lines(run.text)
     summary = [i for i, line in enumerate(lines) if line.startswith("sluice run: stopped: ")]
     assert len(summary) == 1 and summary[0] > lines.index(FIRST), run.text
+    # The steady part, and the driver's share of it (which lies inside it).
+    parts = re.search(r"([0-9.]+)s from the first batch with changes to the end of the last "
+                      r"\(([0-9.]+)s of it the driver's DDL, MERGEs and commits\)$", lines[summary[0]])
+    assert parts is not None, lines[summary[0]]
+    steady, driver = float(parts.group(1)), float(parts.group(2))
+    assert steady > 0 and 0 <= driver <= steady, lines[summary[0]]
     assert _gone(run.jvm, 60), "the driver JVM outlived sluice run"
     checkpoint = run.lake / "_sluice" / "checkpoint"
     assert (checkpoint / "commits" / str(run.batch)).exists(), "the batch in flight at Ctrl-C was not finished"

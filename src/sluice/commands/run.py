@@ -108,5 +108,6 @@ def run(args: argparse.Namespace) -> int:
         if metrics is not None:
             metrics.close()
     say(f"stopped: {stats.line()}; {stats.inserted} inserted, {stats.updated} updated, {stats.deleted} deleted; "
-        f"{stats.batch_seconds:.1f}s from the first batch with changes to the end of the last")
+        f"{stats.batch_seconds:.1f}s from the first batch with changes to the end of the last "
+        f"({stats.driver_seconds:.1f}s of it the driver's DDL, MERGEs and commits)")
     return 0

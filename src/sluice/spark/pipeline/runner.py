@@ -5,11 +5,10 @@
 source (the last state per primary key, typed) into the lake itself (``sluice.spark.source.staging``) and
 Spark carries one descriptor row per file. Per micro-batch (``foreachBatch``) the driver applies
 the batch's DDL, folds each table's sources over the ranges (``sluice.spark.pipeline.staged_batch``),
-MERGEs them into ``LAKE/<db>/<table>`` and then commits the change-log files to
-``LAKE/_sluice/changes`` (``sluice.spark.lake.sink``). A table whose changes need the per-row path (minimal images,
-partial JSON updates, a snapshot filter) is built from the staged change-log rows. Each Delta
-commit records the batch id, so a batch replayed after a crash is skipped where it was already
-written: exactly once.
+MERGEs them into ``LAKE/<db>/<table>`` and then commits the change-log files to ``LAKE/_sluice/changes``
+(``sluice.spark.lake.sink``). A table whose changes need the per-row path (minimal images, partial
+JSON updates) is built from the staged change-log rows. Each Delta commit records the batch id, so
+a batch replayed after a crash is skipped where it was already written: exactly once.
 
 The lake (a path or an object store, ``sluice.spark.lake.store``) keeps the pipeline's state in
 ``LAKE/_sluice/``: the schema history the source writes (``schema-history.jsonl``; a batch's tables
@@ -63,7 +62,6 @@ __all__ = ["Pipeline", "PipelineConfig", "PipelineStats"]
 log = logging.getLogger(__name__)
 
 
-
 class Pipeline:
     """One streaming query from a server into a lake; ``run()`` blocks until it stops."""
 
@@ -78,8 +76,8 @@ class Pipeline:
         self._refused = False  # a batch began after the stop was asked: left whole to the next run
         self.phase = "start"  # then "snapshot", "stream", "flush": where a stop asked for takes effect
         self._query: Any = None
-        self._filter: Any = None
-        self._lag_checked = 0.0  # SnapshotFilter: early changes the snapshot already holds
+        self._filter: SnapshotFilter | None = None  # the streamed changes the snapshot already holds
+        self._lag_checked = 0.0  # when the source's binlog end was last asked (lag_bytes)
         self.error: BaseException | None = None
         parse_dsn(config.source)  # a bad DSN fails here, before Spark starts
         self.state = LakeState(config.store, config.checkpoint_path, parse_dsn(config.source).redacted())
@@ -314,6 +312,7 @@ class Pipeline:
             finally:
                 context.setLocalProperty(BATCH_PROPERTY, None)
                 context.setLocalProperty(STORAGE_PROPERTY, None)
+            committing = time.monotonic()
             written = self._write(staged, batch_id)
         except BaseException as exc:
             self.error = exc
@@ -325,6 +324,7 @@ class Pipeline:
         if written is not None:
             self.stats.first_batch = self.stats.first_batch or started
             self.stats.last_batch = time.monotonic()
+            self.stats.driver_seconds += self.stats.last_batch - committing
         if self.metrics is not None and written is not None:
             self.metrics.batch(time.monotonic() - started, written, self.stats.last_commit_lag, self.stats.lag_bytes)
         self.upkeep.after_batch()  # the batch is committed: maintenance steps due, within their time budget

@@ -42,6 +42,7 @@ class PipelineStats:
     latencies: deque[tuple[float, int]] = field(default_factory=lambda: deque(maxlen=100_000))
     first_batch: float | None = None  # monotonic start of the first batch that carried changes
     last_batch: float | None = None  # ... and end of the last one
+    driver_seconds: float = 0.0  # of those batches, the driver's part: DDL, folds, MERGEs and commits
 
     def latency(self, q: float) -> float | None:
         """The ``q`` quantile (0.5: the median) of commit-to-visible over the recent changes, seconds."""
