@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Sequence
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -29,13 +29,18 @@ from sluice.spark.snapshot.state import SnapshotState
 
 __all__ = ["SnapshotFilter"]
 
+# Chunk reads by lower bound, their lower bounds (``()`` for none) and upper bounds, as order keys.
+_Bounds = tuple[list[ChunkRead], list[tuple[Any, ...]], list[tuple[Any, ...] | None]]
+
 
 class SnapshotFilter:
     """Which streamed changes a finished snapshot already contains (left out of the mirror MERGE)."""
 
     def __init__(self, state: SnapshotState) -> None:
         self._tables: dict[tuple[str, str], tuple[KeyOrder, list[ChunkRead], tuple[str, int, int]]] = {}
-        self._keys: dict[tuple[str, str], tuple[ColumnDef, ...]] = {}  # the snapshot key's columns
+        # keep_source's view of each table: the snapshot key's columns, and its chunk reads by
+        # lower bound with their bounds as order keys (None when two chunks overlap)
+        self._placing: dict[tuple[str, str], tuple[tuple[ColumnDef, ...], _Bounds | None]] = {}
         self._lost = {tuple(name.split(".", 1)) for name, table in state.tables.items() if table.get("lost")}
         for table in state.tables.values():
             if not table["key"]:
@@ -51,8 +56,9 @@ class SnapshotFilter:
                     reads.append(ChunkRead(chunk, low, high, []))
             if reads:
                 last = max(position_key(r.high.file, r.high.pos) for r in reads)
-                self._tables[(schema.db, schema.name)] = (order, reads, last)
-                self._keys[(schema.db, schema.name)] = key_columns(schema, order.key)
+                name = (schema.db, schema.name)
+                self._tables[name] = (order, reads, last)
+                self._placing[name] = (key_columns(schema, order.key), _ordered_bounds(order, reads))
 
     def __bool__(self) -> bool:
         return bool(self._tables or self._lost)
@@ -111,20 +117,21 @@ class SnapshotFilter:
         entry = self._tables.get((db, table))
         if entry is None or not source.num_rows:
             return source
-        order, reads, _ = entry
+        order = entry[0]
+        columns, bounds = self._placing[(db, table)]
         names = {n.lower(): n for n in source.column_names}
         wanted = [k.lower() for k in order.key]
-        if (sorted(wanted) != sorted(k.lower() for k in primary_key) or not set(wanted) <= names.keys()
-                or not {CHANGE_FILE, CHANGE_POS} <= set(source.column_names)):
+        if (bounds is None or sorted(wanted) != sorted(k.lower() for k in primary_key)
+                or not set(wanted) <= names.keys() or not {CHANGE_FILE, CHANGE_POS} <= set(source.column_names)):
             return None
-        keys = [_comparable(c, source.column(names[k])) for c, k in zip(self._keys[(db, table)], wanted, strict=True)]
-        if any(k is None for k in keys):
-            return None
-        bounds = _ordered_bounds(order, reads)
-        if bounds is None:
-            return None
+        keys = []
+        for column, name in zip(columns, wanted, strict=True):
+            values = _comparable(column, source.column(names[name]))
+            if values is None:
+                return None
+            keys.append(values)
         ordered, lowers, uppers = bounds
-        chunk = _chunks_of(order, cast("list[pa.ChunkedArray]", keys), lowers, uppers)
+        chunk = _chunks_of(order, keys, lowers, uppers)
         before = _before_highs(source, chunk, [r.high for r in ordered])
         return source.filter(pa.array(~before))
 
@@ -145,8 +152,7 @@ def _comparable(column: ColumnDef, values: pa.ChunkedArray) -> pa.ChunkedArray |
     return None
 
 
-def _ordered_bounds(order: KeyOrder, reads: Sequence[ChunkRead]) -> tuple[
-        list[ChunkRead], list[tuple[Any, ...]], list[tuple[Any, ...] | None]] | None:
+def _ordered_bounds(order: KeyOrder, reads: Sequence[ChunkRead]) -> _Bounds | None:
     """The chunk reads by lower bound, with their lower bounds (``()`` for none: below every key)
     and upper bounds as order keys; None when two chunks overlap."""
     lowers = [order.bound(r.chunk.lower) if r.chunk.lower is not None else () for r in reads]
@@ -182,9 +188,8 @@ def _chunks_of(order: KeyOrder, keys: list[pa.ChunkedArray], lowers: list[tuple[
             inside = (index >= 0) & (~bounded[at] | (values < high[at]))
             return np.where(inside, index, -1)
     out = np.empty(len(keys[0]), dtype=np.int64)
-    weights = order.weights
     for row, values in enumerate(zip(*(k.to_pylist() for k in keys), strict=True)):
-        key = tuple(w(v) for w, v in zip(weights, values, strict=True))
+        key = order.bound(values)
         index = bisect_right(lowers, key) - 1
         end = uppers[index] if index >= 0 else None
         out[row] = index if index >= 0 and (end is None or key < end) else -1
