@@ -110,9 +110,9 @@ def table_batch(history: SchemaHistory, store: LakeStore, db: str, name: str, pa
         if covering is not None and source is not None:
             log.debug("%s.%s: the snapshot filter keeps %d of the batch's %d keys", db, name, source.num_rows,
                       folded.num_rows)
-        if source is not None and not source.num_rows:  # the snapshot holds every change: as the per-row path
-            return TableBatch(db, name, columns, primary_key, ())
         if source is not None:
+            if not source.num_rows:  # the snapshot holds every change: no MERGE, as on the per-row path
+                return TableBatch(db, name, columns, primary_key, ())
             return TableBatch(db, name, columns, primary_key, (), without_positions(source), n)
     if any(p["path"] and p["layout"] != layout for p in parts):
         log.warning("%s.%s: a task typed its changes as %s, the schema history as %s; taking the per-row path",
