@@ -81,7 +81,7 @@ def run(flavor: str) -> dict[str, object]:
             "flavor": flavor, "changes": changes, "files": files,
             "sluice_run": sluice.__dict__, "binlog_tool": tool.__dict__,
             "sluice_rows_per_s": changes / sluice.seconds, "tool_rows_per_s": changes / tool.seconds,
-            "ratio": tool.seconds / sluice.seconds, "steady_seconds": pipeline._steady(sluice),
+            "ratio": tool.seconds / sluice.seconds, "steady_seconds": pipeline.steady_seconds(sluice.stderr_tail),
             "driver_peak_rss_mb": sluice.max_rss_mb,
         }
     finally:

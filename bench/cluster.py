@@ -51,7 +51,7 @@ def one_run(workers: int, files: list[str], dsn: str, changes: int, memory: str)
                    "--master", cluster.url, "--trigger", "once", "--lake", str(lake), "--from", f"{files[0]}:4"]
         run = decode.timed(command, pin=False, env={**os.environ, "SPARK_LOCAL_IP": HOST})
         shutil.rmtree(lake, ignore_errors=True)
-        steady = pipeline._steady(run)
+        steady = pipeline.steady_seconds(run.stderr_tail)
         decode.log(f"cluster of {workers}: {run.seconds:.1f}s end to end, steady {steady:.1f}s"
                    + (f" ({run.error})" if run.error else ""))
         return {"workers": workers, "seconds": run.seconds, "steady_seconds": steady,

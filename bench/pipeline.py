@@ -88,7 +88,7 @@ def throughput(flavor: str, scale: decode.Scale, s3: S3Sandbox | None = None,
                                    "--from", f"{names[0]}:4"], pin=False)
         shutil.rmtree(lake, ignore_errors=True)
         rows = count(scale)
-        batch_seconds = _steady(run)
+        batch_seconds = steady_seconds(run.stderr_tail)
         on_s3: dict[str, object] = {}
         if s3 is not None:  # the same run with the lake on the S3 server (a bucket prefix of its own)
             uri = f"s3://{s3.bucket}/{workload.lower()}-{scale.name}-{flavor}-{int(time.time())}"
@@ -98,9 +98,10 @@ def throughput(flavor: str, scale: decode.Scale, s3: S3Sandbox | None = None,
             remote = decode.timed([*command, "--lake", uri, "--checkpoint-dir", str(checkpoint),
                                    "--from", f"{names[0]}:4"], pin=False, env={**os.environ, **s3.env()})
             shutil.rmtree(checkpoint, ignore_errors=True)
-            on_s3 = {"s3_run": remote.__dict__, "s3_batch_seconds": _steady(remote),
-                     "s3_steady_rows_per_s": rows / _steady(remote),
-                     "s3_over_local_steady": batch_seconds / _steady(remote),
+            remote_seconds = steady_seconds(remote.stderr_tail)
+            on_s3 = {"s3_run": remote.__dict__, "s3_batch_seconds": remote_seconds,
+                     "s3_steady_rows_per_s": rows / remote_seconds,
+                     "s3_over_local_steady": batch_seconds / remote_seconds,
                      # what the S3 server did for the whole run: its CPU time and its requests
                      "s3_server_cpu_seconds": _cpu_seconds(s3.proc.pid) - cpu,
                      "s3_requests": _requests(s3.log, logged)}
@@ -135,9 +136,9 @@ def _requests(log: Path, offset: int) -> dict[str, int]:
     return counts
 
 
-def _steady(run: decode.Run) -> float:
-    """Seconds from the first batch with changes to the end of the last, as ``sluice run`` reports them."""
-    steady = re.search(r"([0-9.]+)s from the first batch with changes", run.stderr_tail)
+def steady_seconds(stderr: str) -> float:
+    """The steady part ``sluice run`` reports on its last line (``stderr``), NaN when it did not."""
+    steady = re.search(r"([0-9.]+)s from the first batch with changes", stderr)
     return float(steady.group(1)) if steady else float("nan")
 
 

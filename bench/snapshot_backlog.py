@@ -83,11 +83,12 @@ def catch_up(box: Sandbox, kept: Path, repeat: int) -> list[dict[str, object]]:
         shutil.copytree(kept / "lake", lake)
         result = catchup_memory.sampled([*decode.SLUICE, "run", "--source", box.dsn("root"), "--lake", str(lake),
                                          "--tables", r"bench\.sbtest1", "--trigger", "once"])
-        run = decode.Run(float(result["seconds"]), float("nan"), "", None, str(result["stderr_tail"]))  # type: ignore[arg-type]
+        stderr = str(result["stderr_tail"])
         verify = subprocess.run([*decode.SLUICE, "verify", "--source", box.dsn("root"), "--lake", str(lake),
                                  "--tables", r"bench\.sbtest1"], capture_output=True, text=True)
-        streamed = re.search(r"stopped: (\d+) batches, ([\d,]+) changes", run.stderr_tail)
-        out.append({**result, "steady_seconds": pipeline._steady(run), "mirror_equals_server": verify.returncode == 0,
+        streamed = re.search(r"stopped: (\d+) batches, ([\d,]+) changes", stderr)
+        out.append({**result, "steady_seconds": pipeline.steady_seconds(stderr),
+                    "mirror_equals_server": verify.returncode == 0,
                     "batches": int(streamed.group(1)) if streamed else None,
                     "changes": int(streamed.group(2).replace(",", "")) if streamed else None})
         decode.log(f"catch-up {i + 1}: {result['seconds']:.1f}s")
