@@ -106,8 +106,8 @@ def both(batch: Any, schema: TableSchema) -> tuple[pa.Table | None, pa.Table | N
     rows = pa.Table.from_batches([columns_batch(batch)])
     columns = mirror_columns_for_schema(schema, "mysql")
     images = typed_rows([batch.typed[("db", "t")]], rows.num_rows)
-    typed = None if images is None else typed_merge_source(columns, ("id",), rows, images)
-    return typed, merge_source(columns, ("id",), rows)
+    typed = None if images is None else typed_merge_source(columns, ("id",), rows, images, positions=True)
+    return typed, merge_source(columns, ("id",), rows, positions=True)
 
 
 @pytest.mark.parametrize("seed", range(12))
