@@ -188,8 +188,10 @@ def _run_parquet(args: argparse.Namespace, keep: Any, given: Any) -> int:
     from sluice.cdc.schema.given import archived_tracker
     from sluice.commands.dump_parquet import dump, output_folder
     from sluice.io.binlog_file import iter_raw_spans
+    from sluice.io.heap import keep_batch_memory
 
     out = output_folder(args.out)
+    keep_batch_memory()  # this process writes batch after batch of big buffers
     config = CaptureConfig(
         table_filter=keep, ops=parse_ops(args.ops), ddl=args.ddl, verify_checksum=not args.no_verify_checksum,
         skip_incidents=args.skip_incidents, output=CaptureOutput.TYPED_COLUMNS,
