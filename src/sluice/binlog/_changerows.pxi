@@ -260,17 +260,16 @@ cdef class ChangeRows:
             mine.extend(images)
 
     def buffers(self):
-        """The column buffers as bytes: before / after / json_diffs (validity, offsets, text), then
-        meta, gtid (int32, -1 none), pos (int64), row (int32), ts and commit (int64 µs)."""
+        """Hand the column buffers over, with no copy, as objects of the buffer protocol: before /
+        after / json_diffs (validity, offsets, text), then meta, gtid (int32, -1 none), pos (int64),
+        row (int32), ts and commit (int64 µs). The rows are left empty; their metas, GTIDs and typed
+        images stay."""
+        cdef int k
         out = []
         for k in range(3):
-            out.append((PyBytes_FromStringAndSize(self.valid[k].data, self.valid[k].size),
-                        PyBytes_FromStringAndSize(self.offsets[k].data, self.offsets[k].size),
-                        PyBytes_FromStringAndSize(self.text[k].data, self.text[k].size)))
-        out.append(PyBytes_FromStringAndSize(self.meta.data, self.meta.size))
-        out.append(PyBytes_FromStringAndSize(self.gtid.data, self.gtid.size))
-        out.append(PyBytes_FromStringAndSize(self.pos.data, self.pos.size))
-        out.append(PyBytes_FromStringAndSize(self.row.data, self.row.size))
-        out.append(PyBytes_FromStringAndSize(self.ts.data, self.ts.size))
-        out.append(PyBytes_FromStringAndSize(self.commit.data, self.commit.size))
+            out.append((_taken(&self.valid[k]), _taken(&self.offsets[k]), _taken(&self.text[k])))
+            _i32(&self.offsets[k], 0)
+        out += [_taken(&self.meta), _taken(&self.gtid), _taken(&self.pos), _taken(&self.row), _taken(&self.ts),
+                _taken(&self.commit)]
+        self.length = 0
         return out

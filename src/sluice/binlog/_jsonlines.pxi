@@ -6,7 +6,7 @@
 # written here; every other value (geometry, a DECIMAL inside a JSON document, text that is not
 # valid Unicode) goes through ``fallback``, the Python encoder of one value.
 
-from cpython.mem cimport PyMem_Realloc
+from cpython.mem cimport PyMem_Free, PyMem_Realloc
 from libc.math cimport isinf, isnan
 from libc.stdio cimport snprintf
 from libc.string cimport strlen
@@ -23,6 +23,47 @@ cdef struct _Buf:
     char *data
     Py_ssize_t size
     Py_ssize_t cap
+
+
+cdef extern from "Python.h":
+    int PyBuffer_FillInfo(Py_buffer *view, object exporter, void *buf, Py_ssize_t len, int readonly,
+                          int flags) except -1
+
+
+cdef char _NOTHING = 0  # what an empty block points at
+
+
+cdef class _Block:
+    """A buffer's bytes handed over by the core (``_taken``): read through the buffer protocol, as
+    ``pyarrow.py_buffer`` and ``numpy.frombuffer`` do, with no copy; freed with the last reference."""
+
+    cdef char *data
+    cdef Py_ssize_t size
+
+    def __cinit__(self):
+        self.data = NULL
+        self.size = 0
+
+    def __dealloc__(self):
+        PyMem_Free(self.data)
+
+    def __getbuffer__(self, Py_buffer *view, int flags):
+        PyBuffer_FillInfo(view, self, <void *>self.data if self.data != NULL else <void *>&_NOTHING, self.size, 1,
+                          flags)
+
+    def __releasebuffer__(self, Py_buffer *view):
+        pass
+
+    def __len__(self):
+        return self.size
+
+
+cdef _Block _taken(_Buf *o):
+    """``o``'s bytes as a ``_Block``; ``o`` is left empty."""
+    cdef _Block block = _Block.__new__(_Block)
+    block.data, block.size = o.data, o.size
+    o.data, o.size, o.cap = NULL, 0, 0
+    return block
 
 
 cdef int _out_grow(_Buf *o, Py_ssize_t extra) except -1:

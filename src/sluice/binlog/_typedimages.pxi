@@ -210,9 +210,11 @@ cdef class _TypedColumn:
         return 1
 
     cdef tuple buffers(self):
-        return (self.kind, self.length, PyBytes_FromStringAndSize(self.valid.data, self.valid.size),
-                PyBytes_FromStringAndSize(self.offsets.data, self.offsets.size),
-                PyBytes_FromStringAndSize(self.data.data, self.data.size))
+        """(kind, length, validity, offsets, data), handed over: the column is left empty."""
+        out = (self.kind, self.length, _taken(&self.valid), _taken(&self.offsets), _taken(&self.data))
+        self.kind = _TY_NULL
+        self.length = 0
+        return out
 
 
 cdef class TypedImages:
@@ -367,7 +369,9 @@ cdef class TypedImages:
 
     def buffers(self):
         """(ops: one byte per change, after columns, before columns); a column is (kind: 0 only
-        NULLs, 1 int64, 2 text, 3 not kept; its length; validity bytes; int32 offsets; data)."""
-        return (PyBytes_FromStringAndSize(self.ops.data, self.ops.size),
-                [(<_TypedColumn>c).buffers() for c in self.after],
-                [(<_TypedColumn>c).buffers() for c in self.before])
+        NULLs, 1 int64, 2 text, 3 not kept; its length; validity bytes; int32 offsets; data). The
+        buffers are handed over with no copy (``_Block``): the images are left empty."""
+        out = (_taken(&self.ops), [(<_TypedColumn>c).buffers() for c in self.after],
+               [(<_TypedColumn>c).buffers() for c in self.before])
+        self.length = 0
+        return out

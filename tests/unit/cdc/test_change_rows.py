@@ -103,6 +103,43 @@ def test_more_text_than_an_arrow_column_takes_is_refused_whole() -> None:
         batch.extend(rows, "g", 0)
 
 
+def test_buffers_are_handed_over_and_outlive_the_rows() -> None:
+    """``buffers()`` gives Arrow the core's memory with no copy: the blocks keep their bytes after
+    the rows (and their typed images) are gone, and the rows start again empty."""
+    import gc
+
+    from sluice.binlog.absent import ABSENT
+    from sluice.cdc.jsonl import value_bytes
+
+    core = rowplan._compiled_core
+    rows = core.ChangeRows()
+    rows.keep_typed = True
+    meta = rows.meta_id(("insert", "db", "t", ("id",), "f", None))
+    keys = (b'"id":', b'"note":')
+    rows.add_rows(0, keys, [(1, "a"), (2, None)], meta, 4, 0, ABSENT, value_bytes)
+    whole = core.ChangeRows()
+    whole.extend(rows, "g:1", 7)
+    typed = whole.typed[("db", "t")]
+    batch = columns_batch(whole)
+    ops, after, _ = typed.buffers()
+    assert (whole.length, typed.length) == (0, 0)
+    del rows, whole, typed
+    gc.collect()
+    assert [r["after"] for r in batch.to_pylist()] == ['{"id":1,"note":"a"}', '{"id":2,"note":null}']
+    assert bytes(ops) == b"\0\0"
+    assert [(kind, length, bytes(valid)) for kind, length, valid, _, _ in after] == [(1, 2, b"\1\1"), (2, 2, b"\1\0")]
+    assert bytes(after[1][4]) == b"a" and memoryview(after[0][4]).cast("q").tolist() == [1, 2]
+
+    gathered = core.ChangeRows()
+    for pos in (9, 10):  # handed over, then used again
+        one = core.ChangeRows()
+        one.add_rows(0, keys, [(pos, "c")], one.meta_id(("insert", "db", "t", ("id",), "f", None)), pos, 0, ABSENT,
+                     value_bytes)
+        gathered.extend(one, "g:2", 8)
+        batch = columns_batch(gathered)
+        assert [(r["pos"], r["after"]) for r in batch.to_pylist()] == [(pos, f'{{"id":{pos},"note":"c"}}')]
+
+
 # A compressed transaction's rows are made as records in Python, without typed images: the tables
 # of such a transaction come short and take the JSON path, by design.
 UNCOMPRESSED = [p for p in GOLDEN if "compressed" not in p.stem]
