@@ -3,17 +3,16 @@
 # ``ChangeRows`` writes each row image as JSON text for the change log; the pipeline's tasks also
 # need the last state per key in the mirror's types, and parsing that JSON back costs them more
 # than typing the values as they are written. A ``TypedImages`` per table keeps the same images
-# column by column while ChangeRows writes them: integers as int64, every value whose JSON form is
-# a string (text, DECIMAL digits, dates and times) as that string's UTF-8, NULL as a cleared
-# validity byte. It types nothing the JSON reader would read differently: a value of any other
-# kind, a column of mixed kinds, a minimal image, a text with an escape in its JSON form or an
-# integer beyond int64 marks it ``failed``, and its JSON images are parsed instead
-# (``sluice.spark.lake.merge_source.merge_source``, which is the reference: a test holds the two
-# equal). A value the JSON reader would read otherwise (a float, a binary string, a JSON document,
-# a SET) makes only its column ``_TY_NONE``, typed no further, except where ``_typed_value``
-# (``_typedvalues.pxi``) can keep a text the reader of that column expects
-# (``sluice.spark.lake.read_plans``): a FLOAT or DOUBLE's number, a binary string's base64, a JSON
-# document's text, a SET's members joined by commas.
+# column by column while ChangeRows writes them: integers as int64, FLOAT and DOUBLE as float64,
+# binary strings as their bytes, every value whose JSON form is a string (text, DECIMAL digits,
+# dates and times) as that string's UTF-8, NULL as a cleared validity byte. It types nothing the
+# JSON reader would read differently: a value of any other kind, a column of mixed kinds, a
+# minimal image, a text with an escape in its JSON form or an integer beyond int64 marks it
+# ``failed``, and its JSON images are parsed instead (``sluice.spark.lake.merge_source.merge_source``,
+# which is the reference: a test holds the two equal). A value the JSON reader would read otherwise
+# (a NaN, a JSON document, a SET) makes only its column ``_TY_NONE``, typed no further, except
+# where ``_typed_value`` (``_typedvalues.pxi``) can keep what the reader of that column expects
+# (``sluice.spark.lake.read_plans``): a JSON document's text, a SET's members joined by commas.
 
 cdef extern from "string.h":
     const void *memchr(const void *s, int c, size_t n)
@@ -23,6 +22,8 @@ cdef enum:
     _TY_INT = 1     # int64
     _TY_TEXT = 2    # UTF-8 text, int32 offsets
     _TY_NONE = 3    # some value had no typed form: the column is not kept (validity bytes only)
+    _TY_DOUBLE = 4  # float64: a FLOAT or DOUBLE
+    _TY_BYTES = 5   # a binary string's bytes, int32 offsets
 
 cdef int64_t _ZERO8 = 0
 
@@ -59,7 +60,7 @@ cdef class _TypedColumn:
         """The first value that is not NULL sets the kind; the NULLs before it get their slots."""
         cdef Py_ssize_t i
         self.kind = kind
-        if kind == _TY_INT:
+        if kind == _TY_INT or kind == _TY_DOUBLE:
             for i in range(self.length):
                 _out(&self.data, <const char *>&_ZERO8, 8)
         else:
@@ -73,13 +74,17 @@ cdef class _TypedColumn:
         self.data.size = self.offsets.size = 0
         return self._valid(0)
 
-    cdef int begin_text(self) except -1:
-        """Before a text is written straight into ``data``: 0 when the column holds another kind."""
-        if self.kind != _TY_TEXT:
+    cdef int begin(self, int kind) except -1:
+        """Before a value of ``kind`` is written: 0 when the column holds another kind."""
+        if self.kind != kind:
             if self.kind != _TY_NULL:
                 return 0
-            self._start(_TY_TEXT)
+            self._start(kind)
         return 1
+
+    cdef int begin_text(self) except -1:
+        """Before a text is written straight into ``data``: 0 when the column holds another kind."""
+        return self.begin(_TY_TEXT)
 
     cdef int end_text(self, Py_ssize_t mark) except -1:
         """After a text was written into ``data`` from ``mark``: 0 (the text taken back) when it
@@ -92,10 +97,8 @@ cdef class _TypedColumn:
 
     cdef int _text(self, const char *p, Py_ssize_t n) except -1:
         """Append a text; 0 when it cannot be (another kind, or past an Arrow string's 2 GiB)."""
-        if self.kind != _TY_TEXT:
-            if self.kind != _TY_NULL:
-                return 0
-            self._start(_TY_TEXT)
+        if not self.begin(_TY_TEXT):
+            return 0
         if self.data.size + n > 0x7FFFFFFF:
             return 0
         _out(&self.data, p, n)
@@ -110,9 +113,9 @@ cdef class _TypedColumn:
     cdef int put_null(self) except -1:
         if self.kind == _TY_NONE:
             return self._valid(0)
-        if self.kind == _TY_INT:
+        if self.kind == _TY_INT or self.kind == _TY_DOUBLE:
             _out(&self.data, <const char *>&_ZERO8, 8)
-        elif self.kind == _TY_TEXT:
+        elif self.kind == _TY_TEXT or self.kind == _TY_BYTES:
             _i32(&self.offsets, <int32_t>self.data.size)
         return self._valid(0)
 
@@ -123,6 +126,26 @@ cdef class _TypedColumn:
                 return 0
             self._start(_TY_INT)
         _i64(&self.data, i)
+        return self._valid(1)
+
+    cdef int put_double(self, double d) except -1:
+        """Append a FLOAT or DOUBLE: 1, or 0 when the column holds another kind."""
+        if not self.begin(_TY_DOUBLE):
+            return 0
+        _out(&self.data, <const char *>&d, 8)
+        return self._valid(1)
+
+    cdef int put_bytes(self, const uint8_t *p, Py_ssize_t n, Py_ssize_t pad) except -1:
+        """Append a binary string, zero bytes added up to ``pad`` (a BINARY(pad)'s length): 1, or 0
+        when the column holds another kind (or would pass 2 GiB)."""
+        cdef Py_ssize_t size = n if n >= pad else pad
+        if not self.begin(_TY_BYTES) or self.data.size + size > 0x7FFFFFFF:
+            return 0
+        _out(&self.data, <const char *>p, n)
+        while n < size:
+            _out(&self.data, <const char *>&_ZERO8, 1)
+            n += 1
+        _i32(&self.offsets, <int32_t>self.data.size)
         return self._valid(1)
 
     cdef int put_text(self, const char *p, Py_ssize_t n) except -1:
@@ -154,7 +177,7 @@ cdef class _TypedColumn:
         elif t is float:
             return _typed_double(self, v)
         elif t is bytes:
-            return _typed_base64(self, <const uint8_t *>PyBytes_AS_STRING(v), PyBytes_GET_SIZE(v), 0)
+            return self.put_bytes(<const uint8_t *>PyBytes_AS_STRING(v), PyBytes_GET_SIZE(v), 0)
         elif t is tuple:  # a SET's members (a VECTOR's floats are not typed)
             return _typed_set(self, v)
         elif t is bool or t is dict or t is list:
@@ -187,15 +210,15 @@ cdef class _TypedColumn:
             if self.kind != _TY_NULL:
                 return 0
             self._start(o.kind)
-        if self.kind == _TY_INT:
-            if o.kind == _TY_INT:
+        if self.kind == _TY_INT or self.kind == _TY_DOUBLE:
+            if o.kind == self.kind:
                 _out(&self.data, o.data.data, o.data.size)
             else:
                 for i in range(o.length):
                     _out(&self.data, <const char *>&_ZERO8, 8)
-        elif self.kind == _TY_TEXT:
+        elif self.kind == _TY_TEXT or self.kind == _TY_BYTES:
             shift = self.data.size
-            if o.kind == _TY_TEXT:
+            if o.kind == self.kind:
                 if shift + o.data.size > 0x7FFFFFFF:
                     return 0
                 _out(&self.data, o.data.data, o.data.size)

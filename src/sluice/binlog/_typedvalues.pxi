@@ -1,10 +1,10 @@
 # Included by _rowcore.pyx after _typedimages.pxi: one value of a row image in its typed form.
 #
 # ``_typed_value`` reads a value straight from the row bytes where its typed form is plain (an
-# integer, UTF-8 text, DECIMAL and temporal text) and where the reader of its column keeps the
-# value's JSON text; any other value is made as its object and typed by ``_TypedColumn.put``. The
-# helpers after it write that JSON text, for both: a FLOAT or DOUBLE's number, a binary string's
-# base64, a JSON document's text; and a SET's members as their text joined by commas.
+# integer, a FLOAT or DOUBLE, a binary string, UTF-8 text, DECIMAL and temporal text) and where the
+# reader of its column keeps the value's JSON text (a JSON document); any other value is made as its
+# object and typed by ``_TypedColumn.put``. The helpers after it serve both: a double, a JSON
+# document's text, and a SET's members as their text joined by commas.
 
 cdef int _typed_value(RowProgram prog, _TypedColumn col, bytes buf, const uint8_t *b, Py_ssize_t *ppos,
                       Py_ssize_t end, Col *c, int k, object fallback) except -1:
@@ -29,7 +29,7 @@ cdef int _typed_value(RowProgram prog, _TypedColumn col, bytes buf, const uint8_
             ppos[0] = pos + n + length
             return 1
         if c.conv == CONV_BYTES or c.conv == CONV_BINPAD:
-            return (_typed_base64(col, b + pos + n, length, c.pad if c.conv == CONV_BINPAD else 0)
+            return (col.put_bytes(b + pos + n, length, c.pad if c.conv == CONV_BINPAD else 0)
                     and _moved(ppos, pos + n + length))
         if c.conv == CONV_JSON and length and col.json and _typed_json(col, b, pos + n, pos + n + length):
             return _moved(ppos, pos + n + length)  # else the document is made as its object, below
@@ -69,31 +69,6 @@ cdef inline int _moved(Py_ssize_t *ppos, Py_ssize_t to) except -1:
     return 1
 
 
-cdef int _typed_base64(_TypedColumn col, const uint8_t *p, Py_ssize_t n, Py_ssize_t pad) except -1:
-    """A binary string as its base64 text (the JSON image's string, without its quotes); ``pad``:
-    a BINARY(pad)'s length, its zero bytes put back as the row decoder does."""
-    cdef Py_ssize_t mark = col.data.size, written
-    cdef uint8_t *padded = NULL
-    if not col.begin_text():
-        return 0
-    if pad > n:
-        padded = <uint8_t *>PyMem_Malloc(pad)
-        if padded == NULL:
-            raise MemoryError()
-        memcpy(padded, p, n)
-        memset(padded + n, 0, pad - n)
-        try:
-            _out_base64(&col.data, padded, pad)
-        finally:
-            PyMem_Free(padded)
-    else:
-        _out_base64(&col.data, p, n)
-    written = col.data.size - mark  # '"' + base64 + '"'
-    memmove(col.data.data + mark, col.data.data + mark + 1, written - 2)
-    col.data.size = mark + written - 2
-    return col.end_text(mark)
-
-
 cdef int _typed_json(_TypedColumn col, const uint8_t *b, Py_ssize_t start, Py_ssize_t end) except -1:
     """A JSON document as the text the JSON image holds; 0 where that text is left to the object path."""
     cdef Py_ssize_t mark = col.data.size
@@ -127,12 +102,11 @@ cdef inline double _float_at(const uint8_t *p, int n):
 
 
 cdef int _typed_double(_TypedColumn col, double d) except -1:
-    """A FLOAT or DOUBLE as its JSON number's text (the shortest text of the double)."""
-    cdef Py_ssize_t mark = col.data.size
-    if isnan(d) or isinf(d) or not col.begin_text():
+    """A FLOAT or DOUBLE as the double its JSON number's text parses back to (the shortest text of
+    the double: the same double); 0 for NaN and the infinities, which JSON has no number for."""
+    if isnan(d) or isinf(d):
         return 0
-    _out_double(&col.data, d)
-    return col.end_text(mark)
+    return col.put_double(d)
 
 
 cdef int _typed_set(_TypedColumn col, tuple members) except -1:

@@ -5,8 +5,8 @@ one type and then converted to the mirror's (``read_plan``: integers, text, ENUM
 from its digits, DATE / DATETIME / TIMESTAMP from their text, zero and partial dates to NULL as
 ``sluice.spark.lake.columns`` does), or from the images the compiled core typed as it wrote them
 (``sluice.spark.lake.typed_images``), read the same way (``as_read``). ``column_plans`` adds the
-conversions the typed images make exact for more types (FLOAT and DOUBLE, binary strings, SET,
-JSON documents). A plan's conversion returns None, never a guess, where a value does not convert
+conversions that are exact for more types (FLOAT and DOUBLE, binary strings, SET, and JSON
+documents from the typed images). A plan's conversion returns None, never a guess, where a value does not convert
 exactly; its caller then takes the per-row path, which also raises the errors for bad data.
 """
 
@@ -109,9 +109,9 @@ def as_read(values: pa.Array, kind: pa.DataType) -> pa.Array | None:
 def column_plans(col: MirrorColumn) -> tuple[ReadPlan | None, ReadPlan | None]:
     """How a column is read column-wise: (from the JSON images, from the typed images); None for a
     way there is not. Beyond ``read_plan``: a DOUBLE or FLOAT from its JSON number (the shortest
-    text of the double, which parses back to it), binary from base64, SET members from their array
-    (JSON images) or their text joined by commas (typed images), and a JSON document's text (typed
-    images only)."""
+    text of the double, which parses back to it) or the typed double, binary from base64 (JSON
+    images) or the typed bytes, SET members from their array (JSON images) or their text joined by
+    commas (typed images), and a JSON document's text (typed images only)."""
     plan = read_plan(col)
     if plan is not None:
         return plan, plan
@@ -126,9 +126,9 @@ def column_plans(col: MirrorColumn) -> tuple[ReadPlan | None, ReadPlan | None]:
                 return pc.cast(pc.cast(values, pa.float64()), at)
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
                 return None
-        return (pa.float64(), number), (pa.string(), number)
+        return (pa.float64(), number), (pa.float64(), number)
     if pa.types.is_binary(at):
-        return (pa.string(), _from_base64), (pa.string(), _from_base64)
+        return (pa.string(), _from_base64), (pa.binary(), _same)
     if pa.types.is_list(at) and pa.types.is_string(at.value_type) and not col.mysql_type.startswith("vector"):
         return (at, _same), (pa.string(), _set_members)
     return None, None

@@ -1,10 +1,11 @@
 """A table's row images as the compiled core typed them (``TypedImages``), as Arrow arrays.
 
 ``ChangeRows`` keeps, beside the change log's JSON images, each table's images column by column:
-integers as int64 and every value whose JSON form is a string as that string's text
-(``binlog/_typedimages.pxi``). ``TypedRows`` puts the pieces a range's batches hold together, in
-binlog order, as the arrays ``sluice.spark.lake.merge_source.typed_merge_source`` reads instead of parsing
-the JSON images back. Without the compiled core there are none, and the JSON images are parsed.
+integers as int64, FLOAT and DOUBLE as float64, binary strings as their bytes and every value whose
+JSON form is a string as that string's text (``binlog/_typedimages.pxi``). ``TypedRows`` puts the
+pieces a range's batches hold together, in binlog order, as the arrays
+``sluice.spark.lake.merge_source.typed_merge_source`` reads instead of parsing the JSON images back.
+Without the compiled core there are none, and the JSON images are parsed.
 """
 
 from __future__ import annotations
@@ -19,44 +20,47 @@ import pyarrow as pa
 
 __all__ = ["TypedRows", "string_array", "typed_rows"]
 
-_KINDS = {0: pa.null(), 1: pa.int64(), 2: pa.string()}
+_INT, _TEXT, _NONE, _DOUBLE, _BYTES = 1, 2, 3, 4, 5  # the core's kinds of a typed column (0: only NULLs)
 
 
 @dataclass(frozen=True, slots=True)
 class TypedRows:
     """One table's changes: ``ops`` (0 insert, 1 update, 2 delete, binlog order), the after images
     of inserts and updates and the before images of updates and deletes, by column name: the
-    columns whose every value has a typed form (a float, a binary string or a JSON document as the
-    text its JSON image holds)."""
+    columns whose every value has a typed form (a JSON document as the text its JSON image holds)."""
 
     ops: np.ndarray
     after: dict[str, pa.Array]
     before: dict[str, pa.Array]
 
 
-def _array(kind: int, length: int, valid: bytes, offsets: bytes, data: bytes) -> pa.Array | None:
-    if kind == 3:
+def _array(kind: int, length: int, valid: Any, offsets: Any, data: Any) -> pa.Array | None:
+    if kind == _NONE:
         return None  # a value without a typed form: the column was not kept
     if kind == 0:
         return pa.nulls(length)
-    if kind == 1:
+    if kind in (_INT, _DOUBLE):
         bitmap, nulls = _validity(length, valid)
-        return pa.Array.from_buffers(pa.int64(), length, [bitmap, pa.py_buffer(data)], null_count=nulls)
-    return string_array(length, valid, offsets, data)
+        return pa.Array.from_buffers(pa.int64() if kind == _INT else pa.float64(), length,
+                                     [bitmap, pa.py_buffer(data)], null_count=nulls)
+    return _with_offsets(pa.string() if kind == _TEXT else pa.binary(), length, valid, offsets, data)
 
 
-def _validity(length: int, valid: bytes) -> tuple[pa.Buffer | None, int]:
+def _validity(length: int, valid: Any) -> tuple[pa.Buffer | None, int]:
     flags = np.frombuffer(valid, dtype=np.uint8)
     nulls = length - int(np.count_nonzero(flags))
     return (pa.py_buffer(np.packbits(flags, bitorder="little").tobytes()) if nulls else None), nulls
 
 
-def string_array(length: int, valid: bytes, offsets: bytes, data: bytes) -> pa.Array:
+def string_array(length: int, valid: Any, offsets: Any, data: Any) -> pa.Array:
     """A ``pa.string()`` array from the compiled core's buffers: a validity byte per value (0:
     NULL), int32 offsets and the UTF-8 text."""
+    return _with_offsets(pa.string(), length, valid, offsets, data)
+
+
+def _with_offsets(kind: pa.DataType, length: int, valid: Any, offsets: Any, data: Any) -> pa.Array:
     bitmap, nulls = _validity(length, valid)
-    return pa.Array.from_buffers(pa.string(), length, [bitmap, pa.py_buffer(offsets), pa.py_buffer(data)],
-                                 null_count=nulls)
+    return pa.Array.from_buffers(kind, length, [bitmap, pa.py_buffer(offsets), pa.py_buffer(data)], null_count=nulls)
 
 
 def _column(pieces: list[pa.Array | None]) -> pa.Array | None:

@@ -185,8 +185,8 @@ def other_row(rng: random.Random, key: int) -> tuple[Any, ...]:
 
 @pytest.mark.parametrize("seed", range(4))
 def test_floats_binary_strings_sets_and_json_documents_make_the_per_row_mirror(tmp_path: Path, seed: int) -> None:
-    """Their typed images (a number's, a base64's, the members' and a document's text) make the
-    MERGE source that gives the mirror the per-row path gives."""
+    """Their typed images (a double, the bytes, the members' and a document's text) make the MERGE
+    source that gives the mirror the per-row path gives."""
     rng = random.Random(seed)
     schema = schema_of(OTHER)
     columns = mirror_columns_for_schema(schema, "mysql")
@@ -197,6 +197,9 @@ def test_floats_binary_strings_sets_and_json_documents_make_the_per_row_mirror(t
         rows = pa.Table.from_batches([columns_batch(batch)])
         images = typed_rows([batch.typed[("db", "t")]], rows.num_rows)
         assert images is not None and set(images.after) == set(OTHER_NAMES)
+        kinds = {name: images.after[name].type for name in ("g", "f", "bl", "bn")}
+        assert all(kind in (pa.null(), pa.float64()) for kind in (kinds["g"], kinds["f"])), kinds
+        assert all(kind in (pa.null(), pa.binary()) for kind in (kinds["bl"], kinds["bn"])), kinds
         source = typed_merge_source(columns, ("id",), rows, images)
         assert source is not None, "the typed images stepped aside"
         slow.write_batch(batch_id, [TableBatch("db", "t", columns, ("id",), row_changes(columns, rows))])
