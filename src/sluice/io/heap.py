@@ -6,13 +6,15 @@ and returns it to the system when it is freed, and it gives back the free top of
 a trim threshold. It raises both thresholds as big blocks are freed (the first to at most 32 MiB,
 the second to twice that), but while it gets there, every page of every batch's buffers is a new
 page fault. ``keep_batch_memory`` starts the process at those limits, so a batch's buffers reuse
-the pages of the one before.
+the pages of the one before: ``sluice dump --format parquet`` and the Spark tasks that decode
+binlog ranges call it.
 """
 
 from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import functools
 import sys
 
 __all__ = ["keep_batch_memory"]
@@ -23,9 +25,10 @@ MMAP_THRESHOLD = 32 << 20  # glibc's largest dynamic mmap threshold on 64-bit ma
 TRIM_THRESHOLD = 2 * MMAP_THRESHOLD  # what glibc sets beside it
 
 
+@functools.cache
 def keep_batch_memory() -> bool:
-    """Set glibc's mmap and trim thresholds to ``MMAP_THRESHOLD`` / ``TRIM_THRESHOLD``; False where
-    the C library is not glibc (nothing is changed)."""
+    """Set glibc's mmap and trim thresholds to ``MMAP_THRESHOLD`` / ``TRIM_THRESHOLD``, once per
+    process; False where the C library is not glibc (nothing is changed)."""
     if not sys.platform.startswith("linux"):
         return False
     try:

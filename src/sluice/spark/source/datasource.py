@@ -54,6 +54,7 @@ from sluice.cdc.schema import Catalog, SchemaHistory, SchemaTracker
 from sluice.cdc.session import tracker_at
 from sluice.errors import ConfigError, DataLossError
 from sluice.io.connection import Connection
+from sluice.io.heap import keep_batch_memory
 from sluice.io.replication import server_binlog_files, server_binlog_status
 from sluice.spark.source.change_schema import CHANGE_SCHEMA, arrow_batches
 from sluice.spark.source.file_reader import BinlogFileReader
@@ -193,6 +194,7 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """Replay one range from the server and decode it into Arrow batches (or staged files)."""
         assert isinstance(partition, RangePartition)
+        keep_batch_memory()
         start, end = offset_checkpoint(partition.start), offset_checkpoint(partition.end)
         tracker = SchemaTracker(Catalog.from_json(partition.catalog), None, flavor=partition.flavor)
         capture = ChangeCapture(self.options.capture_config(), start, tracker)

@@ -26,6 +26,7 @@ from sluice.cdc.schema import Catalog, SchemaTracker
 from sluice.cdc.schema.given import archived_tracker, load_schema
 from sluice.errors import ConfigError
 from sluice.io.binlog_file import iter_raw_spans
+from sluice.io.heap import keep_batch_memory
 from sluice.spark.source.change_schema import arrow_batches
 from sluice.spark.source.options import SourceOptions
 
@@ -84,6 +85,7 @@ class BinlogFileReader(DataSourceReader):
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """Decode one file or segment into Arrow batches of the change schema."""
         assert isinstance(partition, FilePartition)
+        keep_batch_memory()
         path = partition.path
         name = os.path.basename(path)
         tracker = SchemaTracker(Catalog.from_json(partition.catalog), None, flavor=partition.flavor,
