@@ -131,11 +131,7 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         end = scout.choose_end(begin, max_rows, max_bytes, self._target)
         target = self._target
         if not scout.at_end and (target is None or end.key < target.key):
-            # Read the next batch's worth while Spark runs this one.
-            rows = sum(p.rows for p in scout.pending)
-            size = sum(p.size for p in scout.pending)
-            scout.read_ahead_later(None if max_rows is None else rows + max_rows,
-                                   None if max_bytes is None else size + max_bytes, target)
+            scout.read_ahead_later(max_rows, max_bytes, target, since=end)  # the next batch's, while this one runs
         return end.to_json()
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:

@@ -96,11 +96,13 @@ class Scout:
     _failure: BaseException | None = None
     _stopping: bool = False
 
-    def read_ahead(self, want_rows: int | None, want_bytes: int | None, target: Checkpoint | None) -> None:
-        """Follow the binlog from the last scouted boundary until enough is planned, a DDL
-        transaction (which ends a batch) was seen, or its end."""
+    def read_ahead(self, want_rows: int | None, want_bytes: int | None, target: Checkpoint | None,
+                   since: Checkpoint | None = None) -> None:
+        """Follow the binlog from the last scouted boundary until enough is planned from ``since``
+        (default: from what is pending), a DDL transaction (which ends a batch) was seen there, or
+        its end."""
         with self._lock:
-            pending = list(self.pending)
+            pending = [p for p in self.pending if since is None or p.start.key >= since.key]
         rows = sum(p.rows for p in pending)
         size = sum(p.size for p in pending)
         if ((want_rows is not None and rows >= want_rows) or (want_bytes is not None and size >= want_bytes)
@@ -126,12 +128,14 @@ class Scout:
                 return
         self.at_end = True
 
-    def read_ahead_later(self, want_rows: int | None, want_bytes: int | None, target: Checkpoint | None) -> None:
-        """``read_ahead`` in a thread, while Spark runs the batch just planned; ``join`` waits for it."""
+    def read_ahead_later(self, want_rows: int | None, want_bytes: int | None, target: Checkpoint | None,
+                         since: Checkpoint) -> None:
+        """``read_ahead`` from ``since`` (the end of the batch just planned) in a thread, while
+        Spark runs that batch; ``join`` waits for it."""
 
         def run() -> None:
             try:
-                self.read_ahead(want_rows, want_bytes, target)
+                self.read_ahead(want_rows, want_bytes, target, since)
             except BaseException as exc:  # raised by the next join, where a read would have raised it
                 self._failure = exc
 

@@ -94,3 +94,29 @@ def test_transactions_that_change_no_captured_table_are_in_no_range(monkeypatch:
     unknown = scout_of([64 << 10] * 3)
     parts = unknown.ranges(unknown.pending[0].start, unknown.pending[-1].end, 100_000, 16 << 20)
     assert parts is not None and offset_checkpoint(parts[0].start) == unknown.pending[0].start
+
+
+class _Reads(Exception):
+    """The scout went on to read the server."""
+
+
+class _NoServer:
+    """A capture that no read may reach."""
+
+    @property
+    def tracker(self) -> object:
+        raise _Reads
+
+
+def test_the_read_ahead_looks_past_the_batch_just_planned() -> None:
+    """A DDL ends its batch; the read-ahead started for the next batch must not stop at it."""
+    scout = scout_of([100, 1 << 20])
+    scout.capture = _NoServer()  # type: ignore[assignment]
+    ddl, after = scout.pending
+    scout.pending[0] = _Planned(ddl.start, ddl.end, 0, ddl.size, True, ddl.catalog)
+    scout.read_ahead(None, 1 << 20, None)  # what is pending holds a DDL: a batch ends there, nothing to read
+    scout.read_ahead(None, 1 << 20, None, since=ddl.end)  # the next batch's MiB is scouted already
+    with pytest.raises(_Reads):
+        scout.read_ahead(None, 2 << 20, None, since=ddl.end)  # past the DDL, short of the next batch's worth
+    with pytest.raises(_Reads):
+        scout.read_ahead(None, None, None, since=after.end)  # nothing after the last scouted boundary
