@@ -118,14 +118,17 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
         """Plan the batch from ``start`` within ``limit`` and start reading the next ahead."""
         begin = offset_checkpoint(start)
-        if self._scout is not None:
-            self._scout.join()
-        scout = self._scout_at(begin)
         if isinstance(limit, ReadMaxRows):
             max_rows = limit.max_rows if self.options.max_rows is not None else None
             max_bytes = self.options.max_bytes
         else:  # ReadAllAvailable: the engine asks for everything (e.g. Trigger.Once)
             max_rows = max_bytes = None
+        if self._scout is not None:
+            self._scout.wait_for_batch(begin, max_rows, max_bytes, self._target)
+            if self._scout.reading:  # it has read this batch whole and reads on while the batch runs
+                return self._scout.choose_end(begin, max_rows, max_bytes, self._target).to_json()
+            self._scout.join()
+        scout = self._scout_at(begin)
         scout.drop_before(begin)
         scout.read_ahead(max_rows, max_bytes, self._target)
         end = scout.choose_end(begin, max_rows, max_bytes, self._target)

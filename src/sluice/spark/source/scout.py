@@ -79,8 +79,10 @@ class Scout:
     """Driver side: follows the server ahead of the query, remembering transaction boundaries.
 
     After each ``latestOffset`` a thread goes on reading the next batch's worth while Spark runs
-    the batch just planned; the next ``latestOffset`` joins it first, and ``partitions`` /
-    ``commit`` meanwhile touch ``pending`` under ``_lock`` only."""
+    the batch just planned, through the DDL transactions it meets (each a batch of its own). The
+    next ``latestOffset`` waits until what was read decides its batch (``wait_for_batch``), and
+    joins the thread only when it has stopped; ``partitions`` / ``commit`` meanwhile touch
+    ``pending`` under ``_lock`` only, which the thread notifies of every transaction it adds."""
 
     options: SourceOptions
     origin: Checkpoint
@@ -91,22 +93,22 @@ class Scout:
     counts_captured: bool = False
     pending: list[_Planned] = field(default_factory=list)
     at_end: bool = False
-    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _lock: threading.Condition = field(default_factory=threading.Condition)
     _thread: threading.Thread | None = None
     _failure: BaseException | None = None
     _stopping: bool = False
 
     def read_ahead(self, want_rows: int | None, want_bytes: int | None, target: Checkpoint | None,
-                   since: Checkpoint | None = None) -> None:
+                   since: Checkpoint | None = None, *, through_ddl: bool = False) -> None:
         """Follow the binlog from the last scouted boundary until enough is planned from ``since``
-        (default: from what is pending), a DDL transaction (which ends a batch) was seen there, or
-        its end."""
+        (default: from what is pending), a DDL transaction (which ends a batch) was seen there
+        (unless ``through_ddl``), ``target`` or the binlog's end is reached."""
         with self._lock:
             pending = [p for p in self.pending if since is None or p.start.key >= since.key]
         rows = sum(p.rows for p in pending)
         size = sum(p.size for p in pending)
         if ((want_rows is not None and rows >= want_rows) or (want_bytes is not None and size >= want_bytes)
-                or any(p.ddl for p in pending)):
+                or (not through_ddl and any(p.ddl for p in pending))):
             return
         catalog = self.capture.tracker.catalog
         self.at_end = False
@@ -117,6 +119,7 @@ class Scout:
             with self._lock:
                 self.pending.append(_Planned(tx.start, tx.end, n, span, tx.kind == "ddl", catalog,
                                              n > 0 if self.counts_captured else None))
+                self._lock.notify_all()
             catalog = self.capture.tracker.catalog
             rows += n
             size += span
@@ -124,23 +127,57 @@ class Scout:
                 return
             if target is not None and tx.end.key >= target.key:
                 return
-            if tx.kind == "ddl" or self._stopping:  # a DDL ends the batch: what follows is the next one's
+            if (tx.kind == "ddl" and not through_ddl) or self._stopping:  # a DDL ends the batch
                 return
         self.at_end = True
 
     def read_ahead_later(self, want_rows: int | None, want_bytes: int | None, target: Checkpoint | None,
                          since: Checkpoint) -> None:
-        """``read_ahead`` from ``since`` (the end of the batch just planned) in a thread, while
-        Spark runs that batch; ``join`` waits for it."""
+        """``read_ahead`` from ``since`` (the end of the batch just planned), through DDL
+        transactions, in a thread, while Spark runs that batch; ``join`` waits for it."""
 
         def run() -> None:
             try:
-                self.read_ahead(want_rows, want_bytes, target, since)
+                self.read_ahead(want_rows, want_bytes, target, since, through_ddl=True)
             except BaseException as exc:  # raised by the next join, where a read would have raised it
                 self._failure = exc
+            finally:
+                with self._lock:
+                    self._lock.notify_all()
 
         self._thread = threading.Thread(target=run, name="sluice-binlog-scout", daemon=True)
         self._thread.start()
+
+    @property
+    def reading(self) -> bool:
+        """Whether a ``read_ahead_later`` thread is still reading."""
+        return self._thread is not None and self._thread.is_alive()
+
+    def wait_for_batch(self, start: Checkpoint, max_rows: int | None, max_bytes: int | None,
+                       target: Checkpoint | None) -> None:
+        """While a read-ahead thread reads, wait until what it scouted from ``start`` decides the
+        batch there: it holds a DDL, ``max_rows`` / ``max_bytes`` or reaches ``target``."""
+        with self._lock:
+            while self.reading and not self._decided(start, max_rows, max_bytes, target):
+                self._lock.wait(0.5)
+
+    def _decided(self, start: Checkpoint, max_rows: int | None, max_bytes: int | None,
+                 target: Checkpoint | None) -> bool:
+        """(``_lock`` held.) Whether ``choose_end(start, ...)`` can be taken from what is pending."""
+        rows = size = 0
+        first = True
+        for p in self.pending:
+            if p.start.key < start.key:
+                continue
+            if first and p.start != start:
+                return False  # not a boundary this scout passed
+            first = False
+            rows += p.rows
+            size += p.size
+            if (p.ddl or (target is not None and p.end.key >= target.key)
+                    or (max_rows is not None and rows >= max_rows) or (max_bytes is not None and size >= max_bytes)):
+                return True
+        return False
 
     def join(self) -> None:
         """Wait for a ``read_ahead_later`` thread and raise what it raised."""
@@ -160,8 +197,10 @@ class Scout:
                    target: Checkpoint | None) -> Checkpoint:
         """End of the batch from ``start`` within the row / byte limits; a DDL is a batch of its own."""
         self.drop_before(start)
+        with self._lock:
+            pending = list(self.pending)
         end, rows, size = start, 0, 0
-        for p in self.pending:
+        for p in pending:
             if target is not None and p.end.key > target.key:
                 break
             if p.ddl:

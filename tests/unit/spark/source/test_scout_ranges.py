@@ -120,3 +120,46 @@ def test_the_read_ahead_looks_past_the_batch_just_planned() -> None:
         scout.read_ahead(None, 2 << 20, None, since=ddl.end)  # past the DDL, short of the next batch's worth
     with pytest.raises(_Reads):
         scout.read_ahead(None, None, None, since=after.end)  # nothing after the last scouted boundary
+
+
+def test_a_batch_is_planned_once_the_read_ahead_decides_it_while_it_reads_on() -> None:
+    """``wait_for_batch`` returns when what is scouted from the start holds the batch whole (here:
+    up to a DDL), not when the read-ahead thread stops; and the end it gives is the DDL's start."""
+    import threading
+
+    scout = scout_of([100, 100, 100, 100])
+    first, second, ddl, after = scout.pending
+    scout.pending = [first]
+    release, added = threading.Event(), threading.Event()
+
+    def read() -> None:  # the read-ahead thread: two transactions, then a DDL, then it stalls
+        for p in (second, _Planned(ddl.start, ddl.end, 0, ddl.size, True, ddl.catalog)):
+            with scout._lock:
+                scout.pending.append(p)
+                scout._lock.notify_all()
+        added.set()
+        release.wait(10)
+        with scout._lock:
+            scout.pending.append(after)
+            scout._lock.notify_all()
+
+    scout._thread = threading.Thread(target=read, daemon=True)
+    scout._thread.start()
+    scout.wait_for_batch(first.start, None, None, None)
+    assert added.is_set() and scout.reading
+    assert scout.choose_end(first.start, None, None, None) == second.end
+    release.set()
+    scout.join()
+    assert [p.start for p in scout.pending] == [first.start, second.start, ddl.start, after.start]
+
+
+def test_waiting_for_a_batch_ends_when_the_read_ahead_stops() -> None:
+    """A start the scout never passed is not decided by anything it reads: the wait ends with the
+    thread, and ``latestOffset`` then joins it and reads afresh."""
+    import threading
+
+    scout = scout_of([100, 100])
+    scout._thread = threading.Thread(target=lambda: None, daemon=True)
+    scout._thread.start()
+    scout.wait_for_batch(Checkpoint("binlog.000001", 50), None, None, None)
+    assert not scout.reading
