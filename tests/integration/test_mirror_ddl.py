@@ -81,6 +81,9 @@ def _ddl_script(conn: Connection, db: str) -> None:
     x(f"INSERT INTO {db}.tmp VALUES (1, 'new')")
     x(f"ALTER TABLE {db}.items MODIFY name VARCHAR(5), MODIFY color VARCHAR(10) AFTER id")  # narrowing: re-read
     x(f"UPDATE {db}.items SET color = 'blue' WHERE id = 2")
+    x(f"ALTER TABLE {db}.items ADD COLUMN size INT DEFAULT 3")  # a run of DDLs: one batch
+    x(f"ALTER TABLE {db}.items RENAME COLUMN size TO qty")
+    x(f"UPDATE {db}.items SET qty = 4 WHERE id = 1")
 
 
 def test_every_ddl_reaches_the_mirror(spark, server, row_metadata, tmp_path):
@@ -105,7 +108,8 @@ def _every_ddl_reaches_the_mirror(server: Any, tmp_path: Any) -> None:
         assert all(v.ok for v in verdicts), [v for v in verdicts if not v.ok]
         assert not os.path.exists(f"{lake}/{db}/events"), "the renamed table's old mirror is still there"
         assert _columns(lake, db, "orders") == ["id", "qty", "w", "price", "remark", "status", "created"]
-        assert _columns(lake, db, "items") == ["id", "color", "name"]
+        assert _columns(lake, db, "items") == ["id", "color", "name", "qty"]
+        assert sorted((r["id"], r["qty"]) for r in _mirror(lake, db, "items")) == [(1, 4), (2, 3)]
         orders = {r["id"]: r for r in _mirror(lake, db, "orders")}
         assert orders[1]["status"] == "new" and orders[100]["status"] == "paid" and orders[6]["status"] == "sent"
         assert orders[3]["qty"] == 5000000000 and orders[3]["price"] == Decimal("1.125")
@@ -118,7 +122,12 @@ def _every_ddl_reaches_the_mirror(server: Any, tmp_path: Any) -> None:
         log = deltalake.DeltaTable(f"{lake}/_sluice/changes").to_pyarrow_table().to_pylist()
         ddl = [json.loads(r["ddl"]) for r in log if r["op"] == "ddl"]
         statements = [d["sql"] for d in ddl]
-        assert len(statements) == len(set(statements)) == 12, statements
+        assert len(statements) == len(set(statements)) == 14, statements
+        # The two ALTERs in a row were one batch: one range, one change-log file.
+        files = deltalake.DeltaTable(f"{lake}/_sluice/changes").to_pyarrow_dataset().to_table(
+            columns=["op", "ddl", "__filename"]).to_pylist()
+        run = [r["__filename"] for r in files if r["op"] == "ddl" and "COLUMN size" in json.loads(r["ddl"])["sql"]]
+        assert len(run) == 2 and run[0] == run[1], run
         assert {d["kind"] for d in ddl} >= {"alter_table", "truncate_table", "rename_table", "drop_table",
                                             "create_table"}
         # A second run changes nothing.

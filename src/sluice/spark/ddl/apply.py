@@ -1,6 +1,7 @@
 """Applying a DDL batch's ``MirrorStep``s to the lake, exactly once, whatever the moment of a crash.
 
-A DDL is a micro-batch of its own. Its steps run in order; after each one the journal
+A DDL starts a micro-batch of its own (with the DDLs right after it that change no captured rows).
+The batch's steps run in order; after each one the journal
 ``LAKE/_sluice/ddl.json`` records ``(batch, steps done)``, so a replayed batch resumes at the first
 step not done. Each step is atomic or finishes on replay: a move of the mirror's folder
 (``archive``, ``move``: ``os.rename`` on a file system; on an object store, which cannot rename, a

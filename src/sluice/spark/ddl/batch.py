@@ -1,7 +1,8 @@
 """The pipeline's DDL stage: the ``ddl`` rows of a micro-batch, turned into mirror changes.
 
-For each ``ddl`` row (a DDL is a batch of its own) the catalog in force just before it comes from
-the schema history, ``plan_ddl`` decides the mirror steps and ``MirrorDdl`` runs them exactly once.
+For each ``ddl`` row (a DDL starts a batch of its own, in order with the DDLs after it) the catalog
+in force just before it comes from the schema history, ``plan_ddl`` decides the mirror steps and
+``MirrorDdl`` runs them exactly once.
 A table whose snapshot read it after the DDL needs nothing (the snapshot has the new layout); one
 whose snapshot chunks straddle it is re-read. Tables to re-read are snapshotted again, only those,
 with the watermark method (``SnapshotRunner``), and the pipeline's ``SnapshotFilter`` is renewed so

@@ -335,7 +335,7 @@ class Pipeline:
         batch = StagedBatch(staged)
         if not batch.files:
             return None
-        if batch.ddls:  # a DDL is a batch of its own (with the rows of CREATE ... SELECT)
+        if batch.ddls:  # a DDL batch: a run of DDLs, or one with the rows of CREATE ... SELECT
             try:
                 self._reread(self.ddl.apply(batch_id, batch.ddls, self._filter))
             finally:

@@ -1,15 +1,16 @@
 """The ``binlog`` PySpark data source: a streaming reader that follows a server, a batch reader for files.
 
 ``spark.readStream.format("binlog").option("dsn", ...).load()`` — the driver follows the server
-(``sluice.spark.source.scout``) and plans micro-batches on transaction boundaries; its offsets are checkpoints as JSON
-(``Checkpoint.to_json``); while Spark runs a batch, the scout reads the next one's worth in a
-thread. A micro-batch never spans a schema change: a DDL transaction is a batch of its own, so
-every batch has one layout per table. A batch is split into ranges of about ``rowsPerPartition``
-rows / ``bytesPerPartition`` bytes, and into at least one range per core when it is smaller.
-Transactions that change no captured table are in no range (``Scout.ranges``). Executors replay
-their range with a replication connection of their own, from the range's start to its end, and
-decode it into Arrow batches of ``sluice.spark.source.change_schema.ARROW_SCHEMA``; the same
-offsets always give the same rows.
+(``sluice.spark.source.scout``) and plans micro-batches on transaction boundaries; its offsets are
+checkpoints as JSON (``Checkpoint.to_json``); while Spark runs a batch, the scout reads the next
+one's worth in a thread. A micro-batch never spans a schema change: a DDL transaction starts a batch
+of its own (with the DDLs right after it that change no captured rows), so every batch has one
+layout per table. A batch is split into ranges of about ``rowsPerPartition`` rows /
+``bytesPerPartition`` bytes, and into at least one range per core when it is smaller. Transactions
+that change no captured table are in no range (``Scout.ranges``). Executors replay their range with
+a replication connection of their own, from the range's start to its end, and decode it into Arrow
+batches of ``sluice.spark.source.change_schema.ARROW_SCHEMA``; the same offsets always give the same
+rows.
 
 ``spark.read.format("binlog").load(path_or_paths)`` — archived binlog files
 (``sluice.spark.source.file_reader``).

@@ -79,7 +79,7 @@ class Scout:
     """Driver side: follows the server ahead of the query, remembering transaction boundaries.
 
     After each ``latestOffset`` a thread goes on reading the next batch's worth while Spark runs
-    the batch just planned, through the DDL transactions it meets (each a batch of its own). The
+    the batch just planned, through the DDL transactions it meets (each starts a batch). The
     next ``latestOffset`` waits until what was read decides its batch (``wait_for_batch``), and
     joins the thread only when it has stopped; ``partitions`` / ``commit`` meanwhile touch
     ``pending`` under ``_lock`` only, which the thread notifies of every transaction it adds."""
@@ -195,17 +195,30 @@ class Scout:
 
     def choose_end(self, start: Checkpoint, max_rows: int | None, max_bytes: int | None,
                    target: Checkpoint | None) -> Checkpoint:
-        """End of the batch from ``start`` within the row / byte limits; a DDL is a batch of its own."""
+        """End of the batch from ``start`` within the row / byte limits. A DDL ends a batch and starts
+        one of its own, which also takes the DDL transactions right after it while no transaction
+        changes a captured table's rows (none of them has rows to type by the schema before the
+        last one): a run of schema changes is one batch."""
         self.drop_before(start)
         with self._lock:
             pending = list(self.pending)
         end, rows, size = start, 0, 0
+        ddl_run = False
         for p in pending:
             if target is not None and p.end.key > target.key:
                 break
+            if ddl_run:
+                if p.captured is not False:
+                    break
+                if p.ddl:
+                    end = p.end
+                continue
             if p.ddl:
                 if rows == 0 and size == 0:
                     end = p.end
+                    ddl_run = p.captured is False
+                    if ddl_run:
+                        continue
                 break
             if rows and max_rows is not None and rows + p.rows > max_rows:
                 break

@@ -163,3 +163,31 @@ def test_waiting_for_a_batch_ends_when_the_read_ahead_stops() -> None:
     scout._thread.start()
     scout.wait_for_batch(Checkpoint("binlog.000001", 50), None, None, None)
     assert not scout.reading
+
+
+def test_a_run_of_schema_changes_is_one_batch() -> None:
+    """A DDL starts a batch that takes the DDL transactions after it while none changes a captured
+    table's rows (a CREATE ... SELECT's rows are typed by the schema after it: such a DDL stays
+    alone); whatever else comes next starts the next batch."""
+
+    def scouted(kinds: str) -> Scout:
+        scout = scout_of([100] * len(kinds))
+        marks = {"D": (True, False), "S": (True, True), "?": (True, None), "e": (False, False), "r": (False, True)}
+        scout.pending = [_Planned(p.start, p.end, 1 if marks[k][1] else 0, p.size, marks[k][0], p.catalog, marks[k][1])
+                         for p, k in zip(scout.pending, kinds, strict=True)]
+        return scout
+
+    def batch(kinds: str, target: int | None = None) -> int:
+        """How many transactions the first batch takes."""
+        scout = scouted(kinds)
+        ends = [p.end for p in scout.pending]
+        end = scout.choose_end(scout.pending[0].start, None, None, None if target is None else ends[target - 1])
+        return ends.index(end) + 1
+
+    assert batch("DeDr") == 3  # two DDLs with an empty transaction between; the rows start the next batch
+    assert batch("DDDe") == 3  # the empty transaction after the last DDL is the next batch's
+    assert batch("DSD") == 1  # a CREATE ... SELECT with captured rows ends the run
+    assert batch("SD") == 1  # and is a batch of its own
+    assert batch("D?") == 1  # rows not counted (an ops filter): nothing is known to be empty
+    assert batch("DDD", target=2) == 2  # never past the availableNow target
+    assert batch("rrD") == 2  # rows, then the DDL's batch
