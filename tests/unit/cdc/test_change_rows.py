@@ -136,8 +136,8 @@ def test_buffers_are_handed_over_and_outlive_the_rows() -> None:
         one.add_rows(0, keys, [(pos, "c")], one.meta_id(("insert", "db", "t", ("id",), "f", None)), pos, 0, ABSENT,
                      value_bytes)
         gathered.extend(one, "g:2", 8)
-        batch = columns_batch(gathered)
-        assert [(r["pos"], r["after"]) for r in batch.to_pylist()] == [(pos, f'{{"id":{pos},"note":"c"}}')]
+        taken = columns_batch(gathered)
+        assert [(r["pos"], r["after"]) for r in taken.to_pylist()] == [(pos, f'{{"id":{pos},"note":"c"}}')]
 
 
 # A compressed transaction's rows are made as records in Python, without typed images: the tables

@@ -154,15 +154,16 @@ def test_a_batch_is_planned_once_the_read_ahead_decides_it_while_it_reads_on() -
 
 
 def test_waiting_for_a_batch_ends_when_the_read_ahead_stops() -> None:
-    """A start the scout never passed is not decided by anything it reads: the wait ends with the
-    thread, and ``latestOffset`` then joins it and reads afresh."""
+    """A start the scout never passed is not decided by anything it reads: the wait lasts until the
+    thread stops, and ``latestOffset`` then joins it and reads afresh."""
     import threading
+    import time
 
     scout = scout_of([100, 100])
-    scout._thread = threading.Thread(target=lambda: None, daemon=True)
+    scout._thread = threading.Thread(target=time.sleep, args=(0.3,), daemon=True)
     scout._thread.start()
     scout.wait_for_batch(Checkpoint("binlog.000001", 50), None, None, None)
-    assert not scout.reading
+    assert not scout.reading, "the wait ended while the read-ahead still read an undecided batch"
 
 
 def test_a_run_of_schema_changes_is_one_batch() -> None:
