@@ -7,15 +7,19 @@ The change log's columns are the change rows' but ``commit_ts``, with the batch 
 ``CHANGELOG_COLUMNS`` gives: the order of its Delta tables on disk, where the columns added later
 (``json_diffs``, ``ddl``) come last. Each column has the change rows' type; the source's Spark DDL
 is derived from ``CHANGE_ARROW_SCHEMA`` as well (``sluice.spark.source.change_schema``).
+
+Each change-log commit of a batch records where the stream stands (``POSITION_KEY``), which
+``committed_position`` reads back.
 """
 
 from __future__ import annotations
 
-from typing import Final
+import json
+from typing import Any, Final
 
 import pyarrow as pa
 
-__all__ = ["CHANGELOG_COLUMNS", "CHANGELOG_SCHEMA", "CHANGE_ARROW_SCHEMA"]
+__all__ = ["CHANGELOG_COLUMNS", "CHANGELOG_SCHEMA", "CHANGE_ARROW_SCHEMA", "POSITION_KEY", "committed_position"]
 
 _TS = pa.timestamp("us", tz="UTC")
 
@@ -46,3 +50,15 @@ _BATCH_ID = pa.field("batch_id", pa.int64())  # the micro-batch that committed t
 #: Schema of the change log: the change rows' columns in ``CHANGELOG_COLUMNS``' order.
 CHANGELOG_SCHEMA: Final = pa.schema([_BATCH_ID if name == "batch_id" else CHANGE_ARROW_SCHEMA.field(name)
                                      for name in CHANGELOG_COLUMNS])
+
+#: The change log's commit metadata key holding the stream offset its batch ends at (JSON).
+POSITION_KEY: Final = "sluice.position"
+
+def committed_position(log: Any, *, look_back: int = 1000) -> dict[str, Any] | None:
+    """The stream offset of the last batch the change log ``log`` holds (``POSITION_KEY`` of its
+    newest commit that has one; maintenance commits have none), None when no batch recorded one."""
+    for commit in log.history(look_back):
+        text = commit.get(POSITION_KEY)
+        if text:
+            return dict(json.loads(text))
+    return None

@@ -42,7 +42,7 @@ from deltalake.transaction import AddAction, create_table_with_add_actions
 from sluice.errors import ConfigError, SchemaError
 from sluice.spark.lake.change_feed import mirror_configuration
 from sluice.spark.lake.changelog_rows import changelog_table
-from sluice.spark.lake.changelog_schema import CHANGELOG_SCHEMA
+from sluice.spark.lake.changelog_schema import CHANGELOG_SCHEMA, POSITION_KEY
 from sluice.spark.lake.kept_table import KeptTables
 from sluice.spark.lake.merge import TableBatch, TablePlan, TableResult, commit_error, merge_into, plan
 from sluice.spark.lake.merge_source import DELETE_FLAG, last_per_key
@@ -57,19 +57,16 @@ from sluice.spark.lake.pending import (
 from sluice.spark.lake.store import CHANGES, PENDING, LakeStore, lake_store
 
 __all__ = [
-    "CHANGELOG_SCHEMA", "POSITION_KEY", "BatchResult", "DeltaLake", "TableBatch", "TableResult", "committed_position",
+    "CHANGELOG_SCHEMA", "BatchResult", "DeltaLake", "TableBatch", "TableResult",
 ]
-
-#: The change log's commit metadata key holding the stream offset its batch ends at (JSON).
-POSITION_KEY: Final = "sluice.position"
-
-
 
 # The row images of the change log are nearly all distinct: a dictionary page per column chunk only
 # costs time (most of the append's) and Parquet falls back to plain pages anyway.
 _CHANGELOG_WRITER: Final = WriterProperties(compression="ZSTD", compression_level=1, column_properties={
     name: ColumnProperties(dictionary_enabled=False) for name in ("before", "after", "json_diffs")
 })
+
+
 @dataclass(frozen=True, slots=True)
 class BatchResult:
     """Counts of one ``write_batch`` call."""
@@ -372,16 +369,6 @@ class DeltaLake:
                             schema_mode="merge", storage_options=self.options)
         except DeltaError as exc:
             raise commit_error("the change log", batch_id, exc) from exc
-
-
-def committed_position(log: DeltaTable, *, look_back: int = 1000) -> dict[str, Any] | None:
-    """The stream offset of the last batch the change log ``log`` holds (``POSITION_KEY`` of its
-    newest commit that has one; maintenance commits have none), None when no batch recorded one."""
-    for commit in log.history(look_back):
-        text = commit.get(POSITION_KEY)
-        if text:
-            return dict(json.loads(text))
-    return None
 
 
 @contextmanager

@@ -26,7 +26,8 @@ from typing import Any
 from sluice.binlog.position import position_key
 from sluice.errors import ConfigError
 from sluice.io.atomic import write_atomically
-from sluice.spark.lake.sink import DeltaLake, committed_position
+from sluice.spark.lake.changelog_schema import committed_position
+from sluice.spark.lake.sink import DeltaLake
 from sluice.spark.lake.store import CHANGES, HISTORY, PIPELINE, LakeStore
 
 __all__ = ["APP_MARKER", "LakeState", "drop_unfinished_writes"]
