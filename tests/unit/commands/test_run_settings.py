@@ -11,6 +11,7 @@ import pytest
 from sluice.cli import build_parser
 from sluice.commands.run import load_config
 from sluice.commands.run_settings import SETTINGS, field_defaults
+from sluice.errors import ConfigError
 from sluice.spark.lake.maintenance import MaintenanceConfig
 from sluice.spark.lake.pending import MirrorCadence
 from sluice.spark.pipeline.config import PipelineConfig
@@ -103,3 +104,10 @@ def test_sluice_maintains_help_lists_the_maintenance_defaults():
     assert listed["change_feed"] == field_defaults()["change_feed"]
     defaults = dataclasses.asdict(MaintenanceConfig())
     assert listed["maintenance"] == {k: v for k, v in defaults.items() if k != "allow_short_retention"}
+
+
+def test_the_mirror_table_sets_how_many_mirrors_commit_at_once(tmp_path):
+    assert _config(tmp_path, []).mirror.commits_at_once == 4
+    assert _config(tmp_path, [], "[mirror]\ncommits_at_once = 1").mirror.commits_at_once == 1
+    with pytest.raises(ConfigError, match="commits_at_once"):
+        _config(tmp_path, [], "[mirror]\ncommits_at_once = 0")

@@ -50,18 +50,20 @@ KEY_METADATA: Final = b"sluice.key"  # field metadata of a primary key column: i
 
 @dataclass(frozen=True, slots=True)
 class MirrorCadence:
-    """When a table's pending changes are MERGEd into its mirror (``[mirror]`` in the config).
+    """When a table's pending changes are MERGEd into its mirror (``[mirror]`` in the config), and
+    how many mirrors of a batch are committed at once (``sluice.spark.lake.at_once``).
 
-    ``max_lag = 0`` MERGEs every batch.
+    ``max_lag = 0`` MERGEs every batch; ``commits_at_once = 1`` commits the mirrors one by one.
     """
 
     bytes_per_change: int = 1024  # MERGE once pending changes x this reach the mirror's bytes
     max_lag: float = 600.0  # seconds: MERGE once the oldest pending change is this old
     merge_below: int = 1 << 20  # bytes: a mirror smaller than this is MERGEd every batch
     max_pending_rows: int = 2_000_000  # MERGE once this many rows are pending (the driver holds them)
+    commits_at_once: int = 4  # mirrors of one batch MERGEd or appended to side by side
 
     def __post_init__(self) -> None:
-        for name in ("bytes_per_change", "merge_below", "max_pending_rows"):
+        for name in ("bytes_per_change", "merge_below", "max_pending_rows", "commits_at_once"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ConfigError(f"mirror {name} must be a whole number >= 1; found {value!r}")

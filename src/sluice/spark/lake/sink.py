@@ -7,9 +7,9 @@ is the typed mirror of a table (one row per primary key, columns per ``sluice.sp
 and ``ROOT/_sluice/changes`` the append-only change log.
 ``DeltaLake.write_batch`` plans every table's MERGE first (``sluice.spark.lake.merge``: the
 fold to the last state per primary key, the mirror's schema, the MERGE source), so a
-``SchemaError`` leaves the lake untouched, then commits them: per table one MERGE, with the rows
-pending for it, or, when ``MirrorCadence.due`` says the MERGE can wait, an append to its pending
-table. Every commit carries the Delta app transaction ``(app_id, batch_id)``: a table whose mirror
+``SchemaError`` leaves the lake untouched, then commits them, several tables at once
+(``sluice.spark.lake.at_once``): per table one MERGE, with the rows pending for it, or, when
+``MirrorCadence.due`` says the MERGE can wait, an append to its pending table. Every commit carries the Delta app transaction ``(app_id, batch_id)``: a table whose mirror
 or pending table records a version ``>= batch_id`` is skipped, so a batch replayed after a crash
 between two commits writes only what is missing. The change log is committed last; its recorded
 version is the highest batch fully committed.
@@ -21,9 +21,10 @@ import gc
 import json
 import os
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Final
 
 import pyarrow as pa
@@ -40,6 +41,7 @@ from deltalake.exceptions import DeltaError, TableNotFoundError
 from deltalake.transaction import AddAction, create_table_with_add_actions
 
 from sluice.errors import ConfigError, SchemaError
+from sluice.spark.lake.at_once import run_at_once
 from sluice.spark.lake.change_feed import mirror_configuration
 from sluice.spark.lake.changelog_rows import changelog_table
 from sluice.spark.lake.changelog_schema import CHANGELOG_SCHEMA, POSITION_KEY
@@ -217,8 +219,10 @@ class DeltaLake:
         log = changelog
         if not done and files is None and log is None:
             log = changelog_table(batch_id, [c for tb in tables for c in tb.changes])
-        # commits from here on: the mirrors, then the change log (its version is the last whole batch)
-        results = tuple(p if isinstance(p, TableResult) else self._commit_table(*p, batch_id, txn) for p in plans)
+        # commits from here on: the mirrors, side by side, then the change log (its version is the last
+        # whole batch). The set of tables with pending changes is read here, before the threads share it.
+        self._known_pending()
+        results = tuple(run_at_once([self._step(p, batch_id, txn) for p in plans], self.cadence.commits_at_once))
         if done:
             return BatchResult(batch_id, results, 0, True)
         if position is not None:  # the change log's commit says where the stream stands, atomically with it
@@ -234,6 +238,13 @@ class DeltaLake:
             rows = log.num_rows
         self._remember(self.changelog_path, before, batch_id)
         return BatchResult(batch_id, results, rows, False)
+
+    def _step(self, p: tuple[TablePlan, PendingChanges | None] | TableResult, batch_id: int,
+              txn: CommitProperties) -> Callable[[], TableResult]:
+        """A table's commit, to run beside the others' (a table with nothing to commit: its result)."""
+        if isinstance(p, TableResult):
+            return lambda: p
+        return partial(self._commit_table, p[0], p[1], batch_id, txn)
 
     def _commit_table(self, p: TablePlan, pending: PendingChanges | None, batch_id: int,
                       txn: CommitProperties) -> TableResult:

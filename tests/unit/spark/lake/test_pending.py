@@ -144,7 +144,7 @@ def test_pending_tables_live_under_the_lake_layout(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("bad", [{"bytes_per_change": 0}, {"max_lag": -1}, {"merge_below": 1.5},
-                                 {"max_lag": float("inf")}])
+                                 {"max_lag": float("inf")}, {"commits_at_once": 0}])
 def test_a_bad_cadence_is_a_config_error(bad: dict[str, Any]) -> None:
     with pytest.raises(ConfigError, match="mirror"):
         MirrorCadence(**bad)

@@ -2,14 +2,16 @@
 
 Batches of row changes are merged into mirrors and appended to the change log, then read back with
 ``deltalake``: inserts / updates / deletes, key changes, minimal images, a replayed batch, a crash
-between two tables' commits, schema evolution, tables without a primary key, every mapped type, and
-a hypothesis model that replays random histories in random batch splits against a plain dict.
+between two tables' commits, mirrors committed side by side, schema evolution, tables without a
+primary key, every mapped type, and a hypothesis model that replays random histories in random
+batch splits against a plain dict.
 """
 
 from __future__ import annotations
 
 import json
 import tempfile
+import threading
 from datetime import UTC, date, datetime
 from decimal import Decimal
 from itertools import pairwise
@@ -31,6 +33,7 @@ from sluice.cdc.records import RowChange
 from sluice.errors import ConfigError, DataLossError, SchemaError
 from sluice.spark.lake import merge as mirror_merge
 from sluice.spark.lake.columns import MirrorColumn, mirror_columns
+from sluice.spark.lake.pending import MirrorCadence
 from sluice.spark.lake.sink import CHANGELOG_SCHEMA, DeltaLake, TableBatch
 from tests.conftest import examples
 
@@ -285,6 +288,63 @@ def test_crash_between_two_tables_then_replay(lake: DeltaLake, monkeypatch: pyte
     assert read(lake.table_path("shop", "b")) == [{"id": 6, "name": "old", "qty": 0}, {"id": 7, "name": "y", "qty": 2}]
     assert [(r["table"], r["batch_id"]) for r in changelog(lake)] == [("b", 0), ("a", 1), ("b", 1)]
     assert lake.committed_batch() == 1
+
+
+def test_the_mirrors_of_a_batch_are_committed_side_by_side(tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    # Each table's commit waits at a barrier for the other two: committed one by one, none would pass it.
+    logs = [Log(name) for name in "abc"]
+    real_execute = mirror_merge.TablePlan.execute
+    barrier = threading.Barrier(3, timeout=10)
+
+    def meet(self: Any, batch_id: int, txn: Any) -> Any:
+        barrier.wait()
+        return real_execute(self, batch_id, txn)
+
+    monkeypatch.setattr(mirror_merge.TablePlan, "execute", meet)
+    lake = DeltaLake(tmp_path / "lake", "p")
+    lake.write_batch(0, [TableBatch("shop", log.table, ITEMS, ("id",), [log.insert(id=1, name=log.table, qty=1)])
+                         for log in logs])
+    assert [read(lake.table_path("shop", log.table)) for log in logs] == [
+        [{"id": 1, "name": name, "qty": 1}] for name in "abc"]
+    assert lake.committed_batch() == 0
+
+    barrier = threading.Barrier(3, timeout=0.5)
+    one_by_one = DeltaLake(tmp_path / "one", "p", cadence=MirrorCadence(commits_at_once=1))
+    with pytest.raises(threading.BrokenBarrierError):
+        one_by_one.write_batch(0, [TableBatch("shop", log.table, ITEMS, ("id",), [log.insert(id=2, name="x", qty=1)])
+                                   for log in logs])
+
+
+def test_a_failed_commit_beside_others_then_replay(lake: DeltaLake, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The first table fails while the second commits beside it: the first failure is raised, the change
+    # log does not record the batch, and the replay writes only the table that failed.
+    a, b = Log("a"), Log("b")
+    the_batch = [TableBatch("shop", "a", ITEMS, ("id",), [a.insert(id=1, name="x", qty=1)]),
+                 TableBatch("shop", "b", ITEMS, ("id",), [b.insert(id=7, name="y", qty=2)])]
+    real_execute = mirror_merge.TablePlan.execute
+    b_done = threading.Event()
+
+    def fail_a(self: Any, batch_id: int, txn: Any) -> Any:
+        if self.tb.table == "a":
+            assert b_done.wait(10)
+            raise RuntimeError("process killed")
+        result = real_execute(self, batch_id, txn)
+        b_done.set()
+        return result
+
+    monkeypatch.setattr(mirror_merge.TablePlan, "execute", fail_a)
+    with pytest.raises(RuntimeError, match="process killed"):
+        lake.write_batch(0, the_batch)
+    monkeypatch.undo()
+    assert lake.committed_batch() is None
+    assert read(lake.table_path("shop", "b")) == [{"id": 7, "name": "y", "qty": 2}]
+
+    replay = lake.write_batch(0, the_batch)
+    assert [(t.table, t.status) for t in replay.tables] == [("a", "written"), ("b", "skipped")]
+    assert read(lake.table_path("shop", "a")) == [{"id": 1, "name": "x", "qty": 1}]
+    assert [(r["table"], r["batch_id"]) for r in changelog(lake)] == [("a", 0), ("b", 0)]
+    assert lake.committed_batch() == 0
 
 
 def test_empty_batch_is_recorded(lake: DeltaLake) -> None:
