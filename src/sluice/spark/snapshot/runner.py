@@ -154,7 +154,10 @@ class SnapshotRunner:
                     self.history.record_bootstrap(start.file, start.pos, everything)
                 state.start = start.to_json()
                 state.save(self.store)
-            planned_at = binlog_position(conn)
+            # MySQL: the first wave's low watermark is taken here, so its settle passes while the
+            # tables are planned (an older mark only widens a chunk's reconcile window; _in_order)
+            first = low_mark(conn) if conn.flavor == "mysql" else None
+            planned_at = first.low if first is not None else binlog_position(conn)
             catalog = bootstrap_catalog(conn, self.include)
             for name in only or ():
                 if name not in state.tables and catalog.get(*name.split(".", 1)) is None:
@@ -197,7 +200,7 @@ class SnapshotRunner:
         self._settle_interrupted(state)
         self._failed = {}
         reading = {name for name, _ in self._pending(state)}
-        stale = self._chunks(catalog, state)
+        stale = self._chunks(catalog, state, first)
         if self.stopping() and self._pending(state):
             raise _Stopped
         if reading:  # DDL on a table between its planning and its last chunk makes its read stale
@@ -247,7 +250,7 @@ class SnapshotRunner:
         return [(name, c) for name, t in state.tables.items() for c in t["chunks"]
                 if Chunk.from_json(c).id not in t["done"]]
 
-    def _chunks(self, catalog: Catalog, state: SnapshotState) -> set[str]:
+    def _chunks(self, catalog: Catalog, state: SnapshotState, first: LowMark | None) -> set[str]:
         pending = self._pending(state)
         total = sum(len(t["chunks"]) for t in state.tables.values())
         stale: set[str] = set()
@@ -262,7 +265,7 @@ class SnapshotRunner:
         started = time.monotonic()
         rows_done = 0
         done = total - len(pending)
-        for chunk_json, low, high, count, rows in self._in_order(payloads, state.flavor == "mysql"):
+        for chunk_json, low, high, count, rows in self._in_order(payloads, first):
             chunk = Chunk.from_json(chunk_json)
             name = f"{chunk.db}.{chunk.table}"
             table = state.tables[name]
@@ -292,20 +295,23 @@ class SnapshotRunner:
                 self.on_chunk(done, total, rows_done)
         return stale
 
-    def _in_order(self, payloads: list[ChunkPayload], early_low: bool) -> Iterator[Any]:
+    def _in_order(self, payloads: list[ChunkPayload], first: LowMark | None) -> Iterator[Any]:
         """The chunks' task results in plan order. Chunks run as Spark jobs of a wave of chunks
         (``chunk_waves``), one task per chunk, and the next wave is submitted while one runs, so
         that a job's start is paid per wave, not per chunk.
-        ``early_low`` (MySQL): a chunk's low watermark is taken a wave ahead of it, so the settle
-        after it (``sluice.cdc.snapshot.reader``) has passed when its task runs, not holding a slot
-        idle (an older mark only widens the window the chunk is reconciled with)."""
+        ``first`` (MySQL): the low watermark taken when the tables were planned, the first wave's;
+        every later chunk's is taken a wave ahead of it. So the settle after a mark
+        (``sluice.cdc.snapshot.reader``) has passed when its task runs, not holding a slot idle (an
+        older mark only widens the window the chunk is reconciled with)."""
         sc = self.spark.sparkContext
         wave, ahead = chunk_waves(int(sc.defaultParallelism), self.connections)
         pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="sluice-snapshot")
         futures: deque[Future[list[Any]]] = deque()
         submitted = 0
         marks: deque[LowMark] = deque()  # low watermarks taken ahead, oldest first
-        conn = Connection.open(parse_dsn(self.source)) if early_low and payloads else None
+        conn = Connection.open(parse_dsn(self.source)) if first is not None and payloads else None
+        if conn is not None and first is not None:
+            marks.extend([first] * min(wave, len(payloads)))
 
         def run_wave(rdd: Any) -> list[Any]:
             sc.setJobGroup(self._jobs, "sluice snapshot chunks")  # this thread's jobs, for cancelJobGroup
