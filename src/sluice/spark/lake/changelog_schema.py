@@ -54,6 +54,7 @@ CHANGELOG_SCHEMA: Final = pa.schema([_BATCH_ID if name == "batch_id" else CHANGE
 #: The change log's commit metadata key holding the stream offset its batch ends at (JSON).
 POSITION_KEY: Final = "sluice.position"
 
+
 def committed_position(log: Any, *, look_back: int = 1000) -> dict[str, Any] | None:
     """The stream offset of the last batch the change log ``log`` holds (``POSITION_KEY`` of its
     newest commit that has one; maintenance commits have none), None when no batch recorded one."""

@@ -9,10 +9,11 @@ and ``ROOT/_sluice/changes`` the append-only change log.
 fold to the last state per primary key, the mirror's schema, the MERGE source), so a
 ``SchemaError`` leaves the lake untouched, then commits them, several tables at once
 (``sluice.spark.lake.at_once``): per table one MERGE, with the rows pending for it, or, when
-``MirrorCadence.due`` says the MERGE can wait, an append to its pending table. Every commit carries the Delta app transaction ``(app_id, batch_id)``: a table whose mirror
-or pending table records a version ``>= batch_id`` is skipped, so a batch replayed after a crash
-between two commits writes only what is missing. The change log is committed last; its recorded
-version is the highest batch fully committed.
+``MirrorCadence.due`` says the MERGE can wait, an append to its pending table. Every commit carries
+the Delta app transaction ``(app_id, batch_id)``: a table whose mirror or pending table records a
+version ``>= batch_id`` is skipped, so a batch replayed after a crash between two commits writes
+only what is missing. The change log is committed last; its recorded version is the highest batch
+fully committed.
 """
 
 from __future__ import annotations
