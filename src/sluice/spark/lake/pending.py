@@ -60,7 +60,7 @@ class MirrorCadence:
     max_lag: float = 600.0  # seconds: MERGE once the oldest pending change is this old
     merge_below: int = 1 << 20  # bytes: a mirror smaller than this is MERGEd every batch
     max_pending_rows: int = 2_000_000  # MERGE once this many rows are pending (the driver holds them)
-    commits_at_once: int = 4  # mirrors of one batch MERGEd or appended to side by side
+    commits_at_once: int = 4  # mirrors of one batch (or of a clean stop) MERGEd or appended to side by side
 
     def __post_init__(self) -> None:
         for name in ("bytes_per_change", "merge_below", "max_pending_rows", "commits_at_once"):

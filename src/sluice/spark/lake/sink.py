@@ -304,9 +304,10 @@ class DeltaLake:
         return current
 
     def flush_all(self) -> int:
-        """MERGE the pending changes of every table into its mirror (the pipeline stops); the rows
-        MERGEd."""
-        return sum(self.flush(db, table) for db, table in sorted(self._known_pending()))
+        """MERGE the pending changes of every table into its mirror (the pipeline stops), several
+        tables at once; the rows MERGEd."""
+        return sum(run_at_once([partial(self.flush, db, table) for db, table in sorted(self._known_pending())],
+                               self.cadence.commits_at_once))
 
     def flush(self, db: str, table: str) -> int:
         """MERGE the pending changes of ``db.table`` into its mirror, before something else writes

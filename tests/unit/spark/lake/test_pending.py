@@ -5,6 +5,7 @@ batch, a kill between a MERGE and the emptying, and minimal images keep that tru
 from __future__ import annotations
 
 import random
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -12,10 +13,11 @@ from typing import Any
 import pytest
 
 from sluice.errors import ConfigError
+from sluice.spark.lake import sink
 from sluice.spark.lake.pending import MirrorCadence, PendingChanges, mirror_bytes, read_mirror
-from sluice.spark.lake.sink import DeltaLake
+from sluice.spark.lake.sink import DeltaLake, TableBatch
 from sluice.spark.lake.store import PENDING, lake_store
-from tests.unit.spark.lake.test_sink import Log, items, read
+from tests.unit.spark.lake.test_sink import ITEMS, Log, items, read
 
 pytestmark = pytest.mark.unit
 
@@ -65,6 +67,31 @@ def test_pending_batches_read_as_merged_ones(tmp_path: Path, seed: int) -> None:
     assert later.flush_all() > 0
     assert pending_rows(later) == 0
     assert read(later.table_path("shop", "items")) == read(now.table_path("shop", "items"))
+
+
+def test_a_clean_stop_merges_the_pending_tables_side_by_side(tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    # Each table's MERGE waits at a barrier for the other two: MERGEd one by one, none would pass it.
+    lake = DeltaLake(tmp_path / "lake", "p", cadence=ALWAYS_LATER)
+    logs = [Log(name) for name in "abc"]
+    for b in range(2):
+        lake.write_batch(b, [TableBatch("shop", log.table, ITEMS, ("id",), [log.insert(id=b, name="x", qty=b)])
+                             for log in logs])
+    barrier, real_merge = threading.Barrier(3, timeout=10), sink.merge_into
+
+    def meet(*args: Any) -> Any:
+        barrier.wait()
+        return real_merge(*args)
+
+    def waiting() -> list[int]:
+        return [PendingChanges(lake.store, "shop", log.table).rows for log in logs]
+
+    assert waiting() == [1, 1, 1]  # the second batch's row of each table
+    monkeypatch.setattr(sink, "merge_into", meet)
+    assert lake.flush_all() == 3
+    assert [read(lake.table_path("shop", log.table)) for log in logs] == [
+        [{"id": 0, "name": "x", "qty": 0}, {"id": 1, "name": "x", "qty": 1}]] * 3
+    assert waiting() == [0, 0, 0]
 
 
 def test_the_cadence_merges_once_pending_changes_pay_for_the_rewrite(tmp_path: Path) -> None:
