@@ -32,12 +32,10 @@ def run_at_once(steps: Sequence[Callable[[], T]], limit: int) -> list[T]:
         return [step() for step in steps]
     with ThreadPoolExecutor(max_workers=min(limit, len(steps)), thread_name_prefix="sluice-commit") as pool:
         futures: list[Future[T]] = [pool.submit(step) for step in steps]
-        done, pending = wait(futures, return_when=FIRST_EXCEPTION)
-        if any(f.exception() is not None for f in done):
-            for f in pending:
-                f.cancel()
-        wait(futures)
-    for f in futures:
-        if not f.cancelled() and f.exception() is not None:
-            raise f.exception()  # type: ignore[misc]
+        _, pending = wait(futures, return_when=FIRST_EXCEPTION)
+        for f in pending:  # none unless a step failed
+            f.cancel()
+    failures = [e for f in futures if not f.cancelled() and (e := f.exception()) is not None]
+    if failures:
+        raise failures[0]
     return [f.result() for f in futures]
