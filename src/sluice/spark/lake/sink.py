@@ -221,8 +221,8 @@ class DeltaLake:
         if not done and files is None and log is None:
             log = changelog_table(batch_id, [c for tb in tables for c in tb.changes])
         # commits from here on: the mirrors, side by side, then the change log (its version is the last
-        # whole batch). The set of tables with pending changes is read here, before the threads share it.
-        self._known_pending()
+        # whole batch). Planning a commit read the set of tables with pending changes (_pending_of), so
+        # the threads share it and never list it themselves.
         results = tuple(run_at_once([self._step(p, batch_id, txn) for p in plans], self.cadence.commits_at_once))
         if done:
             return BatchResult(batch_id, results, 0, True)
