@@ -309,9 +309,10 @@ class SnapshotRunner:
         futures: deque[Future[list[Any]]] = deque()
         submitted = 0
         marks: deque[LowMark] = deque()  # low watermarks taken ahead, oldest first
-        conn = Connection.open(parse_dsn(self.source)) if first is not None and payloads else None
-        if conn is not None and first is not None:
+        conn = None
+        if first is not None and payloads:
             marks.extend([first] * min(wave, len(payloads)))
+            conn = Connection.open(parse_dsn(self.source))
 
         def run_wave(rdd: Any) -> list[Any]:
             sc.setJobGroup(self._jobs, "sluice snapshot chunks")  # this thread's jobs, for cancelJobGroup
