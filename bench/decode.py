@@ -235,6 +235,12 @@ class Run:
     stderr_tail: str = ""  # the last lines the command wrote to standard error
 
 
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU time of a process and its waited-for children, in seconds."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return sum(int(v) for v in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+
+
 def timed(argv: list[str], *, keep_stdout: bool = False, env: dict[str, str] | None = None,
           pin: bool = True) -> Run:
     """Run argv (pinned to one core unless ``pin`` is false) under /usr/bin/time; wall time and max RSS."""

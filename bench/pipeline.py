@@ -94,7 +94,7 @@ def throughput(flavor: str, scale: decode.Scale, s3: S3Sandbox | None = None,
             uri = f"s3://{s3.bucket}/{workload.lower()}-{scale.name}-{flavor}-{int(time.time())}"
             checkpoint = OUT / f"checkpoint-{scale.name}-{flavor}"
             shutil.rmtree(checkpoint, ignore_errors=True)
-            cpu, logged = _cpu_seconds(s3.proc.pid), s3.log.stat().st_size
+            cpu, logged = decode.cpu_seconds(s3.proc.pid), s3.log.stat().st_size
             remote = decode.timed([*command, "--lake", uri, "--checkpoint-dir", str(checkpoint),
                                    "--from", f"{names[0]}:4"], pin=False, env={**os.environ, **s3.env()})
             shutil.rmtree(checkpoint, ignore_errors=True)
@@ -103,7 +103,7 @@ def throughput(flavor: str, scale: decode.Scale, s3: S3Sandbox | None = None,
                      "s3_steady_rows_per_s": rows / remote_seconds,
                      "s3_over_local_steady": batch_seconds / remote_seconds,
                      # what the S3 server did for the whole run: its CPU time and its requests
-                     "s3_server_cpu_seconds": _cpu_seconds(s3.proc.pid) - cpu,
+                     "s3_server_cpu_seconds": decode.cpu_seconds(s3.proc.pid) - cpu,
                      "s3_requests": _requests(s3.log, logged)}
         return {
             "flavor": flavor, "workload": workload, "rows": rows,
@@ -117,12 +117,6 @@ def throughput(flavor: str, scale: decode.Scale, s3: S3Sandbox | None = None,
         }
     finally:
         box.stop()
-
-
-def _cpu_seconds(pid: int) -> float:
-    """User and system CPU time of a process and its waited-for children, in seconds."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return sum(int(v) for v in fields[11:15]) / os.sysconf("SC_CLK_TCK")
 
 
 def _requests(log: Path, offset: int) -> dict[str, int]:

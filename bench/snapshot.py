@@ -78,12 +78,17 @@ TABLES = {"sbtest1": "UPDATE bench.sbtest1 SET k = k + 1 WHERE id = {id}",
           "wide": "UPDATE bench.wide SET b = b + 1 WHERE id = {id}"}
 
 
-def dump(box: Sandbox, table: str) -> decode.Run:
+def dump(box: Sandbox, table: str) -> tuple[decode.Run, float]:
+    """``mysqldump`` of the table to /dev/null, and the CPU seconds the server spent meanwhile."""
     tool = "mariadb-dump" if box.is_mariadb else "mysqldump"
     path = shutil.which(tool) or tool
     args = [path, "--no-defaults", "--protocol=TCP", f"--host={box.host}", f"--port={box.port}", "--user=root",
             "--password=" + decode.PASSWORDS["root"], "--single-transaction", "--skip-lock-tables", "bench", table]
-    return decode.timed(args, pin=False)
+    pid = box.pid
+    assert pid is not None, "the server runs"
+    before = decode.cpu_seconds(pid)
+    run = decode.timed(args, pin=False)
+    return run, decode.cpu_seconds(pid) - before
 
 
 def snapshot(box: Sandbox, rows: int, table: str) -> dict[str, object]:
@@ -155,25 +160,27 @@ def main() -> int:
         box = prepare(flavor, args.rows) if args.table == "sbtest1" else decode.prepare(flavor, decode.FULL)[0]
         try:
             decode.log(f"{flavor}: mysqldump")
-            d = min((dump(box, args.table) for _ in range(max(1, args.repeat))), key=lambda run: run.seconds)
+            d, server_cpu = min((dump(box, args.table) for _ in range(max(1, args.repeat))),
+                                key=lambda done: done[0].seconds)
             decode.log(f"{flavor}: sluice snapshot")
             s = snapshot(box, args.rows, args.table)
             decode.log(f"{flavor}: snapshot phase with Spark up")
             p = phase(box, max(1, args.repeat), args.table)
         finally:
             box.stop()
-        results.append({"flavor": flavor, "table": args.table, "rows": args.rows, "dump": d.__dict__, "sluice": s,
-                        "phase": p})
+        results.append({"flavor": flavor, "table": args.table, "rows": args.rows, "dump": d.__dict__,
+                        "dump_server_cpu_s": server_cpu, "sluice": s, "phase": p})
     (OUT / f"snapshot-{args.table}-{args.rows}.json").write_text(json.dumps(results, indent=1, default=str))
-    print("| flavor | rows | mysqldump --single-transaction | sluice snapshot → Delta | ratio | longest write "
-          "| snapshot phase, Spark up (new / warm workers) | phase ratio (warm / mysqldump) |")
+    print("| flavor | rows | mysqldump --single-transaction (server CPU) | sluice snapshot → Delta | ratio | "
+          "longest write | snapshot phase, Spark up (new / warm workers) | phase ratio (warm / mysqldump) |")
     print("|---|---|---|---|---|---|---|---|")
     for r in results:
         d, s = r["dump"], r["sluice"]["run"]  # type: ignore[index]
         dump_rate = r["rows"] / d["seconds"]  # type: ignore[index,operator]
         sluice_rate = r["rows"] / s["seconds"]  # type: ignore[index,operator]
         err = "".join(f" ({x['error']})" for x in (d, s) if x.get("error"))  # type: ignore[union-attr]
-        print(f"| {r['flavor']} | {r['rows']:,} | {dump_rate:,.0f} rows/s ({d['seconds']:.1f}s) | "  # type: ignore[index]
+        print(f"| {r['flavor']} | {r['rows']:,} | {dump_rate:,.0f} rows/s ({d['seconds']:.1f}s; "  # type: ignore[index]
+              f"{r['dump_server_cpu_s']:.1f}s) | "  # type: ignore[index]
               f"{sluice_rate:,.0f} rows/s ({s['seconds']:.1f}s) | {sluice_rate / dump_rate:.2f}x | "  # type: ignore[index]
               f"{r['sluice']['longest_write_s']:.3f}s | "  # type: ignore[index]
               f"{r['rows'] / r['phase']['cold_s']:,.0f} / {r['rows'] / r['phase']['warm_s']:,.0f} rows/s "  # type: ignore
