@@ -15,9 +15,12 @@ Each change-log commit of a batch records where the stream stands (``POSITION_KE
 from __future__ import annotations
 
 import json
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import pyarrow as pa
+
+if TYPE_CHECKING:  # the tasks import this module without the Delta writer
+    from deltalake import DeltaTable
 
 __all__ = ["CHANGELOG_COLUMNS", "CHANGELOG_SCHEMA", "CHANGE_ARROW_SCHEMA", "POSITION_KEY", "committed_position"]
 
@@ -55,7 +58,7 @@ CHANGELOG_SCHEMA: Final = pa.schema([_BATCH_ID if name == "batch_id" else CHANGE
 POSITION_KEY: Final = "sluice.position"
 
 
-def committed_position(log: Any, *, look_back: int = 1000) -> dict[str, Any] | None:
+def committed_position(log: DeltaTable, *, look_back: int = 1000) -> dict[str, Any] | None:
     """The stream offset of the last batch the change log ``log`` holds (``POSITION_KEY`` of its
     newest commit that has one; maintenance commits have none), None when no batch recorded one."""
     for commit in log.history(look_back):
