@@ -391,10 +391,9 @@ cdef class TypedImages:
         return mask
 
     def buffers(self):
-        """(ops: one byte per change, after columns, before columns); a column is (kind: 0 only
-        NULLs, 1 int64, 2 text, 3 not kept, 4 float64, 5 bytes; its length; validity bytes; int32
-        offsets; data). The buffers are handed over with no copy (``_Block``): the images are left
-        empty."""
+        """(ops: a byte per change, after columns, before columns); a column is (kind: 0 only NULLs,
+        1 int64, 2 text, 3 not kept, 4 float64, 5 bytes; length; validity bytes; int32 offsets; data),
+        handed over with no copy (``_Block``): the images are left empty."""
         out = (_taken(&self.ops), [(<_TypedColumn>c).buffers() for c in self.after],
                [(<_TypedColumn>c).buffers() for c in self.before])
         self.length = 0
