@@ -32,7 +32,7 @@ import decode
 COMPACT = """
 import sys, time
 from deltalake import DeltaTable
-from sluice.spark.lake.merge import LAKE_WRITER
+from sluice.lake.data_files import LAKE_WRITER
 def hwm():
     return next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmHWM:")) // 1024
 dt = DeltaTable(sys.argv[1])
@@ -93,7 +93,7 @@ def compactions(changes: Path, counts: list[int]) -> list[dict[str, object]]:
     import pyarrow.parquet as pq
     from deltalake import DeltaTable, write_deltalake
 
-    from sluice.spark.lake.merge import LAKE_WRITER
+    from sluice.lake.data_files import LAKE_WRITER
 
     files = sorted(DeltaTable(str(changes)).file_uris())
     out: list[dict[str, object]] = []

@@ -22,7 +22,7 @@ from pathlib import Path
 import pyarrow as pa
 from deltalake import DeltaTable, write_deltalake
 
-from sluice.spark.lake.change_feed import mirror_configuration
+from sluice.lake.maintenance.change_feed import mirror_configuration
 
 
 def _size(folder: Path) -> int:

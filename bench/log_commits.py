@@ -19,10 +19,10 @@ import time
 
 from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 
+from sluice.lake.changelog.schema import CHANGELOG_SCHEMA
+from sluice.lake.maintenance.steps import COMMIT_LOG_CLEANUP
+from sluice.lake.storage import lake_store
 from sluice.sandbox.s3 import S3Sandbox
-from sluice.spark.lake.changelog_schema import CHANGELOG_SCHEMA
-from sluice.spark.lake.maintenance import COMMIT_LOG_CLEANUP
-from sluice.spark.lake.store import lake_store
 
 BODY = b'{"commitInfo":{"timestamp":1795857294519,"operation":"WRITE","operationParameters":{"mode":"Append"}}}\n'
 

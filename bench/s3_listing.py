@@ -21,8 +21,8 @@ from collections.abc import Callable
 import pyarrow as pa
 from deltalake import DeltaTable, write_deltalake
 
+from sluice.lake.storage import lake_store
 from sluice.sandbox.s3 import S3Sandbox
-from sluice.spark.lake.store import lake_store
 
 
 def _median_ms(step: Callable[[], None], before: Callable[[], None] = lambda: None, n: int = 20) -> float:

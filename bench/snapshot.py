@@ -120,7 +120,7 @@ def snapshot(box: Sandbox, rows: int, table: str) -> dict[str, object]:
 
 
 def phase(box: Sandbox, repeat: int, table: str) -> dict[str, float]:
-    from sluice.spark.lake.store import lake_store
+    from sluice.lake.storage import lake_store
     from sluice.spark.runtime.session import spark_session
     from sluice.spark.snapshot.runner import SnapshotRunner
 

@@ -35,8 +35,8 @@ from sluice.cdc.snapshot.chunks import Chunk
 from sluice.cdc.snapshot.reader import TablePlan, prepare_session, read_chunk_raw
 from sluice.dsn import parse_dsn
 from sluice.io.connection import Connection
-from sluice.spark.lake.data_files import write_data_file
-from sluice.spark.lake.table_layout import mirror_columns_for_schema
+from sluice.lake.data_files import write_data_file
+from sluice.lake.types.table_layout import mirror_columns_for_schema
 from sluice.spark.snapshot.chunk_arrow import chunk_table, column_builders
 from sluice.spark.snapshot.text_rows import split_rows
 

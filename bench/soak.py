@@ -4,7 +4,7 @@ A sandbox server gets ``accounts`` (``--rows`` rows, 2M by default) and a growin
 The pipeline snapshots both, then streams with a 1 s trigger while a writer keeps ``--rate``
 changes/s (default 1,000) going: 70 % updates of random accounts, 20 % inserts and 10 % deletes of
 the oldest events. Every 15 s it samples the batches' durations, the mirrors' active files and
-bytes, and how long the Delta mirrors' pending changes have waited (``sluice.spark.lake.pending``).
+bytes, and how long the Delta mirrors' pending changes have waited (``sluice.lake.mirror.pending``).
 
 The figures, over the ``--minutes`` of load (the snapshot before it is not counted):
 
@@ -43,10 +43,10 @@ from deltalake import DeltaTable
 
 from sluice.dsn import parse_dsn
 from sluice.io.connection import Connection
+from sluice.lake.mirror.pending import PendingChanges, mirror_bytes
+from sluice.lake.sink import DeltaLake
+from sluice.lake.storage import LakeStore, lake_store
 from sluice.sandbox.s3 import S3Sandbox
-from sluice.spark.lake.pending import PendingChanges, mirror_bytes
-from sluice.spark.lake.sink import DeltaLake
-from sluice.spark.lake.store import LakeStore, lake_store
 from sluice.spark.pipeline.runner import Pipeline, PipelineConfig
 from sluice.spark.pipeline.upkeep import Upkeep
 

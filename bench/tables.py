@@ -7,7 +7,7 @@ same files, ``sluice run --trigger once --max-rows-per-batch N`` into fresh lake
 batch holds changes of every table:
 
   one by one    ``[mirror] commits_at_once = 1``
-  side by side  the default (``sluice.spark.lake.pending.MirrorCadence.commits_at_once``), or
+  side by side  the default (``sluice.lake.mirror.pending.MirrorCadence.commits_at_once``), or
                 ``--at-once N``
 
 each with the lake on the local disk and, with ``--s3``, on the project's S3 test server (moto,

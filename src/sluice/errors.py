@@ -20,7 +20,7 @@ what was found, where (file and offset, host, table) and what to do::
     ├── ConfigError                bad DSN, option, path or missing installation
     │   └── GtidSyntaxError        a GTID set in text form that does not parse (binlog.gtid)
     ├── DataLossError              continuing would lose or duplicate data
-    ├── MaintenanceError           a maintenance step on a lake table failed (spark.lake.maintenance)
+    ├── MaintenanceError           a maintenance step on a lake table failed (lake.maintenance)
     └── SandboxError               a throwaway server could not start or stop (sandbox.process)
 
 What is retried: following a server (``cdc.follow``) reconnects with backoff after a

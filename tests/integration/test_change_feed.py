@@ -15,7 +15,7 @@ from deltalake import DeltaTable
 
 from sluice.dsn import parse_dsn
 from sluice.io.connection import Connection
-from sluice.spark.lake.change_feed import has_change_feed
+from sluice.lake.maintenance.change_feed import has_change_feed
 from sluice.spark.pipeline.runner import Pipeline, PipelineConfig
 
 pytestmark = pytest.mark.spark

@@ -22,7 +22,7 @@ from deltalake import DeltaTable
 from sluice.dsn import parse_dsn
 from sluice.io.connection import Connection
 from sluice.io.replication import server_binlog_status
-from sluice.spark.lake.maintenance import MaintenanceConfig
+from sluice.lake.maintenance.steps import MaintenanceConfig
 from sluice.spark.pipeline.runner import Pipeline, PipelineConfig
 from sluice.spark.verify.check import verify_lake
 

@@ -18,8 +18,8 @@ from sluice.dsn import parse_dsn
 from sluice.errors import ConfigError
 from sluice.io.connection import Connection
 from sluice.io.replication import server_binlog_status
+from sluice.lake.storage import lake_store
 from sluice.sandbox.s3 import S3Sandbox
-from sluice.spark.lake.store import lake_store
 from sluice.spark.pipeline.runner import Pipeline, PipelineConfig
 from tests.conftest import binlog_row_metadata
 from tests.s3_proxy import S3Proxy

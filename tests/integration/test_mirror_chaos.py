@@ -28,9 +28,9 @@ import pytest
 
 from sluice.dsn import parse_dsn
 from sluice.io.connection import Connection
+from sluice.lake.mirror.pending import PendingChanges
+from sluice.lake.storage import LakeStore, lake_store
 from sluice.sandbox.server import Sandbox
-from sluice.spark.lake.pending import PendingChanges
-from sluice.spark.lake.store import LakeStore, lake_store
 from sluice.spark.verify.check import lake_tables, verify_lake
 from tests.conftest import binlog_row_metadata, kills
 

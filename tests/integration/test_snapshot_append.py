@@ -22,7 +22,7 @@ import pytest
 from sluice.cdc.snapshot.chunks import Chunk
 from sluice.dsn import parse_dsn
 from sluice.io.connection import Connection
-from sluice.spark.lake.store import lake_store
+from sluice.lake.storage import lake_store
 from sluice.spark.snapshot.runner import SnapshotRunner
 from sluice.spark.snapshot.state import SnapshotState
 from sluice.spark.verify.check import verify_lake

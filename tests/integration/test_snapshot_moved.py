@@ -17,7 +17,7 @@ import pytest
 
 from sluice.dsn import parse_dsn
 from sluice.io.connection import Connection
-from sluice.spark.lake.store import lake_store
+from sluice.lake.storage import lake_store
 from sluice.spark.snapshot.runner import SnapshotRunner
 from sluice.spark.verify.check import verify_lake
 

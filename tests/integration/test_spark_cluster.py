@@ -31,9 +31,9 @@ import pytest
 
 from sluice.dsn import parse_dsn
 from sluice.io.connection import Connection
+from sluice.lake.storage import LakeStore, lake_store
 from sluice.sandbox.process import HOST
 from sluice.sandbox.spark_cluster import SparkCluster
-from sluice.spark.lake.store import LakeStore, lake_store
 from sluice.spark.verify.check import verify_lake
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]

@@ -14,8 +14,9 @@ from deltalake import DeltaTable
 from sluice.binlog.constants import ColumnType as T
 from sluice.binlog.values.geometry import Geometry
 from sluice.binlog.values.json_binary import JsonDecimal
-from sluice.spark.lake.sink import DeltaLake, TableBatch
-from tests.unit.spark.lake.test_sink import Log, layout
+from sluice.lake.mirror.batch import TableBatch
+from sluice.lake.sink import DeltaLake
+from tests.unit.lake.test_sink import Log, layout
 
 pytestmark = pytest.mark.spark
 

@@ -13,8 +13,8 @@ SRC = Path(__file__).resolve().parents[2] / "src" / "sluice"
 
 # Lower numbers are lower layers; a package may import only from layers below its own (and itself).
 LAYERS = {
-    "errors": 0, "codegen": 0, "dsn": 1, "wire": 2, "binlog": 2, "sandbox": 2, "io": 3, "cdc": 4, "eventjson": 4,
-    "spark": 5, "api": 5, "commands": 6, "cli": 7, "__init__": 8, "__main__": 8,
+    "errors": 0, "codegen": 0, "lazy": 0, "dsn": 1, "wire": 2, "binlog": 2, "sandbox": 2, "io": 3, "cdc": 4,
+    "eventjson": 4, "lake": 5, "spark": 6, "api": 6, "commands": 7, "cli": 8, "__init__": 9, "__main__": 9,
 }
 
 
@@ -95,36 +95,42 @@ def test_no_import_cycle_between_modules():
     assert not cycles, "import cycles:\n" + "\n".join(cycles)
 
 
-# The roles inside spark/, lowest first: a subpackage imports only from those below it (and itself).
-SPARK_LAYERS = {"lake": 0, "source": 1, "runtime": 2, "snapshot": 3, "verify": 3, "ddl": 4, "pipeline": 5}
+# The roles inside spark/ and lake/, lowest first: a role imports only from those below it (and itself).
+ROLES = {
+    "spark": {"source": 1, "runtime": 2, "snapshot": 3, "verify": 3, "ddl": 4, "pipeline": 5},
+    "lake": {"storage": 0, "at_once": 0, "kept_table": 0, "data_files": 1, "types": 1, "changelog": 2,
+             "mirror": 3, "maintenance": 3, "sink": 4},
+}
 
 
-def _spark_role(module: str) -> str | None:
+def _role(package: str, module: str) -> str | None:
     parts = module.split(".")
-    return parts[2] if len(parts) > 2 and parts[1] == "spark" else None
+    return parts[2] if len(parts) > 2 and parts[1] == package else None
 
 
-def test_spark_roles_import_only_downward():
+@pytest.mark.parametrize("package", sorted(ROLES))
+def test_roles_import_only_downward(package: str):
+    layers = ROLES[package]
     modules = _modules()
-    roles = {r for r in map(_spark_role, modules) if r is not None}
-    assert roles == set(SPARK_LAYERS), f"spark/ subpackages not in SPARK_LAYERS: {sorted(roles ^ set(SPARK_LAYERS))}"
+    roles = {r for r in (_role(package, m) for m in modules) if r is not None}
+    assert roles == set(layers), f"{package}/ roles not in ROLES: {sorted(roles ^ set(layers))}"
     upward = []
     for name, path in modules.items():
-        mine = _spark_role(name)
+        mine = _role(package, name)
         if mine is None:
             continue
         for target in _imports(path, top_level_only=False):
-            theirs = _spark_role(target)
-            if theirs in SPARK_LAYERS and theirs != mine and SPARK_LAYERS[theirs] >= SPARK_LAYERS[mine]:
+            theirs = _role(package, target)
+            if theirs in layers and theirs != mine and layers[theirs] >= layers[mine]:
                 upward.append(f"{name} -> {target}")
-    assert not upward, "spark/ imports that go up or sideways:\n" + "\n".join(sorted(upward))
+    assert not upward, f"{package}/ imports that go up or sideways:\n" + "\n".join(sorted(upward))
 
 
 def test_the_lake_needs_no_spark():
-    """``sluice.spark.lake`` writes Delta tables from a plain Python process: no pyspark import at any level."""
+    """``sluice.lake`` writes Delta tables from a plain Python process: no pyspark import at any level."""
     found = []
     for name, path in _modules().items():
-        if _spark_role(name) != "lake":
+        if _package(name) != "lake":
             continue
         for node in ast.walk(ast.parse(path.read_text())):
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
@@ -171,16 +177,16 @@ def test_the_cdc_core_does_no_io():
     assert not doing_io, "cdc core modules that do I/O (it belongs in the shell):\n" + "\n".join(doing_io)
 
 
-def test_every_spark_role_exports_what_it_names():
-    """Each name a role's ``__all__`` lists resolves (``sluice.spark.lazy_exports``) to that very object
-    of the role's module its ``_HOMES`` names, and an unknown name is an AttributeError."""
+@pytest.mark.parametrize("home", ["sluice.lake", *(f"sluice.spark.{role}" for role in ROLES["spark"])])
+def test_every_lazy_package_exports_what_it_names(home: str):
+    """Each name a package's ``__all__`` lists resolves (``sluice.lazy.lazy_exports``) to that very
+    object of the module its ``_HOMES`` names, and an unknown name is an AttributeError."""
     import importlib
 
-    for role in SPARK_LAYERS:
-        package = importlib.import_module(f"sluice.spark.{role}")
-        assert package.__all__ == sorted(package._HOMES)
-        for name, home in package._HOMES.items():
-            module = importlib.import_module(f"sluice.spark.{role}.{home}")
-            assert getattr(package, name) is getattr(module, name), (role, name)
-        with pytest.raises(AttributeError, match="no attribute"):
-            _ = package.no_such_name
+    package = importlib.import_module(home)
+    assert package.__all__ == sorted(package._HOMES)
+    for name, module_name in package._HOMES.items():
+        module = importlib.import_module(f"{home}.{module_name}")
+        assert getattr(package, name) is getattr(module, name), (home, name)
+    with pytest.raises(AttributeError, match="no attribute"):
+        _ = package.no_such_name

@@ -13,7 +13,7 @@ values (integers, floats, SET members, text in its character set) are made in ``
 twin is ``sluice.spark.source.change_schema.record_batch``. Beside them, ``TypedImages``
 (``_typedimages.pxi``, its values in ``_typedvalues.pxi``) keeps each table's images as typed
 columns for the pipeline's MERGE sources; the reference it is held to is the same images parsed
-back from their JSON (``sluice.spark.lake.merge_source.merge_source``).
+back from their JSON (``sluice.lake.mirror.merge_source.merge_source``).
 
 A :class:`RowProgram` is built once per row-image shape (event kind, present-column bitmaps) from
 the column specs the Python row plan decides (``sluice.binlog.rowplan``); it decodes a rows-event

@@ -8,11 +8,11 @@
 # dates and times) as that string's UTF-8, NULL as a cleared validity byte. It types nothing the
 # JSON reader would read differently: a value of any other kind, a column of mixed kinds, a
 # minimal image, a text with an escape in its JSON form or an integer beyond int64 marks it
-# ``failed``, and its JSON images are parsed instead (``sluice.spark.lake.merge_source.merge_source``,
+# ``failed``, and its JSON images are parsed instead (``sluice.lake.mirror.merge_source.merge_source``,
 # which is the reference: a test holds the two equal). A value the JSON reader would read otherwise
 # (a NaN, a JSON document, a SET) makes only its column ``_TY_NONE``, typed no further, except
 # where ``_typed_value`` (``_typedvalues.pxi``) can keep what the reader of that column expects
-# (``sluice.spark.lake.read_plans``): a JSON document's text, a SET's members joined by commas.
+# (``sluice.lake.types.read_plans``): a JSON document's text, a SET's members joined by commas.
 
 cdef extern from "string.h":
     const void *memchr(const void *s, int c, size_t n)

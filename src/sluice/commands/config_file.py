@@ -67,6 +67,6 @@ def settings_table(cls: Any, table: Any, where: str, what: str, **overrides: Any
 def maintenance_config(table: Any, where: str = "[maintenance]", **overrides: Any) -> Any:
     """A ``MaintenanceConfig`` from a ``[maintenance]`` TOML table (None: the defaults) and overrides
     that are not None; an unknown key or a bad value is a ``ConfigError`` naming it."""
-    from sluice.spark.lake.maintenance import MaintenanceConfig
+    from sluice.lake.maintenance.steps import MaintenanceConfig
 
     return settings_table(MaintenanceConfig, table, where, "maintenance", **overrides)

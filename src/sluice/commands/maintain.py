@@ -10,7 +10,7 @@ from typing import Any, TextIO
 
 from sluice.commands.config_file import lake_settings, maintenance_config, read_config
 from sluice.errors import ConfigError, SluiceError
-from sluice.spark.lake.store import LakeStore, lake_store
+from sluice.lake.storage import LakeStore, lake_store
 
 HELP = """\
 Maintain every Delta table of a lake now: the mirrors (LAKE/<db>/<table>), the change log
@@ -87,7 +87,7 @@ def _settings(args: argparse.Namespace) -> tuple[LakeStore, Any]:
 
 def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     """``sluice maintain``: every step on every table, one line per table, then a summary."""
-    from sluice.spark.lake.maintenance import STEPS, lake_tables, run_step
+    from sluice.lake.maintenance.steps import STEPS, lake_tables, run_step
 
     out = sys.stdout if out is None else out
     try:

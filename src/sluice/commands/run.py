@@ -57,7 +57,7 @@ Read a mirror with e.g.
   python -c "import deltalake; print(deltalake.DeltaTable('lake/shop/orders').to_pandas())"
 A mirror over 1 MiB is MERGEd once its pending changes pay for the rewrite (--mirror-max-lag); its
 state as of the last batch, pending changes included:
-  python -c "from sluice.spark.lake.pending import read_mirror; print(read_mirror('lake', 'shop', 'orders'))"
+  python -c "from sluice.lake.mirror.pending import read_mirror; print(read_mirror('lake', 'shop', 'orders'))"
 """
 
 

@@ -145,7 +145,7 @@ def _maintenance(value: Any, where: str) -> Any:
 
 
 def _mirror(value: Any, where: str) -> Any:
-    from sluice.spark.lake.pending import MirrorCadence
+    from sluice.lake.mirror.pending import MirrorCadence
 
     return settings_table(MirrorCadence, value, f"{where}: [mirror]", "mirror")
 

@@ -1,33 +1,10 @@
-"""sluice on Spark and Delta Lake: typed Arrow conversion, the Delta writer, the binlog data source.
+"""sluice on Spark: the ``binlog`` data source, the session and its JVM, the snapshot, ``verify``,
+the mirrors' schema changes and ``sluice run``'s pipeline.
 
-``sluice.spark.lake.columns`` maps MySQL columns to Arrow / Spark types and converts decoded values;
-``sluice.spark.lake.sink`` MERGEs row changes into a Delta mirror (or holds them pending until a
-MERGE pays, ``sluice.spark.lake.pending``) and appends them to the change log, exactly once.
-Importing this package does not import pyspark: modules that need Spark import it themselves, so
-the Delta writer also runs in a plain Python process.
+The Delta tables themselves are written by ``sluice.lake``, below this package, which imports no
+pyspark. Importing this package does not import pyspark either: modules that need Spark import it
+themselves.
 
-Each role is a subpackage (``lake``, ``source``, ``runtime``, ``snapshot``, ``verify``, ``ddl``,
-``pipeline``) whose ``__init__`` names its exports with ``lazy_exports``.
+Each role is a subpackage (``source``, ``runtime``, ``snapshot``, ``verify``, ``ddl``, ``pipeline``)
+whose ``__init__`` names its exports with ``sluice.lazy.lazy_exports``.
 """
-
-from __future__ import annotations
-
-import importlib
-from collections.abc import Callable, Mapping
-from typing import Any
-
-__all__ = ["lazy_exports"]
-
-
-def lazy_exports(package: str, homes: Mapping[str, str]) -> Callable[[str], Any]:
-    """A package's ``__getattr__`` for the names ``homes`` maps to their modules: a name's module is
-    imported at the name's first use, so importing one module of the package does not import the
-    others (the Python workers of Spark's tasks import only what they run)."""
-
-    def __getattr__(name: str) -> Any:
-        home = homes.get(name)
-        if home is None:
-            raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        return getattr(importlib.import_module(f"{package}.{home}"), name)
-
-    return __getattr__

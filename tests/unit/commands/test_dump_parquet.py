@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from sluice.cli import main as sluice_main
-from sluice.spark.lake import typed_changes
+from sluice.lake.mirror import typed_changes
 from tests.conftest import core_or_twin
 
 pytestmark = pytest.mark.unit

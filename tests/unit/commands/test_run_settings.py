@@ -12,8 +12,8 @@ from sluice.cli import build_parser
 from sluice.commands.run import load_config
 from sluice.commands.run_settings import SETTINGS, field_defaults
 from sluice.errors import ConfigError
-from sluice.spark.lake.maintenance import MaintenanceConfig
-from sluice.spark.lake.pending import MirrorCadence
+from sluice.lake.maintenance.steps import MaintenanceConfig
+from sluice.lake.mirror.pending import MirrorCadence
 from sluice.spark.pipeline.config import PipelineConfig
 
 pytestmark = pytest.mark.unit

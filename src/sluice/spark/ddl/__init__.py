@@ -4,7 +4,7 @@ once (``apply``), and a micro-batch's DDL rows turned into mirror changes (``bat
 
 from __future__ import annotations
 
-from sluice.spark import lazy_exports
+from sluice.lazy import lazy_exports
 
 _HOMES = {  # each exported name's module
     "DdlStage": "batch",

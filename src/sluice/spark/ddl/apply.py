@@ -29,11 +29,11 @@ from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 from deltalake.exceptions import DeltaError
 
 from sluice.errors import DataLossError
+from sluice.lake.data_files import LAKE_WRITER
+from sluice.lake.sink import DeltaLake
+from sluice.lake.storage import ARCHIVE, DDL_JOURNAL
+from sluice.lake.types.columns import column_array
 from sluice.spark.ddl.plan import MirrorStep
-from sluice.spark.lake.columns import column_array
-from sluice.spark.lake.merge import LAKE_WRITER
-from sluice.spark.lake.sink import DeltaLake
-from sluice.spark.lake.store import ARCHIVE, DDL_JOURNAL
 from sluice.spark.snapshot.state import SnapshotState
 
 __all__ = ["CannotRewrite", "MirrorDdl"]

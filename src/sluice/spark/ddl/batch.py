@@ -20,9 +20,9 @@ from typing import Any
 from sluice.cdc.filters import table_filter
 from sluice.cdc.schema import SchemaHistory
 from sluice.cdc.schema.bootstrap import SYSTEM_SCHEMAS
+from sluice.lake.sink import DeltaLake
 from sluice.spark.ddl.apply import MirrorDdl
 from sluice.spark.ddl.plan import MirrorStep, plan_ddl
-from sluice.spark.lake.sink import DeltaLake
 
 __all__ = ["DdlStage"]
 

@@ -27,8 +27,8 @@ from dataclasses import dataclass
 
 from sluice.cdc.schema import Catalog, ColumnDef, TableSchema, apply_ddl
 from sluice.cdc.schema.lineage import ColumnOrigin
-from sluice.spark.lake.columns import MirrorColumn
-from sluice.spark.lake.table_layout import mirror_columns_for_schema
+from sluice.lake.types.columns import MirrorColumn
+from sluice.lake.types.table_layout import mirror_columns_for_schema
 
 __all__ = ["MirrorStep", "plan_ddl"]
 

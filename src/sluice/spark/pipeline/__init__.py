@@ -5,7 +5,7 @@ Prometheus metrics (``metrics``) and what Ctrl-C and SIGTERM do to it (``interru
 
 from __future__ import annotations
 
-from sluice.spark import lazy_exports
+from sluice.lazy import lazy_exports
 
 _HOMES = {  # each exported name's module
     "Pipeline": "runner",

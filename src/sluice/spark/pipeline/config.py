@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sluice.errors import ConfigError
-from sluice.spark.lake.maintenance import MaintenanceConfig
-from sluice.spark.lake.pending import MirrorCadence
-from sluice.spark.lake.store import CHECKPOINT, LakeStore, lake_store
+from sluice.lake.maintenance.steps import MaintenanceConfig
+from sluice.lake.mirror.pending import MirrorCadence
+from sluice.lake.storage import CHECKPOINT, LakeStore, lake_store
 
 __all__ = ["ONCE", "PipelineConfig", "interval"]
 
@@ -42,7 +42,7 @@ class PipelineConfig:
     metrics_host: str = "0.0.0.0"
     storage: tuple[tuple[str, str], ...] = field(default=(), repr=False)  # [lake.storage]: may hold secrets
     checkpoint_dir: str | None = None  # Spark's checkpoint (default: see checkpoint_path)
-    change_feed: bool = True  # mirrors write Delta's Change Data Feed (sluice.spark.lake.change_feed)
+    change_feed: bool = True  # mirrors write Delta's Change Data Feed (sluice.lake.maintenance.change_feed)
     maintenance: MaintenanceConfig = field(default_factory=MaintenanceConfig)  # between batches (pipeline.upkeep)
     mirror: MirrorCadence = field(default_factory=MirrorCadence)  # when pending changes are MERGEd (lake.pending)
 

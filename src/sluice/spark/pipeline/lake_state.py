@@ -7,7 +7,7 @@ checkpoint goes on from.
   gets an app id of its own (the pipeline id and a suffix), kept in the checkpoint folder
   (``APP_MARKER``); a checkpoint of a version before that marker keeps the pipeline id.
 - Every change-log commit records the stream offset its batch ends at
-  (``sluice.spark.lake.sink.committed_position``): a checkpoint with no offset goes on from there.
+  (``sluice.lake.sink.committed_position``): a checkpoint with no offset goes on from there.
   A lake written before commits recorded it, whose stream committed batches, cannot say where its
   stream stands without Spark's checkpoint: ``unknown_position`` then names the newest change the
   change log holds, and the pipeline refuses to guess (``sluice.spark.pipeline.runner``).
@@ -26,9 +26,9 @@ from typing import Any
 from sluice.binlog.position import position_key
 from sluice.errors import ConfigError
 from sluice.io.atomic import write_atomically
-from sluice.spark.lake.changelog_schema import committed_position
-from sluice.spark.lake.sink import DeltaLake
-from sluice.spark.lake.store import CHANGES, HISTORY, PIPELINE, LakeStore
+from sluice.lake.changelog.schema import committed_position
+from sluice.lake.sink import DeltaLake
+from sluice.lake.storage import CHANGES, HISTORY, PIPELINE, LakeStore
 
 __all__ = ["APP_MARKER", "LakeState", "drop_unfinished_writes"]
 

@@ -6,11 +6,11 @@ source (the last state per primary key, typed) into the lake itself (``sluice.sp
 Spark carries one descriptor row per file. Per micro-batch (``foreachBatch``) the driver applies
 the batch's DDL, folds each table's sources over the ranges (``sluice.spark.pipeline.staged_batch``),
 MERGEs them into ``LAKE/<db>/<table>`` and then commits the change-log files to ``LAKE/_sluice/changes``
-(``sluice.spark.lake.sink``). A table whose changes need the per-row path (minimal images, partial
+(``sluice.lake.sink``). A table whose changes need the per-row path (minimal images, partial
 JSON updates) is built from the staged change-log rows. Each Delta commit records the batch id, so
 a batch replayed after a crash is skipped where it was already written: exactly once.
 
-The lake (a path or an object store, ``sluice.spark.lake.store``) keeps the pipeline's state in
+The lake (a path or an object store, ``sluice.lake.storage``) keeps the pipeline's state in
 ``LAKE/_sluice/``: the schema history the source writes (``schema-history.jsonl``; a batch's tables
 are typed from the schema in force at its first change, and no batch spans a schema change) and
 ``pipeline.json`` with the pipeline's id (the Delta app id). Spark's checkpoint needs a file system:
@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import threading
 import time
 from collections.abc import Callable
@@ -36,21 +35,22 @@ import pyarrow as pa
 
 from sluice.cdc.filters import table_filter
 from sluice.cdc.schema import SchemaHistory
-from sluice.cdc.source_checks import silent_cascades, transaction_precise_tables
 from sluice.dsn import parse_dsn
 from sluice.errors import ConfigError, SluiceError
 from sluice.io.connection import Connection
 from sluice.io.replication import server_binlog_status
+from sluice.lake.changelog.rows import staged_rows
+from sluice.lake.sink import DeltaLake
+from sluice.lake.storage import STAGING
 from sluice.spark.ddl.batch import DdlStage
-from sluice.spark.lake.changelog_rows import query_error, staged_rows
-from sluice.spark.lake.sink import DeltaLake
-from sluice.spark.lake.store import STAGING
 from sluice.spark.pipeline.config import ONCE, PipelineConfig, interval
 from sluice.spark.pipeline.interrupts import StopSignals
 from sluice.spark.pipeline.lake_state import LakeState, drop_unfinished_writes
+from sluice.spark.pipeline.source_tables import check_source
 from sluice.spark.pipeline.staged_batch import StagedBatch, table_batch
 from sluice.spark.pipeline.stats import BatchWritten, PipelineStats
 from sluice.spark.pipeline.upkeep import Upkeep
+from sluice.spark.runtime.query_error import query_error
 from sluice.spark.runtime.session import kill_driver, spark_session, start_python_workers
 from sluice.spark.snapshot.filter import SnapshotFilter
 from sluice.spark.snapshot.runner import SnapshotRunner
@@ -141,7 +141,7 @@ class Pipeline:
         # compiler alone the query starts sooner (a later -XX:TieredStopAtLevel wins).
         mine = conf.get("spark.driver.extraJavaOptions", "")
         conf["spark.driver.extraJavaOptions"] = f"-XX:TieredStopAtLevel=1 {mine}".strip()
-        self._check_source()
+        check_source(cfg.source, cfg.tables, cfg.exclude_tables, self.progress)
         if not log.isEnabledFor(logging.DEBUG):  # a batch's error is reported once, by run(), not by py4j too
             logging.getLogger("py4j.clientserver").setLevel(logging.CRITICAL)
         spark = spark_session(cfg.master, conf=conf)
@@ -199,39 +199,6 @@ class Pipeline:
         self._query = writer.start()
         return self._query
 
-    def _check_source(self) -> None:
-        """Refuse the captured tables sluice cannot capture, and name those whose foreign keys'
-        cascades the server does not log: their mirrors and change log miss those changes
-        (``sluice.cdc.source_checks``)."""
-
-        cfg = self.config
-        include = table_filter(cfg.tables, cfg.exclude_tables)
-        try:
-            with Connection.open(parse_dsn(cfg.source)) as conn:
-                versioned = transaction_precise_tables(conn, include)
-                found = silent_cascades(conn, include)
-        except SluiceError as exc:  # the run itself reports a server it cannot use
-            log.debug("checking the source's tables failed: %s", exc)
-            return
-        if versioned:
-            names = ", ".join(versioned)
-            pattern = "|".join(re.escape(name) for name in versioned)
-            raise ConfigError(
-                f"sluice cannot capture transaction-precise system-versioned tables ({names}): their period "
-                "columns are transaction ids (BIGINT UNSIGNED ... AS ROW START / END), and the server logs "
-                "every change of such a table as its statement, even with binlog_format=ROW, so no row of "
-                f"it reaches the binlog's row events. Leave them out of the capture: --exclude-tables '{pattern}'"
-            )
-        if found:
-            names = "; ".join(c.describe() for c in found[:5])
-            if len(found) > 5:
-                names += f"; and {len(found) - 5} more"
-            self.progress(
-                f"warning: the source does not write to its binlog the rows its foreign keys change by cascade "
-                f"(MariaDB, or MySQL with innodb_native_foreign_keys=ON), so the mirrors and the change log miss "
-                f"them for: {names}. sluice verify shows the difference; sluice snapshot --tables reads a table again"
-            )
-
     def run(self, *, report_every: float = 5.0, handle_signals: bool = True,
             label: str = "sluice run") -> PipelineStats:
         """Run until stopped (Ctrl-C / SIGTERM: at the next batch boundary, a second Ctrl-C at once;
@@ -271,7 +238,7 @@ class Pipeline:
         return self.stats
 
     def _flush(self) -> None:
-        """At a clean stop, MERGE what is pending into the mirrors (``sluice.spark.lake.pending``)."""
+        """At a clean stop, MERGE what is pending into the mirrors (``sluice.lake.mirror.pending``)."""
         self.phase = "flush"
         started = time.monotonic()
         rows = self.lake.flush_all()

@@ -21,12 +21,12 @@ from deltalake.transaction import AddAction
 from sluice.binlog.position import position_key
 from sluice.cdc.schema import SchemaHistory
 from sluice.errors import ConfigError
-from sluice.spark.lake.changelog_rows import row_changes
-from sluice.spark.lake.data_files import add_action
-from sluice.spark.lake.merge_source import fold_sources, without_positions
-from sluice.spark.lake.sink import TableBatch
-from sluice.spark.lake.store import LakeStore
-from sluice.spark.lake.table_layout import mirror_columns_for_schema
+from sluice.lake.changelog.rows import row_changes
+from sluice.lake.data_files import add_action
+from sluice.lake.mirror.batch import TableBatch
+from sluice.lake.mirror.merge_source import fold_sources, without_positions
+from sluice.lake.storage import LakeStore
+from sluice.lake.types.table_layout import mirror_columns_for_schema
 from sluice.spark.snapshot.filter import SnapshotFilter
 from sluice.spark.source.staging import layout_key
 

@@ -4,7 +4,7 @@
 pipeline has it on). ``Upkeep.after_batch``, called once a batch has committed, looks at the lake's
 tables in turn (mirrors, change log, archive, pending changes; the list is read again every
 ``rescan_interval`` seconds) and runs the maintenance steps each one is due for
-(``sluice.spark.lake.maintenance.due_steps``), one step after the other while the boundary's time
+(``sluice.lake.maintenance.steps.due_steps``), one step after the other while the boundary's time
 ``budget`` lasts: a step is started only within the budget, so a batch waits at most the budget
 plus the one step that started last. A table whose turn ran out of time is looked at first at the
 next boundary. A look costs a read of the table's log, so a table that needed nothing is not
@@ -17,7 +17,7 @@ A table whose commits still clean its log themselves (Delta's default, which lis
 after each commit) is set to leave that to the checkpoint step, once, after its first look
 (``maintenance.leave_log_cleanup``).
 Nothing runs while a batch commits, so no maintenance commit races the pipeline's own; a kill
-in a step leaves the table valid (``sluice.spark.lake.maintenance``) and the restarted pipeline
+in a step leaves the table valid (``sluice.lake.maintenance.steps``) and the restarted pipeline
 replays its batch exactly once.
 
 A step that fails is reported on the progress line and counted, and the pipeline goes on: a table
@@ -34,8 +34,8 @@ from typing import Any
 from deltalake import DeltaTable
 
 from sluice.errors import MaintenanceError
-from sluice.spark.lake.change_feed import enable_change_feed
-from sluice.spark.lake.maintenance import (
+from sluice.lake.maintenance.change_feed import enable_change_feed
+from sluice.lake.maintenance.steps import (
     LakeTable,
     MaintenanceConfig,
     due_steps,

@@ -5,7 +5,7 @@ driver JVM launched by sluice in a session of its own (``session``), the driver'
 
 from __future__ import annotations
 
-from sluice.spark import lazy_exports
+from sluice.lazy import lazy_exports
 
 _HOMES = {  # each exported name's module
     "spark_session": "session",

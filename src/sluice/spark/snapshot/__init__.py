@@ -6,7 +6,7 @@ already holds (``filter``).
 
 from __future__ import annotations
 
-from sluice.spark import lazy_exports
+from sluice.lazy import lazy_exports
 
 _HOMES = {  # each exported name's module
     "SnapshotFilter": "filter",

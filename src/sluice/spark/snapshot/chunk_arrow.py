@@ -2,14 +2,14 @@
 
 A chunk's ``SELECT`` arrives as one binary array per column (``sluice.spark.snapshot.text_rows``: the
 bytes of each text value, null for SQL NULL); ``chunk_table`` turns them straight into the
-mirror's Arrow table (``sluice.spark.lake.table_layout.mirror_columns_for_schema``), holding exactly the values
+mirror's Arrow table (``sluice.lake.types.table_layout.mirror_columns_for_schema``), holding exactly the values
 the binlog path writes for the same rows: each value's text (``texts``) goes through its column's
 text converter (``sluice.cdc.textvalues``) and then the mirror column's converter
-(``sluice.spark.lake.columns``). Common simple types skip the per-value Python: character text is cast
+(``sluice.lake.types.columns``). Common simple types skip the per-value Python: character text is cast
 to the Arrow string (UTF-8 checked), binary strings are the bytes sent, integers, DECIMALs of up to
 38 digits, DOUBLEs and FLOATs are parsed by Arrow's cast from the text, and DATE, DATETIME,
 TIMESTAMP and SET texts take the binlog path's column-wise conversions of the same texts
-(``sluice.spark.lake.read_plans``), and MySQL's JSON documents are written again as sluice's JSON
+(``sluice.lake.types.read_plans``), and MySQL's JSON documents are written again as sluice's JSON
 text by the compiled core (``_jsontext.pxi``); all give the same values for every text those types print
 (tests/unit/spark/snapshot/test_chunk_arrow.py compares both ways); a text the cast rejects falls
 back to the per-value path, which says which value is wrong. ``key_values`` gives the decoded key of
@@ -34,9 +34,9 @@ from sluice.cdc.schema.typemap import BINARY_TYPES, INTEGER_TYPES, TEXT_TYPES
 from sluice.cdc.snapshot.chunks import key_columns
 from sluice.cdc.textvalues import text_converter
 from sluice.errors import SchemaError
-from sluice.spark.lake.columns import MirrorColumn, column_array, json_text, mirror_schema
-from sluice.spark.lake.read_plans import column_plans, read_plan
-from sluice.spark.lake.typed_images import string_array
+from sluice.lake.types.columns import MirrorColumn, column_array, json_text, mirror_schema
+from sluice.lake.types.read_plans import column_plans, read_plan
+from sluice.lake.types.typed_images import string_array
 
 __all__ = ["ColumnBuilder", "chunk_table", "column_builders", "key_values", "text_array", "texts"]
 
@@ -113,7 +113,7 @@ def _raw(raw: pa.Array) -> pa.Array:
 def _planned(finish: Callable[[pa.Array], pa.Array | None], fallback: ColumnBuilder, *,
              utc: bool = False) -> ColumnBuilder:
     """The texts through a column-wise conversion of the binlog path's text of the same values
-    (``sluice.spark.lake.read_plans``); ``utc``: a TIMESTAMP printed in +00:00, first written as the
+    (``sluice.lake.types.read_plans``); ``utc``: a TIMESTAMP printed in +00:00, first written as the
     decoder writes it (``YYYY-MM-DDTHH:MM:SS[.f]Z``, the zero timestamp as printed)."""
     def build(raw: pa.Array) -> pa.Array:
         try:

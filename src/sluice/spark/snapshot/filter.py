@@ -24,7 +24,7 @@ from sluice.cdc.schema.model import ColumnDef
 from sluice.cdc.schema.typemap import INTEGER_TYPES
 from sluice.cdc.snapshot.chunks import Chunk, ChunkRead, key_columns
 from sluice.cdc.snapshot.reconcile import KeyOrder, after_high, key_order, split_key_move
-from sluice.spark.lake.merge_source import CHANGE_FILE, CHANGE_POS
+from sluice.lake.mirror.merge_source import CHANGE_FILE, CHANGE_POS
 from sluice.spark.snapshot.state import SnapshotState
 
 __all__ = ["SnapshotFilter"]

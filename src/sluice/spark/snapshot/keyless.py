@@ -30,9 +30,9 @@ from sluice.cdc.snapshot.reader import prepare_session
 from sluice.dsn import parse_dsn
 from sluice.errors import AccessDeniedError, DataLossError
 from sluice.io.connection import Connection
-from sluice.spark.lake.changelog_schema import CHANGELOG_SCHEMA
-from sluice.spark.lake.columns import json_texts
-from sluice.spark.lake.sink import DeltaLake
+from sluice.lake.changelog.schema import CHANGELOG_SCHEMA
+from sluice.lake.sink import DeltaLake
+from sluice.lake.types.columns import json_texts
 
 __all__ = ["read_records", "snapshot_keyless"]
 

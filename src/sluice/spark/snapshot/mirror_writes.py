@@ -19,12 +19,13 @@ from sluice.binlog.position import Checkpoint
 from sluice.cdc.records import RowChange
 from sluice.cdc.schema import TableSchema
 from sluice.errors import DataLossError, SchemaError
-from sluice.spark.lake.changelog_schema import CHANGELOG_SCHEMA
-from sluice.spark.lake.columns import mirror_schema
-from sluice.spark.lake.data_files import add_action
-from sluice.spark.lake.sink import DeltaLake, TableBatch
-from sluice.spark.lake.store import LakeStore
-from sluice.spark.lake.table_layout import mirror_columns_for_schema
+from sluice.lake.changelog.schema import CHANGELOG_SCHEMA
+from sluice.lake.data_files import add_action
+from sluice.lake.mirror.batch import TableBatch
+from sluice.lake.sink import DeltaLake
+from sluice.lake.storage import LakeStore
+from sluice.lake.types.columns import mirror_schema
+from sluice.lake.types.table_layout import mirror_columns_for_schema
 from sluice.spark.snapshot.state import SnapshotState
 
 __all__ = ["append_chunk", "append_target", "merge_chunk", "mirror_empty", "settle_interrupted"]

@@ -55,8 +55,8 @@ from sluice.cdc.snapshot.reader import (
 from sluice.dsn import parse_dsn
 from sluice.errors import SchemaError, ServerError
 from sluice.io.connection import Connection
-from sluice.spark.lake.sink import DeltaLake
-from sluice.spark.lake.store import LakeStore
+from sluice.lake.sink import DeltaLake
+from sluice.lake.storage import LakeStore
 from sluice.spark.runtime.session import start_python_workers
 from sluice.spark.snapshot.keyless import snapshot_keyless
 from sluice.spark.snapshot.mirror_writes import (

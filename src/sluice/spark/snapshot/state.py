@@ -14,8 +14,8 @@ from typing import Any
 
 from sluice.binlog.position import Checkpoint
 from sluice.errors import ConfigError
-from sluice.spark.lake.sink import DeltaLake
-from sluice.spark.lake.store import SNAPSHOT_STATE, LakeStore
+from sluice.lake.sink import DeltaLake
+from sluice.lake.storage import SNAPSHOT_STATE, LakeStore
 
 __all__ = ["STATE_VERSION", "SnapshotState", "forget_tables", "stream_start"]
 

@@ -32,10 +32,10 @@ from sluice.cdc.snapshot.reconcile import key_order, reconcile, reconcile_keys
 from sluice.dsn import parse_dsn
 from sluice.errors import SchemaError, ServerError
 from sluice.io.connection import Connection
-from sluice.spark.lake.columns import to_arrow_table
-from sluice.spark.lake.data_files import write_data_file
-from sluice.spark.lake.store import lake_store
-from sluice.spark.lake.table_layout import mirror_columns_for_schema
+from sluice.lake.data_files import write_data_file
+from sluice.lake.storage import lake_store
+from sluice.lake.types.columns import to_arrow_table
+from sluice.lake.types.table_layout import mirror_columns_for_schema
 from sluice.spark.snapshot.chunk_arrow import chunk_table, column_builders, integer_keys_in_order, key_values
 from sluice.spark.snapshot.text_rows import split_rows
 
@@ -73,7 +73,7 @@ def read_and_reconcile(payload: ChunkPayload
     """A Spark task: read one chunk between watermarks and reconcile it with the binlog between them.
 
     Returns the chunk, its watermarks, its row count and its rows: when appending, the mirror's
-    data file the task wrote into the mirror's folder (``sluice.spark.lake.data_files.write_data_file``: its
+    data file the task wrote into the mirror's folder (``sluice.lake.data_files.write_data_file``: its
     ``add`` action's fields, empty for no rows), else decoded row dicts (for a MERGE). A chunk the
     table no longer fits returns no watermarks and, for values that did not fit its columns, the
     error's text.

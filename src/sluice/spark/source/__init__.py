@@ -6,7 +6,7 @@ by ``spark_ddl``) and the executors' staging of a range into the lake (``staging
 
 from __future__ import annotations
 
-from sluice.spark import lazy_exports
+from sluice.lazy import lazy_exports
 
 _HOMES = {  # each exported name's module
     "BinlogDataSource": "datasource",

@@ -1,6 +1,6 @@
 """The change DataFrame's schema and the Arrow record batches the ``binlog`` data source yields.
 
-The schema is declared once, in Arrow (``sluice.spark.lake.changelog_schema.CHANGE_ARROW_SCHEMA``);
+The schema is declared once, in Arrow (``sluice.lake.changelog.schema.CHANGE_ARROW_SCHEMA``);
 ``CHANGE_SCHEMA``, its Spark DDL, is derived from it.
 
 One row per row change, in binlog order within a partition:
@@ -37,7 +37,7 @@ import pyarrow as pa
 from sluice.cdc.capture import CommittedTransaction, DdlRecord
 from sluice.cdc.change_rows import ddl_json, json_text
 from sluice.cdc.records import RowChange
-from sluice.spark.lake.changelog_schema import CHANGE_ARROW_SCHEMA
+from sluice.lake.changelog.schema import CHANGE_ARROW_SCHEMA
 from sluice.spark.source.spark_ddl import spark_ddl
 
 __all__ = ["ARROW_BATCH_ROWS", "ARROW_SCHEMA", "CHANGE_SCHEMA", "arrow_batches", "columns_batch", "record_batch"]

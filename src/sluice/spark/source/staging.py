@@ -7,7 +7,7 @@ without the option, and writes
 - the range's change-log rows as one Parquet file in the change log's folder
   (``LAKE/_sluice/changes``), not part of the table until the driver commits it with the batch
   (``DeltaLake.write_batch(changelog_files=...)``);
-- for each captured table with a primary key, the range's MERGE source (``sluice.spark.lake.merge_source``:
+- for each captured table with a primary key, the range's MERGE source (``sluice.lake.mirror.merge_source``:
   the last state per key, typed mirror columns, and the binlog position of each key's last change)
   as an Arrow IPC file in ``LAKE/_sluice/staging/<batch>/``;
 
@@ -34,13 +34,13 @@ import pyarrow.compute as pc
 
 from sluice.cdc.schema import Catalog, SchemaTracker
 from sluice.errors import ConfigError
-from sluice.spark.lake.changelog_rows import changelog_rows
-from sluice.spark.lake.data_files import write_data_file
-from sluice.spark.lake.merge_source import merge_source, typed_merge_source
-from sluice.spark.lake.store import CHANGES, STAGING, LakeStore, lake_store
-from sluice.spark.lake.table_layout import mirror_columns_for_schema
-from sluice.spark.lake.typed_images import typed_rows
-from sluice.spark.lake.versioned import mirror_rows
+from sluice.lake.changelog.rows import changelog_rows
+from sluice.lake.data_files import write_data_file
+from sluice.lake.mirror.merge_source import merge_source, typed_merge_source
+from sluice.lake.mirror.versioned import mirror_rows
+from sluice.lake.storage import CHANGES, STAGING, LakeStore, lake_store
+from sluice.lake.types.table_layout import mirror_columns_for_schema
+from sluice.lake.types.typed_images import typed_rows
 from sluice.spark.source.spark_ddl import spark_ddl
 
 __all__ = [

@@ -4,7 +4,7 @@ through a canonical form and its checksum (``rows``).
 
 from __future__ import annotations
 
-from sluice.spark import lazy_exports
+from sluice.lazy import lazy_exports
 
 _HOMES = {  # each exported name's module
     "TableVerdict": "check",

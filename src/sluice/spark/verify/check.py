@@ -4,7 +4,7 @@
 is not one), reads each table's schema from the server (``bootstrap_catalog``) and compares the two
 sides in the same terms: the source's text-protocol values are turned into decoded values
 (``sluice.cdc.textvalues``) and then into the mirror's Arrow values by the same column conversions
-the pipeline uses (``sluice.spark.lake.table_layout.mirror_columns_for_schema``), cast to the type the Delta
+the pipeline uses (``sluice.lake.types.table_layout.mirror_columns_for_schema``), cast to the type the Delta
 table actually holds when that differs. Each row becomes one canonical text (a JSON array of its
 values; DECIMALs with their exact digits, binary values as base64, temporal values in ISO form) and
 a BLAKE2b checksum of it (``sluice.spark.verify.rows``); rows are matched by primary key (without
@@ -33,11 +33,11 @@ from sluice.cdc.textvalues import convert_rows, row_converter, select_list, text
 from sluice.dsn import ConnectionConfig
 from sluice.errors import ConfigError, SchemaError
 from sluice.io.connection import Connection
-from sluice.spark.lake import columns as _mc
-from sluice.spark.lake.columns import MirrorColumn, column_array
-from sluice.spark.lake.pending import PendingChanges, with_pending
-from sluice.spark.lake.store import LakeStore, lake_store
-from sluice.spark.lake.table_layout import mirror_columns_for_schema
+from sluice.lake.mirror.pending import PendingChanges, with_pending
+from sluice.lake.storage import LakeStore, lake_store
+from sluice.lake.types import columns as _mc
+from sluice.lake.types.columns import MirrorColumn, column_array
+from sluice.lake.types.table_layout import mirror_columns_for_schema
 from sluice.spark.verify.rows import canonical_column, row_checksums
 
 __all__ = ["TableVerdict", "lake_tables", "verify_lake"]

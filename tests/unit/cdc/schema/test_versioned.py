@@ -32,9 +32,9 @@ from sluice.cdc.snapshot.chunks import Chunk
 from sluice.cdc.snapshot.reconcile import key_order, reconcile_keys
 from sluice.cli import main as sluice_main
 from sluice.errors import ConfigError, SchemaError
+from sluice.lake.mirror.versioned import mirror_rows
+from sluice.lake.types.table_layout import mirror_columns_for_schema
 from sluice.spark.ddl.plan import plan_ddl
-from sluice.spark.lake.table_layout import mirror_columns_for_schema
-from sluice.spark.lake.versioned import mirror_rows
 from sluice.spark.source.file_reader import BinlogFileReader
 from sluice.spark.source.options import SourceOptions
 from tests.conftest import core_or_twin

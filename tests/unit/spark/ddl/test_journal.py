@@ -22,10 +22,10 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 
 from sluice.cdc.schema import Catalog, apply_ddl
+from sluice.lake.sink import DeltaLake
+from sluice.lake.storage import ARCHIVE, DDL_JOURNAL
 from sluice.spark.ddl.apply import MirrorDdl
 from sluice.spark.ddl.plan import MirrorStep, plan_ddl
-from sluice.spark.lake.sink import DeltaLake
-from sluice.spark.lake.store import ARCHIVE, DDL_JOURNAL
 
 pytestmark = pytest.mark.unit
 

@@ -103,7 +103,7 @@ def test_only_the_staging_tasks_keep_typed_images():
 
 
 def test_maintenance_and_change_feed_settings(tmp_path):
-    from sluice.spark.lake.maintenance import MaintenanceConfig
+    from sluice.lake.maintenance.steps import MaintenanceConfig
 
     config = load_config(_args("--source", "mysql://a@b/", "--lake", "x"))
     assert config.maintenance == MaintenanceConfig() and config.change_feed is True

@@ -10,13 +10,13 @@ import pyarrow as pa
 import pytest
 from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 
-from sluice.spark.lake.change_feed import has_change_feed
-from sluice.spark.lake.maintenance import COMMIT_LOG_CLEANUP, MaintenanceConfig
-from sluice.spark.lake.sink import DeltaLake
+from sluice.lake.maintenance.change_feed import has_change_feed
+from sluice.lake.maintenance.steps import COMMIT_LOG_CLEANUP, MaintenanceConfig
+from sluice.lake.sink import DeltaLake
 from sluice.spark.pipeline.metrics import PipelineMetrics
 from sluice.spark.pipeline.upkeep import Upkeep
-from tests.unit.spark.lake.test_pending import ALWAYS_LATER, random_batches, state
-from tests.unit.spark.lake.test_sink import items, read
+from tests.unit.lake.test_pending import ALWAYS_LATER, random_batches, state
+from tests.unit.lake.test_sink import items, read
 
 pytestmark = pytest.mark.unit
 

@@ -27,8 +27,8 @@ from hypothesis import strategies as st
 from sluice.cdc.schema.model import ColumnDef, TableSchema
 from sluice.cdc.textvalues import text_converter
 from sluice.errors import SchemaError
-from sluice.spark.lake.columns import column_array
-from sluice.spark.lake.table_layout import mirror_columns_for_schema
+from sluice.lake.types.columns import column_array
+from sluice.lake.types.table_layout import mirror_columns_for_schema
 from sluice.spark.snapshot.chunk_arrow import (
     chunk_table,
     column_builders,

@@ -17,11 +17,11 @@ from sluice.binlog.position import Checkpoint
 from sluice.cdc.records import RowChange
 from sluice.cdc.schema.model import ColumnDef, TableSchema
 from sluice.cdc.snapshot.chunks import Chunk
-from sluice.spark.lake.merge_source import fold_sources, merge_source, without_positions
-from sluice.spark.lake.table_layout import mirror_columns_for_schema
+from sluice.lake.mirror.merge_source import fold_sources, merge_source, without_positions
+from sluice.lake.types.table_layout import mirror_columns_for_schema
 from sluice.spark.snapshot.filter import SnapshotFilter
 from sluice.spark.snapshot.state import SnapshotState
-from tests.unit.spark.lake.test_merge_source import (
+from tests.unit.lake.test_merge_source import (
     COMPOSITE,
     WIDE,
     arrow_rows,

@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sluice.cdc.schema.model import ColumnDef, TableSchema
-from sluice.spark.lake.table_layout import mirror_columns_for_schema
+from sluice.lake.types.table_layout import mirror_columns_for_schema
 from tests.conftest import examples
 from tests.unit.spark.snapshot.test_chunk_arrow import _builder, _reference
 

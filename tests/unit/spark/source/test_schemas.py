@@ -12,10 +12,10 @@ from deltalake import DeltaTable, write_deltalake
 from pyspark.sql.pandas.types import from_arrow_type
 
 from sluice.cdc.records import RowChange
-from sluice.spark.lake.changelog_rows import changelog_rows
-from sluice.spark.lake.changelog_schema import CHANGE_ARROW_SCHEMA, CHANGELOG_SCHEMA
-from sluice.spark.lake.data_files import add_action, write_data_file
-from sluice.spark.lake.sink import DeltaLake
+from sluice.lake.changelog.rows import changelog_rows
+from sluice.lake.changelog.schema import CHANGE_ARROW_SCHEMA, CHANGELOG_SCHEMA
+from sluice.lake.data_files import add_action, write_data_file
+from sluice.lake.sink import DeltaLake
 from sluice.spark.source import change_schema
 from sluice.spark.source.change_schema import ARROW_SCHEMA, CHANGE_SCHEMA, record_batch
 from sluice.spark.source.spark_ddl import spark_type

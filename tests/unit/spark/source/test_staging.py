@@ -21,13 +21,15 @@ from deltalake import DeltaTable, write_deltalake
 
 from sluice.cdc.records import RowChange
 from sluice.cdc.schema import SchemaTracker, apply_ddl
-from sluice.spark.lake.changelog_rows import changelog_rows, row_changes, staged_rows
-from sluice.spark.lake.data_files import add_action, delta_stats
-from sluice.spark.lake.merge_source import _fold_grouped, fold_sources, merge_source, without_positions
-from sluice.spark.lake.sink import CHANGELOG_SCHEMA, DeltaLake, TableBatch
-from sluice.spark.lake.table_layout import mirror_columns_for_schema
+from sluice.lake.changelog.rows import changelog_rows, row_changes, staged_rows
+from sluice.lake.changelog.schema import CHANGELOG_SCHEMA
+from sluice.lake.data_files import add_action, delta_stats
+from sluice.lake.mirror.batch import TableBatch
+from sluice.lake.mirror.merge_source import _fold_grouped, fold_sources, merge_source, without_positions
+from sluice.lake.sink import DeltaLake
+from sluice.lake.types.table_layout import mirror_columns_for_schema
 from sluice.spark.source.staging import STAGE_ARROW_SCHEMA, layout_key, stage_range
-from tests.unit.spark.lake.test_merge_source import (
+from tests.unit.lake.test_merge_source import (
     CATALOG,
     COMPOSITE,
     WIDE,

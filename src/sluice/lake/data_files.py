@@ -1,0 +1,115 @@
+"""Delta data files written outside a delta-rs writer, and their ``add`` actions.
+
+The executors' staging (``sluice.spark.source.staging``) writes the change log's Parquet files, the
+snapshot's tasks write a mirror's, and a first batch into an empty mirror is appended as files
+written one per core (``append_data_files``); each file's ``add`` action carries the statistics
+Delta's data skipping reads (``delta_stats``). Nothing here commits but ``append_data_files``,
+which commits its files as one transaction with the caller's app transaction.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import uuid
+from collections.abc import Iterable
+from typing import Any, Final
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from deltalake import WriterProperties
+
+from sluice.lake.storage import LakeStore
+
+#: How the lake's Parquet files are written, by delta-rs as by ``write_data_file``:
+#: zstd at level 1. delta-rs' default, snappy, makes a large MERGE slower and its files larger.
+LAKE_WRITER: Final = WriterProperties(compression="ZSTD", compression_level=1)
+
+__all__ = ["LAKE_WRITER", "add_action", "append_data_files", "delta_stats", "write_data_file"]
+
+_MAX_BOUND_CHARS: Final = 32
+_APPEND_ROWS: Final = 100_000
+
+
+def write_data_file(table: pa.Table, folder: str, *, plain: Iterable[str] = (),
+                    bounded: Iterable[str] | None = None, store: LakeStore | None = None) -> dict[str, Any]:
+    """Write ``table`` as a Parquet data file of the Delta table in ``folder``, not committed: its
+    ``add`` action's fields (``path`` relative to the folder, ``size``, ``mtime``, ``stats``).
+    ``plain``: columns of nearly distinct values, written without dictionary or page bounds (they
+    only cost time); ``bounded``: the columns whose bounds the statistics give (all by default).
+    zstd at level 1 writes the change log faster than snappy, and smaller."""
+    import pyarrow.parquet as pq
+
+    name = f"part-00000-{uuid.uuid4()}-c000.zstd.parquet"
+    skip = set(plain)
+    short = [n for n in table.column_names if n not in skip]
+    options = {"compression": "zstd", "compression_level": 1, "use_dictionary": short, "write_statistics": short}
+    if store is not None and store.remote:  # one PUT of the whole file: an object store has no append
+        sink = pa.BufferOutputStream()
+        pq.write_table(table, sink, **options)
+        data = sink.getvalue().to_pybytes()
+        store.write_file(f"{folder}/{name}", data)
+        size = len(data)
+    else:
+        os.makedirs(folder, exist_ok=True)
+        pq.write_table(table, f"{folder}/{name}", **options)
+        size = os.path.getsize(f"{folder}/{name}")
+    return {"path": name, "size": size, "mtime": int(time.time() * 1000),
+            "stats": delta_stats(table, table.column_names if bounded is None else bounded)}
+
+
+def add_action(written: dict[str, Any]) -> Any:
+    """The Delta ``add`` action (``deltalake.transaction.AddAction``) of a file ``write_data_file``
+    wrote, to commit it with ``create_write_transaction``."""
+    from deltalake.transaction import AddAction
+
+    return AddAction(written["path"], written["size"], {}, written["mtime"], True, written["stats"])
+
+
+def append_data_files(dt: Any, folder: str, rows: pa.Table, txn: Any, keep: pa.Array | None = None,
+                      store: LakeStore | None = None) -> int:
+    """Append ``rows`` (those ``keep`` marks, when given) to the Delta table ``dt`` in ``folder``
+    with the app transaction of ``txn``: data files of ``_APPEND_ROWS`` rows or more, a file per
+    core at once (Arrow filters and Parquet writes run without the GIL), committed as one
+    transaction. The number of rows appended."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    parts = max(1, min(os.cpu_count() or 1, -(-rows.num_rows // _APPEND_ROWS)))
+    step = -(-rows.num_rows // parts)
+
+    def write(i: int) -> dict[str, Any] | None:
+        part = rows.slice(i * step, step)
+        if keep is not None:
+            part = part.filter(keep.slice(i * step, step))
+        return write_data_file(part, folder, store=store) | {"rows": part.num_rows} if part.num_rows else None
+
+    with ThreadPoolExecutor(max_workers=parts) as pool:
+        added = [a for a in pool.map(write, range(parts)) if a is not None]
+    dt.create_write_transaction([add_action(a) for a in added], "append", rows.schema, commit_properties=txn)
+    return sum(a["rows"] for a in added)
+
+
+def delta_stats(table: pa.Table, bounded: Iterable[str] = ()) -> str:
+    """The Delta ``add`` action's statistics of a data file: row and null counts, and exact
+    bounds of the ``bounded`` columns that are integers or short texts (a bound is left out rather
+    than truncated; other types' bounds are not written)."""
+    nulls: dict[str, int] = {}
+    low: dict[str, Any] = {}
+    high: dict[str, Any] = {}
+    wanted = set(bounded)
+    for field in table.schema:
+        column = table.column(field.name)
+        if pa.types.is_nested(field.type):
+            continue
+        nulls[field.name] = column.null_count
+        if field.name not in wanted or column.null_count == len(column):
+            continue
+        if not (pa.types.is_integer(field.type) or pa.types.is_string(field.type)):
+            continue
+        bounds = pc.min_max(column)
+        lo, hi = bounds["min"].as_py(), bounds["max"].as_py()
+        if isinstance(lo, str) and max(len(lo), len(hi)) > _MAX_BOUND_CHARS:
+            continue
+        low[field.name], high[field.name] = lo, hi
+    return json.dumps({"numRecords": table.num_rows, "minValues": low, "maxValues": high, "nullCount": nulls})

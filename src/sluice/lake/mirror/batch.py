@@ -1,0 +1,52 @@
+"""What the pipeline hands the lake per table and batch (``TableBatch``), and what the lake did with
+it (``TableResult``): the contract between the driver and the mirrors' fold and MERGE.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from sluice.cdc.records import RowChange
+from sluice.lake.types.columns import MirrorColumn
+
+__all__ = ["TableBatch", "TableResult"]
+
+
+@dataclass(frozen=True, slots=True)
+class TableBatch:
+    """The changes of one table in one micro-batch."""
+
+    db: str
+    table: str
+    columns: tuple[MirrorColumn, ...]  # the table's current layout (after DDL)
+    primary_key: tuple[str, ...]  # empty: not mirrorable (change log only)
+    changes: Sequence[RowChange]  # in binlog order ((file, pos, row) increasing)
+    # The MERGE source already built column-wise (``sluice.lake.mirror.merge_source.merge_source``) from
+    # ``source_changes`` changes; ``changes`` is then empty and the change log must be given.
+    source: pa.Table | None = None
+    source_changes: int = 0
+
+    @property
+    def change_count(self) -> int:
+        """Number of row changes of the table in this batch, kept or already folded into ``source``."""
+        return len(self.changes) if self.source is None else self.source_changes
+
+
+@dataclass(frozen=True, slots=True)
+class TableResult:
+    """What ``write_batch`` did to one table's mirror.
+
+    ``status``: ``written`` (merged), ``skipped`` (this batch was already committed to the table),
+    ``unmirrorable`` (no primary key: change log only) or ``empty`` (no changes).
+    """
+
+    db: str
+    table: str
+    status: str
+    changes: int
+    inserted: int = 0
+    updated: int = 0
+    deleted: int = 0

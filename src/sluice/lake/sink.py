@@ -1,0 +1,399 @@
+"""The Delta Lake writer: per micro-batch, MERGE each table's changes into its mirror (or hold them
+as its pending changes, ``sluice.lake.mirror.pending``) and append every change to the change log,
+exactly once.
+
+A lake is a root folder or an object-store prefix (``sluice.lake.storage``): ``ROOT/<db>/<table>``
+is the typed mirror of a table (one row per primary key, columns per ``sluice.lake.types.columns``)
+and ``ROOT/_sluice/changes`` the append-only change log.
+``DeltaLake.write_batch`` plans every table's MERGE first (``sluice.lake.mirror.merge``: the
+fold to the last state per primary key, the mirror's schema, the MERGE source), so a
+``SchemaError`` leaves the lake untouched, then commits them, several tables at once
+(``sluice.lake.at_once``): per table one MERGE, with the rows pending for it, or, when
+``MirrorCadence.due`` says the MERGE can wait, an append to its pending table. Every commit carries
+the Delta app transaction ``(app_id, batch_id)``: a table whose mirror or pending table records a
+version ``>= batch_id`` is skipped, so a batch replayed after a crash between two commits writes
+only what is missing. The change log is committed last; its recorded version is the highest batch
+fully committed.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from functools import partial
+from typing import Any, Final
+
+import pyarrow as pa
+from deltalake import (
+    ColumnProperties,
+    CommitProperties,
+    DeltaTable,
+    Transaction,
+    WriterProperties,
+    write_deltalake,
+)
+from deltalake import Schema as DeltaSchema
+from deltalake.exceptions import DeltaError, TableNotFoundError
+from deltalake.transaction import AddAction, create_table_with_add_actions
+
+from sluice.errors import ConfigError, SchemaError
+from sluice.lake.at_once import run_at_once
+from sluice.lake.changelog.rows import changelog_table
+from sluice.lake.changelog.schema import CHANGELOG_SCHEMA, POSITION_KEY
+from sluice.lake.kept_table import KeptTables
+from sluice.lake.maintenance.change_feed import mirror_configuration
+from sluice.lake.mirror.batch import TableBatch, TableResult
+from sluice.lake.mirror.merge import TablePlan, commit_error, merge_into, plan
+from sluice.lake.mirror.merge_source import DELETE_FLAG, last_per_key
+from sluice.lake.mirror.pending import (
+    MirrorCadence,
+    PendingChanges,
+    combine,
+    mirror_bytes,
+    pending_tables,
+    primary_key_of,
+)
+from sluice.lake.storage import CHANGES, PENDING, LakeStore, lake_store
+
+__all__ = [
+    "BatchResult", "DeltaLake",
+]
+
+# The row images of the change log are nearly all distinct: a dictionary page per column chunk only
+# costs time (most of the append's) and Parquet falls back to plain pages anyway.
+_CHANGELOG_WRITER: Final = WriterProperties(compression="ZSTD", compression_level=1, column_properties={
+    name: ColumnProperties(dictionary_enabled=False) for name in ("before", "after", "json_diffs")
+})
+
+
+@dataclass(frozen=True, slots=True)
+class BatchResult:
+    """Counts of one ``write_batch`` call."""
+
+    batch_id: int
+    tables: tuple[TableResult, ...]
+    changelog_rows: int  # rows appended to the change log by this call
+    changelog_skipped: bool  # the change log already had this batch
+
+    @property
+    def inserted(self) -> int:
+        """Rows the batch inserted into the mirrors."""
+        return sum(t.inserted for t in self.tables)
+
+    @property
+    def updated(self) -> int:
+        """Mirror rows the batch updated."""
+        return sum(t.updated for t in self.tables)
+
+    @property
+    def deleted(self) -> int:
+        """Mirror rows the batch deleted."""
+        return sum(t.deleted for t in self.tables)
+
+    @property
+    def skipped(self) -> tuple[str, ...]:
+        """``db.table`` of the tables skipped because the batch was already committed to them."""
+        return tuple(f"{t.db}.{t.table}" for t in self.tables if t.status == "skipped")
+
+    @property
+    def unmirrorable(self) -> tuple[str, ...]:
+        """``db.table`` of the tables without a primary key (written to the change log only)."""
+        return tuple(f"{t.db}.{t.table}" for t in self.tables if t.status == "unmirrorable")
+
+
+class DeltaLake:
+    """A lake of Delta mirrors plus a change log, written by one pipeline (``app_id``).
+
+    ``app_id`` identifies the pipeline in the Delta app transactions (derive it from the source and
+    the lake). It must change when the pipeline's checkpoint is reset and batch ids start again.
+    ``change_feed``: new mirrors are created with Delta's Change Data Feed on (``lake.change_feed``).
+    ``cadence``: when a table's changes are MERGEd into its mirror (``lake.pending``).
+    """
+
+    def __init__(self, root: str | os.PathLike[str] | LakeStore, app_id: str, *, change_feed: bool = True,
+                 cadence: MirrorCadence | None = None) -> None:
+        if not app_id:
+            raise ConfigError("a Delta lake needs a non-empty app_id naming the pipeline that writes it")
+        self.store = root if isinstance(root, LakeStore) else lake_store(root)
+        self.root = self.store.uri
+        self.options = self.store.delta_options()  # every delta-rs call on the lake gets them
+        self.app_id = app_id
+        self.changelog_path = self.store.join(CHANGES)
+        self.mirror_configuration = mirror_configuration(change_feed)
+        self.cadence = cadence or MirrorCadence()
+        self._pending: set[tuple[str, str]] | None = None  # tables with a pending table (listed once)
+        self._kept = KeptTables(self.options)  # the change log, mirrors and pending tables, until ``forget``
+
+    def table(self, path: str) -> DeltaTable | None:
+        """The Delta table at ``path`` in the lake, None when there is none (one read of its log)."""
+        try:
+            return DeltaTable(path, storage_options=self.options)
+        except TableNotFoundError:
+            return None
+
+    def forget(self) -> None:
+        """Read every table afresh from now on: a DDL or a snapshot may have removed a mirror and
+        made it again at its path (``sluice.lake.kept_table``)."""
+        self._kept.forget()
+
+    def current(self, path: str) -> DeltaTable | None:
+        """The Delta table at ``path`` in the lake as of its newest version, None when there is none:
+        kept between calls and brought up to date (its new commits read) at each."""
+        return self._kept.get(path).current()
+
+    def table_path(self, db: str, table: str) -> str:
+        """``ROOT/<db>/<table>``, the mirror of ``db.table``."""
+        for part in (db, table):
+            if not part or part in (".", "..") or "/" in part or "\\" in part:
+                raise SchemaError(f"the table name {db}.{table} cannot be a folder of the lake; exclude the table")
+        if db == "_sluice":
+            raise SchemaError("the database name _sluice is where the lake keeps its change log; exclude it")
+        return self.store.join(db, table)
+
+    def committed_batch(self) -> int | None:
+        """The highest batch id fully committed (the change log's app transaction), None if none."""
+        version = self._kept.get(self.changelog_path).transaction_version(self.app_id)
+        return None if version is None else int(version)
+
+    def write_batch(
+        self, batch_id: int, tables: Sequence[TableBatch], *, changelog: pa.Table | None = None,
+        changelog_files: Sequence[AddAction] | None = None, position: dict[str, Any] | None = None,
+    ) -> BatchResult:
+        """MERGE every table's changes into its mirror (or append them to its pending changes, when
+        the MERGE can wait), then append all changes to the change log.
+
+        Everything is checked and planned before the first commit, so a ``SchemaError`` leaves the
+        lake untouched. A table (or the change log) that already holds ``batch_id`` is skipped.
+        ``changelog``: the batch's change-log rows already built (``CHANGELOG_SCHEMA``, ordered by
+        ``(file, pos, row)``), e.g. from a Spark batch whose images are JSON already;
+        ``changelog_files``: or the change-log files executors wrote into its folder
+        (``sluice.spark.source.staging``), committed as they are. ``position``: the stream offset the
+        batch ends at, recorded in the change log's commit (``committed_position``).
+        """
+        if isinstance(batch_id, bool) or not isinstance(batch_id, int) or batch_id < 0:
+            raise ConfigError(f"batch id must be an integer >= 0, got {batch_id!r}")
+        with _gc_paused():
+            return self._write_batch(batch_id, tables, changelog, changelog_files, position)
+
+    def _write_batch(self, batch_id: int, tables: Sequence[TableBatch], changelog: pa.Table | None,
+                     files: Sequence[AddAction] | None, position: dict[str, Any] | None) -> BatchResult:
+        seen: set[tuple[str, str]] = set()
+        for tb in tables:
+            if (tb.db, tb.table) in seen:
+                raise ConfigError(
+                    f"{tb.db}.{tb.table} appears twice in batch {batch_id}: give one TableBatch per table"
+                )
+            seen.add((tb.db, tb.table))
+        txn = CommitProperties(app_transactions=[Transaction(self.app_id, batch_id)])
+        plans: list[tuple[TablePlan, PendingChanges | None] | TableResult] = []
+        for tb in tables:
+            n = tb.change_count
+            if tb.source is not None and changelog is None and files is None:
+                raise ConfigError(
+                    f"{tb.db}.{tb.table} comes with a MERGE source instead of its changes: give the batch's "
+                    "change log too"
+                )
+            if not tb.primary_key:
+                plans.append(TableResult(tb.db, tb.table, "unmirrorable", n))
+                continue
+            path = self.table_path(tb.db, tb.table)
+            if not n:
+                plans.append(TableResult(tb.db, tb.table, "empty", 0))
+                continue
+            dt = self.current(path)
+            pending = self._pending_of(tb.db, tb.table)
+            if dt is not None and (self._done(path, batch_id)
+                                   or (pending is not None and self._done(pending.path, batch_id))):
+                plans.append(TableResult(tb.db, tb.table, "skipped", n))
+                continue
+            current = None
+            if pending is not None and pending.rows:
+                current = self._current(tb, path, pending, dt, batch_id)
+            plans.append((plan(tb, path, dt, self.store, self.mirror_configuration, current), pending))
+        committed = self.committed_batch()
+        done = committed is not None and committed >= batch_id
+        existing = self._kept.get(self.changelog_path).last_read  # as committed_batch() just read it
+        log = changelog
+        if not done and files is None and log is None:
+            log = changelog_table(batch_id, [c for tb in tables for c in tb.changes])
+        # commits from here on: the mirrors, side by side, then the change log (its version is the last
+        # whole batch). Planning a commit read the set of tables with pending changes (_pending_of), so
+        # the threads share it and never list it themselves.
+        results = tuple(run_at_once([self._step(p, batch_id, txn) for p in plans], self.cadence.commits_at_once))
+        if done:
+            return BatchResult(batch_id, results, 0, True)
+        if position is not None:  # the change log's commit says where the stream stands, atomically with it
+            txn = CommitProperties(app_transactions=[Transaction(self.app_id, batch_id)],
+                                   custom_metadata={POSITION_KEY: json.dumps(position)})
+        before = None if existing is None else existing.version()
+        if files is not None:
+            self._commit_changelog(batch_id, files, txn, existing)
+            rows = sum(json.loads(f.stats)["numRecords"] for f in files)
+        else:
+            assert log is not None
+            self._append_changelog(batch_id, log, txn, existing)
+            rows = log.num_rows
+        self._remember(self.changelog_path, before, batch_id)
+        return BatchResult(batch_id, results, rows, False)
+
+    def _step(self, p: tuple[TablePlan, PendingChanges | None] | TableResult, batch_id: int,
+              txn: CommitProperties) -> Callable[[], TableResult]:
+        """A table's commit, to run beside the others' (a table with nothing to commit: its result)."""
+        if isinstance(p, TableResult):
+            return lambda: p
+        return partial(self._commit_table, p[0], p[1], batch_id, txn)
+
+    def _commit_table(self, p: TablePlan, pending: PendingChanges | None, batch_id: int,
+                      txn: CommitProperties) -> TableResult:
+        """MERGE one table's plan, with the rows pending for it; or, when the cadence says the MERGE
+        can wait, append its source to the pending rows."""
+        tb = p.tb
+        full = not p.partial and set(p.source.column_names) == {c.name for c in tb.columns} | {DELETE_FLAG}
+        waiting = pending.rows if pending is not None else 0
+        if full and p.dt is not None and not p.add and p.dt.file_uris():
+            oldest = pending.oldest if pending is not None else None
+            if not self.cadence.due(mirror_bytes(p.dt), waiting + p.source.num_rows, oldest, time.time()):
+                held = pending or self._pending_table(tb.db, tb.table)
+                before = held.version
+                self._guard(f"the pending changes of {tb.db}.{tb.table}", batch_id,
+                            lambda: held.append(p.source, tb.primary_key, txn))
+                self._remember(held.path, before, batch_id)
+                self._known_pending().add((tb.db, tb.table))
+                return TableResult(tb.db, tb.table, "pending", tb.change_count)
+        if pending is None or not waiting:
+            return self._execute(p, batch_id, txn)
+        if not full:  # a source with presence flags patches the mirror's rows: those pending go first
+            self._flush_table(tb.db, tb.table, pending, p.dt, batch_id)
+            p.dt = self.current(p.path)
+            return self._execute(p, batch_id, txn)
+        p.source = combine(pending.read(), p.source, tb.primary_key)
+        result = self._execute(p, batch_id, txn)
+        before = pending.version
+        self._guard(f"the pending changes of {tb.db}.{tb.table}", batch_id, lambda: pending.clear(txn))
+        self._remember(pending.path, before, batch_id)
+        return result
+
+    def _execute(self, p: TablePlan, batch_id: int, txn: CommitProperties) -> TableResult:
+        """Run a table's MERGE; the kept mirror remembers the batch when the MERGE is its one commit."""
+        before = None if p.dt is None or p.add else p.dt.version()  # columns added first: two commits
+        result = p.execute(batch_id, txn)
+        self._remember(p.path, before, batch_id)
+        return result
+
+    def _remember(self, path: str, before: int | None, batch_id: int) -> None:
+        """After a commit of ``batch_id`` to the table at ``path``, at version ``before`` until then
+        (None or -1: no table then), have its kept table remember the batch's app transaction."""
+        if before is not None and before >= 0:
+            self._kept.get(path).committed(before, self.app_id, batch_id)
+
+    def _done(self, path: str, batch_id: int) -> bool:
+        """Whether the table at ``path`` records ``batch_id`` (or a later batch) as committed."""
+        version = self._kept.get(path).transaction_version(self.app_id)
+        return version is not None and version >= batch_id
+
+    def _current(self, tb: TableBatch, path: str, pending: PendingChanges, dt: DeltaTable | None,
+                 batch_id: int) -> Any:
+        """For a fold that reads mirror rows: MERGE the pending changes first, then the mirror."""
+        def current() -> DeltaTable | None:
+            self._flush_table(tb.db, tb.table, pending, dt, batch_id)
+            return self.current(path)
+        return current
+
+    def flush_all(self) -> int:
+        """MERGE the pending changes of every table into its mirror (the pipeline stops), several
+        tables at once; the rows MERGEd."""
+        return sum(run_at_once([partial(self.flush, db, table) for db, table in sorted(self._known_pending())],
+                               self.cadence.commits_at_once))
+
+    def flush(self, db: str, table: str) -> int:
+        """MERGE the pending changes of ``db.table`` into its mirror, before something else writes
+        the mirror; the rows MERGEd."""
+        pending = self._pending_of(db, table)
+        if pending is None or not pending.rows:
+            return 0
+        rows = pending.rows
+        self._flush_table(db, table, pending, self.current(self.table_path(db, table)), None)
+        return rows
+
+    def _flush_table(self, db: str, table: str, pending: PendingChanges, dt: DeltaTable | None,
+                     batch_id: int | None) -> None:
+        """MERGE what is pending for a mirror, then empty the pending table (no app transaction:
+        MERGEd again after a kill between the two, the rows leave the mirror as they found it)."""
+        rows = pending.read()
+        if rows is not None and dt is not None:
+            key = primary_key_of(rows.schema)
+            names = [n for n in rows.column_names if n != DELETE_FLAG]
+            source = last_per_key(rows, key)
+            self._guard(f"the mirror of {db}.{table}", batch_id,
+                        lambda: merge_into(dt, source, key, names, (), None))
+        self._guard(f"the pending changes of {db}.{table}", batch_id, lambda: pending.clear(None))
+
+    def _guard(self, what: str, batch_id: int | None, step: Any) -> None:
+        try:
+            step()
+        except DeltaError as exc:
+            raise commit_error(what, batch_id, exc) from exc
+
+    def _known_pending(self) -> set[tuple[str, str]]:
+        if self._pending is None:
+            self._pending = set(pending_tables(self.store))
+        return self._pending
+
+    def _pending_of(self, db: str, table: str) -> PendingChanges | None:
+        """The pending table of a mirror, None when it has none (no read of the lake then)."""
+        if (db, table) not in self._known_pending():
+            return None
+        return self._pending_table(db, table)
+
+    def _pending_table(self, db: str, table: str) -> PendingChanges:
+        """The pending table of ``db.table`` as of its newest version (kept between batches)."""
+        return PendingChanges(self.store, db, table, kept=self._kept.get(self.store.join(PENDING, db, table)))
+
+    def _commit_changelog(self, batch_id: int, files: Sequence[AddAction], txn: CommitProperties,
+                          table: DeltaTable | None) -> None:
+        """Commit change-log files already in its folder (none still records the batch) to ``table``."""
+        path = self.changelog_path
+        try:
+            if table is None:
+                create_table_with_add_actions(path, DeltaSchema.from_arrow(CHANGELOG_SCHEMA), list(files),
+                                              mode="append", commit_properties=txn, storage_options=self.options)
+                return
+            have = {f.name for f in table.schema().fields}
+            if not set(CHANGELOG_SCHEMA.names) <= have:
+                # A change log from before a column existed: add it first (files are committed as
+                # they are, with no schema change of their own).
+                write_deltalake(path, CHANGELOG_SCHEMA.empty_table(), mode="append", schema_mode="merge",
+                                storage_options=self.options)
+                table = DeltaTable(path, storage_options=self.options)
+            table.create_write_transaction(list(files), "append", CHANGELOG_SCHEMA, commit_properties=txn)
+        except DeltaError as exc:
+            raise commit_error("the change log", batch_id, exc) from exc
+
+    def _append_changelog(self, batch_id: int, log: pa.Table, txn: CommitProperties, table: DeltaTable | None) -> None:
+        try:
+            # An empty append still commits: it records the batch as done.
+            # schema_mode="merge": a change log written before the ``ddl`` column existed gains it.
+            target = self.changelog_path if table is None else table  # the kept table is brought up to date
+            write_deltalake(target, log, mode="append", commit_properties=txn, writer_properties=_CHANGELOG_WRITER,
+                            schema_mode="merge", storage_options=self.options)
+        except DeltaError as exc:
+            raise commit_error("the change log", batch_id, exc) from exc
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while a batch builds its many small dicts and lists: its
+    collections would rescan every live object of the batch again and again."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
