@@ -11,7 +11,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 from sluice.cdc.schema.catalog import Catalog
-from sluice.cdc.schema.ddl_detect import is_ddl
+from sluice.cdc.schema.ddl import is_ddl
 from sluice.cdc.schema.history import SchemaHistory
 from sluice.cdc.schema.model import ColumnDef, TableSchema
 from sluice.cdc.schema.session_charsets import SessionCharsets

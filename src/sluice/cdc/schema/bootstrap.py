@@ -27,8 +27,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from sluice.cdc.schema.catalog import Catalog
-from sluice.cdc.schema.ddl import enum_members
-from sluice.cdc.schema.ddl_versioning import IMPLICIT_PERIOD
+from sluice.cdc.schema.ddl import IMPLICIT_PERIOD, enum_members
 from sluice.cdc.schema.model import ColumnDef, SystemTime, TableSchema
 from sluice.cdc.schema.typemap import (
     BINARY_TYPES,

@@ -1,7 +1,7 @@
 """The period of a MariaDB system-versioned table, as ``TableSchema.system_time`` holds it.
 
 A system-versioned table (``WITH SYSTEM VERSIONING``) keeps every old version of its rows in itself;
-each row's period of validity is in its row start and row end columns (``cdc.schema.ddl_versioning``
+each row's period of validity is in its row start and row end columns (``cdc.schema.ddl.versioning``
 says how DDL makes them, ``cdc.records.versioned_op`` how a row's op follows from its row end).
 """
 

@@ -18,9 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from sluice.cdc.schema.catalog import Catalog
-from sluice.cdc.schema.ddl import apply_ddl
-from sluice.cdc.schema.ddl_detect import is_ddl
-from sluice.cdc.schema.ddl_text import quoted_end
+from sluice.cdc.schema.ddl import apply_ddl, is_ddl, quoted_end
 from sluice.errors import SchemaError
 
 __all__ = ["SqlSchema", "catalog_from_sql", "statements"]

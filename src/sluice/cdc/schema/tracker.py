@@ -53,7 +53,7 @@ from sluice.binlog.constants import ColumnType
 from sluice.binlog.events import TableMapEvent
 from sluice.binlog.position import position_key
 from sluice.cdc.schema.catalog import Catalog
-from sluice.cdc.schema.ddl_detect import is_ddl
+from sluice.cdc.schema.ddl import is_ddl
 from sluice.cdc.schema.history import SchemaHistory
 from sluice.cdc.schema.logged_columns import merged, refreshed, with_schema_types
 from sluice.cdc.schema.model import TableSchema

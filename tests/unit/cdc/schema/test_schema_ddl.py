@@ -613,7 +613,7 @@ def test_cut_statements_never_raise(a: int, b: int) -> None:
 
 
 def test_mariadb_sequences_are_tables_of_fixed_columns():
-    from sluice.cdc.schema.ddl_sequence import sequence_columns
+    from sluice.cdc.schema.ddl import sequence_columns
 
     cat = Catalog(flavor="mariadb")
     cat, out = apply_ddl(cat, "CREATE SEQUENCE IF NOT EXISTS s START WITH 10 INCREMENT BY 5 CACHE 20", "d")
@@ -636,3 +636,21 @@ def test_mariadb_sequences_are_tables_of_fixed_columns():
     assert out.kind == "drop_table" and list(cat) == []
     _, out = apply_ddl(cat, "CREATE SEQUENCE x AS FLOAT", "d")
     assert not out.understood
+
+
+def test_the_ddl_package_exports_what_it_names_and_loads_no_parser_for_is_ddl():
+    """``sluice.cdc.schema.ddl``'s surface: every name resolves to its module's object, and asking
+    for ``is_ddl`` alone does not import sqlglot (a binlog without DDL never needs the parser)."""
+    import subprocess
+    import sys
+
+    import sluice.cdc.schema.ddl as ddl
+
+    assert sorted(ddl.__all__) == sorted(ddl._HOMES)
+    for name, home in ddl._HOMES.items():
+        module = __import__(f"sluice.cdc.schema.ddl.{home}", fromlist=[name])
+        assert getattr(ddl, name) is getattr(module, name), name
+    code = ("import sys; from sluice.cdc.schema.ddl import is_ddl; assert is_ddl('ALTER TABLE t ADD c INT'); "
+            "print('sqlglot' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

@@ -25,8 +25,7 @@ from sluice.binlog.position import Checkpoint
 from sluice.cdc.filters import parse_ops
 from sluice.cdc.records import RowChange, current_ends, versioned_op
 from sluice.cdc.schema.catalog import Catalog
-from sluice.cdc.schema.ddl import apply_ddl
-from sluice.cdc.schema.ddl_versioning import strip_versioning
+from sluice.cdc.schema.ddl import apply_ddl, strip_versioning
 from sluice.cdc.schema.model import SystemTime, TableSchema
 from sluice.cdc.snapshot.chunks import Chunk
 from sluice.cdc.snapshot.reconcile import key_order, reconcile_keys

@@ -3,8 +3,8 @@
 ``apply_ddl`` replays one statement on a catalog and reports what it did as a ``DdlOutcome``,
 with the lineage of every table it changed (``lineage``). It dispatches on the statement's verb and
 object: CREATE / DROP / TRUNCATE / RENAME TABLE and the database statements are here, ALTER TABLE
-in ``ddl_alter``, MariaDB's sequences in ``ddl_sequence``, column definitions in ``ddl_columns``,
-the dialect and token helpers in ``ddl_text``. Pre-processing of the text is limited to
+in ``ddl.alter``, MariaDB's sequences in ``ddl.sequence``, column definitions in ``ddl.columns``,
+the dialect and token helpers in ``ddl.text``. Pre-processing of the text is limited to
 unwrapping executable comments, cutting partition clauses and MySQL's ``START TRANSACTION``
 suffix, and re-shaping what sqlglot reads as opaque commands into statements it parses. Temporary
 tables are not in row-based binlogs and do not change the catalog. ``apply_ddl`` never raises:
@@ -22,38 +22,36 @@ from sqlglot.errors import SqlglotError
 from sqlglot.tokens import TokenType
 
 from sluice.cdc.schema.catalog import Catalog
-from sluice.cdc.schema.ddl_alter import (
-    _alter_table,
+from sluice.cdc.schema.ddl.alter import (
+    alter_table,
 )
-from sluice.cdc.schema.ddl_columns import (
-    _column,
-    _db_defaults,
-    _pair,
-    _primary_key_of,
-    _server_defaults,
-    _table_options,
-    _unique_names,
-    _with_pk,
-    enum_members,
+from sluice.cdc.schema.ddl.columns import (
+    column_def,
+    db_defaults,
+    name_pair,
+    primary_key_of,
+    server_defaults,
+    table_options,
+    unique_names,
+    with_pk,
 )
-from sluice.cdc.schema.ddl_detect import is_ddl
-from sluice.cdc.schema.ddl_sequence import alter_sequence, create_sequence, drop_sequence
-from sluice.cdc.schema.ddl_text import (
-    _DIALECT,
-    _Ctx,
-    _groups,
-    _name,
-    _NotUnderstood,
-    _parse,
-    _quiet,
-    _top_level_cut,
-    _unwrap,
+from sluice.cdc.schema.ddl.sequence import alter_sequence, create_sequence, drop_sequence
+from sluice.cdc.schema.ddl.text import (
+    DIALECT,
+    Ctx,
+    NotUnderstood,
+    object_name,
+    paren_groups,
+    parse_statement,
+    quiet,
+    top_level_cut,
+    unwrap,
 )
-from sluice.cdc.schema.ddl_versioning import settle_versioning, strip_versioning
+from sluice.cdc.schema.ddl.versioning import settle_versioning, strip_versioning
 from sluice.cdc.schema.lineage import TableChange
 from sluice.cdc.schema.model import ColumnDef, TableSchema
 
-__all__ = ["DdlOutcome", "apply_ddl", "enum_members", "is_ddl"]
+__all__ = ["DdlOutcome", "apply_ddl"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,13 +85,13 @@ def apply_ddl(catalog: Catalog, sql: str, default_db: str | None) -> tuple[Catal
 
     Returns the new catalog (the same object when nothing changed) and the outcome. Never raises.
     """
-    ctx = _Ctx(catalog, default_db or None, db=default_db or None)
+    ctx = Ctx(catalog, default_db or None, db=default_db or None)
     try:
         plain, versioning = strip_versioning(sql)
         new = _dispatch(ctx, plain)
         if versioning is not None or ctx.kind == "alter_table":
             new = settle_versioning(versioning, ctx.kind, ctx.tables, ctx.changes, catalog, new)
-    except _NotUnderstood as exc:
+    except NotUnderstood as exc:
         cat = exc.catalog if exc.catalog is not None else catalog
         return cat, DdlOutcome(ctx.kind, ctx.db, tuple(ctx.tables), False, exc.message)
     except SqlglotError as exc:
@@ -106,21 +104,21 @@ def apply_ddl(catalog: Catalog, sql: str, default_db: str | None) -> tuple[Catal
                            tuple(dict.fromkeys(ctx.rows_replaced)))
 
 
-def _dispatch(ctx: _Ctx, sql: str) -> Catalog:
-    ctx.text = _unwrap(sql)
-    with _quiet():
-        toks = list(_DIALECT.tokenize(ctx.text))
+def _dispatch(ctx: Ctx, sql: str) -> Catalog:
+    ctx.text = unwrap(sql)
+    with quiet():
+        toks = list(DIALECT.tokenize(ctx.text))
     while toks and toks[-1].token_type == TokenType.SEMICOLON:
         toks.pop()
     ctx.toks = toks
     if not toks:
-        raise _NotUnderstood("the statement is empty")
+        raise NotUnderstood("the statement is empty")
     verb = ctx.word(0)
     if verb in _ADMIN:
         ctx.kind = "other_ddl"
         return ctx.catalog
     if verb not in _VERBS:
-        raise _NotUnderstood(f"not a DDL statement (it starts with {toks[0].text[:40]!r})")
+        raise NotUnderstood(f"not a DDL statement (it starts with {toks[0].text[:40]!r})")
     if verb == "TRUNCATE":
         ctx.kind = "truncate_table"
         return _truncate(ctx)
@@ -130,7 +128,7 @@ def _dispatch(ctx: _Ctx, sql: str) -> Catalog:
         k += 1
     obj = ctx.word(k)
     if not obj:
-        raise _NotUnderstood(f"{verb} of what? no TABLE, DATABASE or other object keyword found")
+        raise NotUnderstood(f"{verb} of what? no TABLE, DATABASE or other object keyword found")
     if obj in ("TABLE", "TABLES", "SEQUENCE") and temporary:
         ctx.kind = "other_ddl"  # temporary tables are not in row-based binlogs
         return ctx.catalog
@@ -143,15 +141,15 @@ def _dispatch(ctx: _Ctx, sql: str) -> Catalog:
 
 # ---------------------------------------------------------------------------------------- tables
 
-def _create_table(ctx: _Ctx, k: int) -> Catalog:
+def _create_table(ctx: Ctx, k: int) -> Catalog:
     ctx.kind = "create_table"
-    cut = _top_level_cut(ctx, k + 1, ("PARTITION BY", "START TRANSACTION"))
-    stmt = _parse(ctx.text[:ctx.toks[cut].start] if cut < len(ctx.toks) else ctx.text)
+    cut = top_level_cut(ctx, k + 1, ("PARTITION BY", "START TRANSACTION"))
+    stmt = parse_statement(ctx.text[:ctx.toks[cut].start] if cut < len(ctx.toks) else ctx.text)
     if not isinstance(stmt, exp.Create) or str(stmt.args.get("kind") or "").upper() != "TABLE":
-        raise _NotUnderstood(f"sqlglot reads it as {type(stmt).__name__}, not CREATE TABLE")
+        raise NotUnderstood(f"sqlglot reads it as {type(stmt).__name__}, not CREATE TABLE")
     target = stmt.this
     schema = target if isinstance(target, exp.Schema) else None
-    db, name = _name(ctx, schema.this if schema is not None else target)
+    db, name = object_name(ctx, schema.this if schema is not None else target)
     ctx.touch(db, name)
     catalog = ctx.catalog
     props = list(stmt.args["properties"].expressions) if stmt.args.get("properties") else []
@@ -160,68 +158,68 @@ def _create_table(ctx: _Ctx, k: int) -> Catalog:
     nodes = list(schema.expressions) if schema is not None else []
     like = next((p for p in (*props, *nodes) if isinstance(p, exp.LikeProperty)), None)
     if like is not None:
-        src_db, src_name = _name(ctx, like.this)
+        src_db, src_name = object_name(ctx, like.this)
         src = catalog.get(src_db, src_name)
         if src is None:
-            raise _NotUnderstood(f"CREATE TABLE ... LIKE {src_db}.{src_name}: that table is not known to the "
+            raise NotUnderstood(f"CREATE TABLE ... LIKE {src_db}.{src_name}: that table is not known to the "
                                  "schema history")
         return catalog.with_table(replace(src, db=db, name=name))
     if stmt.expression is not None:
-        raise _NotUnderstood("CREATE TABLE ... SELECT: the column types come from the query (in row format the "
+        raise NotUnderstood("CREATE TABLE ... SELECT: the column types come from the query (in row format the "
                              "servers log the resulting CREATE TABLE instead)")
     if schema is None:
-        raise _NotUnderstood("CREATE TABLE without a column list")
-    cs, coll = _pair(catalog, *_table_options(props), _db_defaults(catalog, db))
+        raise NotUnderstood("CREATE TABLE without a column list")
+    cs, coll = name_pair(catalog, *table_options(props), db_defaults(catalog, db))
     columns: list[ColumnDef] = []
     pk: list[str] = []
     for node in nodes:
         if isinstance(node, exp.ColumnDef):
-            col, inline_pk = _column(node, cs, coll, catalog)
+            col, inline_pk = column_def(node, cs, coll, catalog)
             columns.append(col)
             if inline_pk:
                 pk = [col.name]
         else:
-            keys = _primary_key_of(node)
+            keys = primary_key_of(node)
             if keys is not None:
                 pk = keys
-    _unique_names(db, name, columns)
-    return catalog.with_table(_with_pk(TableSchema(db, name, tuple(columns), (), cs, coll), pk))
+    unique_names(db, name, columns)
+    return catalog.with_table(with_pk(TableSchema(db, name, tuple(columns), (), cs, coll), pk))
 
 
-def _drop_table(ctx: _Ctx, k: int) -> Catalog:
+def _drop_table(ctx: Ctx, k: int) -> Catalog:
     ctx.kind = "drop_table"
-    stmt = _parse(ctx.text)
+    stmt = parse_statement(ctx.text)
     if not isinstance(stmt, exp.Drop):
-        raise _NotUnderstood(f"sqlglot reads it as {type(stmt).__name__}, not DROP TABLE")
+        raise NotUnderstood(f"sqlglot reads it as {type(stmt).__name__}, not DROP TABLE")
     catalog = ctx.catalog
     for t in stmt.args.get("tables") or []:
-        db, name = _name(ctx, t)
+        db, name = object_name(ctx, t)
         ctx.touch(db, name)
         catalog = catalog.without_table(db, name)
     return catalog
 
 
-def _truncate(ctx: _Ctx) -> Catalog:
-    stmt = _parse(ctx.text)
+def _truncate(ctx: Ctx) -> Catalog:
+    stmt = parse_statement(ctx.text)
     if not isinstance(stmt, exp.TruncateTable):
-        raise _NotUnderstood(f"sqlglot reads it as {type(stmt).__name__}, not TRUNCATE TABLE")
+        raise NotUnderstood(f"sqlglot reads it as {type(stmt).__name__}, not TRUNCATE TABLE")
     for t in stmt.expressions:
-        ctx.touch(*_name(ctx, t))
+        ctx.touch(*object_name(ctx, t))
     return ctx.catalog
 
 
-def _rename_table(ctx: _Ctx, k: int) -> Catalog:
+def _rename_table(ctx: Ctx, k: int) -> Catalog:
     ctx.kind = "rename_table"
     catalog, unknown = ctx.catalog, []
-    for a, b in _groups(ctx.toks, k + 1, len(ctx.toks)):
+    for a, b in paren_groups(ctx.toks, k + 1, len(ctx.toks)):
         to = next((i for i in range(a, b) if ctx.word(i) == "TO"), None)
         if to is None:
-            raise _NotUnderstood(f"RENAME TABLE: expected `old TO new`, found {ctx.span(a, b)!r}")
-        stmt = _parse(f"ALTER TABLE {ctx.span(a, to)} RENAME TO {ctx.span(to + 1, b)}")
+            raise NotUnderstood(f"RENAME TABLE: expected `old TO new`, found {ctx.span(a, b)!r}")
+        stmt = parse_statement(f"ALTER TABLE {ctx.span(a, to)} RENAME TO {ctx.span(to + 1, b)}")
         actions = stmt.args.get("actions") or []
         if not isinstance(stmt, exp.Alter) or len(actions) != 1 or not isinstance(actions[0], exp.AlterRename):
-            raise _NotUnderstood(f"RENAME TABLE: cannot read {ctx.span(a, b)!r}")
-        src, dst = _name(ctx, stmt.this), _name(ctx, actions[0].this)
+            raise NotUnderstood(f"RENAME TABLE: cannot read {ctx.span(a, b)!r}")
+        src, dst = object_name(ctx, stmt.this), object_name(ctx, actions[0].this)
         ctx.touch(*src)
         ctx.touch(*dst)
         table = catalog.get(*src)
@@ -232,7 +230,7 @@ def _rename_table(ctx: _Ctx, k: int) -> Catalog:
             catalog = catalog.with_table(replace(table, db=dst[0], name=dst[1]))
             ctx.changes.append(TableChange(src, dst))
     if unknown:
-        raise _NotUnderstood(f"RENAME TABLE of {', '.join(unknown)}, not known to the schema history", catalog)
+        raise NotUnderstood(f"RENAME TABLE of {', '.join(unknown)}, not known to the schema history", catalog)
     return catalog
 
 
@@ -245,15 +243,15 @@ def _db_name(node: Any) -> str:
     """A database name: sqlglot keeps it in ``this`` after DATABASE and in ``db`` after SCHEMA."""
     name = (node.name or node.db) if isinstance(node, exp.Table) else ""
     if not name:
-        raise _NotUnderstood("expected a database name")
+        raise NotUnderstood("expected a database name")
     return str(name)
 
 
-def _create_database(ctx: _Ctx, k: int) -> Catalog:
+def _create_database(ctx: Ctx, k: int) -> Catalog:
     ctx.kind = "create_database"
-    stmt = _parse(ctx.text)
+    stmt = parse_statement(ctx.text)
     if not isinstance(stmt, exp.Create) or not isinstance(stmt.this, exp.Table):
-        raise _NotUnderstood(f"sqlglot reads it as {type(stmt).__name__}, not CREATE DATABASE")
+        raise NotUnderstood(f"sqlglot reads it as {type(stmt).__name__}, not CREATE DATABASE")
     name = _db_name(stmt.this)
     ctx.db = name
     catalog = ctx.catalog
@@ -263,7 +261,7 @@ def _create_database(ctx: _Ctx, k: int) -> Catalog:
         ctx.tables = [(t.db, t.name) for t in catalog.tables(name)]
         catalog = catalog.without_database(name)
     props = list(stmt.args["properties"].expressions) if stmt.args.get("properties") else []
-    cs, coll = _pair(catalog, *_table_options(props), _server_defaults(catalog))
+    cs, coll = name_pair(catalog, *table_options(props), server_defaults(catalog))
     return catalog.with_database(name, cs, coll)
 
 
@@ -271,34 +269,34 @@ _DB_OPTION_WORDS = frozenset({"DEFAULT", "CHARACTER", "CHARSET", "CHAR", "COLLAT
                               "COMMENT", "UPGRADE"})
 
 
-def _alter_database(ctx: _Ctx, k: int) -> Catalog:
+def _alter_database(ctx: Ctx, k: int) -> Catalog:
     ctx.kind = "alter_database"
     toks, i = ctx.toks, k + 1
     has_name = i < len(toks) and (toks[i].token_type == TokenType.IDENTIFIER
                                   or ctx.word(i) not in _DB_OPTION_WORDS)
     name = toks[i].text if has_name else ctx.default_db
     if not name:
-        raise _NotUnderstood("ALTER DATABASE without a name and without a default database")
+        raise NotUnderstood("ALTER DATABASE without a name and without a default database")
     ctx.db = name
     start = i + 1 if has_name else i
     words = {ctx.word(j) for j in range(start, len(toks))}
     if not words & {"CHARACTER", "CHARSET", "CHAR", "COLLATE"}:
         return ctx.catalog  # READ ONLY, ENCRYPTION, COMMENT, UPGRADE DATA DIRECTORY NAME
-    stmt = _parse("CREATE DATABASE `_` " + ctx.span(start, len(toks)))
+    stmt = parse_statement("CREATE DATABASE `_` " + ctx.span(start, len(toks)))
     props = list(stmt.args["properties"].expressions) if stmt.args.get("properties") else []
-    cs, coll = _table_options(props)
+    cs, coll = table_options(props)
     if cs == "default":
-        cs, coll = _server_defaults(ctx.catalog)
-    cs, coll = _pair(ctx.catalog, cs, coll, _db_defaults(ctx.catalog, name))
+        cs, coll = server_defaults(ctx.catalog)
+    cs, coll = name_pair(ctx.catalog, cs, coll, db_defaults(ctx.catalog, name))
     return ctx.catalog.with_database(name, cs, coll)
 
 
-def _drop_database(ctx: _Ctx, k: int) -> Catalog:
+def _drop_database(ctx: Ctx, k: int) -> Catalog:
     ctx.kind = "drop_database"
-    stmt = _parse(ctx.text)
+    stmt = parse_statement(ctx.text)
     tables = stmt.args.get("tables") or [] if isinstance(stmt, exp.Drop) else []
     if len(tables) != 1:
-        raise _NotUnderstood("DROP DATABASE: expected one database name")
+        raise NotUnderstood("DROP DATABASE: expected one database name")
     name = _db_name(tables[0])
     ctx.db = name
     ctx.tables = [(t.db, t.name) for t in ctx.catalog.tables(name)]
@@ -307,7 +305,7 @@ def _drop_database(ctx: _Ctx, k: int) -> Catalog:
 
 _HANDLERS = {
     ("CREATE", "TABLE"): _create_table,
-    ("ALTER", "TABLE"): _alter_table,
+    ("ALTER", "TABLE"): alter_table,
     ("DROP", "TABLE"): _drop_table,
     ("RENAME", "TABLE"): _rename_table,
     ("CREATE", "DATABASE"): _create_database,

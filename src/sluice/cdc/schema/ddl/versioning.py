@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from sqlglot.tokens import Token, TokenType
 
 from sluice.cdc.schema.catalog import Catalog
-from sluice.cdc.schema.ddl_text import _DIALECT, _quiet, _unwrap
+from sluice.cdc.schema.ddl.text import DIALECT, quiet, unwrap
 from sluice.cdc.schema.lineage import ColumnFill, ColumnOrigin, TableChange
 from sluice.cdc.schema.model import ColumnDef, SystemTime, TableSchema
 
@@ -61,9 +61,9 @@ def strip_versioning(sql: str) -> tuple[str, VersioningClauses | None]:
     upper = sql.upper()
     if "VERSIONING" not in upper and "SYSTEM_TIME" not in upper and not _ROW_ROLE.search(upper):
         return sql, None
-    text = _unwrap(sql)
-    with _quiet():
-        toks = list(_DIALECT.tokenize(text))
+    text = unwrap(sql)
+    with quiet():
+        toks = list(DIALECT.tokenize(text))
     words = [_word(t) for t in toks]
     if not words or words[0] not in ("CREATE", "ALTER"):
         return sql, None

@@ -3,8 +3,8 @@ helpers the statement handlers share (``ddl_detect.is_ddl`` tells which statemen
 
 The dialect extends sqlglot's MySQL by what the servers
 accept and sqlglot lacks (geometry subtypes, INT8 and other aliases, FLOAT UNSIGNED, VISIBLE /
-PERSISTENT / COLUMN_FORMAT / STORAGE / SRID attributes, ASC/DESC key parts). ``_unwrap`` runs
-executable comments (``/*!50100 ..*/``, MariaDB ``/*M!100100 ..*/``) as the server would. ``_Ctx``
+PERSISTENT / COLUMN_FORMAT / STORAGE / SRID attributes, ASC/DESC key parts). ``unwrap`` runs
+executable comments (``/*!50100 ..*/``, MariaDB ``/*M!100100 ..*/``) as the server would. ``Ctx``
 carries one statement's tokens, the catalog and what the statement touched.
 """
 
@@ -27,9 +27,9 @@ from sluice.cdc.schema.lineage import TableChange
 
 # ---------------------------------------------------------------------------------------- dialect
 
-_UFLOAT = TokenType.SMALLMONEY  # FLOAT UNSIGNED: sqlglot has no unsigned FLOAT type, MySQL no SMALLMONEY
-_MULTIPOINT = TokenType.GEOGRAPHYPOINT  # sqlglot has no MULTIPOINT ...
-_GEOMCOLLECTION = TokenType.GEOGRAPHY  # ... and no GEOMETRYCOLLECTION: stand-ins MySQL does not use
+UFLOAT = TokenType.SMALLMONEY  # FLOAT UNSIGNED: sqlglot has no unsigned FLOAT type, MySQL no SMALLMONEY
+MULTIPOINT = TokenType.GEOGRAPHYPOINT  # sqlglot has no MULTIPOINT ...
+GEOMCOLLECTION = TokenType.GEOGRAPHY  # ... and no GEOMETRYCOLLECTION: stand-ins MySQL does not use
 
 
 class _Tokenizer(MySQL.Tokenizer):
@@ -42,14 +42,14 @@ class _Tokenizer(MySQL.Tokenizer):
         "LONG VARBINARY": TokenType.MEDIUMBLOB, "NATIONAL CHAR": TokenType.NCHAR,
         "NATIONAL CHARACTER": TokenType.NCHAR, "NATIONAL VARCHAR": TokenType.NVARCHAR,
         "NCHAR VARCHAR": TokenType.NVARCHAR, "POINT": TokenType.POINT, "LINESTRING": TokenType.LINESTRING,
-        "POLYGON": TokenType.POLYGON, "MULTIPOINT": _MULTIPOINT, "MULTILINESTRING": TokenType.MULTILINESTRING,
-        "MULTIPOLYGON": TokenType.MULTIPOLYGON, "GEOMETRYCOLLECTION": _GEOMCOLLECTION,
-        "GEOMCOLLECTION": _GEOMCOLLECTION, "INET6": TokenType.IPV6, "INET4": TokenType.IPV4,
+        "POLYGON": TokenType.POLYGON, "MULTIPOINT": MULTIPOINT, "MULTILINESTRING": TokenType.MULTILINESTRING,
+        "MULTIPOLYGON": TokenType.MULTIPOLYGON, "GEOMETRYCOLLECTION": GEOMCOLLECTION,
+        "GEOMCOLLECTION": GEOMCOLLECTION, "INET6": TokenType.IPV6, "INET4": TokenType.IPV4,
     }
 
 
 class _Parser(MySQLParser):
-    SIGNED_TO_UNSIGNED_TYPE_TOKEN = {**MySQLParser.SIGNED_TO_UNSIGNED_TYPE_TOKEN, TokenType.FLOAT: _UFLOAT}
+    SIGNED_TO_UNSIGNED_TYPE_TOKEN = {**MySQLParser.SIGNED_TO_UNSIGNED_TYPE_TOKEN, TokenType.FLOAT: UFLOAT}
     CONSTRAINT_PARSERS = {
         **MySQLParser.CONSTRAINT_PARSERS,
         "VISIBLE": lambda self: exp.Var(this="VISIBLE"),
@@ -77,7 +77,7 @@ class _SluiceMySQL(MySQL):
     Parser = _Parser
 
 
-_DIALECT = _SluiceMySQL()
+DIALECT = _SluiceMySQL()
 
 
 class _QuietCommands(logging.Filter):
@@ -91,7 +91,8 @@ _QUIET = _QuietCommands()
 
 
 @contextmanager
-def _quiet() -> Iterator[None]:
+def quiet() -> Iterator[None]:
+    """Silence sqlglot's warnings while it parses a statement sluice reads its own way."""
     log = logging.getLogger("sqlglot")
     log.addFilter(_QUIET)
     try:
@@ -123,7 +124,7 @@ def quoted_end(text: str, i: int) -> int:
     return n
 
 
-def _unwrap(sql: str) -> str:
+def unwrap(sql: str) -> str:
     """Replace executable comments by their content, leaving strings and other comments alone."""
     if "/*!" not in sql and "/*M!" not in sql:
         return sql
@@ -155,7 +156,8 @@ def _unwrap(sql: str) -> str:
     return "".join(out)
 
 
-class _NotUnderstood(Exception):
+class NotUnderstood(Exception):
+    """A statement sluice cannot replay exactly, with why; the catalog as far as it got, if any."""
     def __init__(self, message: str, catalog: Catalog | None = None) -> None:
         super().__init__(message)
         self.message = message
@@ -163,7 +165,8 @@ class _NotUnderstood(Exception):
 
 
 @dataclass(slots=True)
-class _Ctx:
+class Ctx:
+    """One statement being replayed: its text and tokens, the catalog, and the tables it touched."""
     catalog: Catalog
     default_db: str | None
     text: str = ""
@@ -188,23 +191,25 @@ class _Ctx:
         return self.text[self.toks[a].start:self.toks[b - 1].end + 1] if b > a else ""
 
     def touch(self, db: str, table: str) -> None:
+        """Record that the statement changes ``db.table`` (the first one names its database)."""
         if self.db is None or not self.tables:
             self.db = db
         self.tables.append((db, table))
 
 
-def _parse(text: str) -> Any:
-    with _quiet():
-        stmts = [s for s in _DIALECT.parse(text) if s is not None]
+def parse_statement(text: str) -> Any:
+    """The one statement sqlglot reads in ``text`` with sluice's dialect; ``NotUnderstood`` otherwise."""
+    with quiet():
+        stmts = [s for s in DIALECT.parse(text) if s is not None]
     if len(stmts) != 1:
-        raise _NotUnderstood(f"expected one statement, sqlglot reads {len(stmts)}")
+        raise NotUnderstood(f"expected one statement, sqlglot reads {len(stmts)}")
     stmt = stmts[0]
     if isinstance(stmt, exp.Command):
-        raise _NotUnderstood(f"sqlglot cannot read {str(stmt.this).upper()} {str(stmt.expression)[:80]!r}")
+        raise NotUnderstood(f"sqlglot cannot read {str(stmt.this).upper()} {str(stmt.expression)[:80]!r}")
     return stmt
 
 
-def _groups(toks: list[Token], a: int, b: int) -> list[tuple[int, int]]:
+def paren_groups(toks: list[Token], a: int, b: int) -> list[tuple[int, int]]:
     """Token ranges between the top-level commas of toks[a:b]."""
     out, depth, start = [], 0, a
     for i in range(a, b):
@@ -221,7 +226,7 @@ def _groups(toks: list[Token], a: int, b: int) -> list[tuple[int, int]]:
     return out
 
 
-def _top_level_cut(ctx: _Ctx, a: int, stops: tuple[str, ...]) -> int:
+def top_level_cut(ctx: Ctx, a: int, stops: tuple[str, ...]) -> int:
     """Index of the first top-level token (or pair of tokens) from ``stops`` at or after a (len(toks)
     if none); the tokenizer reads some pairs as one token ("PARTITION BY")."""
     depth = 0
@@ -242,37 +247,38 @@ _PUNCT = frozenset({TokenType.COMMA, TokenType.L_PAREN, TokenType.R_PAREN, Token
                     TokenType.STRING, TokenType.NUMBER, TokenType.EQ})
 
 
-def _if_exists(ctx: _Ctx, i: int) -> tuple[bool, int]:
+def if_exists(ctx: Ctx, i: int) -> tuple[bool, int]:
     """Whether ``IF EXISTS`` or ``IF NOT EXISTS`` is at token i, and the index after it."""
     if ctx.word(i) != "IF":
         return False, i
     words = 3 if ctx.word(i + 1) == "NOT" else 2
     if ctx.word(i + words - 1) != "EXISTS":
-        raise _NotUnderstood("IF without EXISTS")
+        raise NotUnderstood("IF without EXISTS")
     return True, i + words
 
 
-def _read_name(ctx: _Ctx, i: int) -> tuple[str, str, int]:
+def read_name(ctx: Ctx, i: int) -> tuple[str, str, int]:
     """A (possibly qualified) table name starting at token i: (db, table, index after it)."""
     toks = ctx.toks
     if i >= len(toks) or toks[i].token_type in _PUNCT:
-        raise _NotUnderstood("expected a table name")
+        raise NotUnderstood("expected a table name")
     first = toks[i].text
     if i + 1 < len(toks) and toks[i + 1].token_type == TokenType.DOT:
         if i + 2 >= len(toks) or toks[i + 2].token_type in _PUNCT:
-            raise _NotUnderstood(f"expected a table name after `{first}`.")
+            raise NotUnderstood(f"expected a table name after `{first}`.")
         return first, toks[i + 2].text, i + 3
     return _need_db(ctx, first), first, i + 1
 
 
-def _need_db(ctx: _Ctx, table: str, db: str | None = None) -> str:
+def _need_db(ctx: Ctx, table: str, db: str | None = None) -> str:
     db = db or ctx.default_db
     if not db:
-        raise _NotUnderstood(f"`{table}` names no database and the event has no default database")
+        raise NotUnderstood(f"`{table}` names no database and the event has no default database")
     return db
 
 
-def _name(ctx: _Ctx, node: Any) -> tuple[str, str]:
+def object_name(ctx: Ctx, node: Any) -> tuple[str, str]:
+    """``(db, table)`` of a table node, the statement's default database filling a missing one."""
     if not isinstance(node, exp.Table) or not node.name:
-        raise _NotUnderstood("expected a table name")
+        raise NotUnderstood("expected a table name")
     return _need_db(ctx, node.name, node.db or None), node.name

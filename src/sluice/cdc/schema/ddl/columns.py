@@ -1,7 +1,7 @@
 """Column definitions of DDL as ``ColumnDef``s: types, lengths, character sets and keys.
 
 Character sets cascade column <- table <- database <- server (``Catalog``); MariaDB's JSON is a
-LONGTEXT with a JSON check. ``_converted`` is a character column after CONVERT TO CHARACTER SET.
+LONGTEXT with a JSON check. ``converted`` is a character column after CONVERT TO CHARACTER SET.
 """
 
 from __future__ import annotations
@@ -13,12 +13,12 @@ from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
 from sluice.cdc.schema.catalog import Catalog
-from sluice.cdc.schema.ddl_text import (
-    _GEOMCOLLECTION,
-    _MULTIPOINT,
-    _UFLOAT,
-    _NotUnderstood,
-    _parse,
+from sluice.cdc.schema.ddl.text import (
+    GEOMCOLLECTION,
+    MULTIPOINT,
+    UFLOAT,
+    NotUnderstood,
+    parse_statement,
 )
 from sluice.cdc.schema.model import ColumnDef, TableSchema
 from sluice.cdc.schema.typemap import (
@@ -42,7 +42,7 @@ _TYPES: dict[str, tuple[str, bool]] = {
     **{"U" + k: (v, True) for k, v in _INTS.items()},
     "BOOLEAN": ("tinyint", False), "SERIAL": ("bigint", True),
     "DECIMAL": ("decimal", False), "UDECIMAL": ("decimal", True), "FLOAT": ("float", False),
-    _UFLOAT.name: ("float", True), "DOUBLE": ("double", False), "UDOUBLE": ("double", True), "BIT": ("bit", False),
+    UFLOAT.name: ("float", True), "DOUBLE": ("double", False), "UDOUBLE": ("double", True), "BIT": ("bit", False),
     "DATE": ("date", False), "TIME": ("time", False), "DATETIME": ("datetime", False),
     "TIMESTAMP": ("timestamp", False), "TIMESTAMPTZ": ("timestamp", False), "TIMESTAMPLTZ": ("timestamp", False),
     "YEAR": ("year", False), "CHAR": ("char", False), "NCHAR": ("char", False), "VARCHAR": ("varchar", False),
@@ -50,8 +50,8 @@ _TYPES: dict[str, tuple[str, bool]] = {
     **{k.upper(): (k, False) for k in (*TEXT_TYPES, *BLOB_TYPES)},
     "JSON": ("json", False), "ENUM": ("enum", False), "SET": ("set", False), "GEOMETRY": ("geometry", False),
     "POINT": ("point", False), "LINESTRING": ("linestring", False), "POLYGON": ("polygon", False),
-    _MULTIPOINT.name: ("multipoint", False), "MULTILINESTRING": ("multilinestring", False),
-    "MULTIPOLYGON": ("multipolygon", False), _GEOMCOLLECTION.name: ("geometrycollection", False),
+    MULTIPOINT.name: ("multipoint", False), "MULTILINESTRING": ("multilinestring", False),
+    "MULTIPOLYGON": ("multipolygon", False), GEOMCOLLECTION.name: ("geometrycollection", False),
     "VECTOR": ("vector", False), "UUID": ("uuid", False), "IPV4": ("inet4", False), "IPV6": ("inet6", False),
 }
 _BLOB_OF_TEXT = dict(zip(TEXT_TYPES, BLOB_TYPES, strict=True))
@@ -65,7 +65,7 @@ def _int_param(p: Any, what: str) -> int:
             return int(p.this)
         except ValueError:
             pass
-    raise _NotUnderstood(f"{what}: expected a whole number, found {p.sql() if isinstance(p, exp.Expr) else p!r}")
+    raise NotUnderstood(f"{what}: expected a whole number, found {p.sql() if isinstance(p, exp.Expr) else p!r}")
 
 
 def _member(p: Any, what: str) -> str:
@@ -73,10 +73,10 @@ def _member(p: Any, what: str) -> str:
         p = p.expression
     if isinstance(p, exp.Literal) and p.is_string:
         return str(p.this)
-    raise _NotUnderstood(f"{what}: expected a quoted member, found {p.sql() if isinstance(p, exp.Expr) else p!r}")
+    raise NotUnderstood(f"{what}: expected a quoted member, found {p.sql() if isinstance(p, exp.Expr) else p!r}")
 
 
-def _server_defaults(catalog: Catalog) -> tuple[str | None, str | None]:
+def server_defaults(catalog: Catalog) -> tuple[str | None, str | None]:
     """The server's character set and collation as the binlog or the server told them, else
     (None, None): a flavor's compiled-in default is no evidence of what a server was set to."""
     if catalog.server_charset is not None:
@@ -84,7 +84,7 @@ def _server_defaults(catalog: Catalog) -> tuple[str | None, str | None]:
     return None, None
 
 
-def _db_defaults(catalog: Catalog, db: str) -> tuple[str | None, str | None]:
+def db_defaults(catalog: Catalog, db: str) -> tuple[str | None, str | None]:
     """A database's defaults when sluice saw them (read from the server, or its CREATE / ALTER
     DATABASE replayed), else (None, None): a database created before the binlog sluice reads may
     have any character set, so a column that inherits it has an unknown one."""
@@ -92,7 +92,7 @@ def _db_defaults(catalog: Catalog, db: str) -> tuple[str | None, str | None]:
     return (cs, catalog.database_collation(db)) if cs is not None else (None, None)
 
 
-def _pair(catalog: Catalog, cs: str | None, coll: str | None,
+def name_pair(catalog: Catalog, cs: str | None, coll: str | None,
           fallback: tuple[str | None, str | None]) -> tuple[str | None, str | None]:
     """(charset, collation) from an explicit charset and/or collation, else the inherited pair.
 
@@ -110,16 +110,16 @@ def _pair(catalog: Catalog, cs: str | None, coll: str | None,
     return cs, coll
 
 
-def _column(node: exp.ColumnDef, table_cs: str | None, table_coll: str | None,
+def column_def(node: exp.ColumnDef, table_cs: str | None, table_coll: str | None,
             catalog: Catalog) -> tuple[ColumnDef, bool]:
     """The ColumnDef of a column definition and whether it declares itself the PRIMARY KEY."""
     name = node.name
     kind = node.args.get("kind")
     if not isinstance(kind, exp.DataType):
-        raise _NotUnderstood(f"column `{name}` has no data type sluice can read")
+        raise NotUnderstood(f"column `{name}` has no data type sluice can read")
     dtype = kind.this.name if hasattr(kind.this, "name") else str(kind.this)
     if dtype not in _TYPES:
-        raise _NotUnderstood(f"column `{name}`: type {kind.sql(dialect='mysql')} is not one sluice models")
+        raise NotUnderstood(f"column `{name}`: type {kind.sql(dialect='mysql')} is not one sluice models")
     dt, unsigned = _TYPES[dtype]
     params = list(kind.expressions or [])
     what = f"column `{name}`"
@@ -155,7 +155,7 @@ def _column(node: exp.ColumnDef, table_cs: str | None, table_coll: str | None,
         length = _int_param(params[0], what) if params else 1
     elif dt in ("varchar", "varbinary"):
         if not params:
-            raise _NotUnderstood(f"{what}: {dt} needs a length")
+            raise NotUnderstood(f"{what}: {dt} needs a length")
         length = _int_param(params[0], what)
     elif dt in ("time", "datetime", "timestamp"):
         fsp = _int_param(params[0], what) if params else 0
@@ -171,7 +171,7 @@ def _column(node: exp.ColumnDef, table_cs: str | None, table_coll: str | None,
         if cs is None and coll is None:
             cs, coll = table_cs, table_coll
         else:
-            cs, coll = _pair(catalog, cs, coll, (table_cs, table_coll))
+            cs, coll = name_pair(catalog, cs, coll, (table_cs, table_coll))
         if binary_attr and cs is not None and cs != "binary":
             coll = f"{cs}_bin"
         if cs == "binary":
@@ -195,18 +195,18 @@ def enum_members(column_type: str) -> tuple[str, ...]:
     """The members of an ``enum(...)`` / ``set(...)`` type as ``information_schema.COLUMNS.COLUMN_TYPE``
     writes it (quotes doubled, backslashes escaped), read by the same parser as DDL."""
     try:
-        stmt = _parse(f"CREATE TABLE `_` (`_` {column_type})")
+        stmt = parse_statement(f"CREATE TABLE `_` (`_` {column_type})")
         kind = stmt.this.expressions[0].args["kind"]
         return tuple(_member(p, "COLUMN_TYPE") for p in kind.expressions)
-    except (_NotUnderstood, SqlglotError, AttributeError, IndexError, KeyError) as exc:
+    except (NotUnderstood, SqlglotError, AttributeError, IndexError, KeyError) as exc:
         raise SchemaError(f"cannot read the members of the column type {column_type[:200]!r}: {exc}") from None
 
 
-def _primary_key_of(node: Any) -> list[str] | None:
+def primary_key_of(node: Any) -> list[str] | None:
     """Column names of a PRIMARY KEY table constraint, or None if the node is no primary key."""
     if isinstance(node, exp.Constraint):
         for e in node.expressions:
-            keys = _primary_key_of(e)
+            keys = primary_key_of(e)
             if keys is not None:
                 return keys
         return None
@@ -217,33 +217,35 @@ def _primary_key_of(node: Any) -> list[str] | None:
         while isinstance(part, (exp.Ordered, exp.ColumnPrefix)):
             part = part.this
         if not isinstance(part, (exp.Identifier, exp.Column)) or not part.name:
-            raise _NotUnderstood("a PRIMARY KEY part that is not a column")
+            raise NotUnderstood("a PRIMARY KEY part that is not a column")
         names.append(part.name)
     return names
 
 
-def _with_pk(table: TableSchema, names: list[str]) -> TableSchema:
+def with_pk(table: TableSchema, names: list[str]) -> TableSchema:
     """``table`` with this primary key; its columns become NOT NULL, as the server makes them."""
     cols = list(table.columns)
     pk = []
     for n in names:
         i = table.index_of(n)
         if i is None:
-            raise _NotUnderstood(f"the PRIMARY KEY names `{n}`, which {table.db}.{table.name} does not have")
+            raise NotUnderstood(f"the PRIMARY KEY names `{n}`, which {table.db}.{table.name} does not have")
         cols[i] = replace(cols[i], nullable=False)
         pk.append(cols[i].name)
     return replace(table, columns=tuple(cols), primary_key=tuple(pk))
 
 
-def _unique_names(db: str, name: str, cols: list[ColumnDef]) -> None:
+def unique_names(db: str, name: str, cols: list[ColumnDef]) -> None:
+    """Refuse a table that would have two columns of one name (names compare case-insensitively)."""
     seen = set()
     for c in cols:
         if c.name.lower() in seen:
-            raise _NotUnderstood(f"{db}.{name} would have two columns named `{c.name}`")
+            raise NotUnderstood(f"{db}.{name} would have two columns named `{c.name}`")
         seen.add(c.name.lower())
 
 
-def _table_options(props: list[Any]) -> tuple[str | None, str | None]:
+def table_options(props: list[Any]) -> tuple[str | None, str | None]:
+    """A table's own character set and collation from its options, None where it names none."""
     cs = coll = None
     for p in props:
         if isinstance(p, exp.CharacterSetProperty):
@@ -253,7 +255,7 @@ def _table_options(props: list[Any]) -> tuple[str | None, str | None]:
     return cs, coll
 
 
-def _converted(c: ColumnDef, cs: str, coll: str | None) -> ColumnDef:
+def converted(c: ColumnDef, cs: str, coll: str | None) -> ColumnDef:
     """A character column after CONVERT TO CHARACTER SET: TEXT types grow to hold as many characters."""
     if c.data_type not in CHARACTER_TYPES or c.charset == "binary":
         return c

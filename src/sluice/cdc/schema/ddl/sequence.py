@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from sluice.cdc.schema.catalog import Catalog
-from sluice.cdc.schema.ddl_text import _Ctx, _if_exists, _NotUnderstood, _read_name
+from sluice.cdc.schema.ddl.text import Ctx, NotUnderstood, if_exists, read_name
 from sluice.cdc.schema.model import ColumnDef, TableSchema
 
 _VALUE_COLUMNS = ("next_not_cached_value", "minimum_value", "maximum_value", "start_value")
@@ -31,11 +31,11 @@ def sequence_columns(data_type: str = "bigint", unsigned: bool = False) -> tuple
             ColumnDef("cycle_count", "bigint", nullable=False))
 
 
-def create_sequence(ctx: _Ctx, k: int) -> Catalog:
+def create_sequence(ctx: Ctx, k: int) -> Catalog:
     """``CREATE [OR REPLACE] SEQUENCE [IF NOT EXISTS] name [AS type] ...``."""
     ctx.kind = "create_table"
-    exists, i = _if_exists(ctx, k + 1)
-    db, name, i = _read_name(ctx, i)
+    exists, i = if_exists(ctx, k + 1)
+    db, name, i = read_name(ctx, i)
     ctx.touch(db, name)
     if exists and ctx.catalog.get(db, name) is not None:
         return ctx.catalog
@@ -43,11 +43,11 @@ def create_sequence(ctx: _Ctx, k: int) -> Catalog:
     return ctx.catalog.with_table(TableSchema(db, name, sequence_columns(data_type, unsigned)))
 
 
-def alter_sequence(ctx: _Ctx, k: int) -> Catalog:
+def alter_sequence(ctx: Ctx, k: int) -> Catalog:
     """``ALTER SEQUENCE [IF EXISTS] name ...``: only ``AS type`` changes its columns."""
     ctx.kind = "alter_table"
-    _, i = _if_exists(ctx, k + 1)
-    db, name, i = _read_name(ctx, i)
+    _, i = if_exists(ctx, k + 1)
+    db, name, i = read_name(ctx, i)
     ctx.touch(db, name)
     value_type = _value_type(ctx, i)
     sequence = ctx.catalog.get(db, name)
@@ -56,13 +56,13 @@ def alter_sequence(ctx: _Ctx, k: int) -> Catalog:
     return ctx.catalog.with_table(replace(sequence, columns=sequence_columns(*value_type)))
 
 
-def drop_sequence(ctx: _Ctx, k: int) -> Catalog:
+def drop_sequence(ctx: Ctx, k: int) -> Catalog:
     """``DROP SEQUENCE [IF EXISTS] name [, name ...]``."""
     ctx.kind = "drop_table"
-    _, i = _if_exists(ctx, k + 1)
+    _, i = if_exists(ctx, k + 1)
     catalog = ctx.catalog
     while True:
-        db, name, i = _read_name(ctx, i)
+        db, name, i = read_name(ctx, i)
         ctx.touch(db, name)
         catalog = catalog.without_table(db, name)
         if i >= len(ctx.toks) or ctx.toks[i].text != ",":
@@ -70,11 +70,11 @@ def drop_sequence(ctx: _Ctx, k: int) -> Catalog:
         i += 1
 
 
-def _value_type(ctx: _Ctx, i: int) -> tuple[str, bool] | None:
+def _value_type(ctx: Ctx, i: int) -> tuple[str, bool] | None:
     """The ``AS type [SIGNED | UNSIGNED]`` at token ``i``, if there is one."""
     if ctx.word(i) != "AS":
         return None
     data_type = _INT_TYPES.get(ctx.word(i + 1))
     if data_type is None:
-        raise _NotUnderstood(f"a sequence of type {ctx.toks[i + 1].text if i + 1 < len(ctx.toks) else ''!r}")
+        raise NotUnderstood(f"a sequence of type {ctx.toks[i + 1].text if i + 1 < len(ctx.toks) else ''!r}")
     return data_type, ctx.word(i + 2) == "UNSIGNED"

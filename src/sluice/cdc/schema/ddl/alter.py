@@ -15,25 +15,25 @@ from sqlglot import exp
 from sqlglot.tokens import TokenType
 
 from sluice.cdc.schema.catalog import Catalog
-from sluice.cdc.schema.ddl_columns import (
-    _column,
-    _converted,
-    _db_defaults,
-    _pair,
-    _primary_key_of,
-    _table_options,
-    _unique_names,
-    _with_pk,
+from sluice.cdc.schema.ddl.columns import (
+    column_def,
+    converted,
+    db_defaults,
+    name_pair,
+    primary_key_of,
+    table_options,
+    unique_names,
+    with_pk,
 )
-from sluice.cdc.schema.ddl_text import (
-    _Ctx,
-    _groups,
-    _if_exists,
-    _name,
-    _NotUnderstood,
-    _parse,
-    _read_name,
-    _top_level_cut,
+from sluice.cdc.schema.ddl.text import (
+    Ctx,
+    NotUnderstood,
+    if_exists,
+    object_name,
+    paren_groups,
+    parse_statement,
+    read_name,
+    top_level_cut,
 )
 from sluice.cdc.schema.lineage import ColumnOrigin, TableChange, column_fill
 from sluice.cdc.schema.model import ColumnDef, TableSchema
@@ -47,18 +47,19 @@ _NOOP_HEADS = frozenset({"DISABLE", "ENABLE", "DISCARD", "IMPORT", "FORCE", "ORD
                          "REORGANIZE", "EXCHANGE", "SECONDARY_LOAD", "SECONDARY_UNLOAD", "UPGRADE"})
 
 
-def _alter_table(ctx: _Ctx, k: int) -> Catalog:
+def alter_table(ctx: Ctx, k: int) -> Catalog:
+    """ALTER TABLE (at token ``k``) replayed on the catalog: the changed table and its lineage."""
     ctx.kind = "alter_table"
-    _, i = _if_exists(ctx, k + 1)
-    db, name, i = _read_name(ctx, i)
+    _, i = if_exists(ctx, k + 1)
+    db, name, i = read_name(ctx, i)
     ctx.touch(db, name)
     if ctx.word(i) == "NOWAIT":
         i += 1
     elif ctx.word(i) == "WAIT":
         i += 2
-    end = _top_level_cut(ctx, i, ("PARTITION BY", "REMOVE PARTITIONING"))
+    end = top_level_cut(ctx, i, ("PARTITION BY", "REMOVE PARTITIONING"))
     ops: list[tuple[Any, ...]] = []
-    for a, b in _groups(ctx.toks, i, end):
+    for a, b in paren_groups(ctx.toks, i, end):
         if ctx.word(a + 1) == "PARTITION" or (ctx.word(a) == "CONVERT" and ctx.word(a + 1) == "TABLE"):
             _partition_clause(ctx, db, name, a, b)
             break  # partition maintenance: the rest of the statement is about partitions too
@@ -69,7 +70,7 @@ def _alter_table(ctx: _Ctx, k: int) -> Catalog:
     if all(op[0] == "noop" for op in ops):
         return ctx.catalog
     if table is None:
-        raise _NotUnderstood(f"ALTER TABLE of {db}.{name}, a table the schema history does not know")
+        raise NotUnderstood(f"ALTER TABLE of {db}.{name}, a table the schema history does not know")
     new, origins = _apply_alter(ctx, table, ops)
     ctx.changes.append(TableChange((db, name), (new.db, new.name), origins))
     catalog = ctx.catalog
@@ -79,7 +80,7 @@ def _alter_table(ctx: _Ctx, k: int) -> Catalog:
     return catalog.with_table(new)
 
 
-def _partition_clause(ctx: _Ctx, db: str, name: str, a: int, b: int) -> None:
+def _partition_clause(ctx: Ctx, db: str, name: str, a: int, b: int) -> None:
     """A partition clause that moves rows with no row event: DROP, TRUNCATE, IMPORT PARTITION;
     EXCHANGE PARTITION p WITH TABLE t (both tables); MariaDB's CONVERT PARTITION p TO TABLE t (a new
     table with the partitioned one's definition) and CONVERT TABLE t TO PARTITION p (t is gone).
@@ -90,52 +91,52 @@ def _partition_clause(ctx: _Ctx, db: str, name: str, a: int, b: int) -> None:
     ctx.rows_replaced.append((db, name))
     words = [ctx.word(k) for k in range(a, b)]
     if head == "EXCHANGE" and "WITH" in words and words[words.index("WITH") + 1:][:1] == ["TABLE"]:
-        other_db, other, _ = _read_name(ctx, a + words.index("WITH") + 2)
+        other_db, other, _ = read_name(ctx, a + words.index("WITH") + 2)
         ctx.touch(other_db, other)
         ctx.rows_replaced.append((other_db, other))
     elif head == "CONVERT" and ctx.word(a + 1) == "TABLE":  # CONVERT TABLE t TO PARTITION p ...
-        other_db, other, _ = _read_name(ctx, a + 2)
+        other_db, other, _ = read_name(ctx, a + 2)
         ctx.touch(other_db, other)
         ctx.catalog = ctx.catalog.without_table(other_db, other)
     elif head == "CONVERT" and "TO" in words and words[words.index("TO") + 1:][:1] == ["TABLE"]:
-        other_db, other, _ = _read_name(ctx, a + words.index("TO") + 2)
+        other_db, other, _ = read_name(ctx, a + words.index("TO") + 2)
         table = ctx.catalog.get(db, name)
         if table is None:
-            raise _NotUnderstood(f"CONVERT PARTITION of {db}.{name}, a table the schema history does not know")
+            raise NotUnderstood(f"CONVERT PARTITION of {db}.{name}, a table the schema history does not know")
         ctx.touch(other_db, other)
         ctx.catalog = ctx.catalog.with_table(replace(table, db=other_db, name=other))
         ctx.rows_replaced.append((other_db, other))
 
 
-def _alter_clause(ctx: _Ctx, a: int, b: int) -> list[tuple[Any, ...]]:
+def _alter_clause(ctx: Ctx, a: int, b: int) -> list[tuple[Any, ...]]:
     w0, w1 = ctx.word(a), ctx.word(a + 1)
     if w0 in _NOOP_HEADS:
         return [("noop",)]
     if w0 == "ADD":
         p = a + 2 if w1 == "COLUMN" else a + 1
         if p < b and ctx.toks[p].token_type == TokenType.L_PAREN and ctx.toks[b - 1].token_type == TokenType.R_PAREN:
-            stmt = _parse(f"CREATE TABLE `_` ({ctx.span(p + 1, b - 1)})")
+            stmt = parse_statement(f"CREATE TABLE `_` ({ctx.span(p + 1, b - 1)})")
             out: list[tuple[Any, ...]] = []
             for node in stmt.this.expressions:
-                keys = _primary_key_of(node)
+                keys = primary_key_of(node)
                 out.append(("add", node, None, False) if isinstance(node, exp.ColumnDef)
                            else ("noop",) if keys is None else ("add_pk", keys))
             return out
     if w0 == "CONVERT" and w1 == "TO":
-        stmt = _parse(f"ALTER TABLE `_` DEFAULT {ctx.span(a + 2, b)}")
-        cs, coll = _table_options(list(stmt.args.get("options") or []))
+        stmt = parse_statement(f"ALTER TABLE `_` DEFAULT {ctx.span(a + 2, b)}")
+        cs, coll = table_options(list(stmt.args.get("options") or []))
         if cs is None:
-            raise _NotUnderstood(f"cannot read {ctx.span(a, b)!r}")
+            raise NotUnderstood(f"cannot read {ctx.span(a, b)!r}")
         return [("convert", cs, coll)]
     if w0 == "RENAME" and w1 not in ("COLUMN", "INDEX", "KEY"):
         p = a + 2 if w1 in ("TO", "AS") else a + 1
-        db, name, p = _read_name(ctx, p)
+        db, name, p = read_name(ctx, p)
         if p != b:
-            raise _NotUnderstood(f"cannot read {ctx.span(a, b)!r}")
+            raise NotUnderstood(f"cannot read {ctx.span(a, b)!r}")
         return [("rename", db, name)]
-    stmt = _parse(f"ALTER TABLE `_` {ctx.span(a, b)}")
+    stmt = parse_statement(f"ALTER TABLE `_` {ctx.span(a, b)}")
     if not isinstance(stmt, exp.Alter):
-        raise _NotUnderstood(f"cannot read the ALTER TABLE clause {ctx.span(a, b)!r}")
+        raise NotUnderstood(f"cannot read the ALTER TABLE clause {ctx.span(a, b)!r}")
     ops = []
     for x in stmt.args.get("actions") or []:
         ops += _action(ctx, x)
@@ -159,7 +160,7 @@ def _position(node: exp.ColumnDef) -> tuple[str, str | None] | None:
     return ("AFTER", pos.this.name if pos.this is not None else "")
 
 
-def _action(ctx: _Ctx, x: Any) -> list[tuple[Any, ...]]:
+def _action(ctx: Ctx, x: Any) -> list[tuple[Any, ...]]:
     if isinstance(x, exp.ColumnDef):
         return [("add", x, _position(x), bool(x.args.get("exists")))]
     if isinstance(x, exp.Drop):
@@ -174,36 +175,36 @@ def _action(ctx: _Ctx, x: Any) -> list[tuple[Any, ...]]:
     elif isinstance(x, exp.RenameColumn):
         return [("rename_col", x.this.name, x.args["to"].name)]
     elif isinstance(x, exp.AlterRename):
-        return [("rename", *_name(ctx, x.this))]
+        return [("rename", *object_name(ctx, x.this))]
     elif isinstance(x, exp.AddConstraint):
         out: list[tuple[Any, ...]] = []
         for e in x.expressions:
-            keys = _primary_key_of(e)
+            keys = primary_key_of(e)
             out.append(("noop",) if keys is None else ("add_pk", keys))
         return out
     elif isinstance(x, exp.DropPrimaryKey):
         return [("drop_pk",)]
     elif isinstance(x, exp.AlterColumn):
         if x.args.get("dtype") is not None:
-            raise _NotUnderstood(f"ALTER COLUMN {x.this.name} ... TYPE is not MySQL syntax")
+            raise NotUnderstood(f"ALTER COLUMN {x.this.name} ... TYPE is not MySQL syntax")
         visible = x.args.get("visible")
         return [("visible", x.this.name, str(visible).upper() == "VISIBLE")] if visible else [("noop",)]
     elif isinstance(x, (exp.RenameIndex, exp.AlterIndex, exp.ForceProperty)):
         return [("noop",)]
     sql = x.sql(dialect="mysql") if isinstance(x, exp.Expr) else repr(x)
-    raise _NotUnderstood(f"the ALTER TABLE clause {sql[:80]!r} is not one sluice models")
+    raise NotUnderstood(f"the ALTER TABLE clause {sql[:80]!r} is not one sluice models")
 
 
-def _apply_alter(ctx: _Ctx, table: TableSchema,
+def _apply_alter(ctx: Ctx, table: TableSchema,
                  ops: list[tuple[Any, ...]]) -> tuple[TableSchema, tuple[ColumnOrigin, ...]]:
     cs, coll, convert = _alter_charset(ctx.catalog, table, ops)
     edits = _ColumnEdits(table, cs, coll, ctx.catalog)
     for op in ops:
         edits.apply(op)
     columns, origin = edits.layout(convert)
-    _unique_names(edits.db, edits.name, columns)
+    unique_names(edits.db, edits.name, columns)
     new = TableSchema(edits.db, edits.name, tuple(columns), (), cs, coll)
-    return _with_pk(new, edits.primary_key(table)), tuple(origin[id(c)] for c in columns)
+    return with_pk(new, edits.primary_key(table)), tuple(origin[id(c)] for c in columns)
 
 
 def _alter_charset(catalog: Any, table: TableSchema,
@@ -214,16 +215,16 @@ def _alter_charset(catalog: Any, table: TableSchema,
     new_cs = new_coll = None
     for op in ops:
         if op[0] in ("charset", "convert"):
-            new_cs = op[1] if op[1] != "default" else _db_defaults(catalog, table.db)[0]
+            new_cs = op[1] if op[1] != "default" else db_defaults(catalog, table.db)[0]
             if new_cs is None:
-                raise _NotUnderstood(f"CHARACTER SET DEFAULT: the default character set of the database "
+                raise NotUnderstood(f"CHARACTER SET DEFAULT: the default character set of the database "
                                      f"{table.db} is not known (its CREATE DATABASE is not in the binlog read)")
             new_coll = op[2] if op[0] == "convert" else None
             convert = convert or op[0] == "convert"
         elif op[0] == "collate":
             new_coll = op[1]
     if new_cs is not None or new_coll is not None:
-        cs, coll = _pair(catalog, new_cs, new_coll, (cs, coll))
+        cs, coll = name_pair(catalog, new_cs, new_coll, (cs, coll))
     return cs, coll, convert
 
 
@@ -243,7 +244,7 @@ class _ColumnEdits:
     def _need(self, column: str) -> str:
         low = column.lower()
         if low not in self.old or low in self.drops:
-            raise _NotUnderstood(f"{self.db}.{self.name} has no column `{column}`")
+            raise NotUnderstood(f"{self.db}.{self.name} has no column `{column}`")
         return low
 
     def _current(self, low: str) -> ColumnDef:
@@ -252,7 +253,7 @@ class _ColumnEdits:
     def apply(self, op: tuple[Any, ...]) -> None:
         tag, old, changed = op[0], self.old, self.changed
         if tag == "add":
-            col, inline_pk = _column(op[1], self.cs, self.coll, self.catalog)
+            col, inline_pk = column_def(op[1], self.cs, self.coll, self.catalog)
             low = col.name.lower()
             if op[3] and (low in old or any(e["col"].name.lower() == low for e in self.entries)):
                 return  # ADD COLUMN IF NOT EXISTS of a column that exists
@@ -268,7 +269,7 @@ class _ColumnEdits:
             self.drops.add(low)
         elif tag == "change":
             low = self._need(op[1])
-            col, inline_pk = _column(op[2], self.cs, self.coll, self.catalog)
+            col, inline_pk = column_def(op[2], self.cs, self.coll, self.catalog)
             if low in changed:
                 self.entries.remove(changed[low])
             changed[low] = {"col": col, "pos": op[3], "source": old[low].name}
@@ -301,7 +302,7 @@ class _ColumnEdits:
                 continue
             entry = self.changed.get(low)
             if entry is None:
-                columns.append(_converted(c, self.cs, self.coll) if convert and self.cs is not None else c)
+                columns.append(converted(c, self.cs, self.coll) if convert and self.cs is not None else c)
                 origin[id(columns[-1])] = ColumnOrigin(columns[-1].name, c.name)
             elif entry["pos"] is None:
                 columns.append(entry["col"])
@@ -320,7 +321,7 @@ class _ColumnEdits:
             else:
                 after = next((i for i, c in enumerate(columns) if c.name.lower() == (pos[1] or "").lower()), None)
                 if after is None:
-                    raise _NotUnderstood(f"{self.db}.{self.name}: AFTER `{pos[1]}` names no column of the new layout")
+                    raise NotUnderstood(f"{self.db}.{self.name}: AFTER `{pos[1]}` names no column of the new layout")
                 columns.insert(after + 1, entry["col"])
         return columns, origin
 
