@@ -33,6 +33,7 @@ import os
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
+import hypothesis
 import pytest
 
 from sluice.sandbox.s3 import S3Sandbox
@@ -45,6 +46,12 @@ def kills(default: int) -> int:
     """How many times a kill-and-restart suite kills (``SLUICE_TEST_KILLS``, else its ``default``)."""
     text = os.environ.get("SLUICE_TEST_KILLS", "").strip()
     return int(text) if text.isdigit() and int(text) > 0 else default
+
+
+# A property test checks what a value is, never how long it took: hypothesis' per-example deadline
+# (200 ms) fails a correct test on a loaded machine, so it is off; speed is measured in bench/.
+hypothesis.settings.register_profile("sluice", deadline=None)
+hypothesis.settings.load_profile("sluice")
 
 
 def examples(full: int) -> int:
