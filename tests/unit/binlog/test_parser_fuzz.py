@@ -14,14 +14,14 @@ from sluice.binlog.decoders.registry import DECODERS
 from sluice.binlog.parser import EventParser, ParserConfig
 from sluice.errors import SluiceError
 from tests.conftest import examples
-from tests.unit.binlog.test_events import (
+from tests.unit.binlog.decoders.test_events import (
     FAMILIES,
     SIMPLE_TM,
     event,
     fde,
     stub_plan_for,
 )
-from tests.unit.binlog.test_events_rows import full_table_map, payload_body, rows_v2
+from tests.unit.binlog.decoders.test_events_rows import full_table_map, payload_body, rows_v2
 
 pytestmark = pytest.mark.unit
 

@@ -14,7 +14,7 @@ from sluice.binlog.constants import EventType as E
 from sluice.binlog.position import Checkpoint
 from sluice.cdc.capture import CaptureConfig, ChangeCapture
 from sluice.errors import DataLossError
-from tests.unit.binlog.test_events import event, fde
+from tests.unit.binlog.decoders.test_events import event, fde
 
 pytestmark = pytest.mark.unit
 

@@ -14,7 +14,7 @@ from sluice.cdc.schema import Catalog, apply_ddl
 from sluice.dsn import ConnectionConfig, flavor_of, parse_dsn
 from sluice.io.connection import Connection
 from sluice.wire.handshake import parse_handshake
-from tests.unit.binlog.test_events import fde
+from tests.unit.binlog.decoders.test_events import fde
 from tests.unit.wire.test_handshake import MARIADB_10_11_GREETING, MYSQL_9_GREETING, _payload
 
 pytestmark = pytest.mark.unit

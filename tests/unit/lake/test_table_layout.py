@@ -69,7 +69,7 @@ SERVER = {
 }
 # The versioned workload creates and alters its tables inside its own file, so no one catalog fits
 # all its TABLE_MAPs; the tracker checks each of them against the DDL replayed up to it as ``sluice
-# dump`` reads the file (tests/unit/commands/test_golden.py, tests/unit/cdc/schema/test_versioned.py).
+# dump`` reads the file (tests/unit/commands/test_golden.py, tests/unit/spark/test_versioned.py).
 GOLDEN = sorted(p.name for p in DATA.glob("*.binlog") if not p.name.endswith("-versioned.binlog"))
 
 

@@ -321,7 +321,7 @@ def test_the_history_names_each_ddl_by_its_own_transactions_gtid(tmp_path: Path)
     from sluice.binlog.constants import EventType as E
     from sluice.binlog.position import Checkpoint
     from sluice.cdc.capture import CaptureConfig, ChangeCapture
-    from tests.unit.binlog.test_events import SID, event, fde, query_body
+    from tests.unit.binlog.decoders.test_events import SID, event, fde, query_body
 
     def gtid(gno: int) -> bytes:
         body = b"\x01" + SID.bytes + struct.pack("<Q", gno) + b"\x02" + struct.pack("<QQ", 0, 1)

@@ -39,12 +39,12 @@ from sluice.binlog.position import Checkpoint
 from sluice.cdc.capture import CaptureConfig, ChangeCapture
 from sluice.errors import MalformedEventError
 from sluice.io.binlog_file import BINLOG_MAGIC, iter_raw_spans
-from tests.unit.binlog.test_events import SID, SIMPLE_TM, event, packed, query_body, stub_plan_for
-from tests.unit.binlog.test_events_rows import TID, rows_v2
+from tests.unit.binlog.decoders.test_events import SID, SIMPLE_TM, event, packed, query_body, stub_plan_for
+from tests.unit.binlog.decoders.test_events_rows import TID, rows_v2
 
 pytestmark = pytest.mark.unit
 
-GOLDEN_9X = Path(__file__).resolve().parents[2] / "data" / "mysql-matrix.binlog"
+GOLDEN_9X = Path(__file__).resolve().parents[3] / "data" / "mysql-matrix.binlog"
 
 # -- FORMAT_DESCRIPTION ---------------------------------------------------------------------------
 

@@ -13,7 +13,7 @@ from sluice.binlog import events as ev
 from sluice.binlog.constants import ColumnType as T
 from sluice.binlog.constants import EventType as E
 from sluice.errors import ChecksumMismatchError, MalformedEventError
-from tests.unit.binlog.test_events import (
+from tests.unit.binlog.decoders.test_events import (
     SIMPLE_TM,
     event,
     packed,

@@ -40,7 +40,7 @@ from tests.conftest import core_or_twin
 
 pytestmark = pytest.mark.unit
 
-DATA = Path(__file__).resolve().parents[3] / "data"
+DATA = Path(__file__).resolve().parents[2] / "data"
 VERSIONED = [DATA / "mariadb-versioned.binlog", DATA / "mariadb11-versioned.binlog"]
 OPS = [("insert", "vt"), ("insert", "vt"), ("update", "vt"), ("history", "vt"), ("update", "vt"), ("delete", "vt"),
        ("delete_history", "vt"), ("delete_history", "vt"), ("insert", "vx"), ("update", "vx"), ("history", "vx"),

@@ -15,8 +15,8 @@ from sluice.binlog.constants import EventType as E
 from sluice.binlog.parser import EventParser, ParserConfig
 from sluice.errors import ChecksumMismatchError, MalformedEventError, TruncatedError
 from sluice.io.binlog_file import BINLOG_MAGIC, BinlogFile, iter_events
-from tests.unit.binlog.test_events import SIMPLE_TM, event, fde, query_body, stub_plan_for
-from tests.unit.binlog.test_events_rows import rows_v2
+from tests.unit.binlog.decoders.test_events import SIMPLE_TM, event, fde, query_body, stub_plan_for
+from tests.unit.binlog.decoders.test_events_rows import rows_v2
 
 pytestmark = pytest.mark.unit
 
