@@ -23,9 +23,9 @@ from sluice.binlog.constants import ColumnType as T
 from sluice.binlog.constants import EventType as E
 from sluice.cdc.schema import Catalog, SchemaTracker, SessionCharsets
 from sluice.errors import SchemaError
-from tests.unit.binlog.encoders import image, prefixed
 from tests.unit.binlog.decoders.test_events import event, fde, query_body, table_map_body
 from tests.unit.binlog.decoders.test_events_rows import rows_v1
+from tests.unit.binlog.encoders import image, prefixed
 
 pytestmark = pytest.mark.unit
 

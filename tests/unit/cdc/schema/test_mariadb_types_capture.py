@@ -20,9 +20,9 @@ import pytest
 import sluice
 from sluice.binlog.constants import ColumnType as T
 from sluice.binlog.constants import EventType as E
-from tests.unit.binlog.encoders import char_meta, image, prefixed
 from tests.unit.binlog.decoders.test_events import event, fde, packed, query_body, table_map_body, tlv
 from tests.unit.binlog.decoders.test_events_rows import rows_v1
+from tests.unit.binlog.encoders import char_meta, image, prefixed
 from tests.unit.cdc.schema.test_charset_inference import status
 
 pytestmark = pytest.mark.unit
