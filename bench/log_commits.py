@@ -20,8 +20,8 @@ import time
 from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 
 from sluice.lake.changelog.schema import CHANGELOG_SCHEMA
+from sluice.lake.layout import open_lake
 from sluice.lake.maintenance.steps import COMMIT_LOG_CLEANUP
-from sluice.lake.storage import lake_store
 from sluice.sandbox.s3 import S3Sandbox
 
 BODY = b'{"commitInfo":{"timestamp":1795857294519,"operation":"WRITE","operationParameters":{"mode":"Append"}}}\n'
@@ -29,7 +29,7 @@ BODY = b'{"commitInfo":{"timestamp":1795857294519,"operation":"WRITE","operation
 
 def seconds_per_commit(uri: str, options: dict[str, str] | None, entries: int, cleanup: bool) -> float:
     write_deltalake(uri, CHANGELOG_SCHEMA.empty_table(), storage_options=options)
-    store = lake_store(uri, options or {})
+    store = open_lake(uri, options or {})
     for version in range(1, entries + 1):
         store.put(f"_delta_log/{version:020d}.json", BODY)
     dt = DeltaTable(uri, storage_options=options)

@@ -21,7 +21,7 @@ from collections.abc import Callable
 import pyarrow as pa
 from deltalake import DeltaTable, write_deltalake
 
-from sluice.lake.storage import lake_store
+from sluice.lake.layout import open_lake
 from sluice.sandbox.s3 import S3Sandbox
 
 
@@ -47,7 +47,7 @@ def main() -> int:
         uri = f"s3://{s3.bucket}/t"
         write_deltalake(uri, pa.table({"id": [0]}), storage_options=options)
         dt = DeltaTable(uri, storage_options=options)
-        filler = lake_store(f"s3://{s3.bucket}/other", options)
+        filler = open_lake(f"s3://{s3.bucket}/other", options)
         put = 0
         print(f"{'objects':>8} {'update, nothing new':>20} {'update, one new commit':>23}", flush=True)
         for size in sizes:

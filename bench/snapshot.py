@@ -120,7 +120,7 @@ def snapshot(box: Sandbox, rows: int, table: str) -> dict[str, object]:
 
 
 def phase(box: Sandbox, repeat: int, table: str) -> dict[str, float]:
-    from sluice.lake.storage import lake_store
+    from sluice.lake.layout import open_lake
     from sluice.spark.runtime.session import spark_session
     from sluice.spark.snapshot.runner import SnapshotRunner
 
@@ -132,7 +132,7 @@ def phase(box: Sandbox, repeat: int, table: str) -> dict[str, float]:
             lake = OUT / f"snapshot-phase-lake-{box.flavor}"
             shutil.rmtree(lake, ignore_errors=True)
             (lake / "_sluice").mkdir(parents=True)
-            runner = SnapshotRunner(spark, box.dsn("root"), lake_store(lake), f"bench-{run}",
+            runner = SnapshotRunner(spark, box.dsn("root"), open_lake(lake), f"bench-{run}",
                                     lambda d, t: (d, t) == ("bench", table),
                                     progress=lambda _text: None)
             started = time.perf_counter()

@@ -43,9 +43,9 @@ from deltalake import DeltaTable
 
 from sluice.dsn import parse_dsn
 from sluice.io.connection import Connection
+from sluice.lake.layout import Lake, open_lake
 from sluice.lake.mirror.pending import PendingChanges, mirror_bytes
 from sluice.lake.sink import DeltaLake
-from sluice.lake.storage import LakeStore, lake_store
 from sluice.sandbox.s3 import S3Sandbox
 from sluice.spark.pipeline.runner import Pipeline, PipelineConfig
 from sluice.spark.pipeline.upkeep import Upkeep
@@ -130,7 +130,7 @@ def load(dsn: str, rows: int, rate: int, stop: threading.Event, written: list[in
                 time.sleep(ahead)
 
 
-def lake_bytes(store: LakeStore) -> int:
+def lake_bytes(store: Lake) -> int:
     """Bytes of every object of the lake (Spark's checkpoint lives elsewhere)."""
     if not store.remote:
         return sum(p.stat().st_size for p in Path(store.uri).rglob("*") if p.is_file())
@@ -139,7 +139,7 @@ def lake_bytes(store: LakeStore) -> int:
     return sum(m["size"] for chunk in obstore.list(store._store()) for m in chunk)
 
 
-def sample(store: LakeStore) -> dict[str, Any]:
+def sample(store: Lake) -> dict[str, Any]:
     out: dict[str, Any] = {"at": time.time()}
     for table in TABLES:
         dt = DeltaTable(store.join("soak", table), storage_options=store.delta_options())
@@ -168,7 +168,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             uri, storage = f"s3://{s3.bucket}/soak", s3.storage_options()
         else:
             uri, storage = str(workdir / "lake"), {}
-        store = lake_store(uri, storage)
+        store = open_lake(uri, storage)
         config = PipelineConfig(source=box.dsn("repl"), lake=uri, tables=r"soak\..*", trigger="1s",
                                 snapshot="initial", storage=tuple(storage.items()),
                                 checkpoint_dir=str(workdir / "checkpoint"))

@@ -18,7 +18,7 @@ from sluice.dsn import parse_dsn
 from sluice.errors import ConfigError
 from sluice.io.connection import Connection
 from sluice.io.replication import server_binlog_status
-from sluice.lake.storage import lake_store
+from sluice.lake.layout import open_lake
 from sluice.sandbox.s3 import S3Sandbox
 from sluice.spark.pipeline.runner import Pipeline, PipelineConfig
 from tests.conftest import binlog_row_metadata
@@ -91,7 +91,7 @@ def _through_every_schema_change(server: Any, s3_server: S3Sandbox, tmp_path: An
         arrived = {r["id"]: r["v"] for r in _mirror(f"{lake}/{db}/arrived", options)}
         assert arrived == {int(i): int(v) for i, v in _rows(conn, f"SELECT id, v FROM {db}.arrived")}
         assert [r["id"] for r in _mirror(f"{lake}/{db}/emptied", options)] == [100]
-        store = lake_store(lake, options)
+        store = open_lake(lake, options)
         assert not deltalake.DeltaTable.is_deltatable(f"{lake}/{db}/gone", storage_options=options)
         assert not deltalake.DeltaTable.is_deltatable(f"{lake}/{db}/moved", storage_options=options)
         archived = {k.split("/")[3] for k in store.keys(f"_sluice/archive/{db}")}
@@ -130,7 +130,7 @@ def test_a_store_that_ignores_conditional_writes_is_refused_at_start(s3_server, 
     honest = PipelineConfig(source="mysql://repl@127.0.0.1:1/", lake=f"s3://{s3_server.bucket}/honest",
                             storage=tuple(s3_server.storage_options().items()))
     assert Pipeline(honest).app_id.startswith("sluice-")
-    assert json.loads(lake_store(honest.lake, dict(honest.storage)).get("_sluice/pipeline.json"))["id"]
+    assert json.loads(open_lake(honest.lake, dict(honest.storage)).get("_sluice/pipeline.json"))["id"]
 
 
 @pytest.mark.mysql

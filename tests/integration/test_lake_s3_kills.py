@@ -32,7 +32,7 @@ import pytest
 
 from sluice.dsn import parse_dsn
 from sluice.io.connection import Connection
-from sluice.lake.storage import lake_store
+from sluice.lake.layout import open_lake
 from sluice.spark.verify.check import verify_lake
 from tests.s3_proxy import S3Proxy, S3Request
 
@@ -90,7 +90,7 @@ def _dropped_objects_deleted(db: str, table: str) -> Callable[[S3Request], bool]
 def test_kill_9_during_maintenance_and_archive_on_s3_loses_and_repeats_nothing(mysql_server, s3_server, tmp_path):
     db = f"sk_{uuid.uuid4().hex[:8]}"
     lake = f"s3://{s3_server.bucket}/{db}"
-    store = lake_store(lake, s3_server.storage_options())
+    store = open_lake(lake, s3_server.storage_options())
     killer = Killer()
     proxy = S3Proxy(s3_server.port, before=killer)
     env = {**os.environ, **s3_server.env(), "AWS_ENDPOINT_URL": proxy.url}

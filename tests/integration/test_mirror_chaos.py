@@ -28,10 +28,10 @@ import pytest
 
 from sluice.dsn import parse_dsn
 from sluice.io.connection import Connection
+from sluice.lake.layout import Lake, open_lake
 from sluice.lake.mirror.pending import PendingChanges
-from sluice.lake.storage import LakeStore, lake_store
 from sluice.sandbox.server import Sandbox
-from sluice.spark.verify.check import lake_tables, verify_lake
+from sluice.spark.verify.check import verify_lake
 from tests.conftest import binlog_row_metadata, kills
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -109,10 +109,10 @@ class Writer:
 def test_kill_9_during_ddl_loses_and_repeats_nothing(flavor, metadata, later, request, tmp_path):
     server = request.getfixturevalue(f"{flavor}_server")
     with binlog_row_metadata(server, metadata):
-        _chaos(server, lake_store(tmp_path / "lake"), dict(os.environ), tmp_path, later=later)
+        _chaos(server, open_lake(tmp_path / "lake"), dict(os.environ), tmp_path, later=later)
 
 
-def _wait_pending(store: LakeStore, db: str, proc: subprocess.Popen[bytes], timeout: float = 120) -> None:
+def _wait_pending(store: Lake, db: str, proc: subprocess.Popen[bytes], timeout: float = 120) -> None:
     deadline = time.monotonic() + timeout
     while not PendingChanges(store, db, "acc").rows:
         if proc.poll() is not None:
@@ -122,7 +122,7 @@ def _wait_pending(store: LakeStore, db: str, proc: subprocess.Popen[bytes], time
         time.sleep(0.5)
 
 
-def _chaos(server: Sandbox, store: LakeStore, env: dict[str, str], tmp_path: Path, later: bool = False) -> None:
+def _chaos(server: Sandbox, store: Lake, env: dict[str, str], tmp_path: Path, later: bool = False) -> None:
     db = f"kc_{uuid.uuid4().hex[:8]}"
     lake = store.uri
     with Connection.open(parse_dsn(server.dsn("root"))) as conn:
@@ -190,7 +190,7 @@ def _chaos(server: Sandbox, store: LakeStore, env: dict[str, str], tmp_path: Pat
             f"SELECT table_name FROM information_schema.tables WHERE table_schema = '{db}'").rows}
         verdicts = verify_lake(parse_dsn(server.dsn("root")), store, tables=lambda d, _t: d == db)
         conn.execute(f"DROP DATABASE {db}")
-    assert {t for d, t in lake_tables(store) if d == db} == source
+    assert {t for d, t in store.mirrors() if d == db} == source
     assert not PendingChanges(store, db, "acc").rows, "a clean stop left changes pending"
     assert all(v.ok for v in verdicts), [v for v in verdicts if not v.ok]
     log = deltalake.DeltaTable(f"{lake}/_sluice/changes", storage_options=store.delta_options()

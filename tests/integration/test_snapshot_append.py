@@ -22,7 +22,7 @@ import pytest
 from sluice.cdc.snapshot.chunks import Chunk
 from sluice.dsn import parse_dsn
 from sluice.io.connection import Connection
-from sluice.lake.storage import lake_store
+from sluice.lake.layout import open_lake
 from sluice.spark.snapshot.runner import SnapshotRunner
 from sluice.spark.snapshot.state import SnapshotState
 from sluice.spark.verify.check import verify_lake
@@ -64,7 +64,7 @@ def _setup(server: Any, db: str) -> None:
 def _runner(spark: Any, server: Any, db: str, lake: Path,
             cls: type[SnapshotRunner] = SnapshotRunner, app_id: str = "test") -> SnapshotRunner:
     (lake / "_sluice").mkdir(parents=True, exist_ok=True)
-    return cls(spark, server.dsn("root"), lake_store(lake), app_id, lambda d, _t: d == db,
+    return cls(spark, server.dsn("root"), open_lake(lake), app_id, lambda d, _t: d == db,
                chunk_rows=CHUNK)
 
 
@@ -103,13 +103,13 @@ def test_appended_snapshot_equals_the_source_and_resumes_around_a_commit(server,
     assert state.complete and len(state.tables[f"{db}.t"]["done"]) == len(state.tables[f"{db}.t"]["chunks"]) > 6
     _check(server, db, lake)
     # A crash after chunk 5's commit landed, before the state recorded it: the restart keeps it.
-    saved = SnapshotState.load(lake_store(lake))
+    saved = SnapshotState.load(open_lake(lake))
     table = saved.tables[f"{db}.t"]
     chunk_id = Chunk.from_json(table["chunks"][5]).id
     done = table["done"].pop(chunk_id)
     table["writing"] = {"chunk": chunk_id, "seq": 5, **done}
     saved.complete = False
-    saved.save(lake_store(lake))
+    saved.save(open_lake(lake))
     version = deltalake.DeltaTable(str(lake / db / "t")).version()
     state = _runner(spark, server, db, lake).run()
     assert state.tables[f"{db}.t"]["done"][chunk_id] == done

@@ -17,7 +17,7 @@ import pytest
 
 from sluice.dsn import parse_dsn
 from sluice.io.connection import Connection
-from sluice.lake.storage import lake_store
+from sluice.lake.layout import open_lake
 from sluice.spark.snapshot.runner import SnapshotRunner
 from sluice.spark.verify.check import verify_lake
 
@@ -62,7 +62,7 @@ def _snapshot(server: Any, spark: Any, tmp_path: Path, victim: str, ddl: str, ke
     lake = tmp_path / "lake"
     (lake / "_sluice").mkdir(parents=True)
     lines: list[str] = []
-    runner = _MovesATable(spark, server.dsn("root"), lake_store(str(lake)), "test",
+    runner = _MovesATable(spark, server.dsn("root"), open_lake(str(lake)), "test",
                           lambda d, _t: d == db, chunk_rows=20, progress=lines.append)
     runner.db, runner.victim, runner.ddl = db, victim, ddl.format(db=db)
     state = runner.run()

@@ -31,7 +31,7 @@ import pytest
 
 from sluice.dsn import parse_dsn
 from sluice.io.connection import Connection
-from sluice.lake.storage import LakeStore, lake_store
+from sluice.lake.layout import Lake, open_lake
 from sluice.sandbox.process import HOST
 from sluice.sandbox.spark_cluster import SparkCluster
 from sluice.spark.verify.check import verify_lake
@@ -51,12 +51,12 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkCluster]:
         c.stop()
 
 
-def _commits(lake: LakeStore) -> int:
+def _commits(lake: Lake) -> int:
     """Versions of the change log committed so far (each batch commits one)."""
     return sum(1 for key in lake.keys("_sluice/changes/_delta_log") if key.endswith(".json"))
 
 
-def _wait_commits(lake: LakeStore, n: int, proc: subprocess.Popen[bytes], timeout: float = 240) -> None:
+def _wait_commits(lake: Lake, n: int, proc: subprocess.Popen[bytes], timeout: float = 240) -> None:
     deadline = time.monotonic() + timeout
     while _commits(lake) < n:
         if proc.poll() is not None:
@@ -71,7 +71,7 @@ def test_a_cluster_run_on_s3_survives_kill_9_of_a_worker_and_of_the_driver(clust
     server = mysql_server
     db = f"cl_{uuid.uuid4().hex[:8]}"
     options = s3_server.storage_options()
-    lake = lake_store(f"s3://{s3_server.bucket}/{db}", options)
+    lake = open_lake(f"s3://{s3_server.bucket}/{db}", options)
     storage = "".join(f'{k} = "{v}"\n' for k, v in options.items())
     config = f'[lake]\nuri = "{lake.uri}"\n[lake.storage]\n{storage}'
     (tmp_path / "pipeline.toml").write_text(config)

@@ -151,10 +151,11 @@ def _fresh_lake(path: str) -> Any:
     from pathlib import Path
 
     from sluice.errors import ConfigError
+    from sluice.lake.layout import open_lake
 
     lake = Path(path).resolve()
     if lake.exists() and any(lake.iterdir()):
-        if not (lake / "_sluice" / "pipeline.json").exists():
+        if not open_lake(str(lake)).holds_pipeline():
             raise ConfigError(f"{lake} exists and is not a sluice lake: choose another --lake")
         shutil.rmtree(lake)
     return lake

@@ -10,7 +10,7 @@ from typing import Any, TextIO
 
 from sluice.commands.config_file import lake_settings, maintenance_config, read_config
 from sluice.errors import ConfigError, SluiceError
-from sluice.lake.storage import LakeStore, lake_store
+from sluice.lake.layout import Lake, open_lake
 
 HELP = """\
 Maintain every Delta table of a lake now: the mirrors (LAKE/<db>/<table>), the change log
@@ -73,7 +73,7 @@ def register(sub: Any) -> None:
     parser.set_defaults(handler=run)
 
 
-def _settings(args: argparse.Namespace) -> tuple[LakeStore, Any]:
+def _settings(args: argparse.Namespace) -> tuple[Lake, Any]:
     file = read_config(args.config)
     lake, storage = lake_settings(file.get("lake"), args.config)
     lake = args.lake or lake
@@ -82,12 +82,12 @@ def _settings(args: argparse.Namespace) -> tuple[LakeStore, Any]:
     config = maintenance_config(file.get("maintenance"), f"{args.config}: [maintenance]",
                                 retention_hours=args.retention, allow_short_retention=args.allow_short_retention,
                                 target_file_size=args.target_file_size)
-    return lake_store(lake, dict(storage)), config
+    return open_lake(lake, dict(storage)), config
 
 
 def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     """``sluice maintain``: every step on every table, one line per table, then a summary."""
-    from sluice.lake.maintenance.steps import STEPS, lake_tables, run_step
+    from sluice.lake.maintenance.steps import STEPS, run_step
 
     out = sys.stdout if out is None else out
     try:
@@ -101,7 +101,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
             ) from None
         raise
     lake = store.uri
-    tables = lake_tables(lake, store.delta_options())
+    tables = store.tables()
     if not tables:
         raise ConfigError(f"--lake {lake}: no Delta tables there (is it the directory sluice run writes?)")
     started = time.monotonic()

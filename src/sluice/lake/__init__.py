@@ -2,7 +2,8 @@
 
 By role, lowest first:
 
-- ``storage``: where a lake lives and sluice's own objects in it (``LakeStore``);
+- ``storage``: where a lake lives and sluice's own objects in it, read and written (``LakeStore``);
+- ``layout``: which object of a lake is which part of it, and its Delta tables (``Lake``, the owner);
 - ``types/``: a table's mirror columns and their Arrow / Spark types, row images read back;
 - ``changelog/``: the change log's schema and its rows;
 - ``mirror/``: one table's fold, MERGE source, MERGE and pending changes;
@@ -19,6 +20,7 @@ from sluice.lazy import lazy_exports
 _HOMES = {  # each exported name's module
     "CHANGELOG_SCHEMA": "changelog.schema",
     "DeltaLake": "sink",
+    "Lake": "layout",
     "LakeStore": "storage",
     "MirrorColumn": "types.columns",
     "TableBatch": "mirror.batch",

@@ -41,11 +41,12 @@ from deltalake import Schema as DeltaSchema
 from deltalake.exceptions import DeltaError, TableNotFoundError
 from deltalake.transaction import AddAction, create_table_with_add_actions
 
-from sluice.errors import ConfigError, SchemaError
+from sluice.errors import ConfigError
 from sluice.lake.at_once import run_at_once
 from sluice.lake.changelog.rows import changelog_table
 from sluice.lake.changelog.schema import CHANGELOG_SCHEMA, POSITION_KEY
 from sluice.lake.kept_table import KeptTables
+from sluice.lake.layout import open_lake
 from sluice.lake.maintenance.change_feed import mirror_configuration
 from sluice.lake.mirror.batch import TableBatch, TableResult
 from sluice.lake.mirror.merge import TablePlan, commit_error, merge_into, plan
@@ -55,10 +56,9 @@ from sluice.lake.mirror.pending import (
     PendingChanges,
     combine,
     mirror_bytes,
-    pending_tables,
     primary_key_of,
 )
-from sluice.lake.storage import CHANGES, PENDING, LakeStore, lake_store
+from sluice.lake.storage import LakeStore
 
 __all__ = [
     "BatchResult", "DeltaLake",
@@ -119,11 +119,11 @@ class DeltaLake:
                  cadence: MirrorCadence | None = None) -> None:
         if not app_id:
             raise ConfigError("a Delta lake needs a non-empty app_id naming the pipeline that writes it")
-        self.store = root if isinstance(root, LakeStore) else lake_store(root)
+        self.store = open_lake(root)  # the lake's storage and layout
         self.root = self.store.uri
         self.options = self.store.delta_options()  # every delta-rs call on the lake gets them
         self.app_id = app_id
-        self.changelog_path = self.store.join(CHANGES)
+        self.changelog_path = self.store.changes
         self.mirror_configuration = mirror_configuration(change_feed)
         self.cadence = cadence or MirrorCadence()
         self._pending: set[tuple[str, str]] | None = None  # tables with a pending table (listed once)
@@ -147,13 +147,8 @@ class DeltaLake:
         return self._kept.get(path).current()
 
     def table_path(self, db: str, table: str) -> str:
-        """``ROOT/<db>/<table>``, the mirror of ``db.table``."""
-        for part in (db, table):
-            if not part or part in (".", "..") or "/" in part or "\\" in part:
-                raise SchemaError(f"the table name {db}.{table} cannot be a folder of the lake; exclude the table")
-        if db == "_sluice":
-            raise SchemaError("the database name _sluice is where the lake keeps its change log; exclude it")
-        return self.store.join(db, table)
+        """``ROOT/<db>/<table>``, the mirror of ``db.table`` (``Lake.mirror``)."""
+        return self.store.mirror(db, table)
 
     def committed_batch(self) -> int | None:
         """The highest batch id fully committed (the change log's app transaction), None if none."""
@@ -341,7 +336,7 @@ class DeltaLake:
 
     def _known_pending(self) -> set[tuple[str, str]]:
         if self._pending is None:
-            self._pending = set(pending_tables(self.store))
+            self._pending = set(self.store.pending_tables())
         return self._pending
 
     def _pending_of(self, db: str, table: str) -> PendingChanges | None:
@@ -352,7 +347,7 @@ class DeltaLake:
 
     def _pending_table(self, db: str, table: str) -> PendingChanges:
         """The pending table of ``db.table`` as of its newest version (kept between batches)."""
-        return PendingChanges(self.store, db, table, kept=self._kept.get(self.store.join(PENDING, db, table)))
+        return PendingChanges(self.store, db, table, kept=self._kept.get(self.store.pending(db, table)))
 
     def _commit_changelog(self, batch_id: int, files: Sequence[AddAction], txn: CommitProperties,
                           table: DeltaTable | None) -> None:

@@ -31,21 +31,7 @@ from typing import Any, Final
 
 from sluice.errors import ConfigError
 
-__all__ = [
-    "ARCHIVE", "CHANGES", "CHECKPOINT", "DDL_JOURNAL", "HISTORY", "PENDING", "PIPELINE", "REMOTE_SCHEMES",
-    "SNAPSHOT_STATE", "STAGING", "LakeStore", "lake_store", "redact",
-]
-
-# The lake's layout: keys under its root. ``<db>/<table>`` is a table's mirror.
-CHANGES: Final = "_sluice/changes"  # the change log (Delta)
-PENDING: Final = "_sluice/pending"  # /<db>/<table>: changes not yet MERGEd into the mirror (Delta)
-STAGING: Final = "_sluice/staging"  # /<batch>/: the running batch's MERGE sources, one Arrow IPC file each
-ARCHIVE: Final = "_sluice/archive"  # /<db>/<table>@<file>-<pos>: mirrors of dropped / renamed-away tables
-SNAPSHOT_STATE: Final = "_sluice/snapshot.json"  # the snapshot's plan, chunk watermarks, re-reads
-DDL_JOURNAL: Final = "_sluice/ddl.json"  # the DDL batch being applied: (batch, steps done)
-PIPELINE: Final = "_sluice/pipeline.json"  # the pipeline id (the Delta app id)
-HISTORY: Final = "_sluice/schema-history.jsonl"  # the stream's schema history
-CHECKPOINT: Final = "_sluice/checkpoint"  # Spark's checkpoint, when the lake is a path and none is given
+__all__ = ["REMOTE_SCHEMES", "LakeStore", "lake_store", "redact"]
 
 #: URI schemes of object stores, as delta-rs names them, and the family whose options apply.
 REMOTE_SCHEMES: Final = {
@@ -251,11 +237,11 @@ class LakeStore:
         return count
 
     # -- checks and errors -------------------------------------------------------------------------
-    def check_conditional_writes(self) -> None:
+    def check_conditional_writes(self, probe: str) -> None:
         """Refuse a store that does not honour ``If-None-Match``: delta-rs commits a table version
         by creating its log entry only if absent, and on a store that ignores the condition two
-        writers both "succeed" and one commit is lost."""
-        key = f"_sluice/probe/{uuid.uuid4().hex}"
+        writers both "succeed" and one commit is lost. ``probe``: the folder of the object tried."""
+        key = f"{probe}/{uuid.uuid4().hex}"
         try:
             if not self.create(key, b"1"):
                 raise ConfigError(f"the lake {self.uri} refused to create a new object {key}")

@@ -12,7 +12,6 @@ import pytest
 from deltalake import DeltaTable
 
 from sluice.lake.sink import DeltaLake
-from sluice.lake.storage import PENDING
 from tests.unit.lake.test_pending import ALWAYS_LATER, random_batches, state
 from tests.unit.lake.test_sink import Log, items, read
 
@@ -48,7 +47,7 @@ def test_a_mirror_and_its_pending_table_are_read_whole_once(tmp_path: Path, read
     for b in range(3):  # the mirror is made, then the pending table, then read once
         lake.write_batch(b, [items(batches[b])])
     mirror = lake.table_path("shop", "items")
-    pending = lake.store.join(PENDING, "shop", "items")
+    pending = lake.store.pending("shop", "items")
     reads.clear()
     for b, changes in enumerate(batches[3:], start=3):
         assert lake.write_batch(b, [items(changes)]).tables[0].status == "pending"
@@ -67,7 +66,7 @@ def test_what_others_commit_in_between_is_seen(tmp_path: Path) -> None:
     model = DeltaLake(tmp_path / "model", "p")
     batches = random_batches(3, 12)
     mirror = lake.table_path("shop", "items")
-    pending = lake.store.join(PENDING, "shop", "items")
+    pending = lake.store.pending("shop", "items")
     for b, changes in enumerate(batches):
         model.write_batch(b, [items(changes)])
         if b == 5:  # the same pipeline's batch, committed by another writer (a restart's replay)

@@ -25,7 +25,6 @@ from sluice.lake.maintenance.steps import (
     compact,
     due_steps,
     inspect,
-    lake_tables,
     run_step,
     vacuum,
 )
@@ -177,17 +176,6 @@ def test_dry_runs_change_nothing(tmp_path):
                                                                "expired log entries"
     assert DeltaTable(str(path)).version() == version
     assert not any(n.endswith(".checkpoint.parquet") for n in os.listdir(path / "_delta_log"))
-
-
-def test_lake_tables_finds_mirrors_the_change_log_and_the_archive(tmp_path):
-    for folder in ("shop/orders", "shop/items", "_sluice/changes", "_sluice/archive/shop/old@binlog.000001-4"):
-        _batches(tmp_path / folder, 1)
-    (tmp_path / "shop" / "not_a_table").mkdir()
-    (tmp_path / "_sluice" / "staging").mkdir()
-    found = [(t.name, t.kind) for t in lake_tables(str(tmp_path))]
-    assert found == [("shop.items", "mirror"), ("shop.orders", "mirror"), ("_sluice.changes", "changes"),
-                     ("_sluice.archive/shop/old@binlog.000001-4", "archive")]
-    assert lake_tables(str(tmp_path / "missing")) == []
 
 
 def test_a_failed_step_is_one_typed_error(tmp_path):

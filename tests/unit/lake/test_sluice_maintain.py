@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 from deltalake import DeltaTable
 
-from sluice.lake.maintenance.steps import lake_tables
+from sluice.lake.layout import open_lake
 from sluice.lake.sink import DeltaLake
 from tests.unit.lake.test_sink import Log, items
 
@@ -58,7 +58,7 @@ def _rows(lake: DeltaLake) -> list[dict[str, Any]]:
 
 
 def _files(root: str) -> dict[str, int]:
-    return {t.name: len(DeltaTable(t.uri).file_uris()) for t in lake_tables(root)}
+    return {t.name: len(DeltaTable(t.uri).file_uris()) for t in open_lake(root).tables()}
 
 
 def test_sluice_maintain_dry_run_refusal_and_run(tmp_path: Path) -> None:
@@ -67,14 +67,14 @@ def test_sluice_maintain_dry_run_refusal_and_run(tmp_path: Path) -> None:
     root = lake.root
     before = _files(root)
     assert before["_sluice.changes"] == 30, before  # the mirror's MERGEs rewrite the files they change
-    versions = {t.name: DeltaTable(t.uri).version() for t in lake_tables(root)}
+    versions = {t.name: DeltaTable(t.uri).version() for t in open_lake(root).tables()}
 
     dry = subprocess.run([*SLUICE, "maintain", "--lake", root, "--dry-run"], capture_output=True, text=True,
                          timeout=300)
     assert dry.returncode == 0, dry.stderr
     assert "[2/2] _sluice.changes: would compact 30 small files" in dry.stdout, dry.stdout
     assert dry.stdout.splitlines()[-1].startswith("dry run: nothing changed (2 tables")
-    assert {t.name: DeltaTable(t.uri).version() for t in lake_tables(root)} == versions
+    assert {t.name: DeltaTable(t.uri).version() for t in open_lake(root).tables()} == versions
 
     short = subprocess.run([*SLUICE, "maintain", "--lake", root, "--retention", "24"], capture_output=True,
                            text=True, timeout=300)

@@ -78,7 +78,7 @@ def test_local_objects_keep_object_store_semantics(tmp_path):
     assert store.create("_sluice/a.json", b"1")
     assert not store.create("_sluice/a.json", b"2")
     assert store.get("_sluice/a.json") == b"1"
-    store.check_conditional_writes()
+    store.check_conditional_writes("_probe")
     store.put_json("_sluice/b.json", {"x": 1})
     assert store.get_json("_sluice/b.json") == {"x": 1}
     assert store.copy_prefix("_sluice", "_copy/one") == 2

@@ -42,14 +42,15 @@ from dataclasses import dataclass
 from typing import Final
 
 from deltalake import DeltaTable
-from deltalake.exceptions import DeltaError, TableNotFoundError
+from deltalake.exceptions import DeltaError
 
 from sluice.errors import ConfigError, MaintenanceError
 from sluice.lake.data_files import LAKE_WRITER
+from sluice.lake.layout import LakeTable
 
 __all__ = [
-    "COMMIT_LOG_CLEANUP", "DEFAULT_RETENTION_HOURS", "STEPS", "LakeTable", "MaintenanceConfig", "StepResult",
-    "TableState", "checkpoint", "compact", "due_steps", "inspect", "lake_tables", "leave_log_cleanup", "run_step",
+    "COMMIT_LOG_CLEANUP", "DEFAULT_RETENTION_HOURS", "STEPS", "MaintenanceConfig", "StepResult",
+    "TableState", "checkpoint", "compact", "due_steps", "inspect", "leave_log_cleanup", "run_step",
     "vacuum",
 ]
 
@@ -108,16 +109,6 @@ class MaintenanceConfig:
 
 
 @dataclass(frozen=True, slots=True)
-class LakeTable:
-    """One Delta table of the lake: its URI and its name in output (``db.table``, ``_sluice.changes``,
-    ``_sluice.archive/<db>/<table>@<file>-<pos>``); ``kind`` is mirror, changes, archive or pending."""
-
-    uri: str
-    name: str
-    kind: str
-
-
-@dataclass(frozen=True, slots=True)
 class TableState:
     """What maintenance needs to know of a table: its version, active files and bytes, how many of
     those files are in each tier of compaction (``small``: below ``small_file_size``; ``medium``:
@@ -143,42 +134,6 @@ class StepResult:
     step: str
     done: bool
     summary: str
-
-
-def lake_tables(root: str, storage_options: dict[str, str] | None = None) -> list[LakeTable]:
-    """Every Delta table of the lake at ``root``: the mirrors, the change log, the archived mirrors
-    and the mirrors' pending changes, in that order. A lake that does not exist yet has none."""
-    from deltalake.fs import DeltaStorageHandler
-    from pyarrow import fs as pafs
-
-    base = root.rstrip("/")
-    try:
-        store = pafs.PyFileSystem(DeltaStorageHandler(base, storage_options))
-    except (DeltaError, TableNotFoundError, OSError):
-        return []
-
-    def folders(path: str) -> list[str]:
-        try:
-            infos = store.get_file_info(pafs.FileSelector(path, allow_not_found=True))
-        except (OSError, DeltaError):
-            return []
-        return sorted(i.base_name for i in infos if i.type == pafs.FileType.Directory)
-
-    def is_table(path: str) -> bool:
-        return bool(store.get_file_info(f"{path}/_delta_log").type == pafs.FileType.Directory)
-
-    mirrors = [LakeTable(f"{base}/{db}/{t}", f"{db}.{t}", "mirror")
-               for db in folders("") if db != "_sluice" for t in folders(db) if is_table(f"{db}/{t}")]
-    found = mirrors
-    if is_table("_sluice/changes"):
-        found.append(LakeTable(f"{base}/_sluice/changes", "_sluice.changes", "changes"))
-    for db in folders("_sluice/archive"):
-        found.extend(LakeTable(f"{base}/_sluice/archive/{db}/{t}", f"_sluice.archive/{db}/{t}", "archive")
-                     for t in folders(f"_sluice/archive/{db}") if is_table(f"_sluice/archive/{db}/{t}"))
-    for db in folders("_sluice/pending"):
-        found.extend(LakeTable(f"{base}/_sluice/pending/{db}/{t}", f"_sluice.pending/{db}/{t}", "pending")
-                     for t in folders(f"_sluice/pending/{db}") if is_table(f"_sluice/pending/{db}/{t}"))
-    return found
 
 
 def inspect(uri: str, config: MaintenanceConfig, storage_options: dict[str, str] | None = None, *,

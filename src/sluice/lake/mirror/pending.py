@@ -35,11 +35,12 @@ from deltalake import CommitProperties, DeltaTable, write_deltalake
 
 from sluice.errors import ConfigError
 from sluice.lake.kept_table import KeptTable
+from sluice.lake.layout import Lake, open_lake
 from sluice.lake.mirror.merge_source import DELETE_FLAG, fold_sources, last_per_key
-from sluice.lake.storage import PENDING, LakeStore, lake_store
+from sluice.lake.storage import LakeStore
 
 __all__ = [
-    "KEY_METADATA", "SEQ", "MirrorCadence", "PendingChanges", "combine", "mirror_bytes", "overlay", "pending_tables",
+    "KEY_METADATA", "SEQ", "MirrorCadence", "PendingChanges", "combine", "mirror_bytes", "overlay",
     "primary_key_of", "read_mirror", "with_pending",
 ]
 
@@ -85,8 +86,8 @@ class PendingChanges:
     state up to date without reading the log again. ``kept``: the table kept between batches at
     this path (``sluice.lake.kept_table``), brought up to date instead of read whole."""
 
-    def __init__(self, store: LakeStore, db: str, table: str, *, kept: KeptTable | None = None) -> None:
-        self.path = store.join(PENDING, db, table)
+    def __init__(self, store: Lake, db: str, table: str, *, kept: KeptTable | None = None) -> None:
+        self.path = store.pending(db, table)
         self.options = store.delta_options()
         self.table = (kept or KeptTable(self.path, self.options)).current()  # None: no pending table yet
         self.version = -1  # the pending table's version (-1: none yet)
@@ -160,8 +161,8 @@ def overlay(mirror: pa.Table, pending: pa.Table, primary_key: tuple[str, ...]) -
 def read_mirror(lake: str | LakeStore, db: str, table: str, storage: dict[str, str] | None = None) -> pa.Table:
     """The rows of ``db.table``'s mirror as of the change log's last commit: the Delta mirror with the
     changes pending for it laid over it (``overlay``). ``storage``: the lake's storage options."""
-    store = lake if isinstance(lake, LakeStore) else lake_store(lake, storage)
-    mirror = DeltaTable(store.join(db, table), storage_options=store.delta_options()).to_pyarrow_table()
+    store = open_lake(lake, storage)
+    mirror = DeltaTable(store.mirror(db, table), storage_options=store.delta_options()).to_pyarrow_table()
     return with_pending(mirror, PendingChanges(store, db, table).read())
 
 
@@ -180,11 +181,6 @@ def mirror_bytes(dt: DeltaTable) -> int:
     """The bytes of a mirror's data files (what a MERGE touching every file rewrites)."""
     sizes = dt.get_add_actions().column("size_bytes").to_pylist()
     return int(sum(sizes))
-
-
-def pending_tables(store: LakeStore) -> list[tuple[str, str]]:
-    """``(db, table)`` of every mirror that has a pending table."""
-    return [(db, t) for db in store.folders(PENDING) for t in store.folders(f"{PENDING}/{db}")]
 
 
 def _with_key(source: pa.Table, primary_key: tuple[str, ...]) -> pa.Table:

@@ -31,7 +31,6 @@ from deltalake.exceptions import DeltaError
 from sluice.errors import DataLossError
 from sluice.lake.data_files import LAKE_WRITER
 from sluice.lake.sink import DeltaLake
-from sluice.lake.storage import ARCHIVE, DDL_JOURNAL
 from sluice.lake.types.columns import column_array
 from sluice.spark.ddl.plan import MirrorStep
 from sluice.spark.snapshot.state import SnapshotState
@@ -74,14 +73,14 @@ class MirrorDdl:
 
     # -- journal ---------------------------------------------------------------------------------
     def _journal(self, batch_id: int) -> dict[str, Any]:
-        doc = self.store.get_json(DDL_JOURNAL)
+        doc = self.store.get_json(self.store.DDL_JOURNAL)
         return doc if isinstance(doc, dict) and doc.get("batch") == batch_id else {"batch": batch_id, "done": 0}
 
     def _done(self, batch_id: int) -> int:
         return int(self._journal(batch_id)["done"])
 
     def _record(self, batch_id: int, done: int, **extra: Any) -> None:
-        self.store.put_json(DDL_JOURNAL, {"batch": batch_id, "done": done, **extra})
+        self.store.put_json(self.store.DDL_JOURNAL, {"batch": batch_id, "done": done, **extra})
 
     # -- steps -----------------------------------------------------------------------------------
     def _run(self, step: MirrorStep, batch_id: int, at: tuple[str, int], index: int) -> None:
@@ -120,8 +119,7 @@ class MirrorDdl:
                               f"({', '.join(c.name for c in step.columns)})")
 
     def _archive(self, path: str, step: MirrorStep, at: tuple[str, int], batch_id: int, index: int) -> None:
-        file, pos = at
-        base = self.store.join(ARCHIVE, step.db, f"{step.table}@{file}-{pos}")
+        base = self.store.archive(step.db, step.table, at)
         dest, n = base, 1
         while self.lake.table(dest) is not None and not self._moving(batch_id, index, path, dest):
             dest = f"{base}.{n}"

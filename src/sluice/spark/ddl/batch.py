@@ -20,6 +20,7 @@ from typing import Any
 from sluice.cdc.filters import table_filter
 from sluice.cdc.schema import SchemaHistory
 from sluice.cdc.schema.bootstrap import SYSTEM_SCHEMAS
+from sluice.lake.layout import Lake
 from sluice.lake.sink import DeltaLake
 from sluice.spark.ddl.apply import MirrorDdl
 from sluice.spark.ddl.plan import MirrorStep, plan_ddl
@@ -37,7 +38,8 @@ class DdlStage:
         self.lake = lake
         self.history_path = history_path
         keep = table_filter(tables, exclude_tables)
-        self.captured = lambda db, t: db not in SYSTEM_SCHEMAS and db != "_sluice" and (keep is None or keep(db, t))
+        self.captured = lambda db, t: (db not in SYSTEM_SCHEMAS and not Lake.reserved(db)
+                                       and (keep is None or keep(db, t)))
         self.mirror = MirrorDdl(lake, progress)
         self.progress = progress
 

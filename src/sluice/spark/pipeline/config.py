@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sluice.errors import ConfigError
+from sluice.lake.layout import Lake, open_lake
 from sluice.lake.maintenance.steps import MaintenanceConfig
 from sluice.lake.mirror.pending import MirrorCadence
-from sluice.lake.storage import CHECKPOINT, LakeStore, lake_store
 
 __all__ = ["ONCE", "PipelineConfig", "interval"]
 
@@ -55,9 +55,9 @@ class PipelineConfig:
             raise ConfigError(f"--snapshot-connections is at least 1; found {self.snapshot_connections}")
 
     @property
-    def store(self) -> LakeStore:
-        """Where the lake lives and with which storage options."""
-        return lake_store(self.lake, dict(self.storage))
+    def store(self) -> Lake:
+        """Where the lake lives, with which storage options, and its layout."""
+        return open_lake(self.lake, dict(self.storage))
 
     @property
     def checkpoint_path(self) -> Path:
@@ -67,7 +67,7 @@ class PipelineConfig:
             return Path(self.checkpoint_dir).expanduser().absolute()
         store = self.store
         if not store.remote:
-            return Path(store.join(CHECKPOINT))
+            return Path(store.checkpoint)
         base = Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state")
         return base / "sluice" / "checkpoints" / hashlib.sha256(store.uri.encode()).hexdigest()[:16]
 

@@ -27,8 +27,8 @@ from sluice.binlog.position import position_key
 from sluice.errors import ConfigError
 from sluice.io.atomic import write_atomically
 from sluice.lake.changelog.schema import committed_position
+from sluice.lake.layout import Lake
 from sluice.lake.sink import DeltaLake
-from sluice.lake.storage import CHANGES, HISTORY, PIPELINE, LakeStore
 
 __all__ = ["APP_MARKER", "LakeState", "drop_unfinished_writes"]
 
@@ -38,7 +38,7 @@ APP_MARKER = "sluice-app.json"  # in Spark's checkpoint folder: the app id of th
 class LakeState:
     """The lake's and the checkpoint's account of a pipeline (module docstring)."""
 
-    def __init__(self, store: LakeStore, checkpoint_path: Path, source: str) -> None:
+    def __init__(self, store: Lake, checkpoint_path: Path, source: str) -> None:
         self.store = store
         self.checkpoint_path = checkpoint_path
         self._source = source  # the source DSN, redacted: recorded in pipeline.json
@@ -46,7 +46,7 @@ class LakeState:
             store.check_conditional_writes()
             self.history_path = checkpoint_path.parent / f"{checkpoint_path.name}.schema-history.jsonl"
         else:
-            folder = Path(store.join("_sluice"))
+            folder = Path(store.own)
             try:
                 folder.mkdir(parents=True, exist_ok=True)
             except (FileExistsError, NotADirectoryError):
@@ -54,13 +54,13 @@ class LakeState:
                                   "missing)") from None
             except PermissionError:
                 raise ConfigError(f"--lake {store.uri}: permission denied creating {folder}") from None
-            self.history_path = Path(store.join(HISTORY))
+            self.history_path = Path(store.join(store.HISTORY))
         self._history_saved = -1  # bytes of the schema history in the lake
         self._history_seen = -1  # the source's file's size when it was last copied
         self.pipeline_id = self._pipeline_id()
         self._had_offsets = _has_offsets(checkpoint_path)
         # The change log, read once, only for a checkpoint that has no offset yet.
-        log = None if self._had_offsets else DeltaLake(store, self.pipeline_id).table(store.join(CHANGES))
+        log = None if self._had_offsets else DeltaLake(store, self.pipeline_id).table(store.changes)
         self.app_id = self._stream_app_id(new_on_a_used_lake=log is not None)
         self.resume_at: dict[str, Any] | None = None if log is None else committed_position(log)
         self.unknown_position: tuple[int, str, int] | None = None
@@ -70,14 +70,14 @@ class LakeState:
 
     def _pipeline_id(self) -> str:
         store = self.store
-        doc = store.get_json(PIPELINE)
+        doc = store.get_json(store.PIPELINE)
         if doc is not None:
             try:
                 return str(doc["id"])
             except (TypeError, KeyError) as exc:
-                raise ConfigError(f"{store.join(PIPELINE)} is damaged ({exc}); start the lake over") from None
+                raise ConfigError(f"{store.join(store.PIPELINE)} is damaged ({exc}); start the lake over") from None
         pid = f"sluice-{uuid.uuid4().hex[:12]}"
-        if not store.create(PIPELINE, json.dumps({"id": pid, "source": self._source})
+        if not store.create(store.PIPELINE, json.dumps({"id": pid, "source": self._source})
                             .encode("utf-8")):
             return self._pipeline_id()  # another run made it first
         return pid
@@ -108,7 +108,7 @@ class LakeState:
         missing or behind (a new checkpoint, or another machine)."""
         if not self.store.remote:
             return
-        found = self.store.get(HISTORY)
+        found = self.store.get(self.store.HISTORY)
         have = self.history_path.stat().st_size if self.history_path.exists() else 0
         if found is not None and len(found) > have:
             self.history_path.parent.mkdir(parents=True, exist_ok=True)
@@ -126,7 +126,7 @@ class LakeState:
         data = self.history_path.read_bytes()
         data = data[:data.rfind(b"\n") + 1]  # whole entries: the source may be writing the next one
         if len(data) != self._history_saved:
-            self.store.put(HISTORY, data)
+            self.store.put(self.store.HISTORY, data)
             self._history_saved = len(data)
 
 

@@ -41,7 +41,6 @@ from sluice.io.connection import Connection
 from sluice.io.replication import server_binlog_status
 from sluice.lake.changelog.rows import staged_rows
 from sluice.lake.sink import DeltaLake
-from sluice.lake.storage import STAGING
 from sluice.spark.ddl.batch import DdlStage
 from sluice.spark.pipeline.config import ONCE, PipelineConfig, interval
 from sluice.spark.pipeline.interrupts import StopSignals
@@ -55,7 +54,7 @@ from sluice.spark.runtime.session import kill_driver, spark_session, start_pytho
 from sluice.spark.snapshot.filter import SnapshotFilter
 from sluice.spark.snapshot.runner import SnapshotRunner
 from sluice.spark.snapshot.state import SnapshotState, stream_start
-from sluice.spark.source.staging import BATCH_PROPERTY, STAGE_SCHEMA, STORAGE_PROPERTY, staging_dir
+from sluice.spark.source.staging import BATCH_PROPERTY, STAGE_SCHEMA, STORAGE_PROPERTY
 
 __all__ = ["Pipeline", "PipelineConfig", "PipelineStats"]
 
@@ -97,8 +96,8 @@ class Pipeline:
                 "twice: restore the checkpoint folder, or give --from FILE:POS where the stream should go on "
                 "(the end of that change's transaction)")
         self.lake = DeltaLake(self.store, self.app_id, change_feed=config.change_feed, cadence=config.mirror)
-        self.upkeep = Upkeep(self.lake.root, config.maintenance, progress=self.progress,
-                             storage_options=self.store.delta_options(), open_table=self.lake.current)
+        self.upkeep = Upkeep(self.lake.store, config.maintenance, progress=self.progress,
+                             open_table=self.lake.current)
         self.ddl = DdlStage(self.lake, self.history_path, config.tables, config.exclude_tables, self.progress)
         self._spark: Any = None
 
@@ -131,7 +130,7 @@ class Pipeline:
         """Start Spark, the snapshot if one is due, then the streaming query (None after a snapshot only)."""
 
         cfg = self.config
-        self.store.delete_prefix(STAGING)  # an earlier run's unfinished batch
+        self.store.delete_prefix(self.store.STAGING)  # an earlier run's unfinished batch
         drop_unfinished_writes(self.checkpoint_path)
         self.state.load_history()
         self.upkeep.metrics = self.metrics
@@ -264,7 +263,7 @@ class Pipeline:
             self._refused = True
             raise RuntimeError("the pipeline is stopping")
         started = time.monotonic()
-        staging = staging_dir(self.lake.root, batch_id)
+        staging = self.store.staging(batch_id)
         try:
             done = self.lake.committed_batch()
             if done is not None and done >= batch_id:  # replayed after a crash: whole in the lake already

@@ -34,13 +34,12 @@ from typing import Any
 from deltalake import DeltaTable
 
 from sluice.errors import MaintenanceError
+from sluice.lake.layout import Lake, LakeTable, open_lake
 from sluice.lake.maintenance.change_feed import enable_change_feed
 from sluice.lake.maintenance.steps import (
-    LakeTable,
     MaintenanceConfig,
     due_steps,
     inspect,
-    lake_tables,
     leave_log_cleanup,
     run_step,
 )
@@ -52,13 +51,13 @@ log = logging.getLogger(__name__)
 class Upkeep:
     """The maintenance schedule of one lake (module docstring); ``metrics`` is a ``PipelineMetrics`` or None."""
 
-    def __init__(self, root: str, config: MaintenanceConfig, *, storage_options: dict[str, str] | None = None,
+    def __init__(self, lake: str | Lake, config: MaintenanceConfig, *,
                  progress: Callable[[str], None] | None = None, metrics: Any = None,
                  clock: Callable[[], float] = time.monotonic,
                  open_table: Callable[[str], DeltaTable | None] | None = None) -> None:
-        self.root = root
+        self.lake = open_lake(lake)
         self.config = config
-        self.storage_options = storage_options
+        self.storage_options = self.lake.delta_options()
         self.progress = progress or (lambda text: log.info("%s", text))
         self.metrics = metrics
         self.clock = clock
@@ -76,7 +75,7 @@ class Upkeep:
         """At the pipeline's start: turn the change feed on for every mirror that lacks it."""
         if not change_feed:
             return
-        for table in lake_tables(self.root, self.storage_options):
+        for table in self.lake.tables():
             if table.kind == "mirror" and enable_change_feed(table.uri, self.storage_options):
                 self.progress(f"the mirror of {table.name} now writes Delta's change data feed")
 
@@ -101,7 +100,7 @@ class Upkeep:
 
     def _rescan(self, now: float) -> None:
         current = self._tables[self._next % len(self._tables)].uri if self._tables else None
-        self._tables = lake_tables(self.root, self.storage_options)
+        self._tables = self.lake.tables()
         self._scanned = now
         uris = [t.uri for t in self._tables]
         self._next = uris.index(current) if current in uris else 0

@@ -21,9 +21,9 @@ from sluice.cdc.schema import TableSchema
 from sluice.errors import DataLossError, SchemaError
 from sluice.lake.changelog.schema import CHANGELOG_SCHEMA
 from sluice.lake.data_files import add_action
+from sluice.lake.layout import Lake
 from sluice.lake.mirror.batch import TableBatch
 from sluice.lake.sink import DeltaLake
-from sluice.lake.storage import LakeStore
 from sluice.lake.types.columns import mirror_schema
 from sluice.lake.types.table_layout import mirror_columns_for_schema
 from sluice.spark.snapshot.state import SnapshotState
@@ -31,7 +31,7 @@ from sluice.spark.snapshot.state import SnapshotState
 __all__ = ["append_chunk", "append_target", "merge_chunk", "mirror_empty", "settle_interrupted"]
 
 
-def settle_interrupted(lake: DeltaLake, store: LakeStore, state: SnapshotState) -> None:
+def settle_interrupted(lake: DeltaLake, store: Lake, state: SnapshotState) -> None:
     """A MERGE interrupted by a crash either landed (keep its watermarks) or not (read it again)."""
     for name, table in state.tables.items():
         writing = table.get("writing")
@@ -58,7 +58,7 @@ def mirror_empty(lake: DeltaLake, db: str, name: str) -> bool:
     return dt is None or not dt.file_uris()
 
 
-def append_target(lake: DeltaLake, store: LakeStore, table: dict[str, Any]) -> dict[str, Any]:
+def append_target(lake: DeltaLake, store: Lake, table: dict[str, Any]) -> dict[str, Any]:
     """Where the table's chunks are appended (its tasks write the data files), else {}."""
     if not table.get("append"):
         return {}

@@ -55,8 +55,8 @@ from sluice.cdc.snapshot.reader import (
 from sluice.dsn import parse_dsn
 from sluice.errors import SchemaError, ServerError
 from sluice.io.connection import Connection
+from sluice.lake.layout import Lake
 from sluice.lake.sink import DeltaLake
-from sluice.lake.storage import LakeStore
 from sluice.spark.runtime.session import start_python_workers
 from sluice.spark.snapshot.keyless import snapshot_keyless
 from sluice.spark.snapshot.mirror_writes import (
@@ -89,7 +89,7 @@ def _as_list(rows: Iterator[Any]) -> list[Any]:
 class SnapshotRunner:
     """Runs (or resumes) the snapshot of every captured table into the lake."""
 
-    def __init__(self, spark: Any, source: str, store: LakeStore, app_id: str,
+    def __init__(self, spark: Any, source: str, store: Lake, app_id: str,
                  include: Callable[[str, str], bool] | None, *, chunk_rows: int | None = None,
                  connections: int | None = None,
                  progress: Callable[[str], None] | None = None, history: SchemaHistory | None = None,

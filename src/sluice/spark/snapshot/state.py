@@ -14,8 +14,8 @@ from typing import Any
 
 from sluice.binlog.position import Checkpoint
 from sluice.errors import ConfigError
+from sluice.lake.layout import Lake
 from sluice.lake.sink import DeltaLake
-from sluice.lake.storage import SNAPSHOT_STATE, LakeStore
 
 __all__ = ["STATE_VERSION", "SnapshotState", "forget_tables", "stream_start"]
 
@@ -37,14 +37,14 @@ class SnapshotState:
                 "flavor": self.flavor}
 
     @classmethod
-    def load(cls, store: LakeStore) -> SnapshotState:
+    def load(cls, store: Lake) -> SnapshotState:
         """Read ``snapshot.json`` (an empty state when absent); ``ConfigError`` when damaged."""
         return cls.find(store) or cls()
 
     @classmethod
-    def find(cls, store: LakeStore) -> SnapshotState | None:
+    def find(cls, store: Lake) -> SnapshotState | None:
         """Read ``snapshot.json``, None when the lake has none; ``ConfigError`` when damaged."""
-        data = store.get_json(SNAPSHOT_STATE)
+        data = store.get_json(store.SNAPSHOT_STATE)
         if data is None:
             return None
         try:
@@ -52,12 +52,12 @@ class SnapshotState:
                 raise ValueError(f"version {data.get('version')!r}")
             return cls(data["start"], data["tables"], bool(data["complete"]), data.get("flavor"))
         except (ValueError, KeyError, TypeError) as exc:
-            raise ConfigError(f"{store.join(SNAPSHOT_STATE)} is damaged ({exc}); delete the lake's _sluice "
+            raise ConfigError(f"{store.join(store.SNAPSHOT_STATE)} is damaged ({exc}); delete the lake's _sluice "
                               "directory to start over") from None
 
-    def save(self, store: LakeStore) -> None:
+    def save(self, store: Lake) -> None:
         """Write ``snapshot.json`` whole."""
-        store.put_json(SNAPSHOT_STATE, self.to_json())
+        store.put_json(store.SNAPSHOT_STATE, self.to_json())
 
 
 def forget_tables(lake: DeltaLake, names: Sequence[str]) -> list[str]:

@@ -33,7 +33,7 @@ from sluice.dsn import parse_dsn
 from sluice.errors import SchemaError, ServerError
 from sluice.io.connection import Connection
 from sluice.lake.data_files import write_data_file
-from sluice.lake.storage import lake_store
+from sluice.lake.layout import open_lake
 from sluice.lake.types.columns import to_arrow_table
 from sluice.lake.types.table_layout import mirror_columns_for_schema
 from sluice.spark.snapshot.chunk_arrow import chunk_table, column_builders, integer_keys_in_order, key_values
@@ -125,7 +125,7 @@ def _read_chunk_task(payload: ChunkPayload) -> tuple[dict[str, Any], dict[str, A
     if not table.num_rows:
         return chunk_json, low.to_json(), high.to_json(), 0, {}
     # The mirror's data file, written here and committed by the driver in the chunk's turn.
-    store = lake_store(append["lake"], append["storage"])
+    store = open_lake(append["lake"], append["storage"])
     return chunk_json, low.to_json(), high.to_json(), table.num_rows, write_data_file(table, append["folder"],
                                                                                      store=store)
 

@@ -36,16 +36,16 @@ from sluice.cdc.schema import Catalog, SchemaTracker
 from sluice.errors import ConfigError
 from sluice.lake.changelog.rows import changelog_rows
 from sluice.lake.data_files import write_data_file
+from sluice.lake.layout import Lake, open_lake
 from sluice.lake.mirror.merge_source import merge_source, typed_merge_source
 from sluice.lake.mirror.versioned import mirror_rows
-from sluice.lake.storage import CHANGES, STAGING, LakeStore, lake_store
 from sluice.lake.types.table_layout import mirror_columns_for_schema
 from sluice.lake.types.typed_images import typed_rows
 from sluice.spark.source.spark_ddl import spark_ddl
 
 __all__ = [
     "BATCH_PROPERTY", "STAGE_ARROW_SCHEMA", "STAGE_SCHEMA", "STORAGE_PROPERTY", "layout_key", "stage_range",
-    "staging_dir", "task_batch_id", "task_store",
+    "task_batch_id", "task_store",
 ]
 
 BATCH_PROPERTY: Final = "sluice.batch"
@@ -72,18 +72,13 @@ STAGE_SCHEMA: Final = spark_ddl(STAGE_ARROW_SCHEMA)
 _BOUNDED: Final = ("op", "db", "table", "file", "gtid", "pos", "row", "batch_id")
 
 
-def staging_dir(lake: str, batch_id: int) -> str:
-    """Where a batch's MERGE sources are staged."""
-    return f"{lake}/{STAGING}/{batch_id}"
-
-
-def task_store(lake: str) -> LakeStore:
+def task_store(lake: str) -> Lake:
     """The lake's store in a task: its URI, with the storage options the driver set for the job."""
     from pyspark import TaskContext
 
     context = TaskContext.get()
     text = context.getLocalProperty(STORAGE_PROPERTY) if context is not None else None
-    return lake_store(lake, json.loads(text) if text else None)
+    return open_lake(lake, json.loads(text) if text else None)
 
 
 def task_batch_id() -> int:
@@ -136,7 +131,7 @@ def stage_range(batches: Iterable[pa.RecordBatch], tracker: SchemaTracker, lake:
                         "first_pos": d["pos"], "ddl": d["ddl"], "rows": 1})
         rows = rows.filter(pc.invert(is_ddl))
     if rows.num_rows:
-        out.extend(_stage_tables(rows, tracker.catalog, staging_dir(store.uri, batch_id), typed, store))
+        out.extend(_stage_tables(rows, tracker.catalog, store.staging(batch_id), typed, store))
     yield pa.RecordBatch.from_pylist(out, schema=STAGE_ARROW_SCHEMA)
 
 
@@ -148,10 +143,10 @@ def _task_attempt() -> int:
     return 0 if context is None else int(context.attemptNumber())
 
 
-def _write_changelog(log: pa.Table, rows: pa.Table, store: LakeStore) -> dict[str, Any]:
+def _write_changelog(log: pa.Table, rows: pa.Table, store: Lake) -> dict[str, Any]:
     import numpy as np
 
-    written = write_data_file(log, store.join(CHANGES), plain=("before", "after", "json_diffs", "ddl"),
+    written = write_data_file(log, store.changes, plain=("before", "after", "json_diffs", "ddl"),
                               bounded=_BOUNDED, store=store)
     commits = rows.column("commit_ts").cast(pa.int64()).to_numpy()
     starts = np.concatenate([[0], np.flatnonzero(np.diff(commits)) + 1])
@@ -166,7 +161,7 @@ def _write_changelog(log: pa.Table, rows: pa.Table, store: LakeStore) -> dict[st
 
 
 def _stage_tables(rows: pa.Table, catalog: Catalog, folder: str, typed: Sequence[dict[Any, Any]],
-                  store: LakeStore) -> Iterator[dict[str, Any]]:
+                  store: Lake) -> Iterator[dict[str, Any]]:
     """Each table's MERGE source, or a descriptor without a path when the per-row path must build
     it (no primary key, a minimal image, a partial JSON update, a value Arrow will not convert)."""
 

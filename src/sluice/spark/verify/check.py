@@ -33,20 +33,20 @@ from sluice.cdc.textvalues import convert_rows, row_converter, select_list, text
 from sluice.dsn import ConnectionConfig
 from sluice.errors import ConfigError, SchemaError
 from sluice.io.connection import Connection
+from sluice.lake.layout import Lake, open_lake
 from sluice.lake.mirror.pending import PendingChanges, with_pending
-from sluice.lake.storage import LakeStore, lake_store
+from sluice.lake.storage import LakeStore
 from sluice.lake.types import columns as _mc
 from sluice.lake.types.columns import MirrorColumn, column_array
 from sluice.lake.types.table_layout import mirror_columns_for_schema
 from sluice.spark.verify.rows import canonical_column, row_checksums
 
-__all__ = ["TableVerdict", "lake_tables", "verify_lake"]
+__all__ = ["TableVerdict", "verify_lake"]
 
 #: Source rows converted and compared at a time.
 CHUNK_ROWS = 10_000
 #: Keys kept per verdict to show which rows differ.
 SAMPLE_KEYS = 5
-_CHANGELOG_FOLDER = "_sluice"
 # The conversion of columns whose decoded value is already the Arrow value (it only maps ABSENT).
 _IDENTITY = _mc._identity
 
@@ -78,22 +78,13 @@ class TableVerdict:
         return f"{self.db}.{self.table}"
 
 
-def lake_tables(lake: str | os.PathLike[str] | LakeStore) -> list[tuple[str, str]]:
-    """``(db, table)`` of every Delta table under ``LAKE/<db>/<table>``, sorted; ``ConfigError``
-    when the lake folder does not exist."""
-    store = lake if isinstance(lake, LakeStore) else lake_store(lake)
+def _mirrors(store: Lake) -> list[tuple[str, str]]:
+    """``(db, table)`` of every mirror of the lake; ``ConfigError`` when the lake folder does not exist."""
     if not store.remote and not os.path.isdir(store.uri):
         raise ConfigError(
             f"the lake {store.uri!r} is not a directory; give the folder sluice run writes to (its --lake)"
         )
-    found = []
-    for db in store.folders(""):
-        if db == _CHANGELOG_FOLDER:
-            continue
-        for table in store.folders(db):
-            if "_delta_log" in store.folders(f"{db}/{table}"):
-                found.append((db, table))
-    return found
+    return store.mirrors()
 
 
 def verify_lake(
@@ -108,9 +99,9 @@ def verify_lake(
     connection's ``ServerError`` / ``TransportError`` / ``AuthError``. A table that cannot be
     compared (a type sluice does not read) gets a verdict that is not ok, saying why.
     """
-    store = lake if isinstance(lake, LakeStore) else lake_store(lake)
+    store = open_lake(lake)
     root = store.uri
-    found = lake_tables(store)
+    found = _mirrors(store)
     if not found:
         raise ConfigError(
             f"the lake {root!r} holds no Delta tables (expected {root}/<db>/<table>/_delta_log); "
@@ -135,7 +126,7 @@ def verify_lake(
             schema = catalog.get(db, table)
             if schema is not None:
                 schema = schema.selected()  # a system-versioned table's current rows, as its mirror holds them
-            verdicts.append(_verify_table(conn, db, table, schema, flavor, store, store.join(db, table)))
+            verdicts.append(_verify_table(conn, db, table, schema, flavor, store, store.mirror(db, table)))
         conn.execute("COMMIT")
     return verdicts
 
@@ -143,7 +134,7 @@ def verify_lake(
 # -- one table ------------------------------------------------------------------------------------
 
 def _verify_table(conn: Connection, db: str, table: str, schema: TableSchema | None, flavor: str | None,
-                  store: LakeStore, path: str) -> TableVerdict:
+                  store: Lake, path: str) -> TableVerdict:
     dataset = _dataset(store, path, db, table)
     if schema is None:
         rows = dataset.count_rows()
@@ -168,7 +159,7 @@ def _verify_table(conn: Connection, db: str, table: str, schema: TableSchema | N
     return source.verdict(db, table)
 
 
-def _dataset(store: LakeStore, path: str, db: str, table: str) -> Any:
+def _dataset(store: Lake, path: str, db: str, table: str) -> Any:
     pending = PendingChanges(store, db, table).read()
     if pending is not None:  # the mirror as of the change log: its pending changes laid over it
         import pyarrow.dataset as pads

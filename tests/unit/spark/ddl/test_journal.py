@@ -22,8 +22,8 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 
 from sluice.cdc.schema import Catalog, apply_ddl
+from sluice.lake.layout import Lake
 from sluice.lake.sink import DeltaLake
-from sluice.lake.storage import ARCHIVE, DDL_JOURNAL
 from sluice.spark.ddl.apply import MirrorDdl
 from sluice.spark.ddl.plan import MirrorStep, plan_ddl
 
@@ -104,7 +104,8 @@ def _assert_applied_once(lake: DeltaLake) -> None:
     """The lake as one uninterrupted application of ``STEPS`` leaves it."""
     root = Path(lake.root)
     assert sorted(os.listdir(root / "shop")) == ["a", "a_old", "c", "d"]
-    assert sorted(os.listdir(root / ARCHIVE / "shop")) == [f"e@{FILE}-500", f"z@{FILE}-100"]  # no ".1" twins
+    archived = os.path.dirname(lake.store.archive("shop", "e", (FILE, 500)))
+    assert sorted(os.listdir(archived)) == [f"e@{FILE}-500", f"z@{FILE}-100"]  # no ".1" twins
     for name, was in (("a_old", "a"), ("a", "b")):  # each mirror moved once, with its history
         moved = DeltaTable(lake.table_path("shop", name))
         assert moved.version() == 0 and _rows(moved.table_uri) == [{"id": i, "qty": MARK[was] * i} for i in (1, 2, 3)]
@@ -114,7 +115,7 @@ def _assert_applied_once(lake: DeltaLake) -> None:
     rewritten = DeltaTable(lake.table_path("shop", "d"))
     assert rewritten.version() == 1
     assert _rows(rewritten.table_uri) == [{"id": i, "qty": MARK["d"] * i, "note": "x"} for i in (1, 2, 3)]
-    assert lake.store.get_json(DDL_JOURNAL) == {"batch": BATCH, "done": len(STEPS)}
+    assert lake.store.get_json(Lake.DDL_JOURNAL) == {"batch": BATCH, "done": len(STEPS)}
 
 
 def test_an_uninterrupted_batch(tmp_path: Path) -> None:
@@ -137,7 +138,7 @@ def test_a_batch_interrupted_at_a_step_finishes_on_replay(tmp_path: Path, index:
         Interrupted(lake, effects, crash=(when, index)).apply(BATCH, STEPS)
     done = index if when == "before the step" else index + 1
     assert effects == {i: 1 for i in range(done)}  # the steps before the crash, and only those
-    journal = lake.store.get_json(DDL_JOURNAL) or {"batch": BATCH, "done": 0}
+    journal = lake.store.get_json(Lake.DDL_JOURNAL) or {"batch": BATCH, "done": 0}
     assert journal == {"batch": BATCH, "done": index}
     rereads = Interrupted(lake, effects).apply(BATCH, STEPS)  # the restart replays the batch
     assert [s.name for s in rereads] == ["shop.e"]
