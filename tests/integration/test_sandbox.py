@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from sluice.errors import ServerError, TransportError
-from sluice.sandbox.process import pid_alive
+from sluice.processes import pid_alive
 from sluice.sandbox.server import PASSWORDS, Sandbox, SandboxError
 from tests.conftest import THREE_FLAVORS
 

@@ -13,8 +13,8 @@ SRC = Path(__file__).resolve().parents[2] / "src" / "sluice"
 
 # Lower numbers are lower layers; a package may import only from layers below its own (and itself).
 LAYERS = {
-    "errors": 0, "codegen": 0, "lazy": 0, "dsn": 1, "wire": 2, "binlog": 2, "sandbox": 2, "io": 3, "cdc": 4,
-    "eventjson": 4, "lake": 5, "spark": 6, "api": 6, "commands": 7, "cli": 8, "__init__": 9, "__main__": 9,
+    "errors": 0, "codegen": 0, "lazy": 0, "processes": 0, "dsn": 1, "wire": 2, "binlog": 2, "sandbox": 2, "io": 3,
+    "cdc": 4, "eventjson": 4, "lake": 5, "spark": 6, "api": 6, "commands": 7, "cli": 8, "__init__": 9, "__main__": 9,
 }
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 import struct
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from sluice.binlog.absent import ABSENT
 from sluice.binlog.colplan import Col
@@ -21,17 +21,24 @@ from sluice.binlog.values.json_binary import JsonDiffs, parse_json_diffs
 from sluice.codegen import define
 from sluice.errors import MalformedEventError
 
-if TYPE_CHECKING:
-    from sluice.binlog.rowplan import RowPlan
+__all__ = ["LoopPlan", "compile_loops"]
 
-__all__ = ["compile_loops"]
+
+class LoopPlan(Protocol):
+    """What the generated loops need of a table's row plan (``sluice.binlog.rowplan.RowPlan``)."""
+
+    table_name: str  # db.table, for the errors the loops raise
+    column_count: int
+    json_count: int  # JSON columns: the width of a partial update's bitmap
+    cols: list[Col]  # one decoding step per column, in column order
+    json_bit: dict[int, int]  # column index -> its bit in the partial update's bitmap
 
 
 class _Short(Exception):
     """Raised by generated code when a value or row runs past the end of the body."""
 
 
-def compile_loops(plan: RowPlan, present: int, present_after: int | None, partial: bool) -> tuple[Any, Any]:
+def compile_loops(plan: LoopPlan, present: int, present_after: int | None, partial: bool) -> tuple[Any, Any]:
     """The generated fast loop and its checked twin for one body shape of ``plan``."""
     images = [present] if present_after is None else [present, present_after]
     bind: dict[str, Any] = {
@@ -50,7 +57,7 @@ def compile_loops(plan: RowPlan, present: int, present_after: int | None, partia
     return fast_fn, checked_fn
 
 
-def _source(plan: RowPlan, name: str, images: list[int], partial: bool, checked: bool,
+def _source(plan: LoopPlan, name: str, images: list[int], partial: bool, checked: bool,
             bind: dict[str, Any]) -> list[str]:
     lines = [f"def {name}(__ARGS__):", "    rows = []", "    append = rows.append"]
     body: list[str] = []
@@ -81,7 +88,7 @@ def _source(plan: RowPlan, name: str, images: list[int], partial: bool, checked:
     lines.append("    return rows")
     return lines
 
-def _shared_image(plan: RowPlan, checked: bool) -> list[str]:
+def _shared_image(plan: LoopPlan, checked: bool) -> list[str]:
     nb = (plan.json_count + 7) // 8
     lines = ["c = -2"] if checked else []
     lines += [
@@ -95,7 +102,7 @@ def _shared_image(plan: RowPlan, checked: bool) -> list[str]:
     ]
     return lines
 
-def _image(plan: RowPlan, present: int, prefix: str, checked: bool, partial_after: bool,
+def _image(plan: LoopPlan, present: int, prefix: str, checked: bool, partial_after: bool,
            bind: dict[str, Any]) -> list[str]:
     cols = [c for c in plan.cols if present >> c.index & 1]
     for c in cols:
@@ -139,7 +146,7 @@ def _image(plan: RowPlan, present: int, prefix: str, checked: bool, partial_afte
     lines += _indent(slow or ["pass"], 1)
     return lines
 
-def _run_code(plan: RowPlan, run: list[Col], prefix: str, bind: dict[str, Any]) -> list[str]:
+def _run_code(plan: LoopPlan, run: list[Col], prefix: str, bind: dict[str, Any]) -> list[str]:
     if not run:
         return []
     if len(run) == 1:
@@ -160,7 +167,7 @@ def _run_code(plan: RowPlan, run: list[Col], prefix: str, bind: dict[str, Any]) 
     size = sum(c.size for c in run)
     return [f"{', '.join(targets)}, = {sname}(buf, pos)", f"pos += {size}", *posts]
 
-def _column_code(plan: RowPlan, c: Col, var: str, checked: bool, partial_after: bool,
+def _column_code(plan: LoopPlan, c: Col, var: str, checked: bool, partial_after: bool,
                  bind: dict[str, Any]) -> list[str]:
     if c.kind == "null":
         return [f"{var} = None"]
@@ -205,7 +212,7 @@ def _column_code(plan: RowPlan, c: Col, var: str, checked: bool, partial_after: 
         lines.append("if pos > end: raise _Short('the value runs past the end of the body')")
     return lines
 
-def fail(plan: RowPlan, exc: Exception, row: int, col: int, pos: int) -> MalformedEventError:
+def fail(plan: LoopPlan, exc: Exception, row: int, col: int, pos: int) -> MalformedEventError:
     """The typed error for a failure decoding ``row``: where it happened (column, null bitmap) and why."""
     where = f"rows of {plan.table_name}, row {row}"
     if col >= 0:

@@ -18,8 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from sluice.errors import ConfigError, SluiceError
+from sluice.processes import pid_alive
 from sluice.sandbox.install import cache_dir
-from sluice.sandbox.process import pid_alive, stop_process_group
+from sluice.sandbox.process import stop_process_group
 from sluice.sandbox.server import FLAVORS, PASSWORDS, Sandbox
 
 

@@ -22,9 +22,10 @@ import time
 from pathlib import Path
 
 from sluice.errors import SluiceError, TransportError, server_error
+from sluice.processes import pid_alive
 
 __all__ = [
-    "HOST", "OWNER_FILE", "STOP_TIMEOUT", "SandboxError", "client_error", "free_port", "pid_alive",
+    "HOST", "OWNER_FILE", "STOP_TIMEOUT", "SandboxError", "client_error", "free_port",
     "stop_process_group",
 ]
 
@@ -61,20 +62,6 @@ def log_tail(path: Path, lines: int = 40) -> str:
     except OSError:
         return ""
     return "\n".join(text.splitlines()[-lines:])
-
-
-def pid_alive(pid: int) -> bool:
-    """True when process ``pid`` exists and is not a zombie."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    with contextlib.suppress(OSError):  # a zombie is not alive
-        if Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1].startswith("Z"):
-            return False
-    return True
 
 
 def stop_process_group(pid: int, *, timeout: float = STOP_TIMEOUT) -> None:

@@ -56,13 +56,13 @@ from sluice.cdc.schema.catalog import Catalog
 from sluice.cdc.schema.ddl import is_ddl
 from sluice.cdc.schema.history import SchemaHistory
 from sluice.cdc.schema.logged_columns import merged, refreshed, with_schema_types
+from sluice.cdc.schema.map_columns import column_from_map
 from sluice.cdc.schema.model import TableSchema
 from sluice.cdc.schema.session_charsets import SessionCharsets
 from sluice.cdc.schema.typemap import (
     CHARACTER_TYPES,
     check_column,
     check_table_map,
-    column_from_map,
 )
 from sluice.errors import SchemaError
 

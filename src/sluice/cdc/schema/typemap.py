@@ -5,17 +5,16 @@ declared type (``ColumnDef``) says much more. This module owns the mapping betwe
 binlog type codes a declared type is written as (``expected_binlog_type``, after the server's
 ``Field::binlog_type`` / ``real_type``), the check that a tracked table definition fits a TABLE_MAP
 (``check_table_map``: column count, type codes, DECIMAL precision and scale, CHAR/VARCHAR byte
-lengths, ENUM/SET pack lengths, BIT widths, fractional seconds, BLOB length-prefix widths), the way
-back from a TABLE_MAP column to a declared type (``column_from_map``, used when FULL metadata
-corrects the tracked schema), and the character-set facts both need: maximum bytes per character,
-collation names to ids (``collation_id``) and the default collation of each character set.
+lengths, ENUM/SET pack lengths, BIT widths, fractional seconds, BLOB length-prefix widths), the type
+families ``map_columns`` reads a TABLE_MAP column back with, and the character-set facts both
+need: maximum bytes per character, collation names to ids (``collation_id``) and the default
+collation of each character set.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from sluice.binlog.columns import BINARY_COLLATION, ColumnInfo
 from sluice.binlog.constants import ColumnType as T
 from sluice.binlog.decoders.table_map import string_meta
 from sluice.binlog.values.charsets import COLLATION_CHARSETS
@@ -33,13 +32,13 @@ __all__ = [
     "check_table_map",
     "collation_id",
     "collation_name",
-    "column_from_map",
     "default_collation",
     "expected_binlog_type",
     "mbmaxlen",
     "normalize_charset",
     "normalize_collation",
     "sized_blob_type",
+    "type_name",
 ]
 
 INTEGER_TYPES = {"tinyint": T.TINY, "smallint": T.SHORT, "mediumint": T.INT24, "int": T.LONG,
@@ -221,7 +220,8 @@ def expected_binlog_type(col: ColumnDef, flavor: str | None = None) -> tuple[int
     return _FIXED.get(col.data_type, ())
 
 
-def _type_name(code: int) -> str:
+def type_name(code: int) -> str:
+    """The server's name of a binlog type code (``ColumnType``), or ``type N`` for a code it has none for."""
     try:
         return T(code).name
     except ValueError:
@@ -243,15 +243,15 @@ def check_column(col: ColumnDef, code: int, meta: int, flavor: str | None = None
     if not expected:
         return None  # a type sluice does not model: nothing to check it against
     if code not in expected:
-        names = "/".join(_type_name(c) for c in expected)
-        return f"{_describe(col)} is logged as {names}, but the TABLE_MAP has {_type_name(code)}"
+        names = "/".join(type_name(c) for c in expected)
+        return f"{_describe(col)} is logged as {names}, but the TABLE_MAP has {type_name(code)}"
     dt = col.data_type
     if code == T.STRING:
         real, length = string_meta(meta)
         want_real = _REAL_OF_STRING.get(dt, T.STRING)
         if real != want_real:
-            return (f"{_describe(col)} is a STRING column of real type {_type_name(want_real)}, but the "
-                    f"TABLE_MAP metadata says {_type_name(real)}")
+            return (f"{_describe(col)} is a STRING column of real type {type_name(want_real)}, but the "
+                    f"TABLE_MAP metadata says {type_name(real)}")
         if dt == "enum" and col.enum_values is not None:
             want = 1 if len(col.enum_values) < 256 else 2
             if length != want:
@@ -299,73 +299,3 @@ def check_table_map(schema: TableSchema, table_map: TableMapEvent, *, flavor: st
         if problem is not None:
             return f"column #{i} {problem}"
     return None
-
-
-def _charset_of(info: ColumnInfo) -> str | None:
-    if info.collation is None:
-        return None
-    return COLLATION_CHARSETS.get(info.collation)
-
-
-def column_from_map(code: int, meta: int, info: ColumnInfo, nullable: bool,
-                    name: str | None = None) -> ColumnDef:
-    """The declared column a TABLE_MAP column (type, metadata, optional metadata) stands for, as far
-    as the map tells: lengths in characters only when the character set is known."""
-    from sluice.cdc.schema.model import ColumnDef  # here: model imports this module
-
-    cs = _charset_of(info)
-    coll = collation_name(info.collation)
-    binary = info.collation == BINARY_COLLATION
-    col_name = name or info.name or ""
-    unsigned = bool(info.unsigned)
-    base: dict[str, Any] = {"name": col_name, "nullable": nullable, "visible": info.visible}
-    for dt, c in INTEGER_TYPES.items():
-        if code == c:
-            return ColumnDef(data_type=dt, unsigned=unsigned, **base)
-    if code == T.NEWDECIMAL:
-        return ColumnDef(data_type="decimal", unsigned=unsigned, precision=meta >> 8, scale=meta & 0xFF, **base)
-    if code in (T.FLOAT, T.DOUBLE):
-        return ColumnDef(data_type="float" if code == T.FLOAT else "double", unsigned=unsigned, **base)
-    if code == T.BIT:
-        return ColumnDef(data_type="bit", length=(meta & 0xFF) * 8 + (meta >> 8), **base)
-    if code in (T.DATE, T.NEWDATE):
-        return ColumnDef(data_type="date", **base)
-    if code == T.YEAR:
-        return ColumnDef(data_type="year", **base)
-    temporal = {T.TIME2: "time", T.TIME: "time", T.DATETIME2: "datetime", T.DATETIME: "datetime",
-                T.TIMESTAMP2: "timestamp", T.TIMESTAMP: "timestamp"}
-    if code in temporal:
-        fsp = meta if code in (T.TIME2, T.DATETIME2, T.TIMESTAMP2) else 0
-        return ColumnDef(data_type=temporal[T(code)], fsp=fsp, **base)
-    if code in (T.VARCHAR, T.VAR_STRING):
-        if binary:
-            return ColumnDef(data_type="varbinary", length=meta, charset="binary", collation="binary", **base)
-        per = mbmaxlen(cs)
-        return ColumnDef(data_type="varchar", length=meta // per if per else None, charset=cs, collation=coll,
-                         **base)
-    if code == T.STRING:
-        real, length = string_meta(meta)
-        if real == T.ENUM:
-            return ColumnDef(data_type="enum", enum_values=info.enum_values, charset=cs, collation=coll, **base)
-        if real == T.SET:
-            return ColumnDef(data_type="set", set_values=info.set_values, charset=cs, collation=coll, **base)
-        if binary:
-            return ColumnDef(data_type="binary", length=length, charset="binary", collation="binary", **base)
-        per = mbmaxlen(cs)
-        return ColumnDef(data_type="char", length=length // per if per else None, charset=cs, collation=coll,
-                         **base)
-    if code in (T.BLOB, T.TINY_BLOB, T.MEDIUM_BLOB, T.LONG_BLOB):
-        pack = meta if 1 <= meta <= 4 else {T.TINY_BLOB: 1, T.MEDIUM_BLOB: 3, T.LONG_BLOB: 4}.get(T(code), 2)
-        if info.collation is None or binary:
-            dt = next(n for n, p in BLOB_TYPES.items() if p == pack)
-            return ColumnDef(data_type=dt, charset="binary", collation="binary", **base)
-        dt = next(n for n, p in TEXT_TYPES.items() if p == pack)
-        return ColumnDef(data_type=dt, charset=cs, collation=coll, **base)
-    if code == T.JSON:
-        return ColumnDef(data_type="json", **base)
-    if code == T.GEOMETRY:
-        sub = next((n for n, g in GEOMETRY_TYPES.items() if g == info.geometry_type), "geometry")
-        return ColumnDef(data_type=sub, **base)
-    if code == T.VECTOR:
-        return ColumnDef(data_type="vector", length=info.vector_dimension, **base)
-    return ColumnDef(data_type=_type_name(code).lower(), **base)

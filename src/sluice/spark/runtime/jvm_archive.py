@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from sluice.sandbox.process import pid_alive
+from sluice.processes import pid_alive
 
 __all__ = ["archive_dir", "driver_options"]
 
