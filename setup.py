@@ -4,17 +4,14 @@ The row decoder ``sluice.binlog._rowcore`` is compiled from Cython source on eve
 no prebuilt binary. Set ``SLUICE_NO_EXTENSIONS=1`` at run time to use the pure-Python twin.
 """
 
+from glob import glob
+
 from Cython.Build import cythonize
 from setuptools import Extension, setup
 
 EXTENSIONS = [
     Extension("sluice.binlog._rowcore", ["src/sluice/binlog/_rowcore.pyx"], extra_compile_args=["-O2"],
-              depends=["src/sluice/binlog/_rowobjects.pxi", "src/sluice/binlog/_rowvalues.pxi",
-                       "src/sluice/binlog/_jsonbinary.pxi", "src/sluice/binlog/_jsonlines.pxi",
-                       "src/sluice/binlog/_typedimages.pxi", "src/sluice/binlog/_typedvalues.pxi",
-                       "src/sluice/binlog/_changerows.pxi", "src/sluice/binlog/_eventframes.pxi",
-                       "src/sluice/binlog/_eventrun.pxi", "src/sluice/binlog/_framing.pxi",
-                       "src/sluice/binlog/_textrows.pxi"]),
+              depends=sorted(glob("src/sluice/binlog/_*.pxi"))),
 ]
 
 setup(ext_modules=cythonize(EXTENSIONS, language_level=3, compiler_directives={"embedsignature": True}))
