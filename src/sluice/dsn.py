@@ -86,9 +86,17 @@ _KNOWN_PARAMS = {
 }
 
 
-def flavor_of(is_mariadb: bool) -> str:
-    """The name of a server's flavor, as a DSN's scheme spells it: ``"mariadb"`` or ``"mysql"``."""
-    return "mariadb" if is_mariadb else "mysql"
+class Flavor(StrEnum):
+    """A server's flavor, named as a DSN's scheme spells it. A ``str``: it compares equal to, and is
+    written to JSON as, ``"mysql"`` or ``"mariadb"``, the form the lake's files keep."""
+
+    MYSQL = "mysql"
+    MARIADB = "mariadb"
+
+
+def flavor_of(is_mariadb: bool) -> Flavor:
+    """The flavor of a server that says (in its handshake or its binlog) whether it is MariaDB."""
+    return Flavor.MARIADB if is_mariadb else Flavor.MYSQL
 
 
 def parse_dsn(dsn: str, *, environ: dict[str, str] | None = None) -> ConnectionConfig:
@@ -179,4 +187,4 @@ def _parse_int(text: str, name: str) -> int:
         raise ConfigError(f"DSN parameter {name}={text!r} must be a whole number") from None
 
 
-__all__ = ["ConnectionConfig", "SslMode", "flavor_of", "parse_dsn"]
+__all__ = ["ConnectionConfig", "Flavor", "SslMode", "flavor_of", "parse_dsn"]

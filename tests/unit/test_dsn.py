@@ -61,3 +61,14 @@ def test_password_never_shown():
 def test_bad_dsns_say_what_is_wrong(dsn, message):
     with pytest.raises(ConfigError, match=message):
         parse_dsn(dsn, environ={})
+
+
+def test_a_flavor_is_the_text_a_dsn_scheme_and_the_lake_files_spell():
+    import json
+
+    from sluice.dsn import Flavor, flavor_of
+
+    assert flavor_of(True) is Flavor.MARIADB and flavor_of(False) is Flavor.MYSQL
+    assert Flavor.MARIADB == "mariadb" and Flavor("mysql") is Flavor.MYSQL
+    assert json.dumps({"flavor": flavor_of(True)}) == '{"flavor": "mariadb"}'
+    assert parse_dsn("mariadb://u@h/").flavor == Flavor.MARIADB

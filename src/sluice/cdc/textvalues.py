@@ -34,6 +34,7 @@ from sluice.binlog.values.mariadb_types import inet4_text, inet6_text, uuid_text
 from sluice.cdc.schema.model import ColumnDef, TableSchema
 from sluice.cdc.schema.typemap import BINARY_TYPES, BLOB_TYPES, GEOMETRY_TYPES, INTEGER_TYPES, TEXT_TYPES
 from sluice.codegen import define
+from sluice.dsn import Flavor
 from sluice.errors import SchemaError
 
 __all__ = [
@@ -174,7 +175,7 @@ def text_converter(column: ColumnDef, flavor: str | None = None) -> TextConverte
     if dt == "bit":
         return _bit
     if dt == "json":
-        return None if flavor == "mariadb" else _json  # MariaDB's JSON is a LONGTEXT
+        return None if flavor == Flavor.MARIADB else _json  # MariaDB's JSON is a LONGTEXT
     if dt in GEOMETRY_TYPES:
         return _geometry
     if dt == "vector":

@@ -36,6 +36,7 @@ from sluice.cdc.schema.typemap import (
     normalize_charset,
     normalize_collation,
 )
+from sluice.dsn import Flavor
 from sluice.errors import SchemaError, ServerError
 
 if TYPE_CHECKING:
@@ -63,7 +64,7 @@ def _default_collations(conn: Connection, flavor: str) -> dict[str, str]:
     ).rows:
         if coll and cs:
             defaults[normalize_charset(cs) or cs] = normalize_collation(coll) or coll
-    if flavor == "mysql":
+    if flavor == Flavor.MYSQL:
         utf8mb4 = _optional(conn, "SELECT @@default_collation_for_utf8mb4")
         if utf8mb4:
             defaults["utf8mb4"] = utf8mb4.lower()

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from sluice.binlog.constants import ColumnType as T
 from sluice.binlog.decoders.table_map import string_meta
 from sluice.binlog.values.charsets import COLLATION_CHARSETS
+from sluice.dsn import Flavor
 
 if TYPE_CHECKING:
     from sluice.binlog.events import TableMapEvent
@@ -161,7 +162,7 @@ def default_collation(charset: str | None, flavor: str | None = None) -> str | N
     charset = normalize_charset(charset)
     if charset is None:
         return None
-    entry = (_MARIADB_DEFAULTS.get(charset) if flavor == "mariadb" else None) or _DEFAULTS.get(charset)
+    entry = (_MARIADB_DEFAULTS.get(charset) if flavor == Flavor.MARIADB else None) or _DEFAULTS.get(charset)
     return entry[0] if entry else None
 
 
@@ -210,13 +211,13 @@ def expected_binlog_type(col: ColumnDef, flavor: str | None = None) -> tuple[int
     accept the pre-5.6 codes too. An unknown type name gives ``()``.
     """
     if col.data_type == "json":
-        if flavor == "mysql":
+        if flavor == Flavor.MYSQL:
             return (T.JSON,)
-        if flavor == "mariadb":
+        if flavor == Flavor.MARIADB:
             return (T.BLOB,)
         return (T.JSON, T.BLOB)
     if col.data_type == "vector":
-        return (T.VECTOR,) if flavor == "mysql" else (T.VECTOR, T.VARCHAR, T.VAR_STRING)
+        return (T.VECTOR,) if flavor == Flavor.MYSQL else (T.VECTOR, T.VARCHAR, T.VAR_STRING)
     return _FIXED.get(col.data_type, ())
 
 

@@ -27,6 +27,7 @@ from sluice.cdc.schema.typemap import (
     collation_id,
     mbmaxlen,
 )
+from sluice.dsn import Flavor
 from sluice.errors import SchemaError
 from sluice.lake.types.columns import MirrorColumn, mirror_columns
 
@@ -103,11 +104,11 @@ def _packed(col: ColumnDef, info: ColumnInfo, flavor: str | None, where: str) ->
     if dt == "set":
         return T.STRING, _string_meta(T.SET, _set_pack(len(col.set_values or ()))), info
     if dt == "json":
-        if flavor == "mariadb":  # MariaDB's JSON is a LONGTEXT utf8mb4_bin
+        if flavor == Flavor.MARIADB:  # MariaDB's JSON is a LONGTEXT utf8mb4_bin
             return T.BLOB, 4, ColumnInfo(**{**_info_dict(info), "collation": _UTF8MB4_BIN})
         return T.JSON, 4, info
     if dt == "vector":
-        if flavor == "mariadb":  # MariaDB's VECTOR(n) is a VARBINARY(4n) of n float32s
+        if flavor == Flavor.MARIADB:  # MariaDB's VECTOR(n) is a VARBINARY(4n) of n float32s
             dim = col.length or 0
             return T.VARCHAR, 4 * dim, ColumnInfo(**{**_info_dict(info), "collation": BINARY_COLLATION})
         return T.VECTOR, 4, info

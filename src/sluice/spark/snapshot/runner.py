@@ -52,7 +52,7 @@ from sluice.cdc.snapshot.reader import (
     plan_table,
     prepare_session,
 )
-from sluice.dsn import parse_dsn
+from sluice.dsn import Flavor, parse_dsn
 from sluice.errors import SchemaError, ServerError
 from sluice.io.connection import Connection
 from sluice.lake.layout import Lake
@@ -156,7 +156,7 @@ class SnapshotRunner:
                 state.save(self.store)
             # MySQL: the first wave's low watermark is taken here, so its settle passes while the
             # tables are planned (an older mark only widens a chunk's reconcile window; _in_order)
-            first = low_mark(conn) if conn.flavor == "mysql" else None
+            first = low_mark(conn) if conn.flavor == Flavor.MYSQL else None
             planned_at = first.low if first is not None else binlog_position(conn)
             catalog = bootstrap_catalog(conn, self.include)
             for name in only or ():

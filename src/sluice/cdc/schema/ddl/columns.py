@@ -32,6 +32,7 @@ from sluice.cdc.schema.typemap import (
     normalize_collation,
     sized_blob_type,
 )
+from sluice.dsn import Flavor
 from sluice.errors import SchemaError
 
 # ---------------------------------------------------------------------------------------- columns
@@ -165,7 +166,7 @@ def column_def(node: exp.ColumnDef, table_cs: str | None, table_coll: str | None
         set_values = tuple(_member(p, what) for p in params)
     elif dt == "vector" and params:
         length = _int_param(params[0], what)
-    if dt == "json" and catalog.flavor == "mariadb":
+    if dt == "json" and catalog.flavor == Flavor.MARIADB:
         dt, cs, coll = "longtext", "utf8mb4", "utf8mb4_bin"  # MariaDB's JSON is LONGTEXT + CHECK
     if dt in CHARACTER_TYPES:
         if cs is None and coll is None:
