@@ -21,6 +21,7 @@ what was found, where (file and offset, host, table) and what to do::
     │   └── GtidSyntaxError        a GTID set in text form that does not parse (binlog.gtid)
     ├── DataLossError              continuing would lose or duplicate data
     ├── MaintenanceError           a maintenance step on a lake table failed (lake.maintenance)
+    ├── StorageFullError           the lake's disk or quota is full (ENOSPC, EDQUOT): nothing committed
     └── SandboxError               a throwaway server could not start or stop (sandbox.process)
 
 What is retried: following a server (``cdc.follow``) reconnects with backoff after a
@@ -28,9 +29,17 @@ What is retried: following a server (``cdc.follow``) reconnects with backoff aft
 away (1053 shutdown, 1927 connection killed, 1317 query interrupted, 1184 aborted connection, 3169
 session killed), resuming at the last transaction boundary. Every other error stops the run; the
 pipeline re-raises an error of its Spark query as the sluice error it was, not a ``RuntimeError``.
+
+Crossing a process: an error raised in a Spark worker reaches the driver as text only. ``carry``
+writes a sluice error as one line (its type, message and fields as JSON after ``sluice-error``)
+and ``carried`` builds the same error again from any text that holds such a line.
 """
 
 from __future__ import annotations
+
+import errno as _errno
+import json
+import re
 
 
 class SluiceError(Exception):
@@ -138,6 +147,14 @@ class MaintenanceError(SluiceError):
     """A compaction, checkpoint or VACUUM of a lake table failed; what its readers see is unchanged."""
 
 
+class StorageFullError(SluiceError):
+    """The lake's volume or quota is full: a write was refused, and nothing of the batch was committed."""
+
+    def __init__(self, message: str, *, path: str | None = None) -> None:
+        self.path = path
+        super().__init__(message)
+
+
 def _where(file: str | None, offset: int | None) -> str:
     if file is None and offset is None:
         return ""
@@ -195,3 +212,53 @@ def server_error(errno: int, sqlstate: str, message: str) -> ServerError:
     if errno == ER_MASTER_FATAL_ERROR_READING_BINLOG and "bogus data" in message.lower():
         return ServerError(errno, sqlstate, message, hint=_NOT_AN_EVENT_HINT)
     return ServerError(errno, sqlstate, message)
+
+
+_CARRY_MARK = "sluice-error "
+_FIELDS = ("errno", "sqlstate", "server_message", "hint", "file", "offset", "path")
+_FULL_ERRNOS = (_errno.ENOSPC, _errno.EDQUOT)
+# How a full volume reads in the text of an error from Rust (delta-rs, object_store), Java or Python.
+_FULL_TEXT = re.compile(r"no space left on device|disk quota exceeded|os error (?:28|122)\b", re.IGNORECASE)
+
+
+def carry(exc: SluiceError) -> str:
+    """``exc`` as one line of text that ``carried`` reads back (the module docstring)."""
+    fields = {k: getattr(exc, k) for k in _FIELDS
+              if isinstance(getattr(exc, k, None), (str, int))}
+    return _CARRY_MARK + json.dumps({"type": type(exc).__name__, "message": str(exc), **fields})
+
+
+def carried(text: str) -> SluiceError | None:
+    """The sluice error that ``carry`` wrote somewhere in ``text``, or None when there is none."""
+    at = text.find(_CARRY_MARK + "{")
+    while at >= 0:
+        try:
+            doc, _ = json.JSONDecoder().raw_decode(text, at + len(_CARRY_MARK))
+        except ValueError:
+            doc = None
+        kind = globals().get(doc.get("type", "")) if isinstance(doc, dict) else None
+        if isinstance(kind, type) and issubclass(kind, SluiceError) and isinstance(doc, dict):
+            error = kind.__new__(kind)
+            Exception.__init__(error, str(doc.get("message", "")))
+            for key in _FIELDS:
+                if key in doc:
+                    setattr(error, key, doc[key])
+            return error
+        at = text.find(_CARRY_MARK + "{", at + 1)
+    return None
+
+
+def storage_full(exc: BaseException, where: str) -> StorageFullError | None:
+    """A ``StorageFullError`` when ``exc`` (an ``OSError``, or any error whose text says so, as
+    delta-rs's and Spark's do) says the volume or quota under ``where`` is full; None otherwise."""
+    if isinstance(exc, OSError) and exc.errno in _FULL_ERRNOS:
+        path = str(exc.filename) if exc.filename else where
+        reason = exc.strerror or "no space left on device"
+    elif not isinstance(exc, SluiceError) and _FULL_TEXT.search(str(exc)):
+        path, reason = where, _FULL_TEXT.search(str(exc)).group(0)  # type: ignore[union-attr]
+    else:
+        return None
+    return StorageFullError(
+        f"the lake's disk is full ({reason}) writing {path}: nothing was lost, the batch in flight was "
+        "not committed and the next run goes on exactly from the lake's last commit. Free space on that "
+        "volume (or grow it, or raise its quota) and run again", path=path)

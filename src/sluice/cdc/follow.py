@@ -7,7 +7,8 @@ connection breaks (a transport error, or the server shutting down or killing the
 the partial transaction is dropped and a new connection resumes from the boundary after the last
 committed transaction, after a delay that doubles from ``backoff_initial`` up to ``backoff_max``.
 Every retry is logged with its reason; after ``retries`` failures in a row (None = never give up)
-the last error is raised.
+the last error is raised. ``retrying`` applies the same policy to one piece of work on an SQL
+connection of its own (the planner's reads of positions and schema).
 """
 
 from __future__ import annotations
@@ -16,13 +17,16 @@ import logging
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import TypeVar
 
 from sluice.cdc.capture import ChangeCapture, CommittedTransaction
 from sluice.dsn import ConnectionConfig
 from sluice.errors import ServerError, TransportError
 from sluice.io.replication import RawBlock, ReplicationStream, StreamConfig
 
-__all__ = ["FollowConfig", "follow", "retryable"]
+__all__ = ["FollowConfig", "follow", "retryable", "retrying"]
+
+T = TypeVar("T")
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +53,31 @@ def retryable(exc: BaseException) -> bool:
     if isinstance(exc, TransportError):
         return True
     return isinstance(exc, ServerError) and exc.errno in _RETRYABLE_ERRNOS
+
+
+def _backoff(config: FollowConfig, failures: int) -> float:
+    return min(config.backoff_max, config.backoff_initial * 2 ** (failures - 1))
+
+
+def retrying(config: FollowConfig, what: str, work: Callable[[], T], *,
+             sleep: Callable[[float], None] = time.sleep) -> T:
+    """``work()`` (which opens its own connection), done again after a delay that doubles while it
+    fails with a ``retryable`` error, up to ``config.retries`` times; ``what`` names it in the log."""
+    failures = 0
+    while True:
+        try:
+            return work()
+        except (TransportError, ServerError) as exc:
+            if not retryable(exc):
+                raise
+            failures += 1
+            if config.retries is not None and failures > config.retries:
+                log.error("giving up %s after %d failed attempts in a row: %s", what, failures, exc)
+                raise
+            delay = _backoff(config, failures)
+            log.warning("connection lost %s (%s); trying again in %.1fs (attempt %d%s)", what, exc, delay,
+                        failures, "" if config.retries is None else f" of {config.retries}")
+            sleep(delay)
 
 
 def follow(
@@ -107,7 +136,7 @@ def follow(
             if config.retries is not None and failures > config.retries:
                 log.error("giving up after %d failed attempts in a row: %s", failures, exc)
                 raise
-            delay = min(config.backoff_max, config.backoff_initial * 2 ** (failures - 1))
+            delay = _backoff(config, failures)
             log.warning(
                 "replication connection lost (%s); reconnecting in %.1fs from %s (attempt %d%s)",
                 exc,

@@ -224,10 +224,10 @@ class Pipeline:
                     self.progress(self.stats.line())
             exc = query.exception()
             if exc is not None and self.error is None and not self._refused:
-                raise query_error(exc)
+                raise query_error(exc, where=self.lake.root)
             if self.error is not None:
                 if isinstance(self.error, Exception) and not isinstance(self.error, SluiceError):
-                    raise query_error(self.error) from self.error
+                    raise query_error(self.error, where=self.lake.root) from self.error
                 raise self.error
             self._flush()
         finally:

@@ -35,9 +35,9 @@ binlog does not name the columns; a table it does not fit is read by position wi
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, TypeVar
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
@@ -50,7 +50,7 @@ from pyspark.sql.streaming.datasource import (
 
 from sluice.binlog.position import Checkpoint
 from sluice.cdc.capture import CaptureConfig, CaptureOutput, ChangeCapture, CommittedTransaction
-from sluice.cdc.follow import follow
+from sluice.cdc.follow import follow, retrying
 from sluice.cdc.schema import Catalog, SchemaHistory, SchemaTracker
 from sluice.cdc.session import tracker_at
 from sluice.errors import ConfigError, DataLossError
@@ -58,6 +58,7 @@ from sluice.io.connection import Connection
 from sluice.io.heap import keep_batch_memory
 from sluice.io.replication import server_binlog_files, server_binlog_status
 from sluice.spark.source.change_schema import CHANGE_SCHEMA, arrow_batches
+from sluice.spark.source.failures import typed_failures
 from sluice.spark.source.file_reader import BinlogFileReader
 from sluice.spark.source.options import SourceOptions
 from sluice.spark.source.scout import RangePartition, Scout, offset_checkpoint
@@ -67,11 +68,24 @@ __all__ = ["BinlogDataSource", "SourceOptions"]
 
 log = logging.getLogger(__name__)
 
+T = TypeVar("T")
+
 
 def _tracker_at(options: SourceOptions, conn: Connection, start: Checkpoint) -> SchemaTracker:
     history = SchemaHistory.open(options.schema_history) if options.schema_history else None
     # Every table, not only the captured ones: a table added to the capture later is known already.
     return tracker_at(conn, start, history)
+
+
+def _on_server(options: SourceOptions, what: str, work: Callable[[Connection], T]) -> T:
+    """``work`` on a connection of its own, made again with backoff while the connection is lost."""
+    config = options.follow_config()
+
+    def attempt() -> T:
+        with Connection.open(config.connection) as conn:
+            return work(conn)
+
+    return retrying(config, what, attempt)
 
 
 class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -87,20 +101,20 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return {"options": self.options, "_scout": None, "_target": None}
 
     # -- driver ----------------------------------------------------------------------------------
+    @typed_failures
     def initialOffset(self) -> dict[str, Any]:
         """The first offset, from ``startingPosition``: earliest, latest, FILE:POS or GTIDs."""
         named = self.options.start_checkpoint()
         if named is not None:
             return named.to_json()
-        with Connection.open(self.options.follow_config().connection) as conn:
-            if self.options.starting.strip().lower() == "latest":
-                status = server_binlog_status(conn)
-                return Checkpoint(status.file, status.pos, status.gtid_executed or None).to_json()
-            files = server_binlog_files(conn)
-            if not files:
-                raise ConfigError("the server lists no binary logs (SHOW BINARY LOGS)")
-            log.warning("binlog source: starting at the earliest binlog still on the server, %s:4", files[0][0])
-            return Checkpoint(files[0][0], 4).to_json()
+        if self.options.starting.strip().lower() == "latest":
+            status = _on_server(self.options, "reading the binlog's end", server_binlog_status)
+            return Checkpoint(status.file, status.pos, status.gtid_executed or None).to_json()
+        files = _on_server(self.options, "listing the binlogs", server_binlog_files)
+        if not files:
+            raise ConfigError("the server lists no binary logs (SHOW BINARY LOGS)")
+        log.warning("binlog source: starting at the earliest binlog still on the server, %s:4", files[0][0])
+        return Checkpoint(files[0][0], 4).to_json()
 
     def getDefaultReadLimit(self) -> ReadLimit:
         """``maxRowsPerBatch`` or ``maxBytesPerBatch`` as Spark's read limit, else all."""
@@ -110,12 +124,13 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             return ReadMaxRows(1 << 62)  # carries maxBytesPerBatch: the engine has no byte limit for Python sources
         return ReadAllAvailable()
 
+    @typed_failures
     def prepareForTriggerAvailableNow(self) -> None:
         """Take the server's binlog end now: the last batch ends there."""
-        with Connection.open(self.options.follow_config().connection) as conn:
-            status = server_binlog_status(conn)
+        status = _on_server(self.options, "reading the binlog's end", server_binlog_status)
         self._target = Checkpoint(status.file, status.pos)
 
+    @typed_failures
     def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
         """Plan the batch from ``start`` within ``limit`` and start reading the next ahead."""
         begin = offset_checkpoint(start)
@@ -138,6 +153,7 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             scout.read_ahead_later(max_rows, max_bytes, target, since=end)  # the next batch's, while this one runs
         return end.to_json()
 
+    @typed_failures
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
         """Ranges of the batch ``[start, end)`` for the executors, with the catalog at each start."""
         begin, finish = offset_checkpoint(start), offset_checkpoint(end)
@@ -149,11 +165,11 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             if parts is not None:
                 return parts
         # A batch planned before a restart: one range, with the schema persisted at its start.
-        with Connection.open(self.options.follow_config().connection) as conn:
-            tracker = _tracker_at(self.options, conn, begin)
-            flavor = conn.flavor
+        tracker, flavor = _on_server(self.options, "reading the schema",
+                                     lambda conn: (_tracker_at(self.options, conn, begin), conn.flavor))
         return [RangePartition(start, end, tracker.catalog.to_json(), flavor)]
 
+    @typed_failures
     def commit(self, end: dict[str, Any]) -> None:
         """Forget what the scout planned before ``end``: Spark committed it."""
         if self._scout is not None:
@@ -170,10 +186,8 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if scout is not None and (scout.origin == start or any(p.start == start for p in scout.pending)
                                   or scout.capture.boundary == start):
             return scout
-        config = self.options.follow_config()
-        with Connection.open(config.connection) as conn:
-            tracker = _tracker_at(self.options, conn, start)
-            flavor = conn.flavor
+        tracker, flavor = _on_server(self.options, "reading the schema",
+                                     lambda conn: (_tracker_at(self.options, conn, start), conn.flavor))
         captured = self.options.capture_config()
         if self.options.max_rows is not None or captured.ops is None:
             # Count the captured tables' rows (by the row images' lengths where the compiled core
@@ -191,6 +205,7 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return self._scout
 
     # -- executors -------------------------------------------------------------------------------
+    @typed_failures
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """Replay one range from the server and decode it into Arrow batches (or staged files)."""
         assert isinstance(partition, RangePartition)
@@ -243,10 +258,12 @@ class BinlogDataSource(DataSource):
             return STAGE_SCHEMA
         return CHANGE_SCHEMA
 
+    @typed_failures
     def streamReader(self, schema: Any) -> DataSourceStreamReader:
         """The streaming reader that follows a server."""
         return BinlogStreamReader(SourceOptions.parse(self.options))
 
+    @typed_failures
     def reader(self, schema: Any) -> DataSourceReader:
         """The batch reader of binlog files (``load(path)``)."""
         options = SourceOptions.parse(self.options)

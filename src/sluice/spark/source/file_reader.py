@@ -28,6 +28,7 @@ from sluice.errors import ConfigError
 from sluice.io.binlog_file import iter_raw_spans
 from sluice.io.heap import keep_batch_memory
 from sluice.spark.source.change_schema import arrow_batches
+from sluice.spark.source.failures import typed_failures
 from sluice.spark.source.options import SourceOptions
 
 __all__ = ["BinlogFileReader", "FilePartition"]
@@ -54,6 +55,7 @@ class BinlogFileReader(DataSourceReader):
             raise ConfigError('spark.read.format("binlog").load(path) needs one or more binlog files')
         self.options = options
 
+    @typed_failures
     def partitions(self) -> Sequence[InputPartition]:
         """A partition per file or transaction-aligned segment, with the catalog at its start."""
         # The DDL of every file, in order: the catalog at each segment's start. No rows are decoded.
@@ -82,6 +84,7 @@ class BinlogFileReader(DataSourceReader):
                                                read_later=tracker.read_later, positional=tracker.positional))
         return parts
 
+    @typed_failures
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """Decode one file or segment into Arrow batches of the change schema."""
         assert isinstance(partition, FilePartition)

@@ -1,0 +1,124 @@
+"""Errors from inside the ``binlog`` source reach the user as sluice's own one-line error.
+
+``sluice run`` is started as a user starts it. The source's planning (latestOffset) and its tasks
+run in Spark's Python workers; what fails there must end the run with sluice's typed message and
+exit status 1, never with Spark's message wrapping a Python traceback. A connection lost while
+planning is made again with backoff, as a task's is.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from tests.integration.exactly_once import exactly_once
+from tests.tcp_proxy import TcpProxy, binlog_dump, query
+
+pytestmark = pytest.mark.spark
+
+NOISE = ("Traceback", "PYTHON_STREAMING_DATA_SOURCE", "SourceFailure", "py4j", "Py4J")
+
+
+@pytest.fixture(params=["mysql", "mariadb"])
+def server(request):
+    return request.getfixturevalue(f"{request.param}_server")
+
+
+def _run(server, lake: Path, db: str, user: str, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "sluice.cli", "run", "--source", server.dsn(user) if user in ("root", "repl")
+            else f"{server.dsn('root').split('://')[0]}://{user}:pw-{user}@{server.host}:{server.port}/",
+            "--lake", str(lake), "--tables", rf"{db}\..*", *extra]
+
+
+def _error_line(stderr: str) -> str:
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    assert lines, "sluice run printed nothing"
+    for noise in NOISE:
+        assert noise not in stderr, f"{noise!r} reached the user:\n{stderr[-4000:]}"
+    return lines[-1]
+
+
+@pytest.mark.mysql
+@pytest.mark.mariadb
+def test_a_server_error_while_planning_is_the_typed_one_line_error(server, tmp_path):
+    """The source's user loses its account while ``sluice run`` follows: the next planning's
+    connection is refused (an error no reconnect mends) and the run ends with the server's error,
+    typed, in one line, and exit status 1."""
+    db, user = f"se_{uuid.uuid4().hex[:8]}", f"u{uuid.uuid4().hex[:8]}"
+    server.sql(f"CREATE DATABASE {db}; CREATE TABLE {db}.t (id INT PRIMARY KEY, v INT);"
+               f"CREATE USER '{user}'@'%' IDENTIFIED BY 'pw-{user}';"
+               f"GRANT REPLICATION SLAVE, REPLICATION CLIENT, SELECT ON *.* TO '{user}'@'%';"
+               f"INSERT INTO {db}.t VALUES (1, 1)")
+    lake = tmp_path / "lake"
+    proc = subprocess.Popen(_run(server, lake, db, user, "--trigger", "1s"), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 300
+        while not (lake / db / "t" / "_delta_log").exists() and proc.poll() is None:
+            assert time.monotonic() < deadline, "the first batch never reached the lake"
+            time.sleep(0.5)
+        server.sql(f"DROP USER '{user}'@'%'; INSERT INTO {db}.t VALUES (2, 2)")
+        _, stderr = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        server.sql(f"DROP DATABASE {db}")
+    assert proc.returncode == 1, stderr[-4000:]
+    line = _error_line(stderr)
+    assert line.startswith("sluice: error: server error 1045 (28000): Access denied for user"), stderr[-4000:]
+    assert "REPLICATION SLAVE" in line  # the remedy
+
+
+@pytest.mark.mysql
+@pytest.mark.mariadb
+def test_a_start_the_server_does_not_have_is_the_typed_one_line_error(server, tmp_path):
+    """A start position in a binlog file the server does not have: the server refuses the dump the
+    planner asks for, and the run ends with ``BinlogUnavailableError``'s line and its remedy."""
+    db = f"se_{uuid.uuid4().hex[:8]}"
+    server.sql(f"CREATE DATABASE {db}; CREATE TABLE {db}.t (id INT PRIMARY KEY, v INT)")
+    try:
+        done = subprocess.run(_run(server, tmp_path / "lake", db, "repl", "--trigger", "once", "--from",
+                                   "binlog.999999:4"), capture_output=True, text=True, timeout=600)
+    finally:
+        server.sql(f"DROP DATABASE {db}")
+    assert done.returncode == 1, done.stderr[-4000:]
+    line = _error_line(done.stderr)
+    assert line.startswith("sluice: error: ") and ("binlog.999999" in line or "1236" in line), done.stderr[-4000:]
+    assert "SHOW BINARY LOGS" in line or "snapshot" in line, line
+
+
+@pytest.mark.mysql
+@pytest.mark.mariadb
+def test_a_connection_lost_while_planning_is_made_again(server, tmp_path):
+    """The planner's first replication connections and its first schema query each lose their
+    connection (closed under them, through a proxy): planning connects again with backoff and the
+    run ends with every change in the lake once."""
+    db = f"se_{uuid.uuid4().hex[:8]}"
+    first = _first_file(server)
+    server.sql(f"CREATE DATABASE {db}; CREATE TABLE {db}.t (id INT PRIMARY KEY, v INT)")
+    server.sql(";".join(f"INSERT INTO {db}.t VALUES ({i}, {i})" for i in range(1, 201)))
+    server.sql(f"UPDATE {db}.t SET v = v + 1 WHERE id % 3 = 0; DELETE FROM {db}.t WHERE id % 7 = 0")
+    lake = tmp_path / "lake"
+    with TcpProxy(server.host, server.port) as proxy:
+        proxy.trap(binlog_dump, times=2, reset=True)  # the planner reads first: latestOffset
+        proxy.trap(query("status"), times=2, reset=True)  # where the binlog ends: SHOW BINARY LOG STATUS
+        args = [sys.executable, "-m", "sluice.cli", "run", "--source", proxy.dsn(server.dsn("repl")),
+                "--lake", str(lake), "--tables", rf"{db}\..*", "--trigger", "once", "--snapshot", "never",
+                "--from", f"{first}:4"]
+        try:
+            done = subprocess.run(args, capture_output=True, text=True, timeout=600)
+            assert done.returncode == 0, done.stderr[-4000:]
+            assert proxy.trapped == 4, proxy.trapped
+            exactly_once(server, lake, db, f"{first}:4")
+        finally:
+            server.sql(f"DROP DATABASE {db}")
+
+
+def _first_file(server) -> str:
+    return server.sql("SHOW BINARY LOGS").splitlines()[0].split("\t")[0]
