@@ -8,6 +8,9 @@ planning is made again with backoff, as a task's is.
 
 from __future__ import annotations
 
+import errno
+import os
+import shutil
 import subprocess
 import sys
 import time
@@ -122,3 +125,62 @@ def test_a_connection_lost_while_planning_is_made_again(server, tmp_path):
 
 def _first_file(server) -> str:
     return server.sql("SHOW BINARY LOGS").splitlines()[0].split("\t")[0]
+
+
+def _mount_small_volume(where: Path, mib: int) -> None:
+    """A tmpfs of ``mib`` MiB at ``where``, or a skip saying why this machine cannot make one."""
+    where.mkdir()
+    if os.geteuid() != 0 or shutil.which("mount") is None:
+        pytest.skip("a full volume needs a small file system of its own: mounting a tmpfs needs root")
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={mib}m", "tmpfs", str(where)],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here (a container without CAP_SYS_ADMIN?): {done.stderr.strip()}")
+
+
+def _fill(volume: Path) -> Path:
+    """Fill ``volume`` to its last byte with one file; that file."""
+    filler = volume / "filler"
+    with open(filler, "wb") as out:
+        try:
+            while True:
+                out.write(b"\0" * (1 << 16))
+                out.flush()
+        except OSError as exc:
+            assert exc.errno == errno.ENOSPC, exc
+    return filler
+
+
+@pytest.mark.mariadb
+def test_a_full_disk_under_the_lake_says_so_and_the_next_run_is_exact(mariadb_server, tmp_path):
+    """The lake on a small volume that fills: ``sluice run`` ends with one line saying the disk is
+    full, which path, that nothing was lost and that the next run goes on; once there is space
+    again the next run leaves every change once and every mirror equal to its table."""
+    server = mariadb_server
+    volume = tmp_path / "volume"
+    _mount_small_volume(volume, 48)
+    db = f"se_{uuid.uuid4().hex[:8]}"
+    server.sql(f"CREATE DATABASE {db}; CREATE TABLE {db}.t (id INT PRIMARY KEY, v VARCHAR(200))")
+    start = server.sql("SHOW MASTER STATUS").split("\t")[:2]
+    lake = volume / "lake"
+    args = [sys.executable, "-m", "sluice.cli", "run", "--source", server.dsn("repl"), "--lake", str(lake),
+            "--tables", rf"{db}\..*", "--trigger", "once", "--snapshot", "never", "--from", ":".join(start)]
+    try:
+        server.sql(";".join(f"INSERT INTO {db}.t VALUES ({i}, REPEAT('a', 150))" for i in range(1, 101)))
+        first = subprocess.run(args, capture_output=True, text=True, timeout=600)
+        assert first.returncode == 0, first.stderr[-4000:]
+        filler = _fill(volume)
+        for low in range(1000, 21000, 2000):
+            server.sql(f"INSERT INTO {db}.t SELECT seq, REPEAT(MD5(seq), 6) FROM seq_{low}_to_{low + 1999}", database=db)
+        full = subprocess.run(args, capture_output=True, text=True, timeout=600)
+        assert full.returncode == 1, full.stderr[-4000:]
+        line = _error_line(full.stderr)
+        assert line.startswith("sluice: error: the lake's disk is full"), full.stderr[-4000:]
+        assert str(lake) in line and "nothing was lost" in line and "next run goes on exactly" in line, line
+        filler.unlink()
+        again = subprocess.run(args, capture_output=True, text=True, timeout=600)
+        assert again.returncode == 0, again.stderr[-4000:]
+        assert exactly_once(server, lake, db, ":".join(start)) == 100 + 20000
+    finally:
+        server.sql(f"DROP DATABASE {db}")
+        subprocess.run(["umount", "-l", str(volume)], capture_output=True)
