@@ -171,7 +171,7 @@ def test_a_full_disk_under_the_lake_says_so_and_the_next_run_is_exact(mariadb_se
         assert first.returncode == 0, first.stderr[-4000:]
         filler = _fill(volume)
         for low in range(1000, 21000, 2000):
-            server.sql(f"INSERT INTO {db}.t SELECT seq, REPEAT(MD5(seq), 6) FROM seq_{low}_to_{low + 1999}", database=db)
+            server.sql(f"INSERT INTO t SELECT seq, REPEAT(MD5(seq), 6) FROM seq_{low}_to_{low + 1999}", database=db)
         full = subprocess.run(args, capture_output=True, text=True, timeout=600)
         assert full.returncode == 1, full.stderr[-4000:]
         line = _error_line(full.stderr)
