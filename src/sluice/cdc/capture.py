@@ -35,8 +35,16 @@ from sluice.binlog.header import build_header, frozen_builder
 from sluice.binlog.parser import EventParser, ParserConfig
 from sluice.binlog.position import Checkpoint
 from sluice.binlog.rowplan import plan_for
-from sluice.cdc.capture_out import column_spec, line_spec, transaction_columns, transaction_lines
+from sluice.cdc.capture_out import (
+    column_spec,
+    count_rows,
+    hold_lines,
+    line_spec,
+    transaction_columns,
+    transaction_lines,
+)
 from sluice.cdc.committed import CommittedTransaction, CountedRows, DdlRecord, WrittenLines
+from sluice.cdc.held import HOLD_AFTER, TX_MEMORY, MemoryBuffer
 from sluice.cdc.jsonl import gtid_ts, value_bytes
 from sluice.cdc.records import RowChange, RowChangeBuilder
 from sluice.cdc.schema import ResolvedTable, SchemaTracker, SessionCharsets, is_ddl
@@ -97,6 +105,11 @@ class CaptureConfig:
     # An INCIDENT event says the server failed to log some changes there. By default capture stops
     # with DataLossError (as a replica does); True logs a warning, counts it and goes on.
     skip_incidents: bool = False
+    #: ``LINES``: bytes of JSON lines an open transaction keeps in memory until its commit, and what
+    #: makes the buffer that holds them given those bytes (the shell's ``io.spill.SpillBuffer``,
+    #: which spills past them to a temporary file; None: ``cdc.held.MemoryBuffer``, all in memory).
+    memory: int = TX_MEMORY
+    spill: Callable[[int], Any] | None = None
 
 
 class ChangeCapture:
@@ -136,6 +149,7 @@ class ChangeCapture:
         output = config.output
         self._counting = output in _COUNTING
         self._lines_out = output is CaptureOutput.LINES
+        self._hold_after = min(HOLD_AFTER, config.memory // 4) if self._lines_out else None
         self._columns_out = core is not None and output in _COLUMNS
         if self._run is not None and self._lines_out:
             self._run.write_lines(lambda table_map, file: line_spec(self.builder, table_map, file, self._pos),
@@ -222,6 +236,8 @@ class ChangeCapture:
                 counted = run.take_counts()
                 if any(counted):
                     events.append((file, base + start, CountedRows(*counted)))
+            elif self._hold_after is not None:
+                self._hold(base + stop)
         return stop
 
     def _feed(self, file: str, pos: int, next_pos: int, data: bytes | memoryview) -> CommittedTransaction | None:
@@ -237,9 +253,11 @@ class ChangeCapture:
             self.tracker.learn_flavor(flavor_of(event.is_mariadb))
         tx = self.assembler.feed(file, pos, next_pos, event)
         if tx is None:
+            if self._hold_after is not None:
+                self._hold(next_pos)
             return None
         if self._counting:
-            return CommittedTransaction(tx, [], self._count(tx.events))
+            return CommittedTransaction(tx, [], count_rows(self.builder, tx.events))
         if self._lines_out:
             lines, count = self._lines(tx)
             return CommittedTransaction(tx, [], count, lines)
@@ -325,10 +343,20 @@ class ChangeCapture:
         for file, pos, event in tx.events:
             yield from self._event_records(tx, file, pos, event)
 
-    def _lines(self, tx: Transaction) -> tuple[list[bytes], int]:
+    def _lines(self, tx: Transaction) -> tuple[Any, int]:
         self.builder.gtid = tx.rows_gtid
         return transaction_lines(tx, self.builder, self._event_records,
                                  None if self._core is None else self._core.rows_jsonl)
+
+    def _hold(self, pos: int) -> None:
+        """``LINES``: an open transaction past ``_hold_after`` bytes of binlog moves its lines into
+        its bounded buffer (``cdc.held``) as they come."""
+        tx = self.assembler.open_transaction
+        if tx is None or pos - tx.pos < self._hold_after:  # type: ignore[operator]
+            return
+        make, memory = self.config.spill or MemoryBuffer, self.config.memory
+        hold_lines(tx, self.builder, self._event_records, None if self._core is None else self._core.rows_jsonl,
+                   lambda: make(memory))
 
     def _columns(self, tx: Transaction) -> tuple[Any, int]:
         self.builder.gtid = tx.rows_gtid
@@ -354,24 +382,6 @@ class ChangeCapture:
                     ts=event.header.timestamp,
                     default_db=event.schema,
                 )
-
-    def _count(self, events: Any) -> int:
-        builder = self.builder
-        kinds = builder.kinds
-        n = 0
-        for item in events:
-            file, pos, event = item if type(item) is tuple else ("", 0, item)
-            kind = type(event)
-            if kind is RowsEvent:
-                if builder.versioned(event.table, file, pos):
-                    n += sum(1 for _ in builder.feed(event, file, pos))
-                elif kinds is None or event.kind in kinds:
-                    n += len(event.rows)
-            elif kind is CountedRows:
-                n += event.total(kinds)
-            elif kind is TransactionPayloadEvent:
-                n += self._count(event.events)
-        return n
 
     def _captured(self, outcome: DdlOutcome) -> bool:
         keep = self.config.table_filter

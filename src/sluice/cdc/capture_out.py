@@ -1,6 +1,7 @@
 """What the capture's ``lines`` and ``columns`` modes make of a committed transaction.
 
-``transaction_lines``: the JSON lines of its records (``CaptureConfig.lines``); ``transaction_columns``:
+``transaction_lines``: the JSON lines of its records (``CaptureConfig.lines``), event by event with
+``event_lines_into``; ``count_rows``: how many row changes it has; ``transaction_columns``:
 its records as change-log rows, the compiled core's ``ChangeRows`` (``CaptureConfig.columns``). Rows
 events are written by the compiled core (runs of them already were, by ``EventRun``: their
 ``WrittenLines`` / ``ChangeRows`` sit in the transaction's events); every other record (DDL,
@@ -11,23 +12,27 @@ a table's rows itself.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from sluice.binlog.absent import ABSENT
 from sluice.binlog.constants import ColumnType
-from sluice.binlog.events import RowsEvent, TableMapEvent
+from sluice.binlog.events import RowsEvent, TableMapEvent, TransactionPayloadEvent
 from sluice.cdc.change_rows import Meta, kind_metas, record_row
-from sluice.cdc.committed import DdlRecord, WrittenLines
+from sluice.cdc.committed import CountedRows, DdlRecord, WrittenLines
+from sluice.cdc.held import finish, hold
 from sluice.cdc.jsonl import KIND_CODES, line_parts, record_line, rows_event_lines, value_bytes
 from sluice.cdc.records import RowChange, RowChangeBuilder
 from sluice.cdc.txstate import Transaction
 from sluice.errors import SluiceError
 
-__all__ = ["LineSpec", "column_spec", "line_spec", "transaction_columns", "transaction_lines"]
+__all__ = [
+    "LineSpec", "column_spec", "count_rows", "event_lines_into", "hold_lines", "line_spec", "transaction_columns",
+    "transaction_lines",
+]
 
 LineSpec = tuple[tuple[bytes, ...], tuple[bytes, ...], bytes]  # heads per kind, "name": keys, mid
-EventRecords = Callable[[Transaction, str, int, Any], Iterator[RowChange | DdlRecord]]
+EventRecords = Callable[[Any, str, int, Any], Iterator[RowChange | DdlRecord]]
 _PARTIAL_UPDATE = 39  # PARTIAL_UPDATE_ROWS_EVENT: its JSON diffs take the records' path
 
 
@@ -62,30 +67,50 @@ def column_spec(builder: RowChangeBuilder, table_map: TableMapEvent, file: str,
 
 
 def transaction_lines(tx: Transaction, builder: RowChangeBuilder, event_records: EventRecords,
-                      write_rows: Any) -> tuple[list[bytes], int]:
+                      write_rows: Any) -> tuple[Iterable[bytes], int]:
     """The JSON lines of a transaction's records and their number of row changes (``builder.gtid``
-    set to the transaction's); ``write_rows`` is the core's ``rows_jsonl``, None without the core."""
-    kinds = builder.kinds
-    gtid = builder.gtid
+    set to the transaction's); ``write_rows`` is the core's ``rows_jsonl``, None without the core.
+    The lines of a transaction held while it was open (``hold_lines``) are its ``HeldLines``."""
+    held = finish(tx.events, lambda out, file, pos, event: event_lines_into(
+        out, file, pos, event, tx, builder, event_records, write_rows))
+    if held is not None:
+        return held, held.rows
     out: list[bytes] = []
     count = 0
     for file, pos, event in tx.events:
-        if type(event) is WrittenLines:
-            out.append(event.data)
-            count += event.rows
-            continue
-        if (write_rows is not None and type(event) is RowsEvent and event.header.type_code != _PARTIAL_UPDATE
-                and not builder.versioned(event.table, file, pos)):
-            if kinds is None or event.kind in kinds:
-                names, pk = builder.columns_of(event.table, file, pos)
-                out.append(rows_event_lines(write_rows, event, names, pk, file, pos, gtid))
-                count += len(event.rows)
-            continue
-        for record in event_records(tx, file, pos, event):
-            out.append(f"{record_line(record)}\n".encode())
-            if record.op != "ddl":
-                count += 1
+        count += event_lines_into(out, file, pos, event, tx, builder, event_records, write_rows)
     return out, count
+
+
+def hold_lines(tx: Any, builder: RowChangeBuilder, event_records: EventRecords, write_rows: Any,
+               make_buffer: Callable[[], Any]) -> None:
+    """Move the JSON lines of the open transaction ``tx`` so far into its ``HeldLines`` (``cdc.held``)."""
+    builder.gtid = tx.rows_gtid
+    hold(tx.events, lambda out, file, pos, event: event_lines_into(
+        out, file, pos, event, tx, builder, event_records, write_rows), make_buffer)
+
+
+def event_lines_into(out: list[bytes], file: str, pos: int, event: Any, tx: Any, builder: RowChangeBuilder,
+                     event_records: EventRecords, write_rows: Any) -> int:
+    """Append the JSON lines of one of ``tx``'s events to ``out`` (as ``transaction_lines``); returns
+    its number of row changes."""
+    if type(event) is WrittenLines:
+        out.append(event.data)
+        return event.rows
+    if (write_rows is not None and type(event) is RowsEvent and event.header.type_code != _PARTIAL_UPDATE
+            and not builder.versioned(event.table, file, pos)):
+        kinds = builder.kinds
+        if kinds is None or event.kind in kinds:
+            names, pk = builder.columns_of(event.table, file, pos)
+            out.append(rows_event_lines(write_rows, event, names, pk, file, pos, builder.gtid))
+            return len(event.rows)
+        return 0
+    count = 0
+    for record in event_records(tx, file, pos, event):
+        out.append(f"{record_line(record)}\n".encode())
+        if record.op != "ddl":
+            count += 1
+    return count
 
 
 def transaction_columns(tx: Transaction, builder: RowChangeBuilder, event_records: EventRecords,
@@ -128,3 +153,23 @@ def transaction_columns(tx: Transaction, builder: RowChangeBuilder, event_record
                 images = rows.typed[key] = core.TypedImages(())
             images.failed = True
     return rows, count
+
+
+def count_rows(builder: RowChangeBuilder, events: Any) -> int:
+    """The row changes of a transaction's events the capture counted (``CaptureOutput.COUNTS`` and
+    ``DECODED_COUNTS``): rows events, the core's ``CountedRows``, and those inside payloads."""
+    kinds = builder.kinds
+    n = 0
+    for item in events:
+        file, pos, event = item if type(item) is tuple else ("", 0, item)
+        kind = type(event)
+        if kind is RowsEvent:
+            if builder.versioned(event.table, file, pos):
+                n += sum(1 for _ in builder.feed(event, file, pos))
+            elif kinds is None or event.kind in kinds:
+                n += len(event.rows)
+        elif kind is CountedRows:
+            n += event.total(kinds)
+        elif kind is TransactionPayloadEvent:
+            n += count_rows(builder, event.events)
+    return n

@@ -85,7 +85,9 @@ class CommittedTransaction:
     transaction: Transaction
     records: list[RowChange | DdlRecord] = field(default_factory=list)
     counted: int | None = None  # counted or written as lines: the number of row changes, records stay empty
-    lines: list[bytes] | None = None  # ``CaptureOutput.LINES``: the records' JSON lines, UTF-8, newline-ended
+    #: ``CaptureOutput.LINES``: the records' JSON lines, UTF-8, newline-ended, in chunks: a list, or for a
+    #: transaction held while open the ``cdc.held.HeldLines`` that reads them back (close it after).
+    lines: Any = None
     columns: Any = None  # ``CaptureOutput.COLUMNS``: the records as the core's ``ChangeRows`` (cdc.change_rows)
 
     @property

@@ -114,6 +114,11 @@ class TransactionAssembler:
         tx = self._tx
         return None if tx is None else tx.gtid
 
+    @property
+    def open_transaction(self) -> OpenTransaction | None:
+        """The open transaction (None outside one), for a reader that holds its events elsewhere."""
+        return self._tx
+
     def took_rows(self) -> None:
         """Rows events were added to the open transaction through ``open_events``."""
         tx = self._tx

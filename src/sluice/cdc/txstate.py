@@ -66,6 +66,11 @@ class OpenTransaction:
         self.kind = "dml"
         self.events: list[Located] = []
 
+    @property
+    def rows_gtid(self) -> str | None:
+        """The GTID its rows' changes carry: its own (an XA's prepared part is read as its own transaction)."""
+        return self.gtid
+
 
 @dataclass(frozen=True, slots=True)
 class PreparedXa:

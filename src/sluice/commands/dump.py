@@ -13,6 +13,7 @@ import time
 from typing import Any
 
 from sluice.commands.filter_options import add_filter_options
+from sluice.commands.memory_options import MEMORY_HELP, add_memory_options, memory_settings
 
 HELP = """\
 Decode binlog files (as written by a MySQL or MariaDB server, or archived copies) and print one
@@ -63,11 +64,12 @@ def register(sub: Any) -> None:
     parser = sub.add_parser(
         "dump",
         help="decode binlog files into JSON lines",
-        description=HELP,
+        description=HELP + "\n" + MEMORY_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("files", nargs="+", metavar="FILE", help="binlog files, in order; - for stdin")
     add_filter_options(parser)
+    add_memory_options(parser)
     parser.add_argument(
         "--format",
         choices=("jsonl", "parquet", "none"),
@@ -144,9 +146,10 @@ def run(args: argparse.Namespace) -> int:
     # counts, so it builds no change records.
     output = (CaptureOutput.LINES if jsonl else CaptureOutput.COUNTS if args.count_only
               else CaptureOutput.DECODED_COUNTS)
+    memory, spill = memory_settings(args)
     config = CaptureConfig(
         table_filter=keep, ops=parse_ops(args.ops), ddl=args.ddl, verify_checksum=not args.no_verify_checksum,
-        skip_incidents=args.skip_incidents, output=output,
+        skip_incidents=args.skip_incidents, output=output, memory=memory, spill=spill,
     )
     sys.stdout.flush()
     out = sys.stdout.buffer
@@ -163,8 +166,12 @@ def run(args: argparse.Namespace) -> int:
             # feed_file cuts off at the end a transaction still open: it never spans two files
             n_transactions += 1
             n_changes += committed.row_count
-            for chunk in committed.lines or ():
-                write(chunk)
+            lines = committed.lines
+            if lines:
+                for chunk in lines:
+                    write(chunk)
+                if type(lines) is not list:
+                    lines.close()  # a held transaction's buffer: its memory and file go now
     out.flush()
     if capture is not None:
         for file, pos, sql, message in capture.tracker.unparsed:

@@ -18,6 +18,7 @@ from typing import Any
 
 from sluice.binlog.position import parse_position, position_key
 from sluice.commands.filter_options import add_filter_options
+from sluice.commands.memory_options import MEMORY_HELP, add_memory_options, memory_settings
 from sluice.dsn import parse_dsn
 from sluice.errors import ConfigError
 from sluice.eventjson import event_summary, inspection_plan
@@ -57,7 +58,7 @@ def register(sub: Any) -> None:
     parser = sub.add_parser(
         "tail",
         help="follow a server's binlog and print row changes",
-        description=HELP,
+        description=HELP + "\n" + MEMORY_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("dsn", help="mysql://user[:password]@host[:port]/ or mariadb://...")
@@ -78,6 +79,7 @@ def register(sub: Any) -> None:
         "--output", metavar="FILE", help="append the JSON lines to FILE instead of standard output"
     )
     add_filter_options(parser)
+    add_memory_options(parser)
     parser.add_argument(
         "--until-end", action="store_true", help="stop at the current end of the binlog instead of waiting"
     )
@@ -127,9 +129,11 @@ def run(args: argparse.Namespace) -> int:
     print(f"sluice tail: {begin.how}", file=sys.stderr)
     saved = begin.extra.get("output_bytes") if begin.resumed else None
     output = CheckpointedOutput(args.output, None if saved is None else int(saved)) if args.output else None
+    memory, spill = memory_settings(args)
     capture = ChangeCapture(
         CaptureConfig(table_filter=keep, ops=ops, ddl=args.ddl, verify_checksum=not args.no_verify_checksum,
-                      skip_incidents=args.skip_incidents, output=CaptureOutput.LINES),
+                      skip_incidents=args.skip_incidents, output=CaptureOutput.LINES, memory=memory,
+                      spill=spill),
         begin.start,
         begin.tracker,
     )
@@ -147,12 +151,15 @@ def run(args: argparse.Namespace) -> int:
             if stop is not None and position_key(committed.start.file, committed.start.pos) >= stop:
                 stopped = True
                 break
-            if committed.lines:  # each chunk as the core made it: no joined copy
+            lines = committed.lines
+            if lines:  # each chunk as the core made it (or read back from a held transaction's file)
                 if output is not None:
-                    output.write_lines(committed.lines)
+                    output.write_lines(lines)
                 else:
-                    sys.stdout.buffer.writelines(committed.lines)
+                    sys.stdout.buffer.writelines(lines)
                     sys.stdout.buffer.flush()
+                if type(lines) is not list:
+                    lines.close()  # a held transaction's buffer: its memory and file go now
             if checkpoint is not None:
                 checkpoint.save(committed.end, None if output is None else {"output_bytes": output.written})
         if checkpoint is not None and not stopped:

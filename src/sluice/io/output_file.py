@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Iterable
 
 from sluice.errors import DataLossError
 
@@ -39,11 +40,15 @@ class CheckpointedOutput:
         self.written = size
         self._file = open(path, "ab")  # noqa: SIM115 - closed by close()
 
-    def write_lines(self, chunks: list[bytes]) -> None:
-        """Append ``chunks`` one after another and flush them; ``written`` then counts their bytes."""
-        self._file.writelines(chunks)
+    def write_lines(self, chunks: Iterable[bytes]) -> None:
+        """Append ``chunks`` one after another (read once) and flush them; ``written`` then counts their bytes."""
+        write = self._file.write
+        written = 0
+        for chunk in chunks:
+            write(chunk)
+            written += len(chunk)
         self._file.flush()
-        self.written += sum(map(len, chunks))
+        self.written += written
 
     def close(self) -> None:
         """Close the file (everything written was already flushed)."""

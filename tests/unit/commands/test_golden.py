@@ -56,6 +56,20 @@ def test_dump_equals_the_reviewed_json_lines(path: Path, capsys) -> None:
 
 
 @pytest.mark.parametrize("path", GOLDEN, ids=IDS)
+def test_transactions_held_in_temporary_files_print_the_same(path: Path, capsys, tmp_path: Path) -> None:
+    code, out, err = _run(capsys, "dump", "--transaction-memory", "0", "--spill-dir", str(tmp_path), str(path))
+    assert code == 0, err
+    assert out == path.with_suffix(".jsonl").read_text(encoding="utf-8")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_spill_directory_that_is_not_there_is_a_clear_error(capsys, tmp_path: Path) -> None:
+    code, out, err = _run(capsys, "dump", "--spill-dir", str(tmp_path / "nowhere"), str(GOLDEN[0]))
+    assert code != 0 and out == ""
+    assert "--spill-dir" in err and "nowhere" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("path", GOLDEN, ids=IDS)
 def test_format_none_counts(path: Path, capsys) -> None:
     lines = path.with_suffix(".jsonl").read_text(encoding="utf-8").splitlines()
     code, events, err = _run(capsys, "dump", "--events", str(path))
