@@ -1,8 +1,9 @@
 """``sluice run --metrics-port``: a pipeline on real Spark and a real server serves Prometheus metrics
-whose figures match what it committed."""
+whose figures match what it committed; the source reports what it reads to the progress loop."""
 
 from __future__ import annotations
 
+import os
 import urllib.request
 import uuid
 
@@ -32,7 +33,9 @@ def _run(config: PipelineConfig) -> tuple[dict[tuple[str, tuple[tuple[str, str],
     metrics = pipeline.metrics = PipelineMetrics(pipeline.app_id)
     port = metrics.serve(0, "127.0.0.1")
     try:
-        stats = pipeline.run(handle_signals=False)
+        stats = pipeline.run(handle_signals=False, report_every=0.2)
+        assert stats.in_flight is not None, "the source never reported what it reads"
+        assert not os.path.exists(pipeline._in_flight), "the in-flight report file outlived the run"
         return scrape(port), stats
     finally:
         metrics.close()
@@ -66,6 +69,8 @@ def test_metrics_count_the_committed_changes(spark, mariadb_server, tmp_path) ->
     ((file, pos),) = positions.items()
     assert (file, pos) < (end.file, end.pos)
     assert got[("sluice_lag_seconds", ())] >= 0
+    assert got[("sluice_largest_transaction_bytes", ())] >= 0  # every transaction committed: none in flight
+    assert ("sluice_largest_transaction_rows", ()) in got
     assert not any(name == "sluice_errors_total" for name, _ in got)
     # Nothing failed: the retry series exist and stay at zero.
     assert got[("sluice_retries_total", (("kind", "reconnect"),))] == 0

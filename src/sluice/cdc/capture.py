@@ -35,14 +35,7 @@ from sluice.binlog.header import build_header, frozen_builder
 from sluice.binlog.parser import EventParser, ParserConfig
 from sluice.binlog.position import Checkpoint
 from sluice.binlog.rowplan import plan_for
-from sluice.cdc.capture_out import (
-    column_spec,
-    count_rows,
-    hold_lines,
-    line_spec,
-    transaction_columns,
-    transaction_lines,
-)
+from sluice.cdc import capture_out as out
 from sluice.cdc.committed import CommittedTransaction, CountedRows, DdlRecord, WrittenLines
 from sluice.cdc.held import HOLD_AFTER, TX_MEMORY, MemoryBuffer
 from sluice.cdc.jsonl import gtid_ts, value_bytes
@@ -135,6 +128,7 @@ class ChangeCapture:
         self._ddl: dict[tuple[str, int], DdlOutcome] = {}
         self._file = start.file
         self._pos = start.pos
+        self._read_to = start.pos  # the end of the last event taken
         self.label: str | None = None  # how errors name the input (a file's full path), if not by `file`
         self.incidents_skipped = 0
         self._fed = 0
@@ -152,12 +146,12 @@ class ChangeCapture:
         self._hold_after = min(HOLD_AFTER, config.memory // 4) if self._lines_out else None
         self._columns_out = core is not None and output in _COLUMNS
         if self._run is not None and self._lines_out:
-            self._run.write_lines(lambda table_map, file: line_spec(self.builder, table_map, file, self._pos),
+            self._run.write_lines(lambda table_map, file: out.line_spec(self.builder, table_map, file, self._pos),
                                   self.builder.kinds, ABSENT, value_bytes, WrittenLines)
         elif self._run is not None and output is CaptureOutput.COUNTS:
             self._run.skip_values = True
         elif self._run is not None and self._columns_out:
-            self._run.write_columns(lambda table_map, file: column_spec(self.builder, table_map, file, self._pos),
+            self._run.write_columns(lambda table_map, file: out.column_spec(self.builder, table_map, file, self._pos),
                                     self.builder.kinds, ABSENT, value_bytes, output is CaptureOutput.TYPED_COLUMNS)
 
     @property
@@ -172,6 +166,14 @@ class ChangeCapture:
         if checksum is not None:
             self.parser.checksum_alg = int(checksum)
         self._ddl.clear()
+
+    def open_progress(self) -> tuple[str, int, int, int] | None:
+        """The open transaction, if any: its file and start offset, the binlog bytes read of it and the
+        row changes decoded or counted of it so far (0 when the capture neither decodes nor counts them)."""
+        tx = self.assembler.open_transaction
+        if tx is None:
+            return None
+        return tx.file, tx.pos, max(0, self._read_to - tx.pos), out.rows_so_far(tx.events)
 
     @property
     def events_read(self) -> int:
@@ -238,6 +240,7 @@ class ChangeCapture:
                     events.append((file, base + start, CountedRows(*counted)))
             elif self._hold_after is not None:
                 self._hold(base + stop)
+            self._read_to = base + stop
         return stop
 
     def _feed(self, file: str, pos: int, next_pos: int, data: bytes | memoryview) -> CommittedTransaction | None:
@@ -251,13 +254,14 @@ class ChangeCapture:
             self._on_incident(event, file, pos)
         elif kind is FormatDescriptionEvent:
             self.tracker.learn_flavor(flavor_of(event.is_mariadb))
+        self._read_to = next_pos
         tx = self.assembler.feed(file, pos, next_pos, event)
         if tx is None:
             if self._hold_after is not None:
                 self._hold(next_pos)
             return None
         if self._counting:
-            return CommittedTransaction(tx, [], count_rows(self.builder, tx.events))
+            return CommittedTransaction(tx, [], out.count_rows(self.builder, tx.events))
         if self._lines_out:
             lines, count = self._lines(tx)
             return CommittedTransaction(tx, [], count, lines)
@@ -345,7 +349,7 @@ class ChangeCapture:
 
     def _lines(self, tx: Transaction) -> tuple[Any, int]:
         self.builder.gtid = tx.rows_gtid
-        return transaction_lines(tx, self.builder, self._event_records,
+        return out.transaction_lines(tx, self.builder, self._event_records,
                                  None if self._core is None else self._core.rows_jsonl)
 
     def _hold(self, pos: int) -> None:
@@ -355,13 +359,13 @@ class ChangeCapture:
         if tx is None or pos - tx.pos < self._hold_after:  # type: ignore[operator]
             return
         make, memory = self.config.spill or MemoryBuffer, self.config.memory
-        hold_lines(tx, self.builder, self._event_records, None if self._core is None else self._core.rows_jsonl,
+        out.hold_lines(tx, self.builder, self._event_records, None if self._core is None else self._core.rows_jsonl,
                    lambda: make(memory))
 
     def _columns(self, tx: Transaction) -> tuple[Any, int]:
         self.builder.gtid = tx.rows_gtid
         typed = self.config.output is CaptureOutput.TYPED_COLUMNS
-        return transaction_columns(tx, self.builder, self._event_records, self._core, typed=typed)
+        return out.transaction_columns(tx, self.builder, self._event_records, self._core, typed=typed)
 
     def _event_records(self, tx: Transaction, file: str, pos: int, event: Any) -> Iterator[RowChange | DdlRecord]:
         kind = type(event)

@@ -20,15 +20,15 @@ from sluice.binlog.constants import ColumnType
 from sluice.binlog.events import RowsEvent, TableMapEvent, TransactionPayloadEvent
 from sluice.cdc.change_rows import Meta, kind_metas, record_row
 from sluice.cdc.committed import CountedRows, DdlRecord, WrittenLines
-from sluice.cdc.held import finish, hold
+from sluice.cdc.held import HeldLines, finish, hold
 from sluice.cdc.jsonl import KIND_CODES, line_parts, record_line, rows_event_lines, value_bytes
 from sluice.cdc.records import RowChange, RowChangeBuilder
 from sluice.cdc.txstate import Transaction
 from sluice.errors import SluiceError
 
 __all__ = [
-    "LineSpec", "column_spec", "count_rows", "event_lines_into", "hold_lines", "line_spec", "transaction_columns",
-    "transaction_lines",
+    "LineSpec", "column_spec", "count_rows", "event_lines_into", "hold_lines", "line_spec", "rows_so_far",
+    "transaction_columns", "transaction_lines",
 ]
 
 LineSpec = tuple[tuple[bytes, ...], tuple[bytes, ...], bytes]  # heads per kind, "name": keys, mid
@@ -172,4 +172,23 @@ def count_rows(builder: RowChangeBuilder, events: Any) -> int:
             n += event.total(kinds)
         elif kind is TransactionPayloadEvent:
             n += count_rows(builder, event.events)
+    return n
+
+
+def rows_so_far(events: Any) -> int:
+    """The row changes an open transaction's events hold so far, whatever the capture made of them
+    (counts, lines, change-log rows, rows events), for progress only: read while another thread may
+    be adding to them."""
+    n = 0
+    for item in list(events):
+        event = item[2]
+        kind = type(event)
+        if kind is CountedRows:
+            n += event.write + event.update + event.delete
+        elif kind is WrittenLines or kind is HeldLines:
+            n += event.rows
+        elif kind is RowsEvent:
+            n += len(event.rows)
+        else:
+            n += getattr(event, "length", 0) if kind.__name__ == "ChangeRows" else 0
     return n

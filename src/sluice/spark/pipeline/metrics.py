@@ -4,8 +4,9 @@ One registry per pipeline (never the process-wide default, so two pipelines in o
 test's second run do not collide), served over HTTP by ``prometheus_client``. The pipeline calls
 :meth:`PipelineMetrics.batch` after every committed micro-batch, the snapshot calls
 :meth:`snapshot_progress` after every chunk, the maintenance between batches
-(``sluice.spark.pipeline.upkeep``) :meth:`table_size` and :meth:`maintained`, and errors are
-counted by their sluice error class.
+(``sluice.spark.pipeline.upkeep``) :meth:`table_size` and :meth:`maintained`, the progress loop
+:meth:`in_flight` (the largest transaction read and not yet committed), and errors are counted by
+their sluice error class.
 Every name starts with ``sluice_``; what each one means is in its help text (``curl :N/metrics``).
 """
 
@@ -17,6 +18,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, star
 
 from sluice.errors import ConfigError
 from sluice.spark.pipeline.stats import BatchWritten
+from sluice.spark.source.in_flight import InFlight
 
 __all__ = ["PipelineMetrics"]
 
@@ -74,6 +76,13 @@ class PipelineMetrics:
                                          ["pipeline", "kind"], registry=r)
         self.maintenance_failures = Counter("sluice_maintenance_failures", "Maintenance steps that failed, by kind",
                                             ["pipeline", "kind"], registry=r)
+        self.largest_bytes = Gauge(
+            "sluice_largest_transaction_bytes", "Binlog bytes of the largest transaction read from the source and "
+            "not yet committed to the lake, the one being read included (so far); 0 when none", ["pipeline"],
+            registry=r).labels(**label)
+        self.largest_rows = Gauge(
+            "sluice_largest_transaction_rows", "Row changes of captured tables in that transaction (so far)",
+            ["pipeline"], registry=r).labels(**label)
         self._label = pipeline
         self._file: str | None = None
         self._server: Any = None
@@ -111,6 +120,12 @@ class PipelineMetrics:
                 self.position.remove(self._label, self._file)
             self._file = file
             self.position.labels(self._label, file).set(pos)
+
+    def in_flight(self, flight: InFlight | None) -> None:
+        """Record the largest transaction in flight, as the source last reported it."""
+        if flight is not None:
+            self.largest_bytes.set(flight.largest_bytes)
+            self.largest_rows.set(flight.largest_rows)
 
     def retried(self, reconnects: int, task_attempts: int) -> None:
         """Count a committed batch's reconnects and failed task attempts."""

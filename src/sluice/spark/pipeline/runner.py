@@ -54,6 +54,7 @@ from sluice.spark.runtime.session import kill_driver, spark_session, start_pytho
 from sluice.spark.snapshot.filter import SnapshotFilter
 from sluice.spark.snapshot.runner import SnapshotRunner
 from sluice.spark.snapshot.state import SnapshotState, stream_start
+from sluice.spark.source.in_flight import in_flight_file, read_in_flight, remove_in_flight
 from sluice.spark.source.staging import BATCH_PROPERTY, STAGE_SCHEMA, STORAGE_PROPERTY
 
 __all__ = ["Pipeline", "PipelineConfig", "PipelineStats"]
@@ -100,6 +101,7 @@ class Pipeline:
                              open_table=self.lake.current)
         self.ddl = DdlStage(self.lake, self.history_path, config.tables, config.exclude_tables, self.progress)
         self._spark: Any = None
+        self._in_flight = ""  # the file the source reports what it reads and has not committed yet to
 
     # -- the query --------------------------------------------------------------------------------
     def snapshot(self, spark: Any, state: SnapshotState | None) -> str | None:
@@ -169,6 +171,7 @@ class Pipeline:
         # delays the query's own start.
         if not (str(starting).strip().lower() == "latest" and not self.state.streamed()):
             start_python_workers(spark, ("sluice.spark.source.datasource", "sluice.spark.source.staging"))
+        self._in_flight = in_flight_file()
         reader = (
             spark.readStream.format("binlog")
             .schema(STAGE_SCHEMA)  # given, not asked of the source: a Python worker less at start
@@ -177,6 +180,7 @@ class Pipeline:
             .option("schemaHistory", str(self.history_path))
             .option("includeDdl", "true")
             .option("stageTo", self.lake.root)
+            .option("inFlightTo", self._in_flight)
         )
         if cfg.tables:
             reader = reader.option("tables", cfg.tables)
@@ -221,6 +225,9 @@ class Pipeline:
                     break
                 if time.monotonic() - last >= report_every:
                     last = time.monotonic()
+                    self.stats.in_flight = read_in_flight(self._in_flight) if self._in_flight else None
+                    if self.metrics is not None:
+                        self.metrics.in_flight(self.stats.in_flight)
                     self.progress(self.stats.line())
             exc = query.exception()
             if exc is not None and self.error is None and not self._refused:
@@ -231,6 +238,8 @@ class Pipeline:
                 raise self.error
             self._flush()
         finally:
+            if self._in_flight:
+                remove_in_flight(self._in_flight)
             if self._signals is not None:
                 self._signals.restore()
                 self._signals = None

@@ -7,6 +7,8 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 
+from sluice.spark.source.in_flight import InFlight
+
 __all__ = ["BatchWritten", "PipelineStats"]
 
 
@@ -43,6 +45,7 @@ class PipelineStats:
     first_batch: float | None = None  # monotonic start of the first batch that carried changes
     last_batch: float | None = None  # ... and end of the last one
     driver_seconds: float = 0.0  # of those batches, the driver's part: DDL, folds, MERGEs and commits
+    in_flight: InFlight | None = None  # what the source was reading at the last report
 
     def latency(self, q: float) -> float | None:
         """The ``q`` quantile (0.5: the median) of commit-to-visible over the recent changes, seconds."""
@@ -62,13 +65,15 @@ class PipelineStats:
         return 0.0 if self.first_batch is None or self.last_batch is None else self.last_batch - self.first_batch
 
     def line(self) -> str:
-        """The one progress line: changes, rate, batches, tables and lag so far."""
+        """The one progress line: changes, rate, batches, tables and lag so far, and the transaction the
+        source is reading, if any (a big one takes a while: its bytes and rows so far show it moving)."""
         elapsed = max(time.monotonic() - self.started, 1e-9)
         lag = "" if self.last_commit_lag is None else f", lag {self.last_commit_lag:.1f}s"
         lag_b = "" if self.lag_bytes is None else f" / {self.lag_bytes:,} bytes"
         retried = self.reconnects + self.task_retries
         retries = f", {self.reconnects} reconnects / {self.task_retries} task retries" if retried else ""
+        reading = "" if self.in_flight is None or not self.in_flight.file else f", {self.in_flight.describe()}"
         return (
             f"{self.batches} batches, {self.rows:,} changes ({self.rows / elapsed:,.0f}/s), "
-            f"{len(self.tables)} tables{lag}{lag_b}{retries}"
+            f"{len(self.tables)} tables{lag}{lag_b}{retries}{reading}"
         )

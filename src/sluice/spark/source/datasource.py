@@ -201,6 +201,8 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                                      skip_incidents=self.options.skip_incidents)
             counts = False
         capture = ChangeCapture(planning, start, tracker)
+        if scout is not None:
+            scout._stopping = True  # its in-flight reports end with it
         self._scout = Scout(self.options, start, capture, flavor, counts_captured=counts)
         return self._scout
 

@@ -41,6 +41,7 @@ class SourceOptions:
     skip_incidents: bool = False
     include_ddl: bool = False  # rows with op "ddl" for schema changes on captured tables (the pipeline's)
     stage_to: str | None = None  # a lake: tasks write its files and yield descriptors (sluice.spark.source.staging)
+    in_flight_to: str | None = None  # a local file the scout writes what it reads to (sluice.spark.source.in_flight)
     schema: str | None = None  # archived files: the tables' definitions, a DSN or a SQL file
     positional: bool = False  # archived files: every table by position
 
@@ -82,6 +83,7 @@ class SourceOptions:
             skip_incidents=_flag("skipIncidents", lower.get("skipincidents")),
             include_ddl=_flag("includeDdl", lower.get("includeddl")),
             stage_to=lower.get("stageto") or None,
+            in_flight_to=lower.get("inflightto") or None,
             schema=lower.get("schema") or None,
             positional=_flag("positional", lower.get("positional")),
         )

@@ -7,7 +7,8 @@ follows the server ahead of the query and remembers every transaction boundary i
 row count when rows are counted, its size in binlog bytes, whether it was a DDL, and the catalog in
 force at its start); ``choose_end`` picks a batch's end within the read limits (a DDL is a batch of
 its own) and ``ranges`` splits a batch into ``RangePartition``s for the executors: about
-``rowsPerPartition`` rows or ``bytesPerPartition`` bytes each, and at least one per core.
+``rowsPerPartition`` rows or ``bytesPerPartition`` bytes each, and at least one per core. With
+``inFlightTo`` it reports what it is reading (``in_flight``).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from sluice.cdc.capture import ChangeCapture
 from sluice.cdc.follow import follow
 from sluice.cdc.schema import Catalog
 from sluice.errors import ConfigError
+from sluice.spark.source.in_flight import report_in_flight
 
 if TYPE_CHECKING:
     from sluice.spark.source.options import SourceOptions
@@ -97,6 +99,20 @@ class Scout:
     _thread: threading.Thread | None = None
     _failure: BaseException | None = None
     _stopping: bool = False
+    _reporter: threading.Thread | None = None
+
+    def in_flight(self) -> dict[str, Any]:
+        """What was read and not yet committed (``sluice.spark.source.in_flight``): the open
+        transaction of the capture, and the largest one read since the last commit, in bytes and rows."""
+        with self._lock:
+            largest = max(((p.size, p.rows) for p in self.pending), default=(0, 0))
+        progress = self.capture.open_progress()
+        opened = None
+        if progress is not None:
+            file, pos, size, rows = progress
+            opened = {"file": file, "pos": pos, "bytes": size, "rows": rows}
+            largest = max(largest, (size, rows))
+        return {"open": opened, "largest_bytes": largest[0], "largest_rows": largest[1]}
 
     def read_ahead(self, want_rows: int | None, want_bytes: int | None, target: Checkpoint | None,
                    since: Checkpoint | None = None, *, through_ddl: bool = False) -> None:
@@ -112,6 +128,8 @@ class Scout:
             return
         catalog = self.capture.tracker.catalog
         self.at_end = False
+        if self.options.in_flight_to and self._reporter is None:
+            self._reporter = report_in_flight(self.options.in_flight_to, self.in_flight, lambda: self._stopping)
         for committed in follow(self.options.follow_config(until_end=True), self.capture):
             tx = committed.transaction
             n = committed.row_count
