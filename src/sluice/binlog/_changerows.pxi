@@ -260,16 +260,21 @@ cdef class ChangeRows:
             mine.extend(images)
 
     def buffers(self):
-        """Hand the column buffers over, with no copy, as objects of the buffer protocol: before /
-        after / json_diffs (validity, offsets, text), then meta, gtid (int32, -1 none), pos (int64),
-        row (int32), ts and commit (int64 µs). The rows are left empty; their metas, GTIDs and typed
-        images stay."""
+        """Hand the column buffers over, with no copy, as objects of the buffer protocol, by the
+        change schema's column names: ``before`` / ``after`` / ``json_diffs`` (validity, offsets,
+        text), ``meta`` (int32 index into ``metas``), ``gtid`` (int32 index into ``gtids``, -1 none),
+        ``pos`` (int64), ``row`` (int32), ``ts`` and ``commit_ts`` (int64 µs). The rows are left
+        empty; their metas, GTIDs and typed images stay."""
         cdef int k
-        out = []
-        for k in range(3):
-            out.append((_taken(&self.valid[k]), _taken(&self.offsets[k]), _taken(&self.text[k])))
+        out = {}
+        for k, name in enumerate(("before", "after", "json_diffs")):
+            out[name] = (_taken(&self.valid[k]), _taken(&self.offsets[k]), _taken(&self.text[k]))
             _i32(&self.offsets[k], 0)
-        out += [_taken(&self.meta), _taken(&self.gtid), _taken(&self.pos), _taken(&self.row), _taken(&self.ts),
-                _taken(&self.commit)]
+        out["meta"] = _taken(&self.meta)
+        out["gtid"] = _taken(&self.gtid)
+        out["pos"] = _taken(&self.pos)
+        out["row"] = _taken(&self.row)
+        out["ts"] = _taken(&self.ts)
+        out["commit_ts"] = _taken(&self.commit)
         self.length = 0
         return out

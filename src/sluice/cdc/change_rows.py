@@ -11,22 +11,16 @@ change DataFrame's Arrow batches.
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from sluice.cdc.committed import DdlRecord
-from sluice.cdc.jsonl import encode, unmark
+from sluice.cdc.jsonl import json_text
 from sluice.cdc.records import OP_OF_KIND, RowChange
 
-__all__ = ["Meta", "ddl_json", "json_text", "kind_metas", "record_row"]
+__all__ = ["META_FIELDS", "Meta", "ddl_json", "kind_metas", "record_row"]
 
 Meta = tuple[str, str, "str | None", tuple[str, ...], str, "str | None"]  # op, db, table, pk, file, ddl
-
-
-def json_text(value: dict[str, Any] | None) -> str | None:
-    """The JSON text of an image (or of json_diffs) as the change log stores it; None stays None."""
-    if value is None:
-        return None
-    return unmark(encode(value))
+#: The change-schema columns a ``Meta`` holds, in its order.
+META_FIELDS = ("op", "db", "table", "pk", "file", "ddl")
 
 
 def ddl_json(record: DdlRecord) -> str:

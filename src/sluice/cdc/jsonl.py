@@ -13,6 +13,7 @@ import binascii
 import json
 import re
 import secrets
+from collections.abc import Sequence
 from decimal import Decimal
 from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
 from typing import Any
@@ -71,6 +72,28 @@ def unmark(text: str) -> str:
     if _MARKED in text:
         text = _UNMARK.sub(r"\1", text)
     return text
+
+
+def json_text(value: Any) -> str | None:
+    """The JSON text of a value as the change log and the mirrors keep it (a row image, a JSON
+    document, ``json_diffs``): compact, DECIMALs inside JSON as bare numbers; None (and a value the
+    image does not carry, ``ABSENT``) stays None."""
+    if value is None or value is ABSENT:
+        return None
+    return unmark(encode(value))
+
+
+def json_texts(values: Sequence[Any]) -> list[str | None]:
+    """``json_text`` of many values (a column of images), with one encoder for all of them."""
+    enc, join, marked, unmark_all = _c_encode, "".join, _MARKED, _UNMARK.sub
+    out: list[str | None] = []
+    for v in values:
+        if v is None or v is ABSENT:
+            out.append(None)
+            continue
+        text = join(enc(v, 0))
+        out.append(unmark_all(r"\1", text) if marked in text else text)
+    return out
 
 
 # Encoded pieces that repeat from change to change: '{"op":..,"db":..,"table":..,"before":', pk, file.

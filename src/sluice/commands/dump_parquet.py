@@ -34,10 +34,11 @@ import pyarrow.parquet as pq
 
 from sluice.binlog.columns import may_mark
 from sluice.cdc.capture import ChangeCapture, CommittedTransaction
+from sluice.cdc.jsonl import json_text
 from sluice.cdc.records import RowChange
 from sluice.errors import ConfigError
 from sluice.lake.mirror.typed_changes import change_table
-from sluice.lake.types.columns import MirrorColumn, json_text, mirror_columns
+from sluice.lake.types.columns import MirrorColumn, mirror_columns
 from sluice.lake.types.typed_images import typed_rows
 from sluice.spark.source.change_schema import columns_batch, record_batch
 

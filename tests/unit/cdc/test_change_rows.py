@@ -168,3 +168,14 @@ def test_typed_images_hold_every_change_of_their_table(path: Path) -> None:
     for key, pieces in kept.items():
         if not any(p.failed for p in pieces):
             assert sum(p.length for p in pieces) == changes[key], key
+
+
+def test_the_cores_buffers_and_the_metas_name_every_change_column_once() -> None:
+    """``columns_batch`` finds each change column by name: in ``ChangeRows.buffers()`` or in a
+    ``Meta`` (``META_FIELDS``); between them they name every column of the change schema once."""
+    from sluice.cdc.change_rows import META_FIELDS
+    from sluice.lake.changelog.schema import CHANGE_ARROW_SCHEMA
+
+    handed = set(rowplan._compiled_core.ChangeRows().buffers()) - {"meta"}  # meta: the index into metas
+    assert handed.isdisjoint(META_FIELDS)
+    assert sorted(handed | set(META_FIELDS)) == sorted(CHANGE_ARROW_SCHEMA.names)

@@ -9,7 +9,7 @@ import pytest
 
 from sluice.binlog.values.json_binary import JsonDecimal, JsonDiff
 from sluice.cdc.json_diffs import apply_json_diffs, parse_path
-from sluice.lake.types.columns import json_text
+from sluice.cdc.jsonl import json_text
 from sluice.lake.types.images import json_document
 
 pytestmark = pytest.mark.unit

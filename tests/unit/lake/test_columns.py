@@ -28,12 +28,10 @@ from sluice.binlog.constants import ColumnType as T
 from sluice.binlog.events import TableMapEvent
 from sluice.binlog.values.geometry import Geometry
 from sluice.binlog.values.json_binary import JsonDecimal
-from sluice.cdc.jsonl import change_line
+from sluice.cdc.jsonl import change_line, json_text, json_texts
 from sluice.errors import SchemaError
 from sluice.lake.types.columns import (
     GEOMETRY_TYPE,
-    json_text,
-    json_texts,
     mirror_columns,
     mirror_schema,
     spark_ddl,

@@ -25,10 +25,11 @@ from sluice.binlog.constants import ColumnType as T
 from sluice.binlog.events import TableMapEvent
 from sluice.binlog.values.geometry import Geometry
 from sluice.binlog.values.json_binary import JsonDecimal, JsonDiff, JsonDiffs
+from sluice.cdc.jsonl import json_text, json_texts
 from sluice.cdc.records import RowChange
 from sluice.cdc.schema import Catalog, TableSchema, apply_ddl, check_table_map
 from sluice.errors import ProtocolError, SchemaError
-from sluice.lake.types.columns import MirrorColumn, json_text, json_texts, mirror_columns, to_arrow_table
+from sluice.lake.types.columns import MirrorColumn, mirror_columns, to_arrow_table
 from sluice.lake.types.images import decode_image, image_decoder, row_change_from_record
 from sluice.lake.types.table_layout import mirror_columns_for_schema, table_map_for_schema
 from tests.conftest import examples

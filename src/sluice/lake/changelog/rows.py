@@ -1,7 +1,8 @@
-"""The change DataFrame's rows as the pipeline reads them back: the change-log rows of a range
-(the images are JSON already), a table's rows from the staged change-log files as ``RowChange``s
-for the per-row MERGE path, and the typed sluice error a failed query carries; and the other way,
-the change-log rows of ``RowChange``s (``changelog_table``).
+"""Change rows and ``RowChange``s, both ways: the one writing of ``RowChange``s as rows of the
+change schema (``change_batch``, what the ``binlog`` source yields for them) and as change-log rows
+(``changelog_table``); the change-log rows of a range whose images are JSON already
+(``changelog_rows``); and a table's rows read back from the staged change-log files as
+``RowChange``s for the per-row MERGE path (``staged_rows``, ``row_changes``).
 """
 
 from __future__ import annotations
@@ -11,13 +12,13 @@ from typing import Any
 
 import pyarrow as pa
 
+from sluice.cdc.jsonl import json_texts
 from sluice.cdc.records import RowChange
-from sluice.lake.changelog.schema import CHANGELOG_SCHEMA
+from sluice.lake.changelog.schema import CHANGE_ARROW_SCHEMA, CHANGELOG_SCHEMA
 from sluice.lake.storage import LakeStore
-from sluice.lake.types.columns import json_texts
 from sluice.lake.types.images import image_decoder, row_change_from_record
 
-__all__ = ["changelog_rows", "changelog_table", "row_changes", "staged_rows"]
+__all__ = ["change_batch", "changelog_rows", "changelog_table", "row_changes", "staged_rows"]
 
 
 def row_changes(columns: tuple[Any, ...], rows: Any) -> list[RowChange]:
@@ -73,27 +74,34 @@ def changelog_rows(table: Any, batch_id: int) -> Any:
     return pa.table([columns[f.name].cast(f.type) for f in CHANGELOG_SCHEMA], schema=CHANGELOG_SCHEMA)
 
 
+def change_batch(changes: Sequence[RowChange], commit_us: Sequence[int | None] | None = None) -> pa.RecordBatch:
+    """Row changes as rows of the change schema (``CHANGE_ARROW_SCHEMA``), in the order given;
+    ``commit_us`` gives each change's commit time in µs (None: unknown, null)."""
+    n = len(changes)
+    pks: dict[tuple[str, ...], list[str]] = {}
+    columns: dict[str, list[Any]] = {
+        "op": [c.op for c in changes],
+        "db": [c.db for c in changes],
+        "table": [c.table for c in changes],
+        "before": json_texts([c.before for c in changes]),
+        "after": json_texts([c.after for c in changes]),
+        "json_diffs": json_texts([c.json_diffs for c in changes]),
+        "pk": [pks.get(c.pk) or pks.setdefault(c.pk, list(c.pk)) for c in changes],
+        "file": [c.file for c in changes],
+        "pos": [c.pos for c in changes],
+        "row": [c.row for c in changes],
+        "gtid": [c.gtid for c in changes],
+        "ts": [c.ts * 1_000_000 for c in changes],
+        "commit_ts": [None] * n if commit_us is None else list(commit_us),
+        "ddl": [None] * n,
+    }
+    arrays = [pa.array(columns[f.name], type=f.type) for f in CHANGE_ARROW_SCHEMA]
+    return pa.RecordBatch.from_arrays(arrays, schema=CHANGE_ARROW_SCHEMA)
+
+
 def changelog_table(batch_id: int, changes: Sequence[RowChange]) -> pa.Table:
     """The change-log rows of a batch's changes, ordered by ``(file, pos, row)``."""
-    pks: dict[tuple[str, ...], list[str]] = {}
-    columns = [
-        [c.op for c in changes],
-        [c.db for c in changes],
-        [c.table for c in changes],
-        json_texts([c.before for c in changes]),
-        json_texts([c.after for c in changes]),
-        [pks.get(c.pk) or pks.setdefault(c.pk, list(c.pk)) for c in changes],
-        [c.file for c in changes],
-        [c.pos for c in changes],
-        [c.row for c in changes],
-        [c.gtid for c in changes],
-        [c.ts * 1_000_000 for c in changes],
-        [batch_id] * len(changes),
-        json_texts([c.json_diffs or None for c in changes]),
-        [None] * len(changes),
-    ]
-    arrays = [pa.array(values, type=f.type) for values, f in zip(columns, CHANGELOG_SCHEMA, strict=True)]
-    table = pa.Table.from_arrays(arrays, schema=CHANGELOG_SCHEMA)
+    table = changelog_rows(pa.Table.from_batches([change_batch(changes)]), batch_id)
     if len(changes) > 1:
         table = table.sort_by([("file", "ascending"), ("pos", "ascending"), ("row", "ascending")])
     return table

@@ -18,8 +18,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
-from json.encoder import c_make_encoder as _c_make_encoder  # type: ignore[attr-defined]
-from json.encoder import encode_basestring as _encode_basestring
 from typing import Any
 
 import pyarrow as pa
@@ -28,15 +26,13 @@ from sluice.binlog.columns import BINARY_COLLATION, ColumnInfo, string_real_type
 from sluice.binlog.constants import ColumnType
 from sluice.binlog.rowplan import ABSENT
 from sluice.binlog.values.geometry import Geometry
-from sluice.cdc import jsonl
+from sluice.cdc.jsonl import json_text
 from sluice.errors import SchemaError
 
 __all__ = [
     "GEOMETRY_TYPE",
     "MirrorColumn",
     "column_array",
-    "json_text",
-    "json_texts",
     "mirror_columns",
     "mirror_schema",
     "spark_ddl",
@@ -99,35 +95,6 @@ def _geometry(v: Any) -> dict[str, Any] | None:
     if isinstance(v, Geometry):
         return {"srid": v.srid, "wkb": v.wkb}
     raise TypeError(f"expected a Geometry, found {type(v).__name__}")
-
-
-def json_text(value: Any) -> str | None:
-    """Compact JSON text of a value in sluice's JSON-lines encoding (DECIMALs inside JSON exact)."""
-    if value is None or value is ABSENT:
-        return None
-    text = jsonl.encode(value)
-    # jsonl writes a DECIMAL inside a JSON document as a marked string; unmark it into a number.
-    if jsonl._MARKED in text:
-        text = jsonl._UNMARK.sub(r"\1", text)
-    return text
-
-
-def json_texts(values: Sequence[Any]) -> list[str | None]:
-    """``json_text`` of many values at once (the change log's before / after images)."""
-    make = _c_make_encoder
-    if make is None:
-        return [json_text(v) for v in values]
-    # One C encoder for all values: json.JSONEncoder.encode builds a new one on every call.
-    enc = make(None, jsonl._default, _encode_basestring, None, ":", ",", False, False, True)
-    join, marked, unmark = "".join, jsonl._MARKED, jsonl._UNMARK.sub
-    out: list[str | None] = []
-    for v in values:
-        if v is None:
-            out.append(None)
-            continue
-        text = join(enc(v, 0))
-        out.append(unmark(r"\1", text) if marked in text else text)
-    return out
 
 
 # -- the mapping --------------------------------------------------------------------------------

@@ -29,12 +29,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from sluice.binlog import rowplan
+from sluice.cdc.jsonl import json_text
 from sluice.cdc.schema.model import ColumnDef, TableSchema
 from sluice.cdc.schema.typemap import BINARY_TYPES, INTEGER_TYPES, TEXT_TYPES
 from sluice.cdc.snapshot.chunks import key_columns
 from sluice.cdc.textvalues import text_converter
 from sluice.errors import SchemaError
-from sluice.lake.types.columns import MirrorColumn, column_array, json_text, mirror_schema
+from sluice.lake.types.columns import MirrorColumn, column_array, mirror_schema
 from sluice.lake.types.read_plans import column_plans, read_plan
 from sluice.lake.types.typed_images import string_array
 

@@ -24,6 +24,7 @@ from deltalake import CommitProperties, Transaction, write_deltalake
 from deltalake.exceptions import DeltaError
 
 from sluice.binlog.position import Checkpoint
+from sluice.cdc.jsonl import json_texts
 from sluice.cdc.schema import TableSchema
 from sluice.cdc.snapshot.consistent import ConsistentRead, consistent_scan
 from sluice.cdc.snapshot.reader import prepare_session
@@ -32,7 +33,6 @@ from sluice.errors import AccessDeniedError, DataLossError
 from sluice.io.connection import Connection
 from sluice.lake.changelog.schema import CHANGELOG_SCHEMA
 from sluice.lake.sink import DeltaLake
-from sluice.lake.types.columns import json_texts
 
 __all__ = ["read_records", "snapshot_keyless"]
 

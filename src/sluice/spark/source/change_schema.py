@@ -35,8 +35,9 @@ from typing import Any, cast
 import pyarrow as pa
 
 from sluice.cdc.capture import CommittedTransaction, DdlRecord
-from sluice.cdc.change_rows import ddl_json, json_text
+from sluice.cdc.change_rows import META_FIELDS, ddl_json
 from sluice.cdc.records import RowChange
+from sluice.lake.changelog.rows import change_batch
 from sluice.lake.changelog.schema import CHANGE_ARROW_SCHEMA
 from sluice.spark.source.spark_ddl import spark_ddl
 
@@ -55,28 +56,7 @@ def record_batch(changes: Sequence[RowChange | DdlRecord], commit_us: Iterable[i
     """An Arrow batch of the change schema; ``commit_us`` gives each change's commit time in µs."""
     if any(c.op == "ddl" for c in changes):
         return _with_ddl(changes, list(commit_us))
-    return _rows_batch(cast("Sequence[RowChange]", changes), list(commit_us))
-
-
-def _rows_batch(changes: Sequence[RowChange], commit_us: list[int]) -> pa.RecordBatch:
-    columns = [
-        [c.op for c in changes],
-        [c.db for c in changes],
-        [c.table for c in changes],
-        [json_text(c.before) for c in changes],
-        [json_text(c.after) for c in changes],
-        [json_text(c.json_diffs) for c in changes],
-        [list(c.pk) for c in changes],
-        [c.file for c in changes],
-        [c.pos for c in changes],
-        [c.row for c in changes],
-        [c.gtid for c in changes],
-        [c.ts * 1_000_000 for c in changes],
-        list(commit_us),
-        [None] * len(changes),
-    ]
-    arrays = [pa.array(values, type=field.type) for values, field in zip(columns, ARROW_SCHEMA, strict=True)]
-    return pa.RecordBatch.from_arrays(arrays, schema=ARROW_SCHEMA)
+    return change_batch(cast("Sequence[RowChange]", changes), list(commit_us))
 
 
 def _with_ddl(records: Sequence[RowChange | DdlRecord], commit_us: list[int]) -> pa.RecordBatch:
@@ -89,7 +69,7 @@ def _with_ddl(records: Sequence[RowChange | DdlRecord], commit_us: list[int]) ->
             j += 1
         if j > i:
             rows = cast("Sequence[RowChange]", records[i:j])
-            parts.append(pa.Table.from_batches([_rows_batch(rows, commit_us[i:j])]))
+            parts.append(pa.Table.from_batches([change_batch(rows, commit_us[i:j])]))
         if j < len(records):
             d = records[j]
             assert isinstance(d, DdlRecord)
@@ -106,33 +86,31 @@ def _with_ddl(records: Sequence[RowChange | DdlRecord], commit_us: list[int]) ->
 def columns_batch(rows: Any) -> pa.RecordBatch:
     """An Arrow batch of the change schema from the compiled core's ``ChangeRows`` (every row with
     its GTID and commit time set): the image and number columns use its buffers as they are, the
-    per-event columns are taken from its metas by index."""
+    per-event columns (``META_FIELDS``) are taken from its metas; each column is found by name."""
     n = rows.length
     buffers = rows.buffers()
-    images, (meta, gtid, pos, row, ts, commit) = buffers[:3], buffers[3:]
-    index = pa.Array.from_buffers(pa.int32(), n, [None, pa.py_buffer(meta)])
+    index = pa.Array.from_buffers(pa.int32(), n, [None, pa.py_buffer(buffers["meta"])])
     metas = rows.metas
 
-    def take(i: int, field: pa.Field, convert: Any = None) -> pa.Array:
+    def take(field: str, convert: Any = None) -> pa.Array:
+        i = META_FIELDS.index(field)
         values = [m[i] if convert is None else convert(m[i]) for m in metas]
-        return pa.array(values, type=field.type).take(index)
+        return pa.array(values, type=ARROW_SCHEMA.field(field).type).take(index)
 
-    def number(data: bytes, kind: pa.DataType) -> pa.Array:
-        return pa.Array.from_buffers(kind, n, [None, pa.py_buffer(data)])
+    def number(name: str, kind: pa.DataType) -> pa.Array:
+        return pa.Array.from_buffers(kind, n, [None, pa.py_buffer(buffers[name])])
 
-    def text(parts: tuple[bytes, bytes, bytes]) -> pa.Array:
-        valid, offsets, data = parts
+    def text(name: str) -> pa.Array:
+        valid, offsets, data = buffers[name]
         return pa.Array.from_buffers(pa.string(), n, [pa.py_buffer(valid), pa.py_buffer(offsets), pa.py_buffer(data)])
 
-    fields = {f.name: f for f in ARROW_SCHEMA}
-    arrays = [
-        take(0, fields["op"]), take(1, fields["db"]), take(2, fields["table"]),
-        text(images[0]), text(images[1]), text(images[2]),
-        take(3, fields["pk"], list), take(4, fields["file"]),
-        number(pos, pa.int64()), number(row, pa.int32()),
-        pa.array(rows.gtids, type=pa.string()).take(number(gtid, pa.int32())),
-        number(ts, _TS), number(commit, _TS), take(5, fields["ddl"]),
-    ]
+    columns = {
+        "before": text("before"), "after": text("after"), "json_diffs": text("json_diffs"),
+        "pos": number("pos", pa.int64()), "row": number("row", pa.int32()),
+        "gtid": pa.array(rows.gtids, type=pa.string()).take(number("gtid", pa.int32())),
+        "ts": number("ts", _TS), "commit_ts": number("commit_ts", _TS), "pk": take("pk", list),
+    }
+    arrays = [columns[f.name] if f.name in columns else take(f.name) for f in ARROW_SCHEMA]
     return pa.RecordBatch.from_arrays(arrays, schema=ARROW_SCHEMA)
 
 

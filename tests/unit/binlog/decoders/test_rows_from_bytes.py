@@ -45,7 +45,9 @@ def _outcome(add: Any) -> Any:
 
 
 def _bytes(buffers: Any) -> Any:
-    """The core's handed-over buffers, nested in lists and tuples, as bytes (which compare by value)."""
+    """The core's handed-over buffers, nested in dicts, lists and tuples, as bytes (which compare by value)."""
+    if isinstance(buffers, dict):
+        return {name: _bytes(b) for name, b in buffers.items()}
     if isinstance(buffers, (list, tuple)):
         return type(buffers)(_bytes(b) for b in buffers)
     return buffers if isinstance(buffers, int) else bytes(buffers)
