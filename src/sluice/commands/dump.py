@@ -12,6 +12,7 @@ import sys
 import time
 from typing import Any
 
+from sluice.commands.debezium_format import DEBEZIUM_HELP, add_debezium_options, debezium_chunks
 from sluice.commands.filter_options import add_filter_options
 from sluice.commands.memory_options import MEMORY_HELP, add_memory_options, memory_settings
 
@@ -64,7 +65,7 @@ def register(sub: Any) -> None:
     parser = sub.add_parser(
         "dump",
         help="decode binlog files into JSON lines",
-        description=HELP + "\n" + MEMORY_HELP,
+        description=HELP + "\n" + MEMORY_HELP + "\n" + DEBEZIUM_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("files", nargs="+", metavar="FILE", help="binlog files, in order; - for stdin")
@@ -72,11 +73,12 @@ def register(sub: Any) -> None:
     add_memory_options(parser)
     parser.add_argument(
         "--format",
-        choices=("jsonl", "parquet", "none"),
+        choices=("jsonl", "debezium", "parquet", "none"),
         default="jsonl",
-        help="jsonl (default): one JSON object per row change; parquet: typed Parquet files per table under "
-        "--out (see below); none: decode all, print counts",
+        help="jsonl (default): one JSON object per row change; debezium: Debezium's change events (see below); "
+        "parquet: typed Parquet files per table under --out (see below); none: decode all, print counts",
     )
+    add_debezium_options(parser)
     parser.add_argument(
         "--out", metavar="DIR",
         help="with --format parquet: the folder to write (new or empty): DIR/tables/DB/TABLE/part-NNNNN.parquet, "
@@ -141,7 +143,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"sluice dump: warning: {warning}", file=sys.stderr)
     if parquet:
         return _run_parquet(args, keep, given)
-    jsonl = args.format == "jsonl" and not args.count_only
+    if args.format == "debezium" and (args.count_only or args.positional):
+        raise ConfigError("--format debezium prints each change with its columns' types: drop --count-only / "
+                          "--positional (give --schema for files whose binlog does not name the columns)")
+    jsonl = args.format in ("jsonl", "debezium") and not args.count_only
     # --format none decodes every event and every value of the captured tables but prints only
     # counts, so it builds no change records.
     output = (CaptureOutput.LINES if jsonl else CaptureOutput.COUNTS if args.count_only
@@ -157,18 +162,21 @@ def run(args: argparse.Namespace) -> int:
     n_changes = n_transactions = 0
     capture: ChangeCapture | None = None
     write = out.write  # a transaction's lines go out as the core wrote them; small ones are buffered
+    debezium = None
     for path in args.files:
         source = sys.stdin.buffer if path == "-" else path
         name = "stdin" if path == "-" else path.rsplit("/", 1)[-1]
         if capture is None:
             capture = ChangeCapture(config, Checkpoint(name, 4), archived_tracker(given, positional=args.positional))
+            if args.format == "debezium":
+                debezium = debezium_chunks(capture, args.topic_prefix)
         for committed in capture.feed_file(name, "<stdin>" if path == "-" else path, iter_raw_spans(source)):
             # feed_file cuts off at the end a transaction still open: it never spans two files
             n_transactions += 1
             n_changes += committed.row_count
             lines = committed.lines
             if lines:
-                for chunk in lines:
+                for chunk in lines if debezium is None else debezium(committed, lines):
                     write(chunk)
                 if type(lines) is not list:
                     lines.close()  # a held transaction's buffer: its memory and file go now

@@ -17,6 +17,7 @@ import sys
 from typing import Any
 
 from sluice.binlog.position import parse_position, position_key
+from sluice.commands.debezium_format import DEBEZIUM_HELP, add_debezium_options, debezium_chunks
 from sluice.commands.filter_options import add_filter_options
 from sluice.commands.memory_options import MEMORY_HELP, add_memory_options, memory_settings
 from sluice.dsn import parse_dsn
@@ -58,7 +59,7 @@ def register(sub: Any) -> None:
     parser = sub.add_parser(
         "tail",
         help="follow a server's binlog and print row changes",
-        description=HELP + "\n" + MEMORY_HELP,
+        description=HELP + "\n" + MEMORY_HELP + "\n" + DEBEZIUM_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("dsn", help="mysql://user[:password]@host[:port]/ or mariadb://...")
@@ -80,6 +81,11 @@ def register(sub: Any) -> None:
     )
     add_filter_options(parser)
     add_memory_options(parser)
+    parser.add_argument(
+        "--format", choices=("jsonl", "debezium"), default="jsonl",
+        help="jsonl (default): sluice's JSON lines; debezium: Debezium's change events (see below)",
+    )
+    add_debezium_options(parser)
     parser.add_argument(
         "--until-end", action="store_true", help="stop at the current end of the binlog instead of waiting"
     )
@@ -143,6 +149,7 @@ def run(args: argparse.Namespace) -> int:
         heartbeat_period=args.heartbeat,
         retries=args.retries,
     )
+    debezium = debezium_chunks(capture, args.topic_prefix) if args.format == "debezium" else None
     checkpoint = begin.checkpoint
     stop = position_key(*parse_position(args.until, "--until")) if args.until else None
     stopped = False
@@ -153,10 +160,11 @@ def run(args: argparse.Namespace) -> int:
                 break
             lines = committed.lines
             if lines:  # each chunk as the core made it (or read back from a held transaction's file)
+                chunks = lines if debezium is None else debezium(committed, lines)
                 if output is not None:
-                    output.write_lines(lines)
+                    output.write_lines(chunks)
                 else:
-                    sys.stdout.buffer.writelines(lines)
+                    sys.stdout.buffer.writelines(chunks)
                     sys.stdout.buffer.flush()
                 if type(lines) is not list:
                     lines.close()  # a held transaction's buffer: its memory and file go now
