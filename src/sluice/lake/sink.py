@@ -224,7 +224,7 @@ class DeltaLake:
             return BatchResult(batch_id, results, 0, True)
         if position is not None:  # the change log's commit says where the stream stands, atomically with it
             txn = CommitProperties(app_transactions=[Transaction(self.app_id, batch_id)],
-                                   custom_metadata={POSITION_KEY: json.dumps(position)})
+                                   custom_metadata={POSITION_KEY: position.to_text()})
         before = None if existing is None else existing.version()
         if files is not None:
             self._commit_changelog(batch_id, files, txn, existing)

@@ -8,16 +8,20 @@ The change log's columns are the change rows' but ``commit_ts``, with the batch 
 (``json_diffs``, ``ddl``) come last. Each column has the change rows' type; the source's Spark DDL
 is derived from ``CHANGE_ARROW_SCHEMA`` as well (``sluice.spark.source.change_schema``).
 
-Each change-log commit of a batch records where the stream stands (``POSITION_KEY``), which
+Each change-log commit of a batch records where the stream stands (``POSITION_KEY``: the
+``Checkpoint``'s JSON document, the GTID set and the source server included), which
 ``committed_position`` reads back.
 """
 
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 
 import pyarrow as pa
+
+from sluice.binlog.position import Checkpoint
+from sluice.errors import ConfigError
 
 if TYPE_CHECKING:  # the tasks import this module without the Delta writer
     from deltalake import DeltaTable
@@ -58,11 +62,15 @@ CHANGELOG_SCHEMA: Final = pa.schema([_BATCH_ID if name == "batch_id" else CHANGE
 POSITION_KEY: Final = "sluice.position"
 
 
-def committed_position(log: DeltaTable, *, look_back: int = 1000) -> dict[str, Any] | None:
+def committed_position(log: DeltaTable, *, look_back: int = 1000) -> Checkpoint | None:
     """The stream offset of the last batch the change log ``log`` holds (``POSITION_KEY`` of its
     newest commit that has one; maintenance commits have none), None when no batch recorded one."""
     for commit in log.history(look_back):
         text = commit.get(POSITION_KEY)
         if text:
-            return dict(json.loads(text))
+            try:
+                return Checkpoint.from_json(json.loads(text))
+            except (ValueError, ConfigError) as exc:
+                raise ConfigError(f"the change log's commit {commit.get('version')} records a position "
+                                  f"sluice cannot read ({exc}): {text!r}") from None
     return None

@@ -23,7 +23,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from sluice.binlog.position import position_key
+from sluice.binlog.position import Checkpoint, position_key
 from sluice.errors import ConfigError
 from sluice.io.atomic import write_atomically
 from sluice.lake.changelog.schema import committed_position
@@ -62,7 +62,7 @@ class LakeState:
         # The change log, read once, only for a checkpoint that has no offset yet.
         log = None if self._had_offsets else DeltaLake(store, self.pipeline_id).table(store.changes)
         self.app_id = self._stream_app_id(new_on_a_used_lake=log is not None)
-        self.resume_at: dict[str, Any] | None = None if log is None else committed_position(log)
+        self.resume_at: Checkpoint | None = None if log is None else committed_position(log)
         self.unknown_position: tuple[int, str, int] | None = None
         batch = None if log is None or self.resume_at is not None else log.transaction_version(self.pipeline_id)
         if batch is not None and log is not None:

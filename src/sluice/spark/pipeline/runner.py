@@ -157,9 +157,9 @@ class Pipeline:
             if after_snapshot is not None:
                 starting = after_snapshot
         if self.resume_at is not None:  # the lake's last batch: nothing lost, nothing twice
-            starting = f"{self.resume_at['file']}:{self.resume_at['pos']}"
+            starting = self.resume_at.to_text()
             self.progress(f"Spark's checkpoint {self.checkpoint_path} holds no position: going on from the lake's "
-                          f"last batch, {starting}")
+                          f"last batch, {self.resume_at}")
         elif self.state.unknown_position is not None:  # an older lake's stream: --from says where it stood
             starting = cfg.starting_position
             self.progress(f"Spark's checkpoint {self.checkpoint_path} holds no position: going on from {starting}")

@@ -18,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 from deltalake.transaction import AddAction
 
-from sluice.binlog.position import position_key
+from sluice.binlog.position import Checkpoint, furthest, position_key
 from sluice.cdc.schema import SchemaHistory
 from sluice.errors import ConfigError
 from sluice.lake.changelog.rows import row_changes
@@ -68,12 +68,11 @@ class StagedBatch:
         """(replication reconnects, failed attempts of the tasks that wrote the change-log files)."""
         return (sum(f["reconnects"] or 0 for f in self.files), sum(f["attempt"] or 0 for f in self.files))
 
-    def range_end(self) -> dict[str, Any] | None:
-        """The stream offset (``sluice.spark.source.scout``; only its file and pos are read here) the
-        batch's last range with changes ends at: where a stream that lost its checkpoint starts again.
-        None when the tasks did not say."""
-        ends = [json.loads(f["range_end"]) for f in self.files if f.get("range_end")]
-        return max(ends, key=lambda e: position_key(e["file"], e["pos"])) if ends else None
+    def range_end(self) -> Checkpoint | None:
+        """The stream offset the batch's last range with changes ends at: where a stream that lost
+        its checkpoint starts again. None when the tasks did not say."""
+        ends = [Checkpoint.from_json(json.loads(f["range_end"])) for f in self.files if f.get("range_end")]
+        return furthest(ends) if ends else None
 
     def end(self) -> tuple[str, int]:
         """The binlog position after the batch's last change."""

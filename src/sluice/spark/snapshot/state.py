@@ -76,8 +76,8 @@ def forget_tables(lake: DeltaLake, names: Sequence[str]) -> list[str]:
 
 
 def stream_start(state: SnapshotState) -> str:
-    """Where the stream starts after the snapshot: ``FILE:POS`` recorded before any chunk was read."""
+    """Where the stream starts after the snapshot: the checkpoint recorded before any chunk was read,
+    as ``Checkpoint.to_text`` (its GTID set included when it has one)."""
     if state.start is None:
         raise ConfigError("the snapshot has no start position recorded")
-    cp = Checkpoint.from_json(state.start)
-    return f"{cp.file}:{cp.pos}"
+    return Checkpoint.from_json(state.start).to_text()

@@ -235,7 +235,7 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             typed: list[dict[Any, Any]] = []
             yield from stage_range(arrow_batches(until_end(), typed), tracker, self.options.stage_to,
                                    task_batch_id(), reconnects=lambda: len(reconnects), typed=typed,
-                                   end=partition.end)
+                                   end=end)
         else:
             yield from arrow_batches(until_end())
         if not reached:

@@ -35,16 +35,10 @@ __all__ = ["RangePartition", "Scout", "offset_checkpoint"]
 
 
 def offset_checkpoint(offset: Mapping[str, Any]) -> Checkpoint:
-    """The checkpoint of a stream offset: ``Checkpoint.to_json``'s document or the ``{file, pos, gtid}``
-    form (module docstring); ``ConfigError`` for anything else."""
-    document: Any = offset
-    if isinstance(offset, Mapping) and "gtid" in offset and "gtid_set" not in offset:
-        gtid = offset["gtid"]
-        if gtid is not None and not isinstance(gtid, str):
-            raise ConfigError(f"not a binlog offset: {offset!r}; its 'gtid' must be a GTID set as text")
-        document = {**{k: v for k, v in offset.items() if k != "gtid"}, "gtid_set": gtid or None}
+    """The checkpoint of a stream offset: ``Checkpoint.from_json``'s document, in either of its forms
+    (module docstring); ``ConfigError`` for anything else."""
     try:
-        return Checkpoint.from_json(document)
+        return Checkpoint.from_json(offset)
     except ConfigError as exc:
         raise ConfigError(f"not a binlog offset: {offset!r}; {exc}") from None
 

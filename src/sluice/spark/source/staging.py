@@ -32,6 +32,7 @@ from typing import Any, Final
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from sluice.binlog.position import Checkpoint
 from sluice.cdc.schema import Catalog, SchemaTracker
 from sluice.errors import ConfigError
 from sluice.lake.changelog.rows import changelog_rows
@@ -102,7 +103,7 @@ def layout_key(columns: Iterable[Any], primary_key: Iterable[str]) -> str:
 
 def stage_range(batches: Iterable[pa.RecordBatch], tracker: SchemaTracker, lake: str,
                 batch_id: int, *, reconnects: Callable[[], int] = lambda: 0,
-                typed: Sequence[dict[Any, Any]] = (), end: dict[str, Any] | None = None) -> Iterator[pa.RecordBatch]:
+                typed: Sequence[dict[Any, Any]] = (), end: Checkpoint | None = None) -> Iterator[pa.RecordBatch]:
     """Write a range's change batches (``sluice.spark.source.change_schema.ARROW_SCHEMA``, binlog order) to the
     lake's staging files; the descriptors of what was written. The tables are typed from the
     tracker's catalog once the range is read: a batch never spans a schema change of a captured
@@ -123,7 +124,7 @@ def stage_range(batches: Iterable[pa.RecordBatch], tracker: SchemaTracker, lake:
     store = task_store(lake)
     out: list[dict[str, Any]] = [{**_write_changelog(changelog_rows(rows, batch_id), rows, store),
                                   "reconnects": reconnects(), "attempt": _task_attempt(),
-                                  "range_end": None if end is None else json.dumps(end)}]
+                                  "range_end": None if end is None else end.to_text()}]
     is_ddl = pc.equal(rows.column("op"), "ddl")
     if pc.any(is_ddl).as_py():
         for d in rows.filter(is_ddl).to_pylist():
