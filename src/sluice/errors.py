@@ -143,6 +143,11 @@ class DataLossError(SluiceError):
     """Going on would lose or duplicate committed changes."""
 
 
+class SourceChangedError(DataLossError):
+    """The server at the source's address is not the one whose binlog file and offset sluice holds,
+    and no GTID set says where to go on there."""
+
+
 class MaintenanceError(SluiceError):
     """A compaction, checkpoint or VACUUM of a lake table failed; what its readers see is unchanged."""
 

@@ -42,7 +42,7 @@ from sluice.binlog.gtid import MariadbGtidPosition, MysqlGtidSet
 from sluice.errors import ConfigError
 
 __all__ = ["Checkpoint", "SourceIdentity", "binlog_file_key", "furthest", "gtid_covers", "parse_gtids",
-           "parse_position", "position_key", "start_checkpoint"]
+           "parse_position", "position_key", "precedes", "same_place", "start_checkpoint"]
 
 _FIELDS = frozenset({"file", "pos", "gtid_set", "source"})
 _OLD_FIELDS = frozenset({"file", "pos", "gtid"})
@@ -169,6 +169,28 @@ def gtid_covers(outer: str, inner: str) -> bool:
     if isinstance(big, MariadbGtidPosition) and isinstance(small, MariadbGtidPosition):
         return small.issubset(big)
     return not small
+
+
+def _other_servers(a: Checkpoint, b: Checkpoint) -> bool:
+    """Whether ``a`` and ``b`` are known to be read on two servers, each with its GTID set."""
+    return (a.source is not None and b.source is not None and not a.source.same_server(b.source)
+            and a.gtid_set is not None and b.gtid_set is not None)
+
+
+def precedes(a: Checkpoint, b: Checkpoint) -> bool:
+    """Whether ``a`` comes before ``b`` in one stream: by ``key`` on one server, by GTID set when the
+    two were read on two servers (a file and offset mean nothing on another server)."""
+    if _other_servers(a, b):
+        return gtid_covers(b.gtid_set or "", a.gtid_set or "") and not gtid_covers(a.gtid_set or "", b.gtid_set or "")
+    return a.key < b.key
+
+
+def same_place(a: Checkpoint, b: Checkpoint) -> bool:
+    """Whether ``a`` and ``b`` are one boundary: the same GTID set when read on two servers, else the
+    same file and offset."""
+    if _other_servers(a, b):
+        return gtid_covers(a.gtid_set or "", b.gtid_set or "") and gtid_covers(b.gtid_set or "", a.gtid_set or "")
+    return a.key == b.key
 
 
 def furthest(points: list[Checkpoint]) -> Checkpoint:

@@ -6,6 +6,9 @@ file's blocks are fed) and yields committed transactions. When the
 connection breaks (a transport error, or the server shutting down or killing the replica thread)
 the partial transaction is dropped and a new connection resumes from the boundary after the last
 committed transaction, after a delay that doubles from ``backoff_initial`` up to ``backoff_max``.
+Each connection starts at the boundary's file and offset on the server they were read on, and at
+its GTID set on another server (a failover: ``sluice.io.replication``), which is logged once as
+``source changed: server A → B, resuming at GTID set G``; every boundary then names the new server.
 Every retry is logged with its reason; after ``retries`` failures in a row (None = never give up)
 the last error is raised. ``retrying`` applies the same policy to one piece of work on an SQL
 connection of its own (the planner's reads of positions and schema).
@@ -97,7 +100,8 @@ def follow(
             connection=config.connection,
             file=start.file or None,
             pos=start.pos if start.file else 4,
-            gtid=None if start.file else start.gtid_set,
+            gtid=start.gtid_set,
+            source=start.source,
             until_end=config.until_end,
             heartbeat_period=config.heartbeat_period,
             server_id=config.server_id,
@@ -109,6 +113,10 @@ def follow(
                 for chunk in stream.chunks():
                     if fresh:
                         capture.restart(stream.checksum_algorithm)
+                        capture.assembler.read_on(stream.source, moved=stream.moved_from is not None)
+                        if stream.moved_from is not None:
+                            log.warning("source changed: server %s → %s, resuming at GTID set %s",
+                                        stream.moved_from, stream.source, start.gtid_set)
                         fresh = False
                         if on_connect is not None:
                             on_connect(stream)

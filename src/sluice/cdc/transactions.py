@@ -58,7 +58,7 @@ from sluice.binlog.events import (
 )
 from sluice.binlog.gtid import Gtid, MariadbGtid
 from sluice.binlog.header import LOG_EVENT_ARTIFICIAL_F
-from sluice.binlog.position import Checkpoint, position_key
+from sluice.binlog.position import Checkpoint, SourceIdentity, position_key
 from sluice.binlog.statements import classify, parse_xid, xid_key
 from sluice.cdc.executed import ExecutedGtids
 from sluice.cdc.txevents import CONTROL, STATEMENT_PREFIX, TRANSACTION_ONLY, starts_transaction
@@ -82,6 +82,7 @@ class TransactionAssembler:
         self._prepared: dict[bytes, PreparedXa] = {}
         self._boundary: Checkpoint | None = None
         self._horizon = position_key(start.file, start.pos)  # the furthest boundary passed
+        self.source = start.source  # the server the positions are read on (stamped on every boundary)
         self.skipped = 0  # committed transactions read again (before the start or a reconnect): not emitted
 
     # -- public state --------------------------------------------------------------------------
@@ -386,6 +387,15 @@ class TransactionAssembler:
     def _export(self, file: str, pos: int) -> Checkpoint:
         """The checkpoint for ``file:pos``, held back to the oldest prepared XA while there is one."""
         if not self._prepared:
-            return Checkpoint(file, pos, self._gtids.text())
+            return Checkpoint(file, pos, self._gtids.text(), self.source)
         oldest = next(iter(self._prepared.values()))
-        return Checkpoint(oldest.file, oldest.pos, self._gtids.without(p.gtid_obj for p in self._prepared.values()))
+        return Checkpoint(oldest.file, oldest.pos, self._gtids.without(p.gtid_obj for p in self._prepared.values()),
+                          self.source)
+
+    def read_on(self, source: SourceIdentity | None, *, moved: bool) -> None:
+        """The stream is read on ``source`` now; ``moved``: another server than before (its
+        positions are other positions, so none of the old ones says what was passed)."""
+        self.source = source
+        self._boundary = None
+        if moved:
+            self._horizon = ("", -1, -1)

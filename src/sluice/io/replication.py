@@ -18,6 +18,11 @@ non-zero ``log_pos`` that is ahead of the count, the server skipped events (Mari
 starting from a GTID) and the count moves forward to it; one behind the count means the count
 went wrong, and the stream stops with a ``ProtocolError`` rather than hand out wrong positions.
 
+Every connection reads the server's identity first (``server_identity``). A start at a file and
+offset that belong to another server (``StreamConfig.source``) goes on at the start's GTID set
+instead, and ``moved_from`` says so; without a GTID set it stops with ``SourceChangedError``: a file
+and offset are never read on a server they were not written on.
+
 Decoding is not done here: the caller feeds the bytes to ``sluice.binlog.parser.EventParser``.
 """
 
@@ -33,8 +38,9 @@ from sluice.binlog.constants import ChecksumAlgorithm, EventType
 from sluice.binlog.decoders.control import rotate_target
 from sluice.binlog.framing import stream_events
 from sluice.binlog.header import HEADER, HEADER_LEN
+from sluice.binlog.position import SourceIdentity
 from sluice.dsn import ConnectionConfig
-from sluice.errors import ConfigError, ProtocolError, server_error
+from sluice.errors import ConfigError, ProtocolError, SourceChangedError, server_error
 from sluice.io.connection import Connection
 from sluice.wire import commands
 from sluice.wire.constants import BINLOG_DUMP_NON_BLOCK, BINLOG_SEND_ANNOTATE_ROWS_EVENT, BINLOG_THROUGH_GTID
@@ -59,6 +65,9 @@ class StreamConfig:
     until_end: bool = False  # BINLOG_DUMP_NON_BLOCK: stop at the current end of the binlog
     heartbeat_period: float = 5.0  # seconds; 0 disables heartbeats
     server_id: int = 0  # 0 = pick a random replica id
+    #: The server ``file`` belongs to, when known. When the server reached is another, the stream
+    #: starts at ``gtid`` (``SourceChangedError`` without one): a file and offset mean nothing there.
+    source: SourceIdentity | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +116,16 @@ def server_binlog_status(conn: Connection) -> BinlogStatus:
     return BinlogStatus(str(row["File"]), int(row["Position"] or 4), gtid.replace("\n", ""))
 
 
+def server_identity(conn: Connection) -> SourceIdentity:
+    """Which server this is: MySQL ``server_uuid``; MariaDB ``server_id`` and the GTID domains of
+    ``gtid_binlog_state``."""
+    if conn.is_mariadb:
+        server_id, state = conn.query("SELECT @@GLOBAL.server_id, @@GLOBAL.gtid_binlog_state").rows[0]
+        domains = sorted({int(g.split("-")[0]) for g in str(state or "").replace("\n", "").split(",") if g.strip()})
+        return SourceIdentity("mariadb", str(server_id), tuple(domains))
+    return SourceIdentity("mysql", str(conn.query("SELECT @@GLOBAL.server_uuid").rows[0][0]))
+
+
 def server_binlog_files(conn: Connection) -> list[tuple[str, int]]:
     """The binlog files still on the server, oldest first, with their sizes."""
     result = conn.query("SHOW BINARY LOGS")
@@ -128,6 +147,8 @@ class ReplicationStream:
         self.server_id = config.server_id or random.randint(1 << 20, (1 << 31) - 1)
         self.is_mariadb = False
         self.server_version: tuple[int, ...] = ()
+        self.source: SourceIdentity | None = None  # the server reached, once connected
+        self.moved_from: SourceIdentity | None = None  # config.source when the server reached is another
 
     @property
     def checksum_algorithm(self) -> ChecksumAlgorithm:
@@ -251,6 +272,7 @@ class ReplicationStream:
         self.is_mariadb = conn.is_mariadb
         self.server_version = conn.server_version_tuple
         try:
+            self.source = server_identity(conn)
             self._negotiate(conn)
             self._register(conn)
             self._dump(conn)
@@ -284,7 +306,8 @@ class ReplicationStream:
         flags = BINLOG_DUMP_NON_BLOCK if cfg.until_end else 0
         if conn.is_mariadb:
             flags |= BINLOG_SEND_ANNOTATE_ROWS_EVENT  # else MariaDB leaves them out, a gap in the offsets
-        if cfg.gtid is not None and conn.is_mariadb:
+        by_gtid = bool(cfg.gtid) and self._moved(cfg)
+        if cfg.gtid is not None and (cfg.file is None or by_gtid) and conn.is_mariadb:
             position = cfg.gtid.replace("'", "")
             conn.execute(f"SET @slave_connect_state = '{position}'")
             conn.execute("SET @slave_gtid_strict_mode = 0")
@@ -292,7 +315,7 @@ class ReplicationStream:
             self.file, self.next_pos = "", 4
             conn.send_command(commands.com_binlog_dump(4, flags, self.server_id, ""))
             return
-        if cfg.gtid is not None:
+        if cfg.gtid is not None and (cfg.file is None or by_gtid):
             from sluice.binlog.gtid import MysqlGtidSet
 
             gtid_set = MysqlGtidSet.parse(cfg.gtid)
@@ -310,8 +333,25 @@ class ReplicationStream:
             self.file, self.next_pos = files[0][0], 4
             log.info("no start position given: streaming from the earliest binlog %s", self.file)
         else:
+            if self._moved(cfg):
+                raise self._changed_error(cfg)
             self.file, self.next_pos = cfg.file, cfg.pos
         conn.send_command(commands.com_binlog_dump(self.next_pos, flags, self.server_id, self.file))
+
+    def _moved(self, cfg: StreamConfig) -> bool:
+        """Whether the server reached is another than the one ``cfg.file`` belongs to."""
+        if cfg.source is None or self.source is None or cfg.file is None or cfg.source.same_server(self.source):
+            return False
+        self.moved_from = cfg.source
+        return True
+
+    def _changed_error(self, cfg: StreamConfig) -> SourceChangedError:
+        return SourceChangedError(
+            f"the server at {cfg.connection.redacted()} is another server ({self.source}) than the one whose "
+            f"binlog position {cfg.file}:{cfg.pos} sluice holds ({cfg.source}), and the server wrote no GTIDs "
+            "there, so nothing says where to go on: its binlog files are other files. Take a new snapshot "
+            "(sluice snapshot, or a new lake), or give --from FILE:POS on the new server where the stream "
+            "should go on")
 
 
 def _err_packet(payload: bytes) -> Exception:
@@ -329,4 +369,5 @@ __all__ = [
     "StreamConfig",
     "server_binlog_files",
     "server_binlog_status",
+    "server_identity",
 ]

@@ -75,14 +75,16 @@ checkpoints = st.builds(Checkpoint, st.text(max_size=20), st.integers(0, 2**64),
 def test_one_json_form_round_trips_with_its_source(cp: Checkpoint) -> None:
     back = Checkpoint.from_json(json.loads(json.dumps(cp.to_json())))
     assert back == cp and back.source == cp.source
-    assert start_checkpoint(cp.to_text(), "--from") == cp and start_checkpoint(cp.to_text(), "--from").source == cp.source
+    started = start_checkpoint(cp.to_text(), "--from")
+    assert started == cp and started.source == cp.source
 
 
 def test_older_documents_still_load() -> None:
     # before the source was recorded: no "source" field, and the older {file, pos, gtid} form
     assert Checkpoint.from_json({"file": "binlog.000002", "pos": 9, "gtid_set": "0-1-5"}).source is None
     assert Checkpoint.from_json({"file": "binlog.000002", "pos": 9, "gtid": ""}) == Checkpoint("binlog.000002", 9)
-    assert Checkpoint.from_json({"file": "b.000002", "pos": 9, "gtid": MYSQL_SET}) == Checkpoint("b.000002", 9, MYSQL_SET)
+    old = {"file": "b.000002", "pos": 9, "gtid": MYSQL_SET}
+    assert Checkpoint.from_json(old) == Checkpoint("b.000002", 9, MYSQL_SET)
     # without a source, the document is what it always was: an old reader of it sees no new field
     assert Checkpoint("b.000001", 4, "0-1-2").to_json() == {"file": "b.000001", "pos": 4, "gtid_set": "0-1-2"}
 

@@ -48,8 +48,9 @@ from pyspark.sql.streaming.datasource import (
     SupportsTriggerAvailableNow,
 )
 
-from sluice.binlog.position import Checkpoint
+from sluice.binlog.position import Checkpoint, precedes, same_place
 from sluice.cdc.capture import CaptureConfig, CaptureOutput, ChangeCapture, CommittedTransaction
+from sluice.cdc.executed_at import executed_at
 from sluice.cdc.follow import follow, retrying
 from sluice.cdc.schema import Catalog, SchemaHistory, SchemaTracker
 from sluice.cdc.session import tracker_at
@@ -109,7 +110,8 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             return named.to_json()
         if self.options.starting.strip().lower() == "latest":
             status = _on_server(self.options, "reading the binlog's end", server_binlog_status)
-            return Checkpoint(status.file, status.pos, status.gtid_executed or None).to_json()
+            # Its GTID set is read apart from its position: the scout establishes it (executed_at).
+            return Checkpoint(status.file, status.pos).to_json()
         files = _on_server(self.options, "listing the binlogs", server_binlog_files)
         if not files:
             raise ConfigError("the server lists no binary logs (SHOW BINARY LOGS)")
@@ -149,7 +151,7 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         scout.read_ahead(max_rows, max_bytes, self._target)
         end = scout.choose_end(begin, max_rows, max_bytes, self._target)
         target = self._target
-        if not scout.at_end and (target is None or end.key < target.key):
+        if not scout.at_end and (target is None or precedes(end, target)):
             scout.read_ahead_later(max_rows, max_bytes, target, since=end)  # the next batch's, while this one runs
         return end.to_json()
 
@@ -183,9 +185,13 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def _scout_at(self, start: Checkpoint) -> Scout:
         scout = self._scout
-        if scout is not None and (scout.origin == start or any(p.start == start for p in scout.pending)
-                                  or scout.capture.boundary == start):
+        if scout is not None and (same_place(scout.origin, start) or any(same_place(p.start, start)
+                                                                          for p in scout.pending)
+                                  or same_place(scout.capture.boundary, start)):
             return scout
+        # Every offset after this one carries the executed GTIDs, established exactly: a failover
+        # goes on by them.
+        start = executed_at(self.options.follow_config(), start)
         tracker, flavor = _on_server(self.options, "reading the schema",
                                      lambda conn: (_tracker_at(self.options, conn, start), conn.flavor))
         captured = self.options.capture_config()
@@ -215,18 +221,17 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         start, end = offset_checkpoint(partition.start), offset_checkpoint(partition.end)
         tracker = SchemaTracker(Catalog.from_json(partition.catalog), None, flavor=partition.flavor)
         capture = ChangeCapture(self.options.capture_config(), start, tracker)
-        goal = end.key
         reached = False
         reconnects: list[BaseException] = []
 
         def until_end() -> Iterator[CommittedTransaction]:
             nonlocal reached
             for committed in follow(self.options.follow_config(until_end=True), capture, on_retry=reconnects.append):
-                here = committed.transaction.end.key
-                if here > goal:
+                here = committed.transaction.end
+                if precedes(end, here):
                     return
                 yield committed
-                if here == goal:
+                if same_place(here, end):
                     reached = True
                     return
 

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from pyspark.sql.datasource import InputPartition
 
-from sluice.binlog.position import Checkpoint
+from sluice.binlog.position import Checkpoint, precedes, same_place
 from sluice.cdc.capture import ChangeCapture
 from sluice.cdc.follow import follow
 from sluice.cdc.schema import Catalog
@@ -114,7 +114,7 @@ class Scout:
         (default: from what is pending), a DDL transaction (which ends a batch) was seen there
         (unless ``through_ddl``), ``target`` or the binlog's end is reached."""
         with self._lock:
-            pending = [p for p in self.pending if since is None or p.start.key >= since.key]
+            pending = [p for p in self.pending if since is None or not precedes(p.start, since)]
         rows = sum(p.rows for p in pending)
         size = sum(p.size for p in pending)
         if ((want_rows is not None and rows >= want_rows) or (want_bytes is not None and size >= want_bytes)
@@ -137,7 +137,7 @@ class Scout:
             size += span
             if (want_rows is not None and rows >= want_rows) or (want_bytes is not None and size >= want_bytes):
                 return
-            if target is not None and tx.end.key >= target.key:
+            if target is not None and not precedes(tx.end, target):
                 return
             if (tx.kind == "ddl" and not through_ddl) or self._stopping:  # a DDL ends the batch
                 return
@@ -179,14 +179,14 @@ class Scout:
         rows = size = 0
         first = True
         for p in self.pending:
-            if p.start.key < start.key:
+            if precedes(p.start, start):
                 continue
-            if first and p.start != start:
+            if first and not same_place(p.start, start):
                 return False  # not a boundary this scout passed
             first = False
             rows += p.rows
             size += p.size
-            if (p.ddl or (target is not None and p.end.key >= target.key)
+            if (p.ddl or (target is not None and not precedes(p.end, target))
                     or (max_rows is not None and rows >= max_rows) or (max_bytes is not None and size >= max_bytes)):
                 return True
         return False
@@ -203,7 +203,7 @@ class Scout:
     def drop_before(self, start: Checkpoint) -> None:
         """Forget the scouted transactions that start before ``start`` (already in a batch)."""
         with self._lock:
-            self.pending = [p for p in self.pending if p.start.key >= start.key]
+            self.pending = [p for p in self.pending if not precedes(p.start, start)]
 
     def choose_end(self, start: Checkpoint, max_rows: int | None, max_bytes: int | None,
                    target: Checkpoint | None) -> Checkpoint:
@@ -217,7 +217,7 @@ class Scout:
         end, rows, size = start, 0, 0
         ddl_run = False
         for p in pending:
-            if target is not None and p.end.key > target.key:
+            if target is not None and precedes(target, p.end):
                 break
             if ddl_run:
                 if p.captured is not False:
@@ -249,9 +249,8 @@ class Scout:
         between two ranges no range reads them (a batch of nothing else has no range at all)."""
         with self._lock:
             pending = list(self.pending)
-        first, last = start.key, end.key
-        chosen = [p for p in pending if p.start.key >= first and p.end.key <= last]
-        if not chosen or chosen[0].start != start or chosen[-1].end != end:
+        chosen = [p for p in pending if not precedes(p.start, start) and not precedes(end, p.end)]
+        if not chosen or not same_place(chosen[0].start, start) or not same_place(chosen[-1].end, end):
             return None
         # Rows are counted only under maxRowsPerBatch; planning by bytes decodes none (every count is 0).
         counted = self.options.max_rows is not None

@@ -1,0 +1,54 @@
+"""The executed GTIDs at a binlog position, established exactly by reading its file from the start.
+
+A stream started at ``FILE:POS`` inside a file never sees that file's PREVIOUS_GTIDS (MySQL) or
+GTID_LIST (MariaDB), and the server's ``SHOW BINARY LOG STATUS`` reads its position and its GTID
+set at two moments, so neither says which GTIDs were executed at ``POS``. ``executed_at`` reads
+``FILE`` from its first event up to ``POS``: the file's PREVIOUS_GTIDS / GTID_LIST plus the GTID of
+every transaction before ``POS`` is the set a replica stopped there would hold. Positions between
+two transactions share the set of the boundary before the next one. A position inside a
+transaction is a ``ConfigError``; a server without GTIDs leaves the checkpoint as it was.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+
+from sluice.binlog.position import Checkpoint
+from sluice.cdc.capture import CaptureConfig, CaptureOutput, ChangeCapture
+from sluice.cdc.follow import FollowConfig, follow
+from sluice.errors import ConfigError
+
+__all__ = ["executed_at"]
+
+log = logging.getLogger(__name__)
+
+
+def executed_at(config: FollowConfig, start: Checkpoint) -> Checkpoint:
+    """``start`` with the executed GTID set there (module docstring); as it is when it has one already,
+    names no file, or the server writes no GTIDs."""
+    if start.gtid_set is not None or not start.file:
+        return start
+    nothing = CaptureConfig(table_filter=lambda _db, _table: False, output=CaptureOutput.COUNTS)
+    capture = ChangeCapture(nothing, Checkpoint(start.file, 4, None, start.source))
+    goal = start.key
+    found: str | None = None
+    for committed in follow(replace(config, until_end=True), capture):
+        tx = committed.transaction
+        if tx.start.key >= goal:  # no transaction between the start and this one's beginning
+            found = tx.start.gtid_set
+            break
+        if tx.end.key == goal:
+            found = tx.end.gtid_set
+            break
+        if tx.end.key > goal:
+            raise ConfigError(f"the binlog position {start.file}:{start.pos} is inside the transaction at "
+                              f"{tx.start.file}:{tx.start.pos}..{tx.end.pos}: a stream starts at a transaction "
+                              "boundary (the end of a transaction, or a checkpoint sluice wrote)")
+    else:
+        if capture.boundary.key <= goal:
+            found = capture.boundary.gtid_set
+    if found is None:
+        return start
+    log.info("the executed GTIDs at %s:%d, read from the start of the file: %s", start.file, start.pos, found)
+    return Checkpoint(start.file, start.pos, found, start.source)
