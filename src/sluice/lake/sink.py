@@ -41,6 +41,7 @@ from deltalake import Schema as DeltaSchema
 from deltalake.exceptions import DeltaError, TableNotFoundError
 from deltalake.transaction import AddAction, create_table_with_add_actions
 
+from sluice.binlog.position import Checkpoint
 from sluice.errors import ConfigError
 from sluice.lake.at_once import run_at_once
 from sluice.lake.changelog.rows import changelog_table
@@ -157,7 +158,7 @@ class DeltaLake:
 
     def write_batch(
         self, batch_id: int, tables: Sequence[TableBatch], *, changelog: pa.Table | None = None,
-        changelog_files: Sequence[AddAction] | None = None, position: dict[str, Any] | None = None,
+        changelog_files: Sequence[AddAction] | None = None, position: Checkpoint | None = None,
     ) -> BatchResult:
         """MERGE every table's changes into its mirror (or append them to its pending changes, when
         the MERGE can wait), then append all changes to the change log.
@@ -176,7 +177,7 @@ class DeltaLake:
             return self._write_batch(batch_id, tables, changelog, changelog_files, position)
 
     def _write_batch(self, batch_id: int, tables: Sequence[TableBatch], changelog: pa.Table | None,
-                     files: Sequence[AddAction] | None, position: dict[str, Any] | None) -> BatchResult:
+                     files: Sequence[AddAction] | None, position: Checkpoint | None) -> BatchResult:
         seen: set[tuple[str, str]] = set()
         for tb in tables:
             if (tb.db, tb.table) in seen:

@@ -1,0 +1,122 @@
+"""Failover of the source: a replica promoted in place of its primary, read on by GTID.
+
+Two real servers of one flavor: a primary and its replica (MySQL: GTID auto-position,
+``log_replica_updates`` ON by default; MariaDB: ``MASTER_USE_GTID=slave_pos`` with
+``--log-slave-updates``). A stream follows the primary, the primary goes away, the replica is
+promoted and written to, and the stream goes on from the primary's checkpoint on the new server:
+every change once, by GTID, never by the old file and offset (the two servers' binlog files have the
+same names and other contents). Without GTIDs, another server at the address stops the stream with
+``SourceChangedError``.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import pytest
+
+from sluice.binlog.position import Checkpoint
+from sluice.cdc.capture import CaptureConfig, ChangeCapture
+from sluice.cdc.follow import FollowConfig, follow
+from sluice.dsn import parse_dsn
+from sluice.errors import SourceChangedError
+from sluice.io.connection import Connection
+from sluice.io.replication import server_binlog_files, server_identity
+from tests.conftest import TWO_FLAVORS
+
+pytestmark = pytest.mark.slow
+
+
+def _rows(server, start: Checkpoint) -> tuple[list[int], Checkpoint]:
+    """The ids inserted into f.t from ``start`` to the server's end, and the boundary reached."""
+    capture = ChangeCapture(CaptureConfig(table_filter=lambda d, t: (d, t) == ("f", "t")), start)
+    ids: list[int] = []
+    for committed in follow(FollowConfig(parse_dsn(server.dsn("repl")), until_end=True, retries=0), capture):
+        ids += [next(iter(r.after.values())) for r in committed.records if r.op == "insert"]
+    return ids, capture.boundary
+
+
+def _first(server) -> Checkpoint:
+    with Connection.open(parse_dsn(server.dsn("root"))) as conn:
+        return Checkpoint(server_binlog_files(conn)[0][0], 4)
+
+
+def _insert(server, ids: range) -> None:
+    server.sql(";".join(f"INSERT INTO f.t VALUES ({i}, {i})" for i in ids))
+
+
+def _replicate(primary, replica) -> None:
+    repl = parse_dsn(primary.dsn("repl"))
+    if replica.is_mariadb:
+        replica.sql(f"CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT={primary.port}, "
+                    f"MASTER_USER='{repl.user}', MASTER_PASSWORD='{repl.password}', MASTER_USE_GTID=slave_pos;"
+                    "START SLAVE")
+    else:
+        replica.sql(f"CHANGE REPLICATION SOURCE TO SOURCE_HOST='127.0.0.1', SOURCE_PORT={primary.port}, "
+                    f"SOURCE_USER='{repl.user}', SOURCE_PASSWORD='{repl.password}', SOURCE_AUTO_POSITION=1, "
+                    "GET_SOURCE_PUBLIC_KEY=1; START REPLICA")
+
+
+def _caught_up(replica, n: int) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if replica.sql("SELECT COUNT(*) FROM f.t").strip().splitlines()[-1] == str(n):
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"the replica did not catch up: {replica.sql('SHOW REPLICA STATUS')}")
+
+
+def _promote(replica) -> None:
+    replica.sql("STOP SLAVE; RESET SLAVE ALL" if replica.is_mariadb else "STOP REPLICA; RESET REPLICA ALL")
+
+
+@pytest.mark.parametrize("flavor", TWO_FLAVORS)
+def test_a_promoted_replica_is_read_on_by_gtid_with_every_change_once(flavor, sandbox_factory, caplog):
+    full = {"binlog-row-metadata": "FULL"}  # the binlog names the columns: no schema history needed here
+    replica_settings = {**full, "server-id": "2"}
+    if flavor == "mariadb":
+        replica_settings["log-slave-updates"] = "ON"
+    primary = sandbox_factory(flavor, settings=full)
+    replica = sandbox_factory(flavor, settings=replica_settings)
+    primary.sql("CREATE DATABASE f; CREATE TABLE f.t (id INT PRIMARY KEY, v INT)")
+    _insert(primary, range(1, 4))
+    _replicate(primary, replica)
+    _caught_up(replica, 3)
+    seen, at = _rows(primary, _first(primary))
+    assert seen == [1, 2, 3] and at.gtid_set and at.source == server_identity_of(primary)
+    _insert(primary, range(4, 7))  # written after the stream's checkpoint, replicated before the failover
+    _caught_up(replica, 6)
+    primary.stop()
+    _promote(replica)
+    _insert(replica, range(7, 9))
+    with caplog.at_level(logging.WARNING, logger="sluice.cdc.follow"):
+        after, moved = _rows(replica, at)
+    assert after == [4, 5, 6, 7, 8]
+    assert moved.source == server_identity_of(replica) and moved.source != at.source
+    said = [r.getMessage() for r in caplog.records if "source changed" in r.getMessage()]
+    assert len(said) == 1 and str(at.source) in said[0] and str(moved.source) in said[0]
+    again, _ = _rows(replica, moved)  # and from the new server's own checkpoint: nothing twice
+    assert again == []
+
+
+def server_identity_of(server):
+    with Connection.open(parse_dsn(server.dsn("root"))) as conn:
+        return server_identity(conn)
+
+
+@pytest.mark.mysql
+def test_another_server_without_gtids_is_a_typed_error_naming_both(sandbox_factory):
+    off = {"gtid-mode": "OFF", "enforce-gtid-consistency": "OFF", "binlog-row-metadata": "FULL"}
+    first = sandbox_factory("mysql", settings=off)
+    second = sandbox_factory("mysql", settings={**off, "server-id": "2"})
+    for server in (first, second):
+        server.sql("CREATE DATABASE f; CREATE TABLE f.t (id INT PRIMARY KEY, v INT)")
+        _insert(server, range(1, 3))
+    seen, at = _rows(first, _first(first))
+    assert seen == [1, 2] and at.gtid_set is None and at.source is not None
+    with pytest.raises(SourceChangedError) as info:
+        _rows(second, at)
+    message = str(info.value)
+    assert str(at.source) in message and str(server_identity_of(second)) in message
+    assert "snapshot" in message and "--from FILE:POS" in message
