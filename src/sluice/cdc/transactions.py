@@ -58,9 +58,10 @@ from sluice.binlog.events import (
 )
 from sluice.binlog.gtid import Gtid, MariadbGtid
 from sluice.binlog.header import LOG_EVENT_ARTIFICIAL_F
-from sluice.binlog.position import Checkpoint, SourceIdentity, position_key
+from sluice.binlog.position import Checkpoint, SourceIdentity
 from sluice.binlog.statements import classify, parse_xid, xid_key
 from sluice.cdc.executed import ExecutedGtids
+from sluice.cdc.horizon import Horizon
 from sluice.cdc.txevents import CONTROL, STATEMENT_PREFIX, TRANSACTION_ONLY, starts_transaction
 from sluice.cdc.txstate import AWAIT, BODY, SINGLE, Located, OpenTransaction, PreparedXa, Transaction
 from sluice.errors import DataLossError, ProtocolError
@@ -81,7 +82,7 @@ class TransactionAssembler:
         self._tx: OpenTransaction | None = None
         self._prepared: dict[bytes, PreparedXa] = {}
         self._boundary: Checkpoint | None = None
-        self._horizon = position_key(start.file, start.pos)  # the furthest boundary passed
+        self._horizon = Horizon(start.file, start.pos)
         self.source = start.source  # the server the positions are read on (stamped on every boundary)
         self.skipped = 0  # committed transactions read again (before the start or a reconnect): not emitted
 
@@ -305,7 +306,7 @@ class TransactionAssembler:
 
     def _commit(self, tx: OpenTransaction, file: str, end: int, ts: int, kind: str) -> Transaction | None:
         self._tx = None
-        fresh = not self._passed(file, end)
+        fresh = not self._horizon.passed(file, end)
         fresh = self._executed(tx.gtid_obj) and fresh
         self._move(file, end)
         if not fresh:
@@ -331,7 +332,7 @@ class TransactionAssembler:
         self, tx: OpenTransaction, key: bytes, commit: bool, file: str, pos: int, end: int, event: QueryEvent
     ) -> Transaction | None:
         self._tx = None
-        fresh = not self._passed(file, end)
+        fresh = not self._horizon.passed(file, end)
         fresh = self._executed(tx.gtid_obj) and fresh
         prepared = self._prepared.pop(key, None)
         self._move(file, end)
@@ -356,15 +357,7 @@ class TransactionAssembler:
         self._file = file
         self._pos = pos
         self._boundary = None
-        key = position_key(file, pos)
-        if key[0] != self._horizon[0] or key > self._horizon:
-            self._horizon = key
-
-    def _passed(self, file: str, end: int) -> bool:
-        """True when a transaction ending at ``file:end`` ended before: it is being read again after a
-        reconnect that started at a held-back boundary (positions of one binlog base name only)."""
-        key = position_key(file, end)
-        return key[0] == self._horizon[0] and key <= self._horizon
+        self._horizon.reach(file, pos)
 
     def _move_past(self, file: str, pos: int, next_pos: int, event: Any) -> None:
         if event.header.flags & LOG_EVENT_ARTIFICIAL_F or (type(event) is FormatDescriptionEvent and pos != 4):
@@ -398,4 +391,4 @@ class TransactionAssembler:
         self.source = source
         self._boundary = None
         if moved:
-            self._horizon = ("", -1, -1)
+            self._horizon.forget()
