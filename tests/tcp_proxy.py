@@ -79,6 +79,11 @@ class TcpProxy:
                 p.silent = True
         return len(live)
 
+    def live(self) -> int:
+        """Connections open and carrying bytes now."""
+        with self._lock:
+            return sum(not p.silent for p in self._pairs)
+
     def reset(self) -> int:
         """Close every open connection; how many there were."""
         with self._lock:

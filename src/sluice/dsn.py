@@ -10,6 +10,11 @@ The password may be given in the DSN (URL-encoded), by ``password_env=NAME`` nam
 variable, or by ``SLUICE_PASSWORD``. It never appears in ``repr``, ``str``, logs or errors:
 ``ConnectionConfig.redacted()`` is what gets printed. The scheme names the server's flavor,
 ``"mysql"`` or ``"mariadb"``: ``flavor_of`` is where a server's flavor gets that name.
+
+Every connection has a deadline (``ConnectionConfig.deadline``): a read or write that waits
+longer for the server fails as ``TransportError``, which following a server meets by connecting
+again. It is the DSN's ``read_timeout`` (``0``: none), ``DEFAULT_READ_TIMEOUT`` when not given;
+``with_read_timeout`` gives a DSN one where it has none (``sluice run --stall-timeout``).
 """
 
 from __future__ import annotations
@@ -22,6 +27,8 @@ from urllib.parse import parse_qsl, quote, unquote, urlsplit
 from sluice.errors import ConfigError
 
 PASSWORD_ENV_DEFAULT = "SLUICE_PASSWORD"
+#: Seconds a connection to the source may stay silent before it counts as stalled (module docstring).
+DEFAULT_READ_TIMEOUT = 30.0
 
 
 class SslMode(StrEnum):
@@ -52,7 +59,7 @@ class ConnectionConfig:
     server_public_key: str | None = None  # PEM file for caching_sha2_password over plain TCP
     get_server_public_key: bool = True  # otherwise full auth without TLS needs server_public_key
     connect_timeout: float = 10.0
-    read_timeout: float | None = None
+    read_timeout: float | None = None  # seconds a connection may stay silent; None: DEFAULT_READ_TIMEOUT, 0: none
     server_id: int = 0  # replica server id when streaming; 0 picks one at random
 
     def __str__(self) -> str:
@@ -72,6 +79,15 @@ class ConnectionConfig:
             params.append(f"ssl={self.ssl_mode.value}")
         query = ("?" + "&".join(params)) if params else ""
         return f"{scheme}://{auth}@{where}/{self.database or ''}{query}"
+
+    @property
+    def deadline(self) -> float | None:
+        """How long a read or write on a connection may wait for the server before the connection
+        counts as stalled (a silent network path): ``read_timeout``, else ``DEFAULT_READ_TIMEOUT``;
+        None when ``read_timeout=0`` turned it off."""
+        if self.read_timeout is None:
+            return DEFAULT_READ_TIMEOUT
+        return self.read_timeout or None
 
     def with_(self, **changes: object) -> ConnectionConfig:
         """A copy with the given fields replaced."""
@@ -154,7 +170,7 @@ def parse_dsn(dsn: str, *, environ: dict[str, str] | None = None) -> ConnectionC
         get_server_public_key=_parse_bool(params.get("get_server_public_key", "true"), "get_server_public_key"),
         connect_timeout=_parse_float(params.get("connect_timeout", "10"), "connect_timeout"),
         read_timeout=(
-            _parse_float(params["read_timeout"], "read_timeout") if "read_timeout" in params else None
+            _parse_float(params["read_timeout"], "read_timeout", zero=True) if "read_timeout" in params else None
         ),
         server_id=_parse_int(params.get("server_id", "0"), "server_id"),
     )
@@ -170,13 +186,13 @@ def _parse_bool(text: str, name: str) -> bool:
     raise ConfigError(f"DSN parameter {name}={text!r} must be true or false")
 
 
-def _parse_float(text: str, name: str) -> float:
+def _parse_float(text: str, name: str, *, zero: bool = False) -> float:
     try:
         value = float(text)
     except ValueError:
         raise ConfigError(f"DSN parameter {name}={text!r} must be a number of seconds") from None
-    if value <= 0:
-        raise ConfigError(f"DSN parameter {name}={text!r} must be positive")
+    if value < 0 or (value == 0 and not zero):
+        raise ConfigError(f"DSN parameter {name}={text!r} must be positive{' (or 0: none)' if zero else ''}")
     return value
 
 
@@ -187,4 +203,14 @@ def _parse_int(text: str, name: str) -> int:
         raise ConfigError(f"DSN parameter {name}={text!r} must be a whole number") from None
 
 
-__all__ = ["ConnectionConfig", "Flavor", "SslMode", "flavor_of", "parse_dsn"]
+def with_read_timeout(dsn: str, seconds: float) -> str:
+    """``dsn`` with ``read_timeout=seconds`` unless it gives a ``read_timeout`` of its own."""
+    parts = urlsplit(dsn)
+    if any(key == "read_timeout" for key, _ in parse_qsl(parts.query, keep_blank_values=True)):
+        return dsn
+    query = f"{parts.query}&" if parts.query else ""
+    return parts._replace(query=f"{query}read_timeout={seconds:g}").geturl()
+
+
+__all__ = ["DEFAULT_READ_TIMEOUT", "ConnectionConfig", "Flavor", "SslMode", "flavor_of", "parse_dsn",
+           "with_read_timeout"]

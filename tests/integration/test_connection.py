@@ -248,7 +248,18 @@ def test_payload_over_16_mib_received(big_packets: Sandbox) -> None:
 def test_read_timeout(server: Sandbox) -> None:
     with Connection.open(_config(server)) as conn:
         conn.settimeout(0.3)
-        with pytest.raises(TransportError, match=rf"timed out .*127\.0\.0\.1:{server.port}"):
+        with pytest.raises(TransportError, match=rf"no bytes from the server at .*127\.0\.0\.1:{server.port} for "
+                                                 r"0\.3s: the connection stalled"):
+            conn.query("SELECT SLEEP(3)")
+
+
+def test_every_connection_has_a_deadline(server: Sandbox) -> None:
+    """A connection waits at most the DSN's read_timeout for the server, 30 s when it gives none."""
+    with Connection.open(_config(server)) as conn:
+        assert conn._require_socket().gettimeout() == 30.0
+    with Connection.open(_config(server).with_(read_timeout=1.5)) as conn:
+        assert conn._require_socket().gettimeout() == 1.5
+        with pytest.raises(TransportError, match=r"for 1\.5s: the connection stalled"):
             conn.query("SELECT SLEEP(3)")
 
 

@@ -72,3 +72,30 @@ def test_a_flavor_is_the_text_a_dsn_scheme_and_the_lake_files_spell():
     assert Flavor.MARIADB == "mariadb" and Flavor("mysql") is Flavor.MYSQL
     assert json.dumps({"flavor": flavor_of(True)}) == '{"flavor": "mariadb"}'
     assert parse_dsn("mariadb://u@h/").flavor == Flavor.MARIADB
+
+
+def test_every_connection_has_a_deadline_unless_read_timeout_is_zero():
+    from sluice.dsn import DEFAULT_READ_TIMEOUT
+
+    assert parse_dsn("mysql://u@h/").deadline == DEFAULT_READ_TIMEOUT == 30.0
+    assert parse_dsn("mysql://u@h/?read_timeout=2.5").deadline == 2.5
+    assert parse_dsn("mysql://u@h/?read_timeout=0").deadline is None
+
+
+def test_with_read_timeout_keeps_a_dsn_s_own():
+    from sluice.dsn import with_read_timeout
+
+    assert parse_dsn(with_read_timeout("mysql://u:p%40w@h:3307/db", 5)).read_timeout == 5.0
+    joined = with_read_timeout("mysql://u@h/?ssl=disabled", 0.5)
+    assert joined == "mysql://u@h/?ssl=disabled&read_timeout=0.5" and parse_dsn(joined).password == ""
+    assert with_read_timeout("mysql://u@h/?read_timeout=60", 5) == "mysql://u@h/?read_timeout=60"
+    assert parse_dsn(with_read_timeout("mysql://u:p%40w@h:3307/db", 5)).password == "p@w"
+
+
+def test_the_heartbeat_fits_a_few_times_in_the_deadline():
+    from sluice.io.replication import StreamConfig, heartbeat_period
+
+    assert heartbeat_period(StreamConfig(parse_dsn("mysql://u@h/"))) == 5.0
+    assert heartbeat_period(StreamConfig(parse_dsn("mysql://u@h/?read_timeout=2"))) == 0.5
+    assert heartbeat_period(StreamConfig(parse_dsn("mysql://u@h/?read_timeout=8"), heartbeat_period=0)) == 2.0
+    assert heartbeat_period(StreamConfig(parse_dsn("mysql://u@h/?read_timeout=0"), heartbeat_period=0)) == 0

@@ -23,6 +23,7 @@ from typing import Any
 from sluice.binlog.position import start_checkpoint
 from sluice.commands.config_file import lake_settings, maintenance_config, read_config, settings_table
 from sluice.commands.filter_options import EXCLUDE_TABLES, SKIP_INCIDENTS, TABLES, FilterOption
+from sluice.dsn import DEFAULT_READ_TIMEOUT
 from sluice.errors import ConfigError
 
 __all__ = ["SETTINGS", "RunHelp", "Setting", "add_run_options", "field_defaults", "pipeline_config"]
@@ -103,6 +104,18 @@ def _whole(name: str, *, zero_is_default: bool = False) -> Callable[[Any, str], 
         except ValueError:
             raise ConfigError(f"{name} is a whole number; found {value!r}") from None
         return None if zero_is_default and number == 0 else number
+
+    return convert
+
+
+def _seconds(name: str) -> Callable[[Any, str], float]:
+    def convert(value: Any, where: str) -> float:
+        if isinstance(value, bool) or not isinstance(value, int | float | str):
+            raise ConfigError(f"{name} is a number of seconds; found {value!r}")
+        try:
+            return float(value)
+        except ValueError:
+            raise ConfigError(f"{name} is a number of seconds; found {value!r}") from None
 
     return convert
 
@@ -196,6 +209,11 @@ SETTINGS: tuple[Setting, ...] = (
             "often (default {mirror.max_lag:g}; 0: every batch). A large mirror is MERGEd once its pending changes "
             "pay for rewriting it ([mirror] in the config); the change log and read_mirror are current after every "
             "batch", metavar="SECONDS", value_type=float, into="max_lag", convert=_mirror),
+    Setting("stall_timeout", "--stall-timeout", "seconds a connection to the source may stay silent (a dead network "
+            "path sends nothing) before sluice drops it and connects again, resuming exactly where it was; the "
+            "replication streams ask the server for a heartbeat four times as often "
+            f"(default {DEFAULT_READ_TIMEOUT:g}; 0: none; the DSN's read_timeout wins)",
+            metavar="SECONDS", value_type=float, convert=_seconds("stall_timeout")),
     Setting("conf", toml="spark", convert=_spark),
 )
 

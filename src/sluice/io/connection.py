@@ -1,7 +1,8 @@
 """The I/O shell around ``sluice.wire``: one client connection to a MySQL or MariaDB server.
 
 This module owns the login over a socket that ``sluice.io.transport`` connects and upgrades to TLS
-(driving the sans-I/O ``AuthExchange`` to a logged-in session), the read timeout, and the command
+(driving the sans-I/O ``AuthExchange`` to a logged-in session), the deadline of every read and
+write (``ConnectionConfig.deadline``: a stalled connection ends as ``TransportError``), and the command
 loop: ``query`` for statements with rows, ``execute`` for the rest, ``send_command`` /
 ``read_payload`` for the replication stream, which reads straight into the packet assembler's
 buffer. Socket failures become ``TransportError`` naming the server and what to check; ERR packets
@@ -55,7 +56,7 @@ class Connection:
         conn = cls(sock, config, where)
         try:
             conn._login()
-            conn.settimeout(config.read_timeout)
+            conn.settimeout(config.deadline)
         except BaseException:
             conn._abort()
             raise
@@ -220,9 +221,11 @@ class Connection:
         try:
             n = sock.recv_into(assembler.write_buffer(_RECV_CHUNK))
         except TimeoutError:
+            self._abort()
             raise TransportError(
-                f"timed out after {sock.gettimeout()}s waiting for the server at {self._where}; "
-                "check that the server is alive and the network path is open, or raise read_timeout"
+                f"no bytes from the server at {self._where} for {sock.gettimeout():g}s: the connection "
+                "stalled (a silent network path, or a server that hangs); a stream connects again. If the "
+                "server is only slow to answer, raise the DSN's read_timeout (sluice run --stall-timeout)"
             ) from None
         except OSError as exc:
             self._abort()

@@ -1,7 +1,9 @@
 """The replication stream: register as a replica, ask for the binlog, hand out raw events with positions.
 
 ``ReplicationStream`` owns one replication connection. It negotiates checksums
-(``@master_binlog_checksum``), the heartbeat period and, on MariaDB, the replica capability, sends
+(``@master_binlog_checksum``), the heartbeat period (``heartbeat_period``: a few of them fit in the
+connection's deadline, so that silence that long means a dead path) and, on MariaDB, the replica
+capability, sends
 COM_REGISTER_SLAVE and then COM_BINLOG_DUMP (file + position, or MariaDB's
 ``@slave_connect_state`` GTID start) or COM_BINLOG_DUMP_GTID (a MySQL GTID set), and yields each
 event's bytes with the binlog file and the offset the event starts at; ``chunks`` hands on the
@@ -95,6 +97,17 @@ class BinlogStatus:
     file: str
     pos: int
     gtid_executed: str
+
+
+def heartbeat_period(config: StreamConfig) -> float:
+    """The heartbeat period to ask the server for, in seconds: ``config.heartbeat_period``, but at
+    most a quarter of the connection's deadline, so that an idle stream that is alive is never
+    silent that long; 0 (none) only when neither asks for one."""
+    deadline = config.connection.deadline
+    if deadline is None:
+        return config.heartbeat_period
+    quarter = deadline / 4
+    return min(config.heartbeat_period, quarter) if config.heartbeat_period > 0 else quarter
 
 
 def server_binlog_status(conn: Connection) -> BinlogStatus:
@@ -279,17 +292,15 @@ class ReplicationStream:
         except BaseException:
             self.close()
             raise
-        if cfg.connection.read_timeout is None and cfg.heartbeat_period > 0:
-            # Heartbeats arrive at least every period while idle; silence for much longer is a dead link.
-            conn.settimeout(max(30.0, cfg.heartbeat_period * 4))
         return conn
 
     def _negotiate(self, conn: Connection) -> None:
         checksum = conn.query("SELECT @@GLOBAL.binlog_checksum").rows[0][0] or "NONE"
         self.checksum = checksum.upper()
         conn.execute(f"SET @master_binlog_checksum = '{self.checksum}'")
-        if self.config.heartbeat_period > 0:
-            nanos = int(self.config.heartbeat_period * 1_000_000_000)
+        period = heartbeat_period(self.config)
+        if period > 0:
+            nanos = int(period * 1_000_000_000)
             conn.execute(f"SET @master_heartbeat_period = {nanos}")
         if conn.is_mariadb:
             conn.execute(f"SET @mariadb_slave_capability = {MARIA_SLAVE_CAPABILITY_MINE}")
@@ -367,6 +378,7 @@ __all__ = [
     "RawEvent",
     "ReplicationStream",
     "StreamConfig",
+    "heartbeat_period",
     "server_binlog_files",
     "server_binlog_status",
     "server_identity",

@@ -10,6 +10,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sluice.dsn import with_read_timeout
 from sluice.errors import ConfigError
 from sluice.lake.layout import Lake, open_lake
 from sluice.lake.maintenance.steps import MaintenanceConfig
@@ -45,8 +46,15 @@ class PipelineConfig:
     change_feed: bool = True  # mirrors write Delta's Change Data Feed (sluice.lake.maintenance.change_feed)
     maintenance: MaintenanceConfig = field(default_factory=MaintenanceConfig)  # between batches (pipeline.upkeep)
     mirror: MirrorCadence = field(default_factory=MirrorCadence)  # when pending changes are MERGEd (lake.pending)
+    # Seconds a connection to the source may stay silent before it is made again: the source DSN's
+    # read_timeout where that gives none (None: the DSN's, else sluice.dsn.DEFAULT_READ_TIMEOUT; 0: none)
+    stall_timeout: float | None = None
 
     def __post_init__(self) -> None:
+        if self.stall_timeout is not None:
+            if self.stall_timeout < 0:
+                raise ConfigError(f"--stall-timeout is a number of seconds, 0 or more; found {self.stall_timeout}")
+            object.__setattr__(self, "source", with_read_timeout(self.source, self.stall_timeout))
         if self.trigger not in ONCE:
             interval(self.trigger)  # a bad trigger fails here, before Spark starts
         if self.snapshot not in ("initial", "never", "only"):

@@ -5,7 +5,9 @@ reads the table's binlog changes between the two and reconciles them with the ro
 holds the table's rows as of its high watermark. A table that was renamed, dropped or altered
 since it was planned (the chunk's ``SELECT`` fails with one of ``TABLE_CHANGED``) returns no rows
 (``None``): the runner plans it again. Values that do not fit the planned columns return the error's
-text instead: the runner re-plans when the binlog shows DDL on the table, else raises it.
+text instead: the runner re-plans when the binlog shows DDL on the table, else raises it. A
+connection lost or stalled (``ConnectionConfig.deadline``) is made again and the chunk read from
+its start.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import pyarrow as pa
 
 from sluice.binlog.position import Checkpoint, position_key
 from sluice.cdc.capture import CaptureConfig, ChangeCapture
-from sluice.cdc.follow import FollowConfig, follow
+from sluice.cdc.follow import FollowConfig, follow, retrying
 from sluice.cdc.records import RowChange
 from sluice.cdc.schema import Catalog, SchemaTracker, TableSchema
 from sluice.cdc.snapshot.chunks import Chunk
@@ -88,6 +90,18 @@ def read_and_reconcile(payload: ChunkPayload
         return payload[4], None, None, 0, str(exc)
 
 
+def _on_source(config: Any, read: Any) -> Any:
+    """``read(conn)`` on a connection of its own in the snapshot's session state, read again from the
+    start on a new connection while the connection is lost or stalls (``retrying``)."""
+
+    def attempt() -> Any:
+        with Connection.open(config) as conn:
+            prepare_session(conn)
+            return read(conn)
+
+    return retrying(FollowConfig(config, retries=8), "reading a snapshot chunk", attempt)
+
+
 def _read_chunk_task(payload: ChunkPayload) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], int,
                                                      dict[str, Any] | list[dict[str, Any]]]:
     dsn, catalog_json, schema_json, key, chunk_json, flavor, append, mark = payload
@@ -98,17 +112,13 @@ def _read_chunk_task(payload: ChunkPayload) -> tuple[dict[str, Any], dict[str, A
     plan = TablePlan(schema, tuple(key), (chunk,), 0)
     order = key_order(schema, tuple(key))
     if not append:
-        with Connection.open(config) as conn:
-            prepare_session(conn)
-            read = read_chunk(conn, plan, chunk, early=early)
+        read = _on_source(config, lambda conn: read_chunk(conn, plan, chunk, early=early))
         changes = _window_changes(config, catalog_json, schema, flavor, read.low, read.high)
         rows = reconcile(read, changes, order)
         return chunk_json, read.low.to_json(), read.high.to_json(), len(rows), rows
     columns = mirror_columns_for_schema(schema, flavor or None)
     builders = column_builders(schema, columns, flavor or None)
-    with Connection.open(config) as conn:
-        prepare_session(conn)
-        low, high, result = read_chunk_raw(conn, plan, chunk, early=early)
+    low, high, result = _on_source(config, lambda conn: read_chunk_raw(conn, plan, chunk, early=early))
     values = split_rows(result.blocks, len(schema.columns))
     del result
     changes = _window_changes(config, catalog_json, schema, flavor, low, high)

@@ -1,0 +1,164 @@
+"""A silent network path: connections that stop carrying bytes, with no FIN and no RST.
+
+``sluice run`` reaches the server through a proxy (``tests.tcp_proxy``) that silences chosen
+connections at chosen moments, while new connections work: the planner's replication read, the
+tasks' reads, the SQL of positions, schema and snapshot chunks, or every connection open at a
+moment of a running pipeline. With ``--stall-timeout`` short, each stall must be noticed and its
+connection made again, and the lake must end exact: every change in the change log once, every
+mirror equal to SELECT.
+"""
+
+from __future__ import annotations
+
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from tests.integration.exactly_once import exactly_once
+from tests.tcp_proxy import TcpProxy, binlog_dump, query
+
+pytestmark = pytest.mark.spark
+
+STALL = 3  # --stall-timeout, seconds: short, to keep the tests fast
+
+
+@pytest.fixture(params=["mysql", "mariadb"])
+def server(request):
+    return request.getfixturevalue(f"{request.param}_server")
+
+
+def _args(proxy: TcpProxy, server, lake: Path, db: str, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "sluice.cli", "run", "--source", proxy.dsn(server.dsn("repl")), "--lake",
+            str(lake), "--tables", rf"{db}\..*", "--stall-timeout", str(STALL), *extra]
+
+
+def _workload(server, db: str, rows: int) -> None:
+    server.sql(f"CREATE TABLE IF NOT EXISTS {db}.t (id INT PRIMARY KEY, v INT, note VARCHAR(40))")
+    for low in range(0, rows, 500):
+        server.sql(f"INSERT INTO {db}.t VALUES " + ",".join(f"({i}, {i}, 'row {i}')"
+                                                            for i in range(low + 1, low + 501)))
+    server.sql(f"UPDATE {db}.t SET v = v + 1 WHERE id % 3 = 0; DELETE FROM {db}.t WHERE id % 7 = 0")
+
+
+MOMENTS = {
+    # what goes silent: (the trap's predicate, how many connections, whether the run starts with a snapshot)
+    "the planner's read": (binlog_dump, 1, False),
+    "the planner's and the tasks' reads": (binlog_dump, 4, False),
+    "a query of positions": (query("status"), 2, False),
+    "a query of the schema": (query("information_schema"), 2, False),
+    "a snapshot chunk's query": (None, 2, True),
+}
+
+
+@pytest.mark.mysql
+@pytest.mark.mariadb
+@pytest.mark.parametrize("moment", list(MOMENTS))
+def test_a_connection_that_goes_silent_is_made_again(server, tmp_path, moment):
+    predicate, times, snapshot = MOMENTS[moment]
+    db = f"sp_{uuid.uuid4().hex[:8]}"
+    server.sql(f"CREATE DATABASE {db}")
+    start = ":".join(server.sql("SHOW MASTER STATUS" if "MariaDB" in server.sql("SELECT VERSION()")
+                                else "SHOW BINARY LOG STATUS").split("\t")[:2])
+    _workload(server, db, 2000)
+    lake = tmp_path / "lake"
+    with TcpProxy(server.host, server.port) as proxy:
+        proxy.trap(predicate or _chunk_read(db), times)
+        how = ["--snapshot", "initial"] if snapshot else ["--snapshot", "never", "--from", start]
+        began = time.monotonic()
+        try:
+            done = subprocess.run(_args(proxy, server, lake, db, "--trigger", "once", *how), capture_output=True,
+                                  text=True, timeout=600)
+            took = time.monotonic() - began
+            assert done.returncode == 0, done.stderr[-4000:]
+            assert proxy.trapped == times, f"{proxy.trapped} of {times} connections went silent"
+            # Each silent connection costs its deadline and a backoff; one that nothing noticed would
+            # hold the run for good (the proxy never closes it).
+            assert took < 240, took
+            exactly_once(server, lake, db, None if snapshot else start)
+        finally:
+            proxy.reset()  # the server's side of a silenced connection may hold a lock on the table
+            server.sql(f"DROP DATABASE {db}")
+
+
+@pytest.mark.mysql
+@pytest.mark.mariadb
+def test_every_open_connection_goes_silent_at_moments_of_a_running_pipeline(server, tmp_path):
+    """A writer runs; ``sluice run --trigger 1s`` follows through the proxy, which silences every
+    connection open at three random moments (each the first moment after a random wait when one
+    is). Once the writer stops, the lake catches up and holds every change once."""
+    db = f"sp_{uuid.uuid4().hex[:8]}"
+    server.sql(f"CREATE DATABASE {db}; CREATE TABLE {db}.t (id INT PRIMARY KEY, v INT, note VARCHAR(40))")
+    start = ":".join(server.sql("SHOW MASTER STATUS" if "MariaDB" in server.sql("SELECT VERSION()")
+                                else "SHOW BINARY LOG STATUS").split("\t")[:2])
+    lake = tmp_path / "lake"
+    stop = threading.Event()
+    written = [0]
+
+    def writer() -> None:
+        i = 0
+        while not stop.is_set():
+            i += 1
+            server.sql(f"INSERT INTO {db}.t VALUES ({i}, {i}, 'w');"
+                       f"UPDATE {db}.t SET v = v + 1 WHERE id = {i // 2 + 1}")
+            written[0] = i
+            time.sleep(0.02)
+
+    rng = random.Random(45)
+    with TcpProxy(server.host, server.port) as proxy:
+        proc = subprocess.Popen(_args(proxy, server, lake, db, "--trigger", "1s", "--snapshot", "never", "--from",
+                                      start), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        thread = threading.Thread(target=writer, daemon=True)
+        thread.start()
+        silenced = 0
+        try:
+            for _ in range(3):
+                time.sleep(rng.uniform(4.0, 10.0))
+                _wait_for(lambda: proxy.live() > 0, proc, timeout=60, every=0.005)
+                silenced += proxy.blackhole()
+            stop.set()
+            thread.join(30)
+            _wait_for(lambda: _mirrored(lake, db) == written[0], proc, timeout=180)
+            proc.send_signal(signal.SIGINT)
+            _, stderr = proc.communicate(timeout=300)
+            assert proc.returncode == 0, stderr[-4000:]
+            assert silenced >= 3, silenced
+            assert exactly_once(server, lake, db, start) == 2 * written[0]
+        finally:
+            stop.set()
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            proxy.reset()  # the server's side of a silenced connection may hold a lock on the table
+            server.sql(f"DROP DATABASE {db}")
+
+
+def _chunk_read(db: str):
+    """A snapshot task's SELECT of a chunk of ``db``.t (not the driver's planning: MIN/MAX, OFFSET)."""
+    table = query(f"from `{db}`.`t`")
+    return lambda payload: table(payload) and b"MIN(" not in payload and b"OFFSET" not in payload
+
+
+def _mirrored(lake: Path, db: str) -> int:
+    import deltalake
+
+    try:
+        return deltalake.DeltaTable(str(lake / "_sluice" / "changes")).to_pyarrow_table(
+            filters=[("db", "=", db), ("op", "=", "insert")]).num_rows
+    except Exception:
+        return -1
+
+
+def _wait_for(done, proc: subprocess.Popen[str], timeout: float, every: float = 1.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not done():
+        if proc.poll() is not None:
+            pytest.fail(f"sluice run ended: {proc.communicate()[1][-4000:]}")
+        assert time.monotonic() < deadline, f"not within {timeout}s"
+        time.sleep(every)
