@@ -2,7 +2,8 @@
 
 One registry per pipeline (never the process-wide default, so two pipelines in one process or a
 test's second run do not collide), served over HTTP by ``prometheus_client``. The pipeline calls
-:meth:`PipelineMetrics.batch` after every committed micro-batch, the snapshot calls
+:meth:`PipelineMetrics.batch` after every committed micro-batch and :meth:`lag` while it waits for
+one, the snapshot calls
 :meth:`snapshot_progress` after every chunk, the maintenance between batches
 (``sluice.spark.pipeline.upkeep``) :meth:`table_size` and :meth:`maintained`, the progress loop
 :meth:`in_flight` (the largest transaction read and not yet committed), and errors are counted by
@@ -42,8 +43,9 @@ class PipelineMetrics:
         self.ddl = Counter("sluice_ddl", "DDL statements applied to the mirror", ["pipeline"], registry=r).labels(
             **label)
         self.lag_seconds = Gauge(
-            "sluice_lag_seconds", "Seconds from the newest transaction commit of the last batch to its visibility "
-            "in the lake", ["pipeline"], registry=r,
+            "sluice_lag_seconds", "Seconds the lake is behind the source: from the newest transaction commit of "
+            "the last batch to its visibility in the lake, growing with the time since while no batch completes and "
+            "the source has more", ["pipeline"], registry=r,
         ).labels(**label)
         self.lag_bytes = Gauge(
             "sluice_lag_bytes", "Bytes of binlog the server has written past the last committed position (same "
@@ -126,6 +128,11 @@ class PipelineMetrics:
         if flight is not None:
             self.largest_bytes.set(flight.largest_bytes)
             self.largest_rows.set(flight.largest_rows)
+
+    def lag(self, seconds: float | None) -> None:
+        """How far the lake is behind now (``PipelineStats.lag_now``)."""
+        if seconds is not None:
+            self.lag_seconds.set(seconds)
 
     def retried(self, reconnects: int, task_attempts: int) -> None:
         """Count a committed batch's reconnects and failed task attempts."""

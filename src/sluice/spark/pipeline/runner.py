@@ -223,6 +223,7 @@ class Pipeline:
                     query.awaitTermination(0.5)
                 except Exception:  # the query ended with an error: reported as sluice's own below
                     break
+                self._watch_lag(query)
                 if time.monotonic() - last >= report_every:
                     last = time.monotonic()
                     self.stats.in_flight = read_in_flight(self._in_flight) if self._in_flight else None
@@ -244,6 +245,18 @@ class Pipeline:
                 self._signals.restore()
                 self._signals = None
         return self.stats
+
+    def _watch_lag(self, query: Any) -> None:
+        """Between batches: a query waiting with nothing new to read leaves the lake current; one
+        planning or running a batch does not, and the lag grows (``PipelineStats.lag_now``)."""
+        try:
+            status = query.status
+        except Exception:  # the query just ended: run()'s loop sees it
+            return
+        if not status.get("isTriggerActive") and not status.get("isDataAvailable"):
+            self.stats.current()
+        if self.metrics is not None:
+            self.metrics.lag(self.stats.lag_now())
 
     def _flush(self) -> None:
         """At a clean stop, MERGE what is pending into the mirrors (``sluice.lake.mirror.pending``)."""
@@ -344,6 +357,7 @@ class Pipeline:
         lags, changes = batch.latencies(int(time.time() * 1_000_000))
         stats.latencies.extend(zip(lags.tolist(), changes, strict=True))
         stats.last_commit_lag = float(lags.min())
+        stats.current()
         last_file, last_pos = batch.end()
         if time.monotonic() - self._lag_checked >= 5.0:  # one status query per 5 s, not per batch
             self._lag_checked = time.monotonic()

@@ -39,6 +39,9 @@ class PipelineStats:
     tables: set[str] = field(default_factory=set)
     started: float = field(default_factory=time.monotonic)
     last_commit_lag: float | None = None  # seconds from the newest commit in the batch to its visibility
+    # Unix time the lake was last known as current as last_commit_lag says: the end of the last batch,
+    # or a moment the query had nothing new to read (``current``).
+    current_at: float | None = None
     lag_bytes: int | None = None
     # (commit-to-visible seconds, changes) of the last transactions: bounded, a run may last months
     latencies: deque[tuple[float, int]] = field(default_factory=lambda: deque(maxlen=100_000))
@@ -64,11 +67,25 @@ class PipelineStats:
         """From the start of the first batch with changes to the end of the last: the steady part."""
         return 0.0 if self.first_batch is None or self.last_batch is None else self.last_batch - self.first_batch
 
+    def current(self, now: float | None = None) -> None:
+        """The lake holds everything the source has (a batch just committed, or the query found
+        nothing new): the lag stops growing here."""
+        self.current_at = time.time() if now is None else now
+
+    def lag_now(self, now: float | None = None) -> float | None:
+        """Seconds the lake is behind now: the last batch's commit-to-visible lag plus the time since
+        the lake was last known current, so that while no batch completes it grows with the time since
+        the newest change the lake holds was committed, instead of repeating the last figure."""
+        if self.last_commit_lag is None or self.current_at is None:
+            return self.last_commit_lag
+        return self.last_commit_lag + max(0.0, (time.time() if now is None else now) - self.current_at)
+
     def line(self) -> str:
         """The one progress line: changes, rate, batches, tables and lag so far, and the transaction the
         source is reading, if any (a big one takes a while: its bytes and rows so far show it moving)."""
         elapsed = max(time.monotonic() - self.started, 1e-9)
-        lag = "" if self.last_commit_lag is None else f", lag {self.last_commit_lag:.1f}s"
+        behind = self.lag_now()
+        lag = "" if behind is None else f", lag {behind:.1f}s"
         lag_b = "" if self.lag_bytes is None else f" / {self.lag_bytes:,} bytes"
         retried = self.reconnects + self.task_retries
         retries = f", {self.reconnects} reconnects / {self.task_retries} task retries" if retried else ""
