@@ -41,6 +41,7 @@ BOTH_WAYS = {
     "maintenance": (["--no-maintenance"], "[maintenance]\nenabled = false"),
     "change_feed": (["--no-change-feed"], "change_feed = false"),
     "mirror": (["--mirror-max-lag", "30"], "[mirror]\nmax_lag = 30"),
+    "stall_timeout": (["--stall-timeout", "5"], "stall_timeout = 5"),
 }
 
 
@@ -57,7 +58,7 @@ def test_every_setting_is_declared_once_with_its_key_and_option():
     assert sorted(keys) == sorted({"source", "lake", "tables", "exclude_tables", "trigger", "master", "from",
                                    "max_rows_per_batch", "spark", "snapshot", "chunk_rows", "snapshot_connections",
                                    "skip_incidents", "metrics_port", "metrics_host", "checkpoint_dir", "change_feed",
-                                   "maintenance", "mirror"})
+                                   "maintenance", "mirror", "stall_timeout"})
     fields = {f for s in SETTINGS for f in (s.fields or (s.field,))}
     config_fields = {f.name for f in dataclasses.fields(PipelineConfig)}
     assert fields <= config_fields and config_fields - fields == {"max_bytes_per_batch"}  # not a user's setting
@@ -111,3 +112,14 @@ def test_the_mirror_table_sets_how_many_mirrors_commit_at_once(tmp_path):
     assert _config(tmp_path, [], "[mirror]\ncommits_at_once = 1").mirror.commits_at_once == 1
     with pytest.raises(ConfigError, match="commits_at_once"):
         _config(tmp_path, [], "[mirror]\ncommits_at_once = 0")
+
+
+def test_the_stall_timeout_becomes_the_source_s_read_timeout_unless_it_has_one():
+    from sluice.dsn import parse_dsn
+
+    config = PipelineConfig(source="mysql://u@h/", lake="x", stall_timeout=5)
+    assert parse_dsn(config.source).deadline == 5.0
+    own = PipelineConfig(source="mysql://u@h/?read_timeout=60", lake="x", stall_timeout=5)
+    assert parse_dsn(own.source).deadline == 60.0
+    with pytest.raises(ConfigError, match="stall-timeout"):
+        PipelineConfig(source="mysql://u@h/", lake="x", stall_timeout=-1)
