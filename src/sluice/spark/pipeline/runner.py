@@ -328,7 +328,7 @@ class Pipeline:
                 self._reread(self.ddl.apply(batch_id, batch.ddls, self._filter))
             finally:
                 self.lake.forget()  # a mirror archived, moved or read again is a new table at its path
-        rows_of = staged_rows(self.lake.changelog_path, [f["path"] for f in batch.files], self.store)
+        rows_of = staged_rows(self.lake.changelog_path, [f.path for f in batch.files], self.store)
         history = SchemaHistory.open(self.history_path)  # once per batch, after its DDL
         tables = [table_batch(history, self.store, db, name, parts, rows_of, self._filter)
                   for (db, name), parts in batch.tables.items()]

@@ -1,7 +1,8 @@
 """What the driver makes of one micro-batch the tasks staged: descriptors into table batches.
 
-The tasks of ``sluice.spark.source.staging`` leave one descriptor per file they wrote: the range's change-log
-file (``kind`` ``changes``), a table's MERGE source (``table``) or a DDL statement (``ddl``).
+The tasks of ``sluice.spark.source.staging`` leave one descriptor per file they wrote
+(``sluice.spark.source.descriptors``): the range's change-log file (``ChangelogFile``), a table's
+MERGE source (``TableSource``) or a DDL statement (``DdlMet``).
 ``StagedBatch`` puts them in binlog order and says what to commit: the DDL, each table's changes
 (its staged MERGE sources folded over the ranges, or its rows read back from the staged change log
 for the per-row path), the change-log files as Delta add actions, and where the batch ends.
@@ -9,10 +10,8 @@ for the per-row path), the change-log files as Delta add actions, and where the 
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable
-from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -28,6 +27,7 @@ from sluice.lake.mirror.merge_source import fold_sources, without_positions
 from sluice.lake.storage import LakeStore
 from sluice.lake.types.table_layout import mirror_columns_for_schema
 from sluice.spark.snapshot.filter import SnapshotFilter
+from sluice.spark.source.descriptors import ChangelogFile, DdlMet, TableSource, from_row
 from sluice.spark.source.staging import layout_key
 
 __all__ = ["StagedBatch", "table_batch"]
@@ -39,55 +39,54 @@ class StagedBatch:
     """The descriptors of one staged micro-batch, in binlog order."""
 
     def __init__(self, staged: pa.Table) -> None:
-        everything = sorted(staged.to_pylist(), key=_first)
-        self.files = [d for d in everything if d["kind"] == "changes"]  # the change-log files
-        rest = [d for d in everything if d["kind"] != "changes"]
-        self.ddls = [{"db": d["db"], "table": d["table"], "file": d["first_file"], "pos": d["first_pos"],
-                      "ddl": d["ddl"]} for d in rest if d["kind"] == "ddl"]
-        self.tables: dict[tuple[str, str], list[dict[str, Any]]] = {}  # (db, table) -> its ranges' sources
-        for d in rest:
-            if d["kind"] == "table":
-                self.tables.setdefault((d["db"], d["table"]), []).append(d)
+        everything = sorted((from_row(row) for row in staged.to_pylist()), key=lambda d: d.first)
+        self.files = [d for d in everything if isinstance(d, ChangelogFile)]  # the change-log files
+        self.ddls = [{"db": d.db, "table": d.table, "file": d.first_file, "pos": d.first_pos, "ddl": d.ddl}
+                     for d in everything if isinstance(d, DdlMet)]
+        self.tables: dict[tuple[str, str], list[TableSource]] = {}  # (db, table) -> its ranges' sources
+        for d in everything:
+            if isinstance(d, TableSource):
+                self.tables.setdefault((d.db, d.table), []).append(d)
 
     def changelog_actions(self) -> list[AddAction]:
         """The staged change-log files as the add actions of one Delta commit."""
-        return [add_action(f) for f in self.files]
+        return [add_action(f.add_fields()) for f in self.files]
 
     def counts(self) -> list[tuple[str, str, int]]:
         """(``db.table``, insert|update|delete, changes) for every table of the batch."""
-        return [(f"{db}.{name}", op, sum(p[f"{op}s"] for p in parts))
+        return [(f"{db}.{name}", op, sum(p.count(op) for p in parts))
                 for (db, name), parts in self.tables.items() for op in ("insert", "update", "delete")]
 
     def latencies(self, visible_us: int) -> tuple[np.ndarray, list[int]]:
         """Seconds from each transaction's commit on the source to ``visible_us``, and its changes."""
-        commits = np.array([c for f in self.files for c in f["commit_us"]], dtype=np.int64)
+        commits = np.array([c for f in self.files for c in f.commit_us], dtype=np.int64)
         lags = ((visible_us - commits) / 1_000_000).clip(min=0.0)
-        return lags, [n for f in self.files for n in f["commit_rows"]]
+        return lags, [n for f in self.files for n in f.commit_rows]
 
     def retries(self) -> tuple[int, int]:
         """(replication reconnects, failed attempts of the tasks that wrote the change-log files)."""
-        return (sum(f["reconnects"] or 0 for f in self.files), sum(f["attempt"] or 0 for f in self.files))
+        return sum(f.reconnects for f in self.files), sum(f.attempt for f in self.files)
 
     def range_end(self) -> Checkpoint | None:
         """The stream offset the batch's last range with changes ends at: where a stream that lost
         its checkpoint starts again. None when the tasks did not say."""
-        ends = [Checkpoint.from_json(json.loads(f["range_end"])) for f in self.files if f.get("range_end")]
+        ends = [f.range_end for f in self.files if f.range_end is not None]
         return furthest(ends) if ends else None
 
     def end(self) -> tuple[str, int]:
         """The binlog position after the batch's last change."""
-        last = max(self.files, key=lambda f: position_key(f["last_file"], f["last_pos"]))
-        return last["last_file"], last["last_pos"]
+        last = max(self.files, key=lambda f: position_key(f.last_file, f.last_pos))
+        return last.last_file, last.last_pos
 
 
-def table_batch(history: SchemaHistory, store: LakeStore, db: str, name: str, parts: list[dict[str, Any]],
+def table_batch(history: SchemaHistory, store: LakeStore, db: str, name: str, parts: list[TableSource],
                 rows_of: Callable[[str, str], pa.Table], snapshot_filter: SnapshotFilter | None = None) -> TableBatch:
     """A table's changes in the batch, typed by the schema in force at its first change: its staged
     MERGE sources folded over the ranges (less what a snapshot holds already, ``keep_source``), or
     its rows read back from the staged change log for the per-row path (no source staged, a layout
     other than the schema history's, a snapshot filter that cannot judge the folded source)."""
 
-    first_file, first_pos = parts[0]["first_file"], parts[0]["first_pos"]
+    first_file, first_pos = parts[0].first_file, parts[0].first_pos
     catalog = history.catalog_at(first_file, first_pos) or history.latest()
     schema = catalog.get(db, name) if catalog is not None else None
     if schema is None:
@@ -97,13 +96,14 @@ def table_batch(history: SchemaHistory, store: LakeStore, db: str, name: str, pa
         )
     columns = mirror_columns_for_schema(schema, catalog.flavor if catalog is not None else None)
     primary_key = tuple(schema.primary_key)
-    n = sum(p["rows"] for p in parts)
+    n = sum(p.rows for p in parts)
     if not primary_key:
         return TableBatch(db, name, columns, (), (), pa.table({}), n)
     covering = snapshot_filter if snapshot_filter and snapshot_filter.covers(db, name, first_file, first_pos) else None
     layout = layout_key(columns, primary_key)
-    if all(p["path"] and p["layout"] == layout for p in parts):
-        sources = [pa.ipc.open_file(store.read_file(p["path"])).read_all() for p in parts]
+    staged = [p.path for p in parts if p.path and p.layout == layout]
+    if len(staged) == len(parts):
+        sources = [pa.ipc.open_file(store.read_file(path)).read_all() for path in staged]
         folded = fold_sources(sources, primary_key)
         source = folded if covering is None else covering.keep_source(db, name, primary_key, folded)
         if covering is not None and source is not None:
@@ -113,17 +113,12 @@ def table_batch(history: SchemaHistory, store: LakeStore, db: str, name: str, pa
             if not source.num_rows:  # the snapshot holds every change: no MERGE, as on the per-row path
                 return TableBatch(db, name, columns, primary_key, ())
             return TableBatch(db, name, columns, primary_key, (), without_positions(source), n)
-    if any(p["path"] and p["layout"] != layout for p in parts):
+    if any(p.path and p.layout != layout for p in parts):
         log.warning("%s.%s: a task typed its changes as %s, the schema history as %s; taking the per-row path",
-                    db, name, next(p["layout"] for p in parts if p["layout"] != layout), layout)
+                    db, name, next(p.layout for p in parts if p.path and p.layout != layout), layout)
     changes = row_changes(columns, rows_of(db, name))
     if snapshot_filter:
         if covering is not None:
             log.debug("%s.%s: the snapshot filter judges the batch's changes one by one", db, name)
         changes = snapshot_filter.keep(changes)
     return TableBatch(db, name, columns, primary_key, changes)
-
-
-def _first(descriptor: dict[str, Any]) -> tuple[tuple[str, int, int], int]:
-    """Binlog order of the staged descriptors: where their first change is."""
-    return position_key(descriptor["first_file"], descriptor["first_pos"]), descriptor["first_row"] or 0

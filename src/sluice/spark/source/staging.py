@@ -27,6 +27,7 @@ import json
 import os
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import replace
 from typing import Any, Final
 
 import pyarrow as pa
@@ -42,6 +43,7 @@ from sluice.lake.mirror.merge_source import merge_source, typed_merge_source
 from sluice.lake.mirror.versioned import mirror_rows
 from sluice.lake.types.table_layout import mirror_columns_for_schema
 from sluice.lake.types.typed_images import typed_rows
+from sluice.spark.source.descriptors import DESCRIPTOR_SCHEMA, ChangelogFile, DdlMet, Descriptor, TableSource, to_row
 from sluice.spark.source.spark_ddl import spark_ddl
 
 __all__ = [
@@ -54,18 +56,8 @@ BATCH_PROPERTY: Final = "sluice.batch"
 #: local property travels with each task and shows in no plan.
 STORAGE_PROPERTY: Final = "sluice.storage"
 
-#: One row per file a task wrote (``kind`` ``changes`` / ``table``) or schema change it met (``ddl``).
-STAGE_ARROW_SCHEMA: Final = pa.schema([
-    ("kind", pa.string()), ("db", pa.string()), ("table", pa.string()), ("path", pa.string()),
-    ("size", pa.int64()), ("mtime", pa.int64()), ("rows", pa.int64()),
-    ("first_file", pa.string()), ("first_pos", pa.int64()), ("first_row", pa.int32()),
-    ("last_file", pa.string()), ("last_pos", pa.int64()),
-    ("inserts", pa.int64()), ("updates", pa.int64()), ("deletes", pa.int64()),
-    ("stats", pa.string()), ("layout", pa.string()), ("ddl", pa.string()),
-    ("commit_us", pa.list_(pa.field("element", pa.int64()))),
-    ("commit_rows", pa.list_(pa.field("element", pa.int64()))),
-    ("reconnects", pa.int32()), ("attempt", pa.int32()), ("range_end", pa.string()),
-])
+#: The descriptors' Arrow schema (``sluice.spark.source.descriptors``), what the tasks yield.
+STAGE_ARROW_SCHEMA: Final = DESCRIPTOR_SCHEMA
 #: The same schema in Spark's DDL: the stream's schema, which the pipeline gives its reader.
 STAGE_SCHEMA: Final = spark_ddl(STAGE_ARROW_SCHEMA)
 
@@ -122,18 +114,14 @@ def stage_range(batches: Iterable[pa.RecordBatch], tracker: SchemaTracker, lake:
     if rows.num_rows == 0:
         return
     store = task_store(lake)
-    out: list[dict[str, Any]] = [{**_write_changelog(changelog_rows(rows, batch_id), rows, store),
-                                  "reconnects": reconnects(), "attempt": _task_attempt(),
-                                  "range_end": None if end is None else end.to_text()}]
+    out: list[Descriptor] = [_write_changelog(changelog_rows(rows, batch_id), rows, store, reconnects, end)]
     is_ddl = pc.equal(rows.column("op"), "ddl")
     if pc.any(is_ddl).as_py():
-        for d in rows.filter(is_ddl).to_pylist():
-            out.append({"kind": "ddl", "db": d["db"], "table": d["table"], "first_file": d["file"],
-                        "first_pos": d["pos"], "ddl": d["ddl"], "rows": 1})
+        out += [DdlMet(d["db"], d["table"], d["file"], d["pos"], d["ddl"]) for d in rows.filter(is_ddl).to_pylist()]
         rows = rows.filter(pc.invert(is_ddl))
     if rows.num_rows:
         out.extend(_stage_tables(rows, tracker.catalog, store.staging(batch_id), typed, store))
-    yield pa.RecordBatch.from_pylist(out, schema=STAGE_ARROW_SCHEMA)
+    yield pa.RecordBatch.from_pylist([to_row(d) for d in out], schema=DESCRIPTOR_SCHEMA)
 
 
 def _task_attempt() -> int:
@@ -144,7 +132,8 @@ def _task_attempt() -> int:
     return 0 if context is None else int(context.attemptNumber())
 
 
-def _write_changelog(log: pa.Table, rows: pa.Table, store: Lake) -> dict[str, Any]:
+def _write_changelog(log: pa.Table, rows: pa.Table, store: Lake, reconnects: Callable[[], int],
+                     end: Checkpoint | None) -> ChangelogFile:
     import numpy as np
 
     written = write_data_file(log, store.changes, plain=("before", "after", "json_diffs", "ddl"),
@@ -152,17 +141,15 @@ def _write_changelog(log: pa.Table, rows: pa.Table, store: Lake) -> dict[str, An
     commits = rows.column("commit_ts").cast(pa.int64()).to_numpy()
     starts = np.concatenate([[0], np.flatnonzero(np.diff(commits)) + 1])
     counts = np.diff(np.concatenate([starts, [len(commits)]]))
-    return {
-        "kind": "changes", **written, "rows": log.num_rows,
-        "first_file": rows.column("file")[0].as_py(), "first_pos": rows.column("pos")[0].as_py(),
-        "first_row": rows.column("row")[0].as_py(),
-        "last_file": rows.column("file")[-1].as_py(), "last_pos": rows.column("pos")[-1].as_py(),
-        "commit_us": commits[starts].tolist(), "commit_rows": counts.tolist(),
-    }
+    return ChangelogFile(
+        written["path"], written["size"], written["mtime"], written["stats"], log.num_rows,
+        rows.column("file")[0].as_py(), rows.column("pos")[0].as_py(), rows.column("row")[0].as_py(),
+        rows.column("file")[-1].as_py(), rows.column("pos")[-1].as_py(),
+        tuple(commits[starts].tolist()), tuple(counts.tolist()), reconnects(), _task_attempt(), end)
 
 
 def _stage_tables(rows: pa.Table, catalog: Catalog, folder: str, typed: Sequence[dict[Any, Any]],
-                  store: Lake) -> Iterator[dict[str, Any]]:
+                  store: Lake) -> Iterator[TableSource]:
     """Each table's MERGE source, or a descriptor without a path when the per-row path must build
     it (no primary key, a minimal image, a partial JSON update, a value Arrow will not convert)."""
 
@@ -172,12 +159,9 @@ def _stage_tables(rows: pa.Table, catalog: Catalog, folder: str, typed: Sequence
         db, name = key.split("\x00", 1)
         part = rows if len(keys) == 1 else rows.filter(pc.equal(names, key))
         ops = dict(zip(*(v.to_pylist() for v in pc.value_counts(part.column("op")).flatten()), strict=True))
-        entry: dict[str, Any] = {
-            "kind": "table", "db": db, "table": name, "rows": part.num_rows,
-            "first_file": part.column("file")[0].as_py(), "first_pos": part.column("pos")[0].as_py(),
-            "first_row": part.column("row")[0].as_py(),
-            "inserts": ops.get("insert", 0), "updates": ops.get("update", 0), "deletes": ops.get("delete", 0),
-        }
+        entry = TableSource(db, name, part.num_rows, part.column("file")[0].as_py(), part.column("pos")[0].as_py(),
+                            part.column("row")[0].as_py(), ops.get("insert", 0), ops.get("update", 0),
+                            ops.get("delete", 0))
         schema = catalog.get(db, name)
         if schema is not None and schema.primary_key:
             columns = mirror_columns_for_schema(schema, catalog.flavor)
@@ -197,6 +181,5 @@ def _stage_tables(rows: pa.Table, catalog: Catalog, folder: str, typed: Sequence
                     os.makedirs(folder, exist_ok=True)
                     with pa.OSFile(path, "wb") as out, pa.ipc.new_file(out, source.schema) as writer:
                         writer.write_table(source)
-                entry["path"] = path
-                entry["layout"] = layout_key(columns, schema.primary_key)
+                entry = replace(entry, path=path, layout=layout_key(columns, schema.primary_key))
         yield entry
