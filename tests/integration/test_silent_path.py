@@ -54,6 +54,7 @@ MOMENTS = {
     "a query of positions": (query("status"), 2, False),
     "a query of the schema": (query("information_schema"), 2, False),
     "a snapshot chunk's query": (None, 2, True),
+    "a query planning the snapshot": (query("min("), 1, True),
 }
 
 

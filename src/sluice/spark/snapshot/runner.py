@@ -41,6 +41,7 @@ from typing import Any
 from deltalake import DeltaTable
 
 from sluice.binlog.position import Checkpoint, position_key
+from sluice.cdc.follow import FollowConfig, retrying
 from sluice.cdc.schema import Catalog, SchemaHistory, bootstrap_catalog
 from sluice.cdc.schema_start import ddl_between, read_schema
 from sluice.cdc.snapshot.chunks import Chunk
@@ -113,7 +114,17 @@ class SnapshotRunner:
     def run(self, *, only_new: bool = False, only: frozenset[str] | None = None) -> SnapshotState:
         """Snapshot every captured table not snapshotted yet (all of them on the first run; with
         ``only_new`` a finished snapshot looks only for tables added to the capture since; ``only``
-        limits it to those ``db.table`` names, e.g. tables a DDL made the pipeline read again)."""
+        limits it to those ``db.table`` names, e.g. tables a DDL made the pipeline read again). A
+        connection of the driver's that is lost or stalls is made again (``retrying``): the run
+        resumes from the state in the lake, as the next run would."""
+
+        def attempt() -> SnapshotState:
+            self._failed, self._mirrors = {}, {}
+            return self._run(only_new, only)
+
+        return retrying(FollowConfig(parse_dsn(self.source), retries=8), "planning the snapshot", attempt)
+
+    def _run(self, only_new: bool, only: frozenset[str] | None) -> SnapshotState:
         state = SnapshotState.load(self.store)
         if state.complete and not only_new:
             return state
