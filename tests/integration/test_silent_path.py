@@ -163,3 +163,74 @@ def _wait_for(done, proc: subprocess.Popen[str], timeout: float, every: float = 
             pytest.fail(f"sluice run ended: {proc.communicate()[1][-4000:]}")
         assert time.monotonic() < deadline, f"not within {timeout}s"
         time.sleep(every)
+
+
+@pytest.mark.mariadb
+def test_the_lag_grows_while_a_batch_is_stalled(mariadb_server, tmp_path):
+    """A writer runs and a replication read goes silent mid-run (``--stall-timeout 12``): while the
+    batch waits, ``sluice_lag_seconds`` grows past anything a flowing pipeline shows, instead of
+    repeating the last batch's figure; once the read is made again it falls back, and the lake
+    ends exact."""
+    import socket
+    import urllib.request
+
+    server = mariadb_server
+    db = f"sp_{uuid.uuid4().hex[:8]}"
+    server.sql(f"CREATE DATABASE {db}; CREATE TABLE {db}.t (id INT PRIMARY KEY, v INT, note VARCHAR(40))")
+    start = ":".join(server.sql("SHOW MASTER STATUS").split("\t")[:2])
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+
+    def lag() -> float | None:
+        try:
+            text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+        except OSError:
+            return None
+        values = [float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith("sluice_lag_seconds{")]
+        return values[0] if values else None
+
+    stop = threading.Event()
+    written = [0]
+
+    def writer() -> None:
+        while not stop.is_set():
+            written[0] += 1
+            server.sql(f"INSERT INTO {db}.t VALUES ({written[0]}, 1, 'w')")
+            time.sleep(0.1)
+
+    lake = tmp_path / "lake"
+    with TcpProxy(server.host, server.port) as proxy:
+        args = [sys.executable, "-m", "sluice.cli", "run", "--source", proxy.dsn(server.dsn("repl")), "--lake",
+                str(lake), "--tables", rf"{db}\..*", "--stall-timeout", "12", "--trigger", "1s", "--snapshot",
+                "never", "--from", start, "--metrics-port", str(port), "--metrics-host", "127.0.0.1"]
+        proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        thread = threading.Thread(target=writer, daemon=True)
+        thread.start()
+        try:
+            _wait_for(lambda: (lag() or 99) < 5, proc, timeout=180)  # flowing: batches commit
+            proxy.trap(binlog_dump, 1)  # the next replication read goes silent
+            seen: list[float] = []
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and not (seen and max(seen) > 8 and seen[-1] < 5):
+                value = lag()
+                if value is not None:
+                    seen.append(value)
+                time.sleep(0.5)
+            assert proxy.trapped == 1
+            assert max(seen) > 8, f"the lag did not grow while the batch was stalled: {seen}"
+            assert seen[-1] < 5, f"the lag did not fall back once the read was made again: {seen}"
+            stop.set()
+            thread.join(30)
+            _wait_for(lambda: _mirrored(lake, db) == written[0], proc, timeout=180)
+            proc.send_signal(signal.SIGINT)
+            _, stderr = proc.communicate(timeout=300)
+            assert proc.returncode == 0, stderr[-4000:]
+            assert exactly_once(server, lake, db, start) == written[0]
+        finally:
+            stop.set()
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            proxy.reset()
+            server.sql(f"DROP DATABASE {db}")
