@@ -36,6 +36,7 @@ import uuid
 from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import replace
 from typing import Any
 
 from deltalake import DeltaTable
@@ -68,7 +69,7 @@ from sluice.spark.snapshot.mirror_writes import (
     settle_interrupted,
 )
 from sluice.spark.snapshot.state import SnapshotState
-from sluice.spark.snapshot.task import ChunkPayload, read_and_reconcile
+from sluice.spark.snapshot.task import ChunkResult, ChunkTask, read_and_reconcile
 
 __all__ = ["DEFAULT_CONNECTIONS", "SnapshotRunner", "chunk_waves"]
 
@@ -268,30 +269,32 @@ class SnapshotRunner:
         if not pending:
             return stale
         catalog_json = catalog.to_json()
-        payloads: list[ChunkPayload] = [
-            (self.source, catalog_json, state.tables[name]["schema"], state.tables[name]["key"], c,
-             state.flavor or "", append_target(self.lake, self.store, state.tables[name]), None)
+        tasks = [
+            ChunkTask(self.source, catalog_json, state.tables[name]["schema"], tuple(state.tables[name]["key"]), c,
+                      state.flavor or "", append_target(self.lake, self.store, state.tables[name]))
             for name, c in pending
         ]
         started = time.monotonic()
         rows_done = 0
         done = total - len(pending)
-        for chunk_json, low, high, count, rows in self._in_order(payloads, first):
-            chunk = Chunk.from_json(chunk_json)
+        for result in self._in_order(tasks, first):
+            chunk = Chunk.from_json(result.chunk)
             name = f"{chunk.db}.{chunk.table}"
             table = state.tables[name]
-            if rows is None or isinstance(rows, str) or name in stale:
+            if result.stale or name in stale:
                 stale.add(name)
-                if isinstance(rows, str):
-                    self._failed[name] = rows  # stale if DDL explains it, else this error stands
+                if result.error is not None:
+                    self._failed[name] = result.error  # stale if DDL explains it, else this error stands
                 continue
+            low, high, count = result.low, result.high, result.rows
             seq = self._seq(state, name, chunk)
             table["writing"] = {"chunk": chunk.id, "seq": seq, "low": low, "high": high, "rows": count}
             state.save(self.store)
-            if isinstance(rows, dict):
-                self._append(table, seq, rows, state.flavor)
+            if result.appended is not None:
+                self._append(table, seq, result.appended, state.flavor)
             else:
-                merge_chunk(self.lake, table, seq, rows, Checkpoint.from_json(high), state.flavor)
+                assert high is not None and result.merged is not None
+                merge_chunk(self.lake, table, seq, result.merged, Checkpoint.from_json(high), state.flavor)
             table["done"][chunk.id] = {"low": low, "high": high, "rows": count}
             table["writing"] = None
             state.save(self.store)
@@ -306,7 +309,7 @@ class SnapshotRunner:
                 self.on_chunk(done, total, rows_done)
         return stale
 
-    def _in_order(self, payloads: list[ChunkPayload], first: LowMark | None) -> Iterator[Any]:
+    def _in_order(self, payloads: list[ChunkTask], first: LowMark | None) -> Iterator[ChunkResult]:
         """The chunks' task results in plan order. Chunks run as Spark jobs of a wave of chunks
         (``chunk_waves``), one task per chunk, and the next wave is submitted while one runs, so
         that a job's start is paid per wave, not per chunk.
@@ -317,7 +320,7 @@ class SnapshotRunner:
         sc = self.spark.sparkContext
         wave, ahead = chunk_waves(int(sc.defaultParallelism), self.connections)
         pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="sluice-snapshot")
-        futures: deque[Future[list[Any]]] = deque()
+        futures: deque[Future[list[ChunkResult]]] = deque()
         submitted = 0
         marks: deque[LowMark] = deque()  # low watermarks taken ahead, oldest first
         conn = None
@@ -325,7 +328,7 @@ class SnapshotRunner:
             marks.extend([first] * min(wave, len(payloads)))
             conn = Connection.open(parse_dsn(self.source))
 
-        def run_wave(rdd: Any) -> list[Any]:
+        def run_wave(rdd: Any) -> list[ChunkResult]:
             sc.setJobGroup(self._jobs, "sluice snapshot chunks")  # this thread's jobs, for cancelJobGroup
             return sc.runJob(rdd, _as_list)
 
@@ -338,7 +341,7 @@ class SnapshotRunner:
                     if conn is not None:
                         while len(marks) < len(group) + wave:
                             marks.append(low_mark(conn))
-                        group = [(*payload[:-1], marks.popleft().to_json()) for payload in group]
+                        group = [replace(task, mark=marks.popleft().to_json()) for task in group]
                     rdd = sc.parallelize(group, len(group)).map(read_and_reconcile)
                     futures.append(pool.submit(run_wave, rdd))
                     submitted += len(group)

@@ -3,15 +3,17 @@
 The task reads the chunk between a low and a high binlog watermark with a connection of its own,
 reads the table's binlog changes between the two and reconciles them with the rows, so the chunk
 holds the table's rows as of its high watermark. A table that was renamed, dropped or altered
-since it was planned (the chunk's ``SELECT`` fails with one of ``TABLE_CHANGED``) returns no rows
-(``None``): the runner plans it again. Values that do not fit the planned columns return the error's
-text instead: the runner re-plans when the binlog shows DDL on the table, else raises it. A
+since it was planned (the chunk's ``SELECT`` fails with one of ``TABLE_CHANGED``) returns a
+``ChunkResult`` without watermarks: the runner plans it again. Values that do not fit the planned
+columns return the error's text too: the runner re-plans when the binlog shows DDL on the table,
+else raises it. The driver hands each task a ``ChunkTask`` and gets a ``ChunkResult`` back. A
 connection lost or stalled (``ConnectionConfig.deadline``) is made again and the chunk read from
 its start.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
@@ -41,13 +43,44 @@ from sluice.lake.types.table_layout import mirror_columns_for_schema
 from sluice.spark.snapshot.chunk_arrow import chunk_table, column_builders, integer_keys_in_order, key_values
 from sluice.spark.snapshot.text_rows import split_rows
 
-__all__ = ["ChunkPayload", "read_and_reconcile"]
+__all__ = ["ChunkResult", "ChunkTask", "read_and_reconcile"]
 
-#: A chunk task's input: dsn, catalog, table schema, key, chunk, flavor, where the chunk is appended
-#: (``{"folder": the mirror's URI, "lake": the lake's URI, "storage": its options}``, or ``{}`` for a
-#: MERGE), and (MySQL) the low watermark the driver took ahead (``LowMark.to_json``), or None.
-ChunkPayload = tuple[str, dict[str, Any], dict[str, Any], list[str], dict[str, Any], str, dict[str, Any],
-                     dict[str, Any] | None]
+@dataclass(frozen=True, slots=True)
+class ChunkTask:
+    """A chunk task's input: the source, the catalog and the table as planned, the chunk, and
+    where its rows go."""
+
+    dsn: str
+    catalog: dict[str, Any]  # ``Catalog.to_json`` as planned
+    schema: dict[str, Any]  # the table's ``TableSchema.to_json``
+    key: tuple[str, ...]  # the columns the chunks are cut on
+    chunk: dict[str, Any]  # ``Chunk.to_json``
+    flavor: str  # the server's, "" when not known
+    #: Where the chunk's rows are appended, ``{"folder": the mirror's URI, "lake": the lake's URI,
+    #: "storage": its options}``; empty for a chunk that is MERGEd.
+    append: dict[str, Any]
+    mark: dict[str, Any] | None = None  # MySQL: the low watermark the driver took ahead (``LowMark.to_json``)
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkResult:
+    """What a chunk task found: the chunk, its watermarks and row count, and its rows: the data file
+    it wrote into the mirror's folder (``appended``: its add fields, empty for no rows) or the decoded
+    rows to MERGE (``merged``). No watermarks: the table no longer fits its plan (renamed, dropped or
+    altered since), and ``error`` says which value did not fit, if that was why."""
+
+    chunk: dict[str, Any]
+    low: dict[str, Any] | None
+    high: dict[str, Any] | None
+    rows: int = 0
+    appended: dict[str, Any] | None = None
+    merged: list[dict[str, Any]] | None = None
+    error: str | None = None
+
+    @property
+    def stale(self) -> bool:
+        """The table no longer fits the plan the chunk was cut by: plan it again."""
+        return self.low is None
 
 
 def _window_changes(config: Any, catalog_json: dict[str, Any], schema: TableSchema, flavor: str,
@@ -69,25 +102,17 @@ def _window_changes(config: Any, catalog_json: dict[str, Any], schema: TableSche
     return changes
 
 
-def read_and_reconcile(payload: ChunkPayload
-                        ) -> tuple[dict[str, Any], dict[str, Any] | None, dict[str, Any] | None, int,
-                                   dict[str, Any] | list[dict[str, Any]] | str | None]:
-    """A Spark task: read one chunk between watermarks and reconcile it with the binlog between them.
-
-    Returns the chunk, its watermarks, its row count and its rows: when appending, the mirror's
-    data file the task wrote into the mirror's folder (``sluice.lake.data_files.write_data_file``: its
-    ``add`` action's fields, empty for no rows), else decoded row dicts (for a MERGE). A chunk the
-    table no longer fits returns no watermarks and, for values that did not fit its columns, the
-    error's text.
-    """
+def read_and_reconcile(task: ChunkTask) -> ChunkResult:
+    """A Spark task: read one chunk between watermarks and reconcile it with the binlog between them
+    (``ChunkResult`` says what it found)."""
     try:
-        return _read_chunk_task(payload)
+        return _read_chunk_task(task)
     except ServerError as exc:
         if exc.errno in TABLE_CHANGED:  # renamed, dropped or altered since it was planned: plan it again
-            return payload[4], None, None, 0, None
+            return ChunkResult(task.chunk, None, None)
         raise
     except SchemaError as exc:  # values that do not fit the planned columns: the runner asks the binlog why
-        return payload[4], None, None, 0, str(exc)
+        return ChunkResult(task.chunk, None, None, error=str(exc))
 
 
 def _on_source(config: Any, read: Any) -> Any:
@@ -102,26 +127,25 @@ def _on_source(config: Any, read: Any) -> Any:
     return retrying(FollowConfig(config, retries=8), "reading a snapshot chunk", attempt)
 
 
-def _read_chunk_task(payload: ChunkPayload) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], int,
-                                                     dict[str, Any] | list[dict[str, Any]]]:
-    dsn, catalog_json, schema_json, key, chunk_json, flavor, append, mark = payload
-    early = LowMark.from_json(mark) if mark else None  # MySQL: the driver took the low watermark ahead
-    schema = TableSchema.from_json(schema_json)
-    chunk = Chunk.from_json(chunk_json)
-    config = parse_dsn(dsn)
-    plan = TablePlan(schema, tuple(key), (chunk,), 0)
-    order = key_order(schema, tuple(key))
-    if not append:
+def _read_chunk_task(task: ChunkTask) -> ChunkResult:
+    early = LowMark.from_json(task.mark) if task.mark else None  # MySQL: the driver took the low watermark ahead
+    flavor, key = task.flavor, task.key
+    schema = TableSchema.from_json(task.schema)
+    chunk = Chunk.from_json(task.chunk)
+    config = parse_dsn(task.dsn)
+    plan = TablePlan(schema, key, (chunk,), 0)
+    order = key_order(schema, key)
+    if not task.append:
         read = _on_source(config, lambda conn: read_chunk(conn, plan, chunk, early=early))
-        changes = _window_changes(config, catalog_json, schema, flavor, read.low, read.high)
+        changes = _window_changes(config, task.catalog, schema, flavor, read.low, read.high)
         rows = reconcile(read, changes, order)
-        return chunk_json, read.low.to_json(), read.high.to_json(), len(rows), rows
+        return ChunkResult(task.chunk, read.low.to_json(), read.high.to_json(), len(rows), merged=rows)
     columns = mirror_columns_for_schema(schema, flavor or None)
     builders = column_builders(schema, columns, flavor or None)
     low, high, result = _on_source(config, lambda conn: read_chunk_raw(conn, plan, chunk, early=early))
     values = split_rows(result.blocks, len(schema.columns))
     del result
-    changes = _window_changes(config, catalog_json, schema, flavor, low, high)
+    changes = _window_changes(config, task.catalog, schema, flavor, low, high)
     if changes or not integer_keys_in_order(schema, key, chunk.lower, chunk.upper, values):
         keep, images = reconcile_keys(chunk, low, high, key_values(schema, key, flavor or None, values), changes, order)
     else:  # nothing to reconcile and the rows in order: what reconcile_keys finds, without a tuple per row
@@ -133,11 +157,11 @@ def _read_chunk_task(payload: ChunkPayload) -> tuple[dict[str, Any], dict[str, A
         table = pa.concat_tables([table, to_arrow_table(columns, images)])
     _check_keys(schema, tuple(schema.primary_key) or tuple(key), table)
     if not table.num_rows:
-        return chunk_json, low.to_json(), high.to_json(), 0, {}
+        return ChunkResult(task.chunk, low.to_json(), high.to_json(), 0, appended={})
     # The mirror's data file, written here and committed by the driver in the chunk's turn.
-    store = open_lake(append["lake"], append["storage"])
-    return chunk_json, low.to_json(), high.to_json(), table.num_rows, write_data_file(table, append["folder"],
-                                                                                     store=store)
+    store = open_lake(task.append["lake"], task.append["storage"])
+    written = write_data_file(table, task.append["folder"], store=store)
+    return ChunkResult(task.chunk, low.to_json(), high.to_json(), table.num_rows, appended=written)
 
 
 def _check_keys(schema: TableSchema, pk: tuple[str, ...], rows: pa.Table) -> None:
