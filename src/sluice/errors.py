@@ -148,6 +148,10 @@ class SourceChangedError(DataLossError):
     and no GTID set says where to go on there."""
 
 
+class LakeBusyError(DataLossError):
+    """Another sluice writes the lake (or took it over): two writers would commit changes twice."""
+
+
 class MaintenanceError(SluiceError):
     """A compaction, checkpoint or VACUUM of a lake table failed; what its readers see is unchanged."""
 

@@ -132,10 +132,13 @@ def run(args: argparse.Namespace) -> int:
         )
         pipeline = Pipeline(config, progress=_say)
         _say("starting Spark and the pipeline (the first start takes a few seconds) ...")
-        query = pipeline.start()
-        while query.isActive and query.lastProgress is None:  # the first (empty) batch: Spark is up
-            time.sleep(0.2)
-        _stream_workload(root, args.orders, pipeline, query)
+        try:
+            query = pipeline.start()
+            while query.isActive and query.lastProgress is None:  # the first (empty) batch: Spark is up
+                time.sleep(0.2)
+            _stream_workload(root, args.orders, pipeline, query)
+        finally:
+            pipeline.close()  # the lake's writer lease
         ok = _report(verify_lake(parse_dsn(server.dsn("root")), lake), pipeline.stats, lake)
     _say(f"server stopped; whole demo {time.perf_counter() - started:.0f}s")
     return 0 if ok else 1

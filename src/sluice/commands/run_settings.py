@@ -214,6 +214,9 @@ SETTINGS: tuple[Setting, ...] = (
             "replication streams ask the server for a heartbeat four times as often "
             f"(default {DEFAULT_READ_TIMEOUT:g}; 0: none; the DSN's read_timeout wins)",
             metavar="SECONDS", value_type=float, convert=_seconds("stall_timeout")),
+    Setting("writer_lease", "--writer-lease", "one writer at a time: a second sluice run on the lake stops at once, "
+            "unless this one stopped renewing its lease for this long (default {writer_lease:g}); hosts' clocks "
+            "must agree within it", metavar="SECONDS", value_type=float),
     Setting("conf", toml="spark", convert=_spark),
 )
 

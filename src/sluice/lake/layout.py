@@ -13,6 +13,7 @@ Under a lake's root:
   - ``snapshot.json``: the snapshot's plan, chunk watermarks and re-reads;
   - ``ddl.json``: the DDL batch being applied, ``(batch, steps done)``;
   - ``pipeline.json``: the pipeline's id (the Delta app id), created once;
+  - ``writers/<epoch>.json`` and ``writer.json``: the writers' leases, one at a time (``lease``);
   - ``schema-history.jsonl``: the stream's schema history;
   - ``checkpoint``: Spark's checkpoint, when the lake is a path and none is given.
 
@@ -57,6 +58,7 @@ class Lake(LakeStore):
     PIPELINE: ClassVar[str] = f"{OWN}/pipeline.json"
     HISTORY: ClassVar[str] = f"{OWN}/schema-history.jsonl"
     STAGING: ClassVar[str] = f"{OWN}/staging"
+    LEASE_HINT: ClassVar[str] = f"{OWN}/writer.json"  # a recent writer's epoch (sluice.lake.lease)
     _CHANGES: ClassVar[str] = f"{OWN}/changes"
     _PENDING: ClassVar[str] = f"{OWN}/pending"
     _ARCHIVE: ClassVar[str] = f"{OWN}/archive"
@@ -92,6 +94,10 @@ class Lake(LakeStore):
         """The URI of ``db.table``'s mirror archived at binlog position ``at`` (a DROP or RENAME there)."""
         file, pos = at
         return self.join(self._ARCHIVE, db, f"{table}@{file}-{pos}")
+
+    def lease(self, epoch: int) -> str:
+        """The key of the lease object of the lake's writer number ``epoch`` (``sluice.lake.lease``)."""
+        return f"{OWN}/writers/{epoch:09d}.json"
 
     @property
     def own(self) -> str:

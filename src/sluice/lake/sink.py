@@ -24,7 +24,6 @@ import os
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from functools import partial
 from typing import Any, Final
 
@@ -49,7 +48,7 @@ from sluice.lake.changelog.schema import CHANGELOG_SCHEMA, POSITION_KEY
 from sluice.lake.kept_table import KeptTables
 from sluice.lake.layout import open_lake
 from sluice.lake.maintenance.change_feed import mirror_configuration
-from sluice.lake.mirror.batch import TableBatch, TableResult
+from sluice.lake.mirror.batch import BatchResult, TableBatch, TableResult
 from sluice.lake.mirror.merge import TablePlan, commit_error, merge_into, plan
 from sluice.lake.mirror.merge_source import DELETE_FLAG, last_per_key
 from sluice.lake.mirror.pending import (
@@ -70,41 +69,6 @@ __all__ = [
 _CHANGELOG_WRITER: Final = WriterProperties(compression="ZSTD", compression_level=1, column_properties={
     name: ColumnProperties(dictionary_enabled=False) for name in ("before", "after", "json_diffs")
 })
-
-
-@dataclass(frozen=True, slots=True)
-class BatchResult:
-    """Counts of one ``write_batch`` call."""
-
-    batch_id: int
-    tables: tuple[TableResult, ...]
-    changelog_rows: int  # rows appended to the change log by this call
-    changelog_skipped: bool  # the change log already had this batch
-
-    @property
-    def inserted(self) -> int:
-        """Rows the batch inserted into the mirrors."""
-        return sum(t.inserted for t in self.tables)
-
-    @property
-    def updated(self) -> int:
-        """Mirror rows the batch updated."""
-        return sum(t.updated for t in self.tables)
-
-    @property
-    def deleted(self) -> int:
-        """Mirror rows the batch deleted."""
-        return sum(t.deleted for t in self.tables)
-
-    @property
-    def skipped(self) -> tuple[str, ...]:
-        """``db.table`` of the tables skipped because the batch was already committed to them."""
-        return tuple(f"{t.db}.{t.table}" for t in self.tables if t.status == "skipped")
-
-    @property
-    def unmirrorable(self) -> tuple[str, ...]:
-        """``db.table`` of the tables without a primary key (written to the change log only)."""
-        return tuple(f"{t.db}.{t.table}" for t in self.tables if t.status == "unmirrorable")
 
 
 class DeltaLake:
@@ -159,6 +123,7 @@ class DeltaLake:
     def write_batch(
         self, batch_id: int, tables: Sequence[TableBatch], *, changelog: pa.Table | None = None,
         changelog_files: Sequence[AddAction] | None = None, position: Checkpoint | None = None,
+        fence: Callable[[DeltaTable | None], None] | None = None,
     ) -> BatchResult:
         """MERGE every table's changes into its mirror (or append them to its pending changes, when
         the MERGE can wait), then append all changes to the change log.
@@ -169,15 +134,18 @@ class DeltaLake:
         ``(file, pos, row)``), e.g. from a Spark batch whose images are JSON already;
         ``changelog_files``: or the change-log files executors wrote into its folder
         (``sluice.spark.source.staging``), committed as they are. ``position``: the stream offset the
-        batch ends at, recorded in the change log's commit (``committed_position``).
+        batch ends at, recorded in the change log's commit (``committed_position``). ``fence``: called
+        with the change log as read before the first commit, it raises when the batch must not commit;
+        the change log's commit then lands on exactly that version or fails (``LakeBusyError``).
         """
         if isinstance(batch_id, bool) or not isinstance(batch_id, int) or batch_id < 0:
             raise ConfigError(f"batch id must be an integer >= 0, got {batch_id!r}")
         with _gc_paused():
-            return self._write_batch(batch_id, tables, changelog, changelog_files, position)
+            return self._write_batch(batch_id, tables, changelog, changelog_files, position, fence)
 
     def _write_batch(self, batch_id: int, tables: Sequence[TableBatch], changelog: pa.Table | None,
-                     files: Sequence[AddAction] | None, position: Checkpoint | None) -> BatchResult:
+                     files: Sequence[AddAction] | None, position: Checkpoint | None,
+                     fence: Callable[[DeltaTable | None], None] | None) -> BatchResult:
         seen: set[tuple[str, str]] = set()
         for tb in tables:
             if (tb.db, tb.table) in seen:
@@ -185,7 +153,9 @@ class DeltaLake:
                     f"{tb.db}.{tb.table} appears twice in batch {batch_id}: give one TableBatch per table"
                 )
             seen.add((tb.db, tb.table))
-        txn = CommitProperties(app_transactions=[Transaction(self.app_id, batch_id)])
+        # Every commit lands on the version its table was read at, or fails: a writer that lost the
+        # lake after its fence never commits over the new writer's commits (sluice.spark.pipeline.fence).
+        txn = CommitProperties(app_transactions=[Transaction(self.app_id, batch_id)], max_commit_retries=0)
         plans: list[tuple[TablePlan, PendingChanges | None] | TableResult] = []
         for tb in tables:
             n = tb.change_count
@@ -214,6 +184,8 @@ class DeltaLake:
         committed = self.committed_batch()
         done = committed is not None and committed >= batch_id
         existing = self._kept.get(self.changelog_path).last_read  # as committed_batch() just read it
+        if fence is not None and not done:
+            fence(existing)
         log = changelog
         if not done and files is None and log is None:
             log = changelog_table(batch_id, [c for tb in tables for c in tb.changes])
@@ -223,9 +195,10 @@ class DeltaLake:
         results = tuple(run_at_once([self._step(p, batch_id, txn) for p in plans], self.cadence.commits_at_once))
         if done:
             return BatchResult(batch_id, results, 0, True)
-        if position is not None:  # the change log's commit says where the stream stands, atomically with it
-            txn = CommitProperties(app_transactions=[Transaction(self.app_id, batch_id)],
-                                   custom_metadata={POSITION_KEY: position.to_text()})
+        # The change log's commit says where the stream stands, atomically with it, and lands on the
+        # version after the one read above or fails: a writer never commits past another's batch.
+        txn = CommitProperties(app_transactions=[Transaction(self.app_id, batch_id)], max_commit_retries=0,
+                               custom_metadata={POSITION_KEY: position.to_text()} if position is not None else None)
         before = None if existing is None else existing.version()
         if files is not None:
             self._commit_changelog(batch_id, files, txn, existing)

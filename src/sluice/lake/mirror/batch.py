@@ -1,5 +1,6 @@
 """What the pipeline hands the lake per table and batch (``TableBatch``), and what the lake did with
-it (``TableResult``): the contract between the driver and the mirrors' fold and MERGE.
+it (``TableResult``; ``BatchResult`` for all of a batch's tables): the contract between the driver
+and the mirrors' fold and MERGE.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import pyarrow as pa
 from sluice.cdc.records import RowChange
 from sluice.lake.types.columns import MirrorColumn
 
-__all__ = ["TableBatch", "TableResult"]
+__all__ = ["BatchResult", "TableBatch", "TableResult"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,3 +51,38 @@ class TableResult:
     inserted: int = 0
     updated: int = 0
     deleted: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class BatchResult:
+    """Counts of one ``write_batch`` call."""
+
+    batch_id: int
+    tables: tuple[TableResult, ...]
+    changelog_rows: int  # rows appended to the change log by this call
+    changelog_skipped: bool  # the change log already had this batch
+
+    @property
+    def inserted(self) -> int:
+        """Rows the batch inserted into the mirrors."""
+        return sum(t.inserted for t in self.tables)
+
+    @property
+    def updated(self) -> int:
+        """Mirror rows the batch updated."""
+        return sum(t.updated for t in self.tables)
+
+    @property
+    def deleted(self) -> int:
+        """Mirror rows the batch deleted."""
+        return sum(t.deleted for t in self.tables)
+
+    @property
+    def skipped(self) -> tuple[str, ...]:
+        """``db.table`` of the tables skipped because the batch was already committed to them."""
+        return tuple(f"{t.db}.{t.table}" for t in self.tables if t.status == "skipped")
+
+    @property
+    def unmirrorable(self) -> tuple[str, ...]:
+        """``db.table`` of the tables without a primary key (written to the change log only)."""
+        return tuple(f"{t.db}.{t.table}" for t in self.tables if t.status == "unmirrorable")

@@ -21,9 +21,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from deltalake import CommitProperties, DeltaTable
 from deltalake import Schema as DeltaSchema
-from deltalake.exceptions import DeltaError, SchemaMismatchError
+from deltalake.exceptions import CommitFailedError, DeltaError, SchemaMismatchError
 
-from sluice.errors import DataLossError, SchemaError
+from sluice.errors import DataLossError, LakeBusyError, SchemaError
 from sluice.lake.data_files import LAKE_WRITER, append_data_files
 from sluice.lake.mirror.batch import TableBatch, TableResult
 from sluice.lake.mirror.fold import DELETE, MOVE, PATCH, Entry, fold, from_mirror, needs_mirror
@@ -40,8 +40,14 @@ _PRESENT = "_sluice_has_"  # + column index: the value of that column is in the 
 
 def commit_error(what: str, batch_id: int | None, exc: Exception) -> DataLossError:
     """The ``DataLossError`` for a failed Delta commit of a batch (None: of pending changes between
-    batches): nothing committed, restart replays."""
+    batches): nothing committed, restart replays. A commit that lost to another writer's (a Delta
+    commit conflict) is a ``LakeBusyError``."""
     of = "" if batch_id is None else f" of batch {batch_id}"
+    if isinstance(exc, CommitFailedError):
+        return LakeBusyError(
+            f"the Delta commit{of} to {what} conflicted with another writer's commit ({exc}); nothing of it "
+            "was committed: one writer at a time, stop the other sluice writing this lake"
+        )
     return DataLossError(
         f"the Delta commit{of} to {what} failed ({exc}); nothing of it was committed. "
         "Fix the cause (storage, permissions, another writer) and restart: the batch is replayed and "

@@ -13,6 +13,7 @@ from pathlib import Path
 from sluice.dsn import with_read_timeout
 from sluice.errors import ConfigError
 from sluice.lake.layout import Lake, open_lake
+from sluice.lake.lease import DEFAULT_TTL
 from sluice.lake.maintenance.steps import MaintenanceConfig
 from sluice.lake.mirror.pending import MirrorCadence
 
@@ -49,6 +50,7 @@ class PipelineConfig:
     # Seconds a connection to the source may stay silent before it is made again: the source DSN's
     # read_timeout where that gives none (None: the DSN's, else sluice.dsn.DEFAULT_READ_TIMEOUT; 0: none)
     stall_timeout: float | None = None
+    writer_lease: float = DEFAULT_TTL  # seconds the lake's writer lease lasts unrenewed (sluice.lake.lease)
 
     def __post_init__(self) -> None:
         if self.stall_timeout is not None:
@@ -59,6 +61,8 @@ class PipelineConfig:
             interval(self.trigger)  # a bad trigger fails here, before Spark starts
         if self.snapshot not in ("initial", "never", "only"):
             raise ConfigError(f"--snapshot is initial, never or only; found {self.snapshot!r}")
+        if not self.writer_lease > 0:
+            raise ConfigError(f"--writer-lease is a number of seconds above 0; found {self.writer_lease!r}")
         if self.snapshot_connections is not None and self.snapshot_connections < 1:
             raise ConfigError(f"--snapshot-connections is at least 1; found {self.snapshot_connections}")
 

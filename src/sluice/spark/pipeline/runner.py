@@ -36,13 +36,15 @@ import pyarrow as pa
 from sluice.cdc.filters import table_filter
 from sluice.cdc.schema import SchemaHistory
 from sluice.dsn import parse_dsn
-from sluice.errors import ConfigError, SluiceError
+from sluice.errors import ConfigError, LakeBusyError, SluiceError
 from sluice.io.connection import Connection
 from sluice.io.replication import server_binlog_status
 from sluice.lake.changelog.rows import staged_rows
+from sluice.lake.lease import LeaseKeeper, WriterLease
 from sluice.lake.sink import DeltaLake
 from sluice.spark.ddl.batch import DdlStage
 from sluice.spark.pipeline.config import ONCE, PipelineConfig, interval
+from sluice.spark.pipeline.fence import BatchFence
 from sluice.spark.pipeline.interrupts import StopSignals
 from sluice.spark.pipeline.lake_state import LakeState, drop_unfinished_writes
 from sluice.spark.pipeline.source_tables import check_source
@@ -79,6 +81,8 @@ class Pipeline:
         self._filter: SnapshotFilter | None = None  # the streamed changes the snapshot already holds
         self._lag_checked = 0.0  # when the source's binlog end was last asked (lag_bytes)
         self.error: BaseException | None = None
+        self._keeper: LeaseKeeper | None = None  # renews the lease on the lake while the pipeline runs
+        self.fence = BatchFence(None)
         parse_dsn(config.source)  # a bad DSN fails here, before Spark starts
         self.state = LakeState(config.store, config.checkpoint_path, parse_dsn(config.source).redacted())
         self.store = self.state.store
@@ -129,9 +133,14 @@ class Pipeline:
         return None
 
     def start(self) -> Any:
-        """Start Spark, the snapshot if one is due, then the streaming query (None after a snapshot only)."""
+        """Take the lake (one writer at a time, ``sluice.lake.lease``), start Spark, the snapshot if one
+        is due, then the streaming query (None after a snapshot only)."""
 
         cfg = self.config
+        if self._keeper is None:
+            lease = WriterLease.acquire(self.store, cfg.writer_lease)
+            self._keeper = LeaseKeeper(lease, self._lost)
+            self.fence = BatchFence(lease)
         self.store.delete_prefix(self.store.STAGING)  # an earlier run's unfinished batch
         drop_unfinished_writes(self.checkpoint_path)
         self.state.load_history()
@@ -244,6 +253,7 @@ class Pipeline:
             if self._signals is not None:
                 self._signals.restore()
                 self._signals = None
+            self.close()
         return self.stats
 
     def _watch_lag(self, query: Any) -> None:
@@ -257,6 +267,18 @@ class Pipeline:
             self.stats.current()
         if self.metrics is not None:
             self.metrics.lag(self.stats.lag_now())
+
+    def close(self) -> None:
+        """Give the lake up: stop renewing the lease and release it (``run`` does this when it ends)."""
+        keeper, self._keeper = self._keeper, None
+        if keeper is not None:
+            keeper.close()
+
+    def _lost(self, exc: LakeBusyError) -> None:
+        """Another writer took the lake: stop at once, with that error."""
+        self.error = self.error or exc
+        self.progress(str(exc))
+        self.stop()
 
     def _flush(self) -> None:
         """At a clean stop, MERGE what is pending into the mirrors (``sluice.lake.mirror.pending``)."""
@@ -333,8 +355,11 @@ class Pipeline:
         tables = [table_batch(history, self.store, db, name, parts, rows_of, self._filter)
                   for (db, name), parts in batch.tables.items()]
         self.state.save_history()  # before the commit: a batch in the lake is typed by a history in the lake
-        result = self.lake.write_batch(batch_id, tables, changelog_files=batch.changelog_actions(),
-                                       position=batch.range_end())
+        position = batch.range_end()
+        result = self.lake.write_batch(batch_id, tables, changelog_files=batch.changelog_actions(), position=position,
+                                       fence=lambda log: self.fence.check(log, batch.start()))
+        if not result.changelog_skipped:
+            self.fence.committed(position)
         stats = self.stats
         stats.batches += 1
         counts = batch.counts()

@@ -73,6 +73,11 @@ class StagedBatch:
         ends = [f.range_end for f in self.files if f.range_end is not None]
         return furthest(ends) if ends else None
 
+    def start(self) -> tuple[str, int]:
+        """The binlog position of the batch's first change."""
+        first = min(self.files, key=lambda f: position_key(f.first_file, f.first_pos))
+        return first.first_file, first.first_pos
+
     def end(self) -> tuple[str, int]:
         """The binlog position after the batch's last change."""
         last = max(self.files, key=lambda f: position_key(f.last_file, f.last_pos))

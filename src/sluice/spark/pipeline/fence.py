@@ -1,0 +1,56 @@
+"""The fence of every batch's commit: a batch commits only where the lake's last batch ended.
+
+A writer that lost the lake (it paused past its lease while another took over) may wake up in the
+middle of a batch. Before the batch's first commit, ``BatchFence.check`` asks the lease whether a
+successor took the lake (``sluice.lake.lease``) and compares the batch with the change log: the
+batch's first change must not lie before the end of the lake's last committed batch (the position
+its change-log commit records, ``committed_position``). The change log's commit then lands on the
+version the check read, or fails (``DeltaLake.write_batch``'s ``fence``). So a change is in the
+change log once whatever the scheduler did; every failure is a ``LakeBusyError``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sluice.binlog.position import position_key
+from sluice.errors import LakeBusyError
+from sluice.lake.changelog.schema import committed_position
+from sluice.lake.lease import WriterLease
+
+__all__ = ["BatchFence"]
+
+
+class BatchFence:
+    """Checks each batch of one writer before its first commit (module docstring)."""
+
+    def __init__(self, lease: WriterLease | None) -> None:
+        self.lease = lease
+        # (the change log's version after this writer's last commit, the position it recorded)
+        self._mine: tuple[int, dict[str, Any] | None] | None = None
+        self._read: int = -1  # the change log's version the last check read
+
+    def check(self, log: Any, first: tuple[str, int]) -> None:
+        """Raise ``LakeBusyError`` unless the batch whose first change is at ``first`` may commit on
+        the change log ``log`` (a ``DeltaTable`` as of its newest version; None: none yet)."""
+        if self.lease is not None:
+            self.lease.check()
+        self._read = -1 if log is None else log.version()
+        if log is None:
+            return
+        if self._mine is not None and self._mine[0] == self._read:
+            end = self._mine[1]  # nobody committed after this writer: its own last position
+        else:
+            end = committed_position(log, look_back=20) or committed_position(log)
+        if end is None or "file" not in end or "pos" not in end:
+            return
+        if position_key(first[0], first[1]) < position_key(end["file"], int(end["pos"])):
+            raise LakeBusyError(
+                f"this batch starts at {first[0]}:{first[1]}, before the end of the lake's last committed batch "
+                f"({end['file']}:{end['pos']}): another sluice committed it. Nothing of this batch is committed; "
+                "one writer at a time, stop the other one"
+            )
+
+    def committed(self, position: dict[str, Any] | None) -> None:
+        """After the batch checked last committed to the change log (on the version after the one read)."""
+        self._mine = (self._read + 1, position)
