@@ -51,6 +51,19 @@ class BatchFence:
                 "one writer at a time, stop the other one"
             )
 
+    def lost(self, exc: BaseException) -> BaseException:
+        """The error a failed batch reports: ``LakeBusyError`` when another writer took the lake (its
+        staged files may be gone, its commits refused), else ``exc``."""
+        if self.lease is None or isinstance(exc, LakeBusyError):
+            return exc
+        try:
+            self.lease.check()
+        except LakeBusyError as busy:
+            return busy
+        except Exception:  # the store unreachable: the batch's own error says more
+            return exc
+        return exc
+
     def committed(self, position: dict[str, Any] | None) -> None:
         """After the batch checked last committed to the change log (on the version after the one read)."""
         self._mine = (self._read + 1, position)

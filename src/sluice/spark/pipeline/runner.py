@@ -325,9 +325,11 @@ class Pipeline:
             committing = time.monotonic()
             written = self._write(staged, batch_id)
         except BaseException as exc:
-            self.error = exc
+            self.error = self.fence.lost(exc)  # a writer that lost the lake says so, whatever failed first
             if self.metrics is not None:
                 self.metrics.error(exc)
+            if self.error is not exc:
+                raise self.error from exc
             raise
         finally:
             self.store.delete_prefix(self.store.key(staging))
