@@ -1,4 +1,6 @@
-"""The fence of every batch's commit: a batch commits only where the lake's last batch ended.
+"""The pipeline's hold on its lake: the writer lease it keeps while it runs (``BatchFence.take``,
+``sluice.lake.lease``), and the fence of every batch's commit: a batch commits only where the
+lake's last batch ended.
 
 A writer that lost the lake (it paused past its lease while another took over) may wake up in the
 middle of a batch. Before the batch's first commit, ``BatchFence.check`` asks the lease whether a
@@ -11,12 +13,14 @@ change log once whatever the scheduler did; every failure is a ``LakeBusyError``
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from sluice.binlog.position import position_key
 from sluice.errors import LakeBusyError
 from sluice.lake.changelog.schema import committed_position
-from sluice.lake.lease import WriterLease
+from sluice.lake.layout import Lake
+from sluice.lake.lease import LeaseKeeper, WriterLease
 
 __all__ = ["BatchFence"]
 
@@ -24,11 +28,25 @@ __all__ = ["BatchFence"]
 class BatchFence:
     """Checks each batch of one writer before its first commit (module docstring)."""
 
-    def __init__(self, lease: WriterLease | None) -> None:
+    def __init__(self, lease: WriterLease | None = None) -> None:
         self.lease = lease
+        self._keeper: LeaseKeeper | None = None
         # (the change log's version after this writer's last commit, the position it recorded)
         self._mine: tuple[int, dict[str, Any] | None] | None = None
         self._read: int = -1  # the change log's version the last check read
+
+    def take(self, lake: Lake, ttl: float, on_lost: Callable[[LakeBusyError], None]) -> None:
+        """Take ``lake`` for this writer (``WriterLease.acquire``, ``LakeBusyError`` when another
+        holds it) and keep the lease renewed; ``on_lost`` hears when another writer took it over."""
+        if self._keeper is None:
+            self.lease = WriterLease.acquire(lake, ttl)
+            self._keeper = LeaseKeeper(self.lease, on_lost)
+
+    def release(self) -> None:
+        """Stop renewing the lease and release it."""
+        keeper, self._keeper = self._keeper, None
+        if keeper is not None:
+            keeper.close()
 
     def check(self, log: Any, first: tuple[str, int]) -> None:
         """Raise ``LakeBusyError`` unless the batch whose first change is at ``first`` may commit on

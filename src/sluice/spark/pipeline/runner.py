@@ -40,7 +40,6 @@ from sluice.errors import ConfigError, LakeBusyError, SluiceError
 from sluice.io.connection import Connection
 from sluice.io.replication import server_binlog_status
 from sluice.lake.changelog.rows import staged_rows
-from sluice.lake.lease import LeaseKeeper, WriterLease
 from sluice.lake.sink import DeltaLake
 from sluice.spark.ddl.batch import DdlStage
 from sluice.spark.pipeline.config import ONCE, PipelineConfig, interval
@@ -81,8 +80,7 @@ class Pipeline:
         self._filter: SnapshotFilter | None = None  # the streamed changes the snapshot already holds
         self._lag_checked = 0.0  # when the source's binlog end was last asked (lag_bytes)
         self.error: BaseException | None = None
-        self._keeper: LeaseKeeper | None = None  # renews the lease on the lake while the pipeline runs
-        self.fence = BatchFence(None)
+        self.fence = BatchFence()  # the lake's writer lease, and each batch's fence
         parse_dsn(config.source)  # a bad DSN fails here, before Spark starts
         self.state = LakeState(config.store, config.checkpoint_path, parse_dsn(config.source).redacted())
         self.store = self.state.store
@@ -137,10 +135,7 @@ class Pipeline:
         is due, then the streaming query (None after a snapshot only)."""
 
         cfg = self.config
-        if self._keeper is None:
-            lease = WriterLease.acquire(self.store, cfg.writer_lease)
-            self._keeper = LeaseKeeper(lease, self._lost)
-            self.fence = BatchFence(lease)
+        self.fence.take(self.store, cfg.writer_lease, self._lost)
         self.store.delete_prefix(self.store.STAGING)  # an earlier run's unfinished batch
         drop_unfinished_writes(self.checkpoint_path)
         self.state.load_history()
@@ -270,9 +265,7 @@ class Pipeline:
 
     def close(self) -> None:
         """Give the lake up: stop renewing the lease and release it (``run`` does this when it ends)."""
-        keeper, self._keeper = self._keeper, None
-        if keeper is not None:
-            keeper.close()
+        self.fence.release()
 
     def _lost(self, exc: LakeBusyError) -> None:
         """Another writer took the lake: stop at once, with that error."""
