@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from sluice.binlog.position import position_key
+from sluice.binlog.position import Checkpoint, SourceIdentity, position_key
 from sluice.errors import LakeBusyError
 from sluice.lake.changelog.schema import committed_position
 from sluice.lake.layout import Lake
@@ -32,7 +32,7 @@ class BatchFence:
         self.lease = lease
         self._keeper: LeaseKeeper | None = None
         # (the change log's version after this writer's last commit, the position it recorded)
-        self._mine: tuple[int, dict[str, Any] | None] | None = None
+        self._mine: tuple[int, Checkpoint | None] | None = None
         self._read: int = -1  # the change log's version the last check read
 
     def take(self, lake: Lake, ttl: float, on_lost: Callable[[LakeBusyError], None]) -> None:
@@ -48,9 +48,11 @@ class BatchFence:
         if keeper is not None:
             keeper.close()
 
-    def check(self, log: Any, first: tuple[str, int]) -> None:
-        """Raise ``LakeBusyError`` unless the batch whose first change is at ``first`` may commit on
-        the change log ``log`` (a ``DeltaTable`` as of its newest version; None: none yet)."""
+    def check(self, log: Any, first: tuple[str, int], source: SourceIdentity | None = None) -> None:
+        """Raise ``LakeBusyError`` unless the batch whose first change is at ``first`` (on the binlog
+        of ``source``, when known) may commit on the change log ``log`` (a ``DeltaTable`` as of its
+        newest version; None: none yet). A batch on another server's binlog than the lake's last
+        batch (a failover) is not compared by position: the change log's version still fences it."""
         if self.lease is not None:
             self.lease.check()
         self._read = -1 if log is None else log.version()
@@ -60,12 +62,12 @@ class BatchFence:
             end = self._mine[1]  # nobody committed after this writer: its own last position
         else:
             end = committed_position(log, look_back=20) or committed_position(log)
-        if end is None or "file" not in end or "pos" not in end:
+        if end is None or (end.source is not None and source is not None and end.source != source):
             return
-        if position_key(first[0], first[1]) < position_key(end["file"], int(end["pos"])):
+        if position_key(first[0], first[1]) < position_key(end.file, end.pos):
             raise LakeBusyError(
                 f"this batch starts at {first[0]}:{first[1]}, before the end of the lake's last committed batch "
-                f"({end['file']}:{end['pos']}): another sluice committed it. Nothing of this batch is committed; "
+                f"({end.file}:{end.pos}): another sluice committed it. Nothing of this batch is committed; "
                 "one writer at a time, stop the other one"
             )
 
@@ -82,6 +84,6 @@ class BatchFence:
             return exc
         return exc
 
-    def committed(self, position: dict[str, Any] | None) -> None:
+    def committed(self, position: Checkpoint | None) -> None:
         """After the batch checked last committed to the change log (on the version after the one read)."""
         self._mine = (self._read + 1, position)

@@ -351,8 +351,9 @@ class Pipeline:
                   for (db, name), parts in batch.tables.items()]
         self.state.save_history()  # before the commit: a batch in the lake is typed by a history in the lake
         position = batch.range_end()
+        source = position.source if position is not None else None
         result = self.lake.write_batch(batch_id, tables, changelog_files=batch.changelog_actions(), position=position,
-                                       fence=lambda log: self.fence.check(log, batch.start()))
+                                       fence=lambda log: self.fence.check(log, batch.start(), source))
         if not result.changelog_skipped:
             self.fence.committed(position)
         stats = self.stats

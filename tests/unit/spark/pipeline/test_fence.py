@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from sluice.binlog.position import Checkpoint
 from sluice.errors import LakeBusyError
 from sluice.lake.changelog.schema import CHANGELOG_SCHEMA
 from sluice.lake.sink import DeltaLake
@@ -17,7 +18,7 @@ FILE = "binlog.000003"
 
 
 def _commit(lake: DeltaLake, fence: BatchFence, batch: int, first: int, end: int) -> None:
-    position = {"file": FILE, "pos": end}
+    position = Checkpoint(FILE, end)
     result = lake.write_batch(batch, [], changelog=CHANGELOG_SCHEMA.empty_table(), position=position,
                               fence=lambda log: fence.check(log, (FILE, first)))
     if not result.changelog_skipped:
@@ -45,6 +46,6 @@ def test_a_commit_between_the_fence_and_the_change_logs_commit_makes_the_batch_f
         _commit(one, BatchFence(None), 0, 100, 500)
 
     with pytest.raises(LakeBusyError, match="conflicted with another writer"):
-        two.write_batch(0, [], changelog=CHANGELOG_SCHEMA.empty_table(), position={"file": FILE, "pos": 500},
+        two.write_batch(0, [], changelog=CHANGELOG_SCHEMA.empty_table(), position=Checkpoint(FILE, 500),
                         fence=race)
     assert seen == [0] and two.committed_batch() is None and one.committed_batch() == 0
