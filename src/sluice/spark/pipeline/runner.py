@@ -357,28 +357,11 @@ class Pipeline:
         if not result.changelog_skipped:
             self.fence.committed(position)
         stats = self.stats
-        stats.batches += 1
         counts = batch.counts()
-        for _, op, count in counts:
-            stats.ops[op] = stats.ops.get(op, 0) + count
-            stats.rows += count
-        stats.inserted += result.inserted
-        stats.updated += result.updated
-        stats.deleted += result.deleted
-        stats.tables.update(f"{b.db}.{b.table}" for b in tables)
-        reconnects, task_retries = batch.retries()
-        stats.reconnects += reconnects
-        stats.task_retries += task_retries
+        for name in stats.committed(batch, counts, result, [f"{b.db}.{b.table}" for b in tables]):
+            self.progress(f"{name} has no primary key: written to the change log only, not mirrored")
         if self.metrics is not None:
-            self.metrics.retried(reconnects, task_retries)
-        for name in result.unmirrorable:
-            if name not in stats.unmirrorable:
-                stats.unmirrorable.add(name)
-                self.progress(f"{name} has no primary key: written to the change log only, not mirrored")
-        lags, changes = batch.latencies(int(time.time() * 1_000_000))
-        stats.latencies.extend(zip(lags.tolist(), changes, strict=True))
-        stats.last_commit_lag = float(lags.min())
-        stats.current()
+            self.metrics.retried(*batch.retries())
         last_file, last_pos = batch.end()
         if time.monotonic() - self._lag_checked >= 5.0:  # one status query per 5 s, not per batch
             self._lag_checked = time.monotonic()

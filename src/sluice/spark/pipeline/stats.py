@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from collections import deque
 from dataclasses import dataclass, field
+from typing import Any
 
 from sluice.spark.source.in_flight import InFlight
 
@@ -50,6 +51,27 @@ class PipelineStats:
     driver_seconds: float = 0.0  # of those batches, the driver's part: DDL, folds, MERGEs and commits
     in_flight: InFlight | None = None  # what the source was reading at the last report
 
+    def committed(self, batch: Any, counts: list[tuple[str, str, int]], result: Any, tables: list[str]) -> list[str]:
+        """Count a committed batch (a ``StagedBatch``, its ``counts()``, the lake's ``BatchResult``, the
+        ``db.table`` names it wrote); the tables without a primary key seen for the first time."""
+        self.batches += 1
+        for _, op, count in counts:
+            self.ops[op] = self.ops.get(op, 0) + count
+            self.rows += count
+        self.inserted += result.inserted
+        self.updated += result.updated
+        self.deleted += result.deleted
+        self.tables.update(tables)
+        reconnects, task_retries = batch.retries()
+        self.reconnects += reconnects
+        self.task_retries += task_retries
+        new = [name for name in result.unmirrorable if name not in self.unmirrorable]
+        self.unmirrorable.update(new)
+        lags, changes = batch.latencies(int(time.time() * 1_000_000))
+        self.latencies.extend(zip(lags.tolist(), changes, strict=True))
+        self.last_commit_lag = float(lags.min())
+        self.current()
+        return new
     def latency(self, q: float) -> float | None:
         """The ``q`` quantile (0.5: the median) of commit-to-visible over the recent changes, seconds."""
         total = sum(n for _, n in self.latencies)
