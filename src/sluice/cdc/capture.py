@@ -1,11 +1,12 @@
 """The change-capture core: raw binlog events in, committed transactions of change records out.
 
 ``ChangeCapture`` owns the pieces that must move in lock-step for one stream of events: the
-``EventParser`` (checksums, TABLE_MAPs, row decoding), the ``SchemaTracker`` (DDL replay and the
-column facts every row plan is compiled with), the ``TransactionAssembler`` (only committed
-transactions come out, each with the checkpoints before and after it) and the row-change builder.
-It is sans-I/O: the caller feeds ``(file, pos, next_pos, bytes)`` from a binlog file or a
-replication stream and gets a ``CommittedTransaction`` whenever one completes.
+``EventParser`` (checksums, TABLE_MAPs, row decoding), the ``SchemaTracker`` through
+``CapturedTables`` (DDL replay and the column facts every row plan is compiled with), the
+``TransactionAssembler`` (only committed transactions come out, each with the checkpoints before and
+after it) and the row-change builder. It is sans-I/O: the caller feeds ``(file, pos, next_pos,
+bytes)`` from a binlog file or a replication stream and gets a ``CommittedTransaction`` whenever one
+completes.
 
 DDL is applied to the tracked schema the moment its QUERY event is decoded, so the rows that
 follow are decoded with the table's new layout; a DDL statement is its own transaction.
@@ -34,13 +35,13 @@ from sluice.binlog.events import (
 from sluice.binlog.header import build_header, frozen_builder
 from sluice.binlog.parser import EventParser, ParserConfig
 from sluice.binlog.position import Checkpoint
-from sluice.binlog.rowplan import plan_for
 from sluice.cdc import capture_out as out
+from sluice.cdc.captured_tables import CapturedTables
 from sluice.cdc.committed import CommittedTransaction, CountedRows, DdlRecord, WrittenLines
 from sluice.cdc.held import HOLD_AFTER, TX_MEMORY, MemoryBuffer
 from sluice.cdc.jsonl import gtid_ts, value_bytes
 from sluice.cdc.records import RowChange, RowChangeBuilder
-from sluice.cdc.schema import ResolvedTable, SchemaTracker, SessionCharsets, is_ddl
+from sluice.cdc.schema import ResolvedTable, SchemaTracker
 from sluice.cdc.transactions import Transaction, TransactionAssembler
 from sluice.dsn import flavor_of
 from sluice.errors import DataLossError, MalformedEventError
@@ -48,7 +49,7 @@ from sluice.errors import DataLossError, MalformedEventError
 if TYPE_CHECKING:
     from sluice.cdc.schema.ddl import DdlOutcome
 
-__all__ = ["CaptureConfig", "CaptureOutput", "ChangeCapture", "CommittedTransaction", "DdlRecord"]
+__all__ = ["CaptureConfig", "CaptureOutput", "ChangeCapture", "CommittedTransaction", "DdlRecord", "on_incident"]
 
 log = logging.getLogger(__name__)
 
@@ -105,27 +106,38 @@ class CaptureConfig:
     spill: Callable[[int], Any] | None = None
 
 
+def on_incident(event: IncidentEvent, where: str, *, skip: bool) -> None:
+    """An INCIDENT event at ``where``: a ``DataLossError`` (as a replica stops), or with ``skip`` a
+    warning."""
+    name = INCIDENT_NAMES.get(event.incident, f"code {event.incident}")
+    message = f" ({event.message!r})" if event.message else ""
+    if not skip:
+        raise DataLossError(
+            f"the server logged an incident at {where}: {name}{message}. It failed to write some changes "
+            "to the binlog there, so changes made around that time may be missing from the capture (a "
+            "replica stops here too). Re-snapshot the tables written at that time, then go on past the "
+            "incident with --skip-incidents"
+        )
+    log.warning("skipped the incident %s%s logged at %s: changes around it may be missing", name, message, where)
+
+
 class ChangeCapture:
     """Feed raw events of one stream in order; committed transactions come out."""
 
     def __init__(self, config: CaptureConfig, start: Checkpoint, tracker: SchemaTracker | None = None) -> None:
         self.config = config
         self.tracker = tracker if tracker is not None else SchemaTracker()
+        self.tables = CapturedTables(self.tracker)
         self.parser = EventParser(
             ParserConfig(
                 verify_checksum=config.verify_checksum,
                 table_filter=config.table_filter,
                 initial_checksum=config.initial_checksum,
-                plan_for=self._plan,
+                plan_for=self.tables.plan,
             )
         )
         self.assembler = TransactionAssembler(start)
-        self.builder = RowChangeBuilder(resolve=self._names, ops=config.ops, row_end=self._row_end)
-        self._resolved: dict[tuple[bytes, int], ResolvedTable] = {}
-        #: The TABLE_MAP and column facts each table's rows were last decoded with, by (db, table):
-        #: those of a transaction's tables as it comes out (DDL is a transaction of its own).
-        self.layouts: dict[tuple[str, str], tuple[TableMapEvent, ResolvedTable]] = {}
-        self._ddl: dict[tuple[str, int], DdlOutcome] = {}
+        self.builder = RowChangeBuilder(resolve=self.tables.names, ops=config.ops, row_end=self.tables.row_end)
         self._file = start.file
         self._pos = start.pos
         self._read_to = start.pos  # the end of the last event taken
@@ -155,6 +167,15 @@ class ChangeCapture:
                                     self.builder.kinds, ABSENT, value_bytes, output is CaptureOutput.TYPED_COLUMNS)
 
     @property
+    def layouts(self) -> dict[tuple[str, str], tuple[TableMapEvent, ResolvedTable]]:
+        """The TABLE_MAP and column facts each table's rows were last decoded with (``CapturedTables``)."""
+        return self.tables.layouts
+
+    def resolve(self, table_map: TableMapEvent) -> ResolvedTable:
+        """The column facts for a TABLE_MAP's rows (``CapturedTables.resolve``)."""
+        return self.tables.resolve(table_map)
+
+    @property
     def boundary(self) -> Checkpoint:
         """Where a resume must start so that nothing is lost: the last transaction boundary."""
         return self.assembler.boundary
@@ -165,7 +186,7 @@ class ChangeCapture:
         self.parser.reset()
         if checksum is not None:
             self.parser.checksum_alg = int(checksum)
-        self._ddl.clear()
+        self.tables.forget_ddl()
 
     def open_progress(self) -> tuple[str, int, int, int] | None:
         """The open transaction, if any: its file and start offset, the binlog bytes read of it and the
@@ -246,12 +267,14 @@ class ChangeCapture:
     def _feed(self, file: str, pos: int, next_pos: int, data: bytes | memoryview) -> CommittedTransaction | None:
         self._fed += 1
         self._file, self._pos = file, pos
+        self.tables.at(file, pos)
         event: Any = self.parser.parse(data, file=self.label or file, offset=pos)
         kind = type(event)
         if kind is QueryEvent:
-            self._on_query(event, file, pos)
+            self.tables.on_query(event, file, pos, self.assembler.open_gtid)
         elif kind is IncidentEvent and event.incident:
-            self._on_incident(event, file, pos)
+            on_incident(event, f"{self.label or file}:{pos}", skip=self.config.skip_incidents)
+            self.incidents_skipped += 1
         elif kind is FormatDescriptionEvent:
             self.tracker.learn_flavor(flavor_of(event.is_mariadb))
         self._read_to = next_pos
@@ -293,54 +316,6 @@ class ChangeCapture:
         """The input ended: a transaction still open was cut off and emits nothing."""
         self.assembler.cut_off()
 
-    def _on_incident(self, event: IncidentEvent, file: str, pos: int) -> None:
-        name = INCIDENT_NAMES.get(event.incident, f"code {event.incident}")
-        where = f"{self.label or file}:{pos}"
-        message = f" ({event.message!r})" if event.message else ""
-        if not self.config.skip_incidents:
-            raise DataLossError(
-                f"the server logged an incident at {where}: {name}{message}. It failed to write some changes "
-                "to the binlog there, so changes made around that time may be missing from the capture (a "
-                "replica stops here too). Re-snapshot the tables written at that time, then go on past the "
-                "incident with --skip-incidents"
-            )
-        self.incidents_skipped += 1
-        log.warning("skipped the incident %s%s logged at %s: changes around it may be missing", name, message, where)
-
-    # -- schema --------------------------------------------------------------------------------
-    def _on_query(self, event: Any, file: str, pos: int) -> None:
-        sql = event.sql
-        if not is_ddl(sql):
-            return
-        # the DDL's own transaction is open: its GTID event came first (the QUERY is fed next)
-        outcome = self.tracker.on_query(sql, event.schema, file, pos, self.assembler.open_gtid,
-                                        SessionCharsets.of(event))
-        if outcome is not None:
-            self._ddl[(file, pos)] = outcome
-
-    def resolve(self, table_map: TableMapEvent) -> ResolvedTable:
-        """The column facts for a TABLE_MAP's rows, cached per map bytes and schema-tracker version."""
-        key = (table_map.raw, self.tracker.version)
-        hit = self._resolved.get(key)
-        if hit is None:
-            if len(self._resolved) > 4096:
-                self._resolved.clear()
-            hit = self.tracker.resolve(table_map, self._file, self._pos)
-            # The tracker may record a correction (FULL metadata wins), which bumps its version.
-            self._resolved[(table_map.raw, self.tracker.version)] = hit
-        self.layouts[(table_map.schema, table_map.table)] = (table_map, hit)
-        return hit
-
-    def _plan(self, table_map: TableMapEvent) -> Any:
-        return plan_for(table_map, self.resolve(table_map).columns)
-
-    def _names(self, table_map: Any, file: str, pos: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
-        resolved = self.resolve(table_map)
-        return resolved.names, resolved.primary_key
-
-    def _row_end(self, table_map: Any, file: str, pos: int) -> int | None:
-        return self.resolve(table_map).row_end
-
     # -- records -------------------------------------------------------------------------------
     def _records(self, tx: Transaction) -> Iterator[RowChange | DdlRecord]:
         self.builder.gtid = tx.rows_gtid
@@ -372,7 +347,7 @@ class ChangeCapture:
         if kind is RowsEvent or kind is TransactionPayloadEvent:
             yield from self.builder.feed(event, file, pos)
         elif kind is QueryEvent:
-            outcome = self._ddl.pop((file, pos), None)
+            outcome = self.tables.ddl_at(file, pos)
             if outcome is not None and self.config.ddl and self._captured(outcome):
                 yield DdlRecord(
                     db=outcome.db or event.schema,
