@@ -1,45 +1,40 @@
 """The I/O shell around ``sluice.wire``: one client connection to a MySQL or MariaDB server.
 
 This module owns the login over a socket that ``sluice.io.transport`` connects and upgrades to TLS
-(driving the sans-I/O ``AuthExchange`` to a logged-in session), the deadline of every read and
-write (``ConnectionConfig.deadline``: a stalled connection ends as ``TransportError``), and the command
-loop: ``query`` for statements with rows, ``execute`` for the rest, ``send_command`` /
-``read_payload`` for the replication stream, which reads straight into the packet assembler's
-buffer. Socket failures become ``TransportError`` naming the server and what to check; ERR packets
-become typed ``ServerError``. The password never appears in a message or repr.
+(driving the sans-I/O ``AuthExchange`` to a logged-in session), the server's facts from its
+handshake, the deadline every read and write is given (``ConnectionConfig.deadline``), and the
+command loop: ``query`` for statements with rows, ``execute`` for the rest. The packets themselves,
+``send_command`` / ``read_payload`` for the replication stream among them, and what a socket failure
+means are ``sluice.io.packet_channel``'s. ERR packets become typed ``ServerError``. The password never
+appears in a message or repr.
 """
 
 from __future__ import annotations
 
 import contextlib
 import socket
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from types import TracebackType
-from typing import Any
 
 from sluice import __version__ as _sluice_version
-from sluice.binlog.framing import row_packets
 from sluice.dsn import ConnectionConfig, flavor_of
 from sluice.errors import ConfigError, ProtocolError, TransportError
-from sluice.io.transport import connect, describe_endpoint, start_tls, transport_error, want_tls
+from sluice.io.packet_channel import PacketChannel
+from sluice.io.transport import connect, describe_endpoint, start_tls, want_tls
 from sluice.wire.auth import AuthDone, AuthExchange, AuthSend
 from sluice.wire.commands import com_ping, com_query, com_quit
 from sluice.wire.handshake import HandshakeV10, client_capabilities, parse_handshake, ssl_request
-from sluice.wire.packet import PacketAssembler, frame
+from sluice.wire.packet import frame
 from sluice.wire.responses import OkPacket, parse_ok, raise_if_err
 from sluice.wire.resultset import ResultSet, ResultSetReader
 
-_RECV_CHUNK = 256 * 1024  # at least this much free buffer for each recv_into
 
-
-class Connection:
+class Connection(PacketChannel):
     """A logged-in connection. Open with ``Connection.open(config)``; use as a context manager."""
 
     def __init__(self, sock: socket.socket, config: ConnectionConfig, where: str) -> None:
-        self._sock: socket.socket | None = sock
+        super().__init__(sock, where)
         self._config = config
-        self._where = where
-        self._assembler = PacketAssembler()
         self._handshake: HandshakeV10 | None = None
         self._capabilities = 0
         self._tls = False
@@ -148,16 +143,6 @@ class Connection:
         """True when the session runs over TLS."""
         return self._tls
 
-    @property
-    def where(self) -> str:
-        """host:port or the unix socket path, for messages."""
-        return self._where
-
-    @property
-    def closed(self) -> bool:
-        """True once the socket is closed."""
-        return self._sock is None
-
     def __repr__(self) -> str:
         if self._sock is None:
             state = "closed"
@@ -168,75 +153,6 @@ class Connection:
         return f"<Connection {self._config.user}@{self._where} {state}>"
 
     # -- commands --------------------------------------------------------------------------------
-
-    def send_command(self, payload: bytes) -> None:
-        """Send a command payload, starting a new exchange (sequence id 0)."""
-        if self._assembler.buffered:
-            raise ProtocolError(
-                f"the server at {self._where} sent {self._assembler.buffered} bytes after the end of its last answer; "
-                "the connection is out of step with the server and must be reopened"
-            )
-        self._assembler.reset_sequence(0)
-        self._send(payload)
-
-    def send_payload(self, payload: bytes) -> None:
-        """Send a payload that continues the current exchange's sequence ids."""
-        self._send(payload)
-
-    def read_payload(self) -> bytes:
-        """The next complete logical payload from the server (multi-packet payloads joined)."""
-        assembler = self._assembler
-        payload = assembler.next_payload()
-        while payload is None:
-            self._receive()
-            payload = assembler.next_payload()
-        return payload
-
-    def read_rows(self, eof_limit: int) -> tuple[bytes, bytes] | bytes:
-        """The text rows of a result set received so far, in one block (``framing.row_packets``:
-        rows back to back and where each ends), waiting for at least one packet; or, when the next
-        packet is not plainly a row (``eof_limit`` -1: none is), that one payload."""
-        if eof_limit >= 0:
-            assembler = self._assembler
-            while not assembler.has_packet():
-                self._receive()
-            _, _, block, ends = assembler.consume(
-                lambda buf, pos, end, seq: row_packets(buf, pos, end, seq, eof_limit))
-            if block:
-                return block, ends
-        return self.read_payload()
-
-    def consume_packets(self, scan: Callable[[bytearray, int, int, int], tuple[Any, ...]]) -> tuple[Any, ...]:
-        """Let ``scan`` take the complete packets already received (``PacketAssembler.consume``),
-        after waiting until there is at least one."""
-        assembler = self._assembler
-        while not assembler.has_packet():
-            self._receive()
-        return assembler.consume(scan)
-
-    def _receive(self) -> None:
-        """Read what the socket has into the assembler's buffer."""
-        assembler = self._assembler
-        sock = self._require_socket()
-        try:
-            n = sock.recv_into(assembler.write_buffer(_RECV_CHUNK))
-        except TimeoutError:
-            self._abort()
-            raise TransportError(
-                f"no bytes from the server at {self._where} for {sock.gettimeout():g}s: the connection "
-                "stalled (a silent network path, or a server that hangs); a stream connects again. If the "
-                "server is only slow to answer, raise the DSN's read_timeout (sluice run --stall-timeout)"
-            ) from None
-        except OSError as exc:
-            self._abort()
-            raise transport_error(exc, self._where, "reading from") from None
-        if n == 0:
-            self._abort()
-            raise TransportError(
-                f"the server at {self._where} closed the connection; check the server's error log "
-                "(restart, KILL, wait_timeout, max_allowed_packet) and reconnect"
-            )
-        assembler.commit(n)
 
     def query(self, sql: str) -> ResultSet:
         """Run a statement and return its rows (an empty ``ResultSet`` if it returns none)."""
@@ -282,10 +198,6 @@ class Connection:
 
     # -- lifetime --------------------------------------------------------------------------------
 
-    def settimeout(self, seconds: float | None) -> None:
-        """Timeout of each socket read and write; None blocks forever."""
-        self._require_socket().settimeout(seconds)
-
     def close(self) -> None:
         """Say COM_QUIT (best effort) and close the socket. Safe to call twice."""
         if self._sock is None:
@@ -304,32 +216,7 @@ class Connection:
     ) -> None:
         self.close()
 
-    # -- internals -------------------------------------------------------------------------------
 
-    def _require_socket(self) -> socket.socket:
-        if self._sock is None:
-            raise TransportError(f"the connection to {self._where} is closed; open a new one")
-        return self._sock
-
-    def _send(self, payload: bytes) -> None:
-        sock = self._require_socket()
-        data, self._assembler.expected_seq = frame(payload, self._assembler.expected_seq)
-        try:
-            sock.sendall(data)
-        except TimeoutError:
-            self._abort()
-            raise TransportError(
-                f"timed out sending {len(data)} bytes to the server at {self._where}; check the network"
-            ) from None
-        except OSError as exc:
-            self._abort()
-            raise transport_error(exc, self._where, "writing to") from None
-
-    def _abort(self) -> None:
-        sock, self._sock = self._sock, None
-        if sock is not None:
-            with contextlib.suppress(OSError):
-                sock.close()
 
 
 def _read_public_key(path: str | None) -> bytes | None:
