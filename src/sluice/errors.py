@@ -20,6 +20,8 @@ what was found, where (file and offset, host, table) and what to do::
     ├── ConfigError                bad DSN, option, path or missing installation
     │   └── GtidSyntaxError        a GTID set in text form that does not parse (binlog.gtid)
     ├── DataLossError              continuing would lose or duplicate data
+    │   ├── SourceChangedError     another server at the address, and no GTIDs to go on by
+    │   └── SourceBehindError      the server lacks transactions taken, or no longer has ones to read
     ├── MaintenanceError           a maintenance step on a lake table failed (lake.maintenance)
     ├── StorageFullError           the lake's disk or quota is full (ENOSPC, EDQUOT): nothing committed
     └── SandboxError               a throwaway server could not start or stop (sandbox.process)
@@ -152,6 +154,11 @@ class LakeBusyError(DataLossError):
     """Another sluice writes the lake (or took it over): two writers would commit changes twice."""
 
 
+class SourceBehindError(DataLossError):
+    """The server lacks transactions a GTID position has taken, or its binlog no longer holds ones
+    the stream has yet to read."""
+
+
 class MaintenanceError(SluiceError):
     """A compaction, checkpoint or VACUUM of a lake table failed; what its readers see is unchanged."""
 
@@ -196,8 +203,8 @@ _BINLOG_HINT = (
 
 # ER_MASTER_FATAL_ERROR_READING_BINLOG is the dump thread's one errno for every failure; its message
 # says which (sql/sql_repl.cc, MySQL sql/rpl_binlog_sender.cc). Only these mean the start is gone.
-_GONE_MESSAGES = ("could not find first log file name", "purged", "not in the master's binlog",
-                  "not in the source's binlog", "position > file size", "could not find target log",
+_GONE_MESSAGES = ("could not find first log file name", "purged", "could not find gtid state",
+                  "not in the master's binlog", "not in the source's binlog", "position > file size", "could not find target log",
                   "could not open log file", "file not found")
 _NOT_AN_EVENT_HINT = (
     "the server could not read an event at the position asked for: it is probably not the start of "

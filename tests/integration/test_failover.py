@@ -5,7 +5,8 @@ Two real servers of one flavor: a primary and its replica (MySQL: GTID auto-posi
 ``--log-slave-updates``). A stream follows the primary, the primary goes away, the replica is
 promoted and written to, and the stream goes on from the primary's checkpoint on the new server:
 every change once, by GTID, never by the old file and offset (the two servers' binlog files have the
-same names and other contents). Without GTIDs, another server at the address stops the stream with
+same names and other contents). A promoted replica that lacks transactions the stream has taken stops
+it with ``SourceBehindError``, and without GTIDs another server at the address stops it with
 ``SourceChangedError``.
 """
 
@@ -20,7 +21,7 @@ from sluice.binlog.position import Checkpoint
 from sluice.cdc.capture import CaptureConfig, ChangeCapture
 from sluice.cdc.follow import FollowConfig, follow
 from sluice.dsn import parse_dsn
-from sluice.errors import SourceChangedError
+from sluice.errors import ServerError, SourceBehindError, SourceChangedError
 from sluice.io.connection import Connection
 from sluice.io.replication import server_binlog_files, server_identity
 from tests.conftest import TWO_FLAVORS
@@ -61,8 +62,11 @@ def _replicate(primary, replica) -> None:
 def _caught_up(replica, n: int) -> None:
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
-        if replica.sql("SELECT COUNT(*) FROM f.t").strip().splitlines()[-1] == str(n):
-            return
+        try:
+            if replica.sql("SELECT COUNT(*) FROM f.t").strip().splitlines()[-1] == str(n):
+                return
+        except ServerError:  # not replicated yet: the database or table is not there
+            pass
         time.sleep(0.2)
     raise AssertionError(f"the replica did not catch up: {replica.sql('SHOW REPLICA STATUS')}")
 
@@ -73,16 +77,7 @@ def _promote(replica) -> None:
 
 @pytest.mark.parametrize("flavor", TWO_FLAVORS)
 def test_a_promoted_replica_is_read_on_by_gtid_with_every_change_once(flavor, sandbox_factory, caplog):
-    full = {"binlog-row-metadata": "FULL"}  # the binlog names the columns: no schema history needed here
-    replica_settings = {**full, "server-id": "2"}
-    if flavor == "mariadb":
-        replica_settings["log-slave-updates"] = "ON"
-    primary = sandbox_factory(flavor, settings=full)
-    replica = sandbox_factory(flavor, settings=replica_settings)
-    primary.sql("CREATE DATABASE f; CREATE TABLE f.t (id INT PRIMARY KEY, v INT)")
-    _insert(primary, range(1, 4))
-    _replicate(primary, replica)
-    _caught_up(replica, 3)
+    primary, replica = _pair(flavor, sandbox_factory)
     seen, at = _rows(primary, _first(primary))
     assert seen == [1, 2, 3] and at.gtid_set and at.source == server_identity_of(primary)
     _insert(primary, range(4, 7))  # written after the stream's checkpoint, replicated before the failover
@@ -98,6 +93,43 @@ def test_a_promoted_replica_is_read_on_by_gtid_with_every_change_once(flavor, sa
     assert len(said) == 1 and str(at.source) in said[0] and str(moved.source) in said[0]
     again, _ = _rows(replica, moved)  # and from the new server's own checkpoint: nothing twice
     assert again == []
+
+
+def _pair(flavor, sandbox_factory):
+    """A primary with f.t holding 1..3 and its replica, caught up."""
+    full = {"binlog-row-metadata": "FULL"}  # the binlog names the columns: no schema history needed here
+    replica_settings = {**full, "server-id": "2"}
+    if flavor == "mariadb":
+        replica_settings["log-slave-updates"] = "ON"
+    primary = sandbox_factory(flavor, settings=full)
+    replica = sandbox_factory(flavor, settings=replica_settings)
+    primary.sql("CREATE DATABASE f; CREATE TABLE f.t (id INT PRIMARY KEY, v INT)")
+    _insert(primary, range(1, 4))
+    _replicate(primary, replica)
+    _caught_up(replica, 3)
+    return primary, replica
+
+
+@pytest.mark.parametrize("flavor", TWO_FLAVORS)
+def test_a_promoted_replica_that_lacks_what_was_taken_is_a_typed_error(flavor, sandbox_factory):
+    primary, replica = _pair(flavor, sandbox_factory)
+    replica.sql("STOP SLAVE" if replica.is_mariadb else "STOP REPLICA")  # it lags from here on
+    _insert(primary, range(4, 7))
+    seen, at = _rows(primary, _first(primary))
+    assert seen == [1, 2, 3, 4, 5, 6]
+    primary.stop()
+    _promote(replica)  # promoted without the last three transactions
+    with pytest.raises(SourceBehindError) as info:
+        _rows(replica, at)
+    message = str(info.value)
+    assert "lacks transactions" in message and "snapshot" in message
+    with Connection.open(parse_dsn(replica.dsn("root"))) as conn:
+        if flavor == "mysql":
+            lacking = conn.query("SELECT GTID_SUBTRACT(%s, @@GLOBAL.gtid_executed)".replace(
+                "%s", repr(at.gtid_set))).rows[0][0]
+            assert lacking and str(lacking).replace("\n", "") in message
+        else:
+            assert at.gtid_set in message  # the one domain's last GTID the replica never had
 
 
 def server_identity_of(server):

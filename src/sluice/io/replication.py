@@ -44,6 +44,7 @@ from sluice.binlog.position import SourceIdentity
 from sluice.dsn import ConnectionConfig
 from sluice.errors import ConfigError, ProtocolError, SourceChangedError, server_error
 from sluice.io.connection import Connection
+from sluice.io.gtid_check import check_gtid_start
 from sluice.wire import commands
 from sluice.wire.constants import BINLOG_DUMP_NON_BLOCK, BINLOG_SEND_ANNOTATE_ROWS_EVENT, BINLOG_THROUGH_GTID
 
@@ -318,6 +319,8 @@ class ReplicationStream:
         if conn.is_mariadb:
             flags |= BINLOG_SEND_ANNOTATE_ROWS_EVENT  # else MariaDB leaves them out, a gap in the offsets
         by_gtid = bool(cfg.gtid) and self._moved(cfg)
+        if cfg.gtid and (cfg.file is None or by_gtid):
+            check_gtid_start(conn, cfg.gtid, str(self.source))
         if cfg.gtid is not None and (cfg.file is None or by_gtid) and conn.is_mariadb:
             position = cfg.gtid.replace("'", "")
             conn.execute(f"SET @slave_connect_state = '{position}'")
