@@ -204,8 +204,8 @@ _BINLOG_HINT = (
 # ER_MASTER_FATAL_ERROR_READING_BINLOG is the dump thread's one errno for every failure; its message
 # says which (sql/sql_repl.cc, MySQL sql/rpl_binlog_sender.cc). Only these mean the start is gone.
 _GONE_MESSAGES = ("could not find first log file name", "purged", "could not find gtid state",
-                  "not in the master's binlog", "not in the source's binlog", "position > file size", "could not find target log",
-                  "could not open log file", "file not found")
+                  "not in the master's binlog", "not in the source's binlog", "position > file size",
+                  "could not find target log", "could not open log file", "file not found")
 _NOT_AN_EVENT_HINT = (
     "the server could not read an event at the position asked for: it is probably not the start of "
     "an event in that file (a position sluice did not write, or one counted wrongly). Start from a "
