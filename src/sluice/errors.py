@@ -20,6 +20,7 @@ what was found, where (file and offset, host, table) and what to do::
     ├── ConfigError                bad DSN, option, path or missing installation
     │   └── GtidSyntaxError        a GTID set in text form that does not parse (binlog.gtid)
     ├── DataLossError              continuing would lose or duplicate data
+    │   ├── LakeBusyError          another sluice writes the lake
     │   ├── SourceChangedError     another server at the address, and no GTIDs to go on by
     │   └── SourceBehindError      the server lacks transactions taken, or no longer has ones to read
     ├── MaintenanceError           a maintenance step on a lake table failed (lake.maintenance)

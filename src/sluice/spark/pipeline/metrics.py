@@ -61,6 +61,9 @@ class PipelineMetrics:
                                           ["pipeline"], registry=r).labels(**label)
         self.snapshot_rows = Gauge("sluice_snapshot_rows", "Rows the snapshot has written to the lake",
                                    ["pipeline"], registry=r).labels(**label)
+        self.source_changes = Counter(
+            "sluice_source_changes", "Times the source's server changed (a failover) and the stream went on by GTID",
+            ["pipeline"], registry=r).labels(**label)
         self.errors = Counter("sluice_errors", "Errors that stopped the pipeline, by sluice error class",
                               ["pipeline", "error"], registry=r)
         self.retries = Counter(

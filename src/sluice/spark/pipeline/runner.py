@@ -357,6 +357,10 @@ class Pipeline:
         if not result.changelog_skipped:
             self.fence.committed(position)
         stats = self.stats
+        if (moved := stats.source_moved(position)) is not None:
+            self.progress(moved)
+            if self.metrics is not None:
+                self.metrics.source_changes.inc()
         counts = batch.counts()
         for name in stats.committed(batch, counts, result, [f"{b.db}.{b.table}" for b in tables]):
             self.progress(f"{name} has no primary key: written to the change log only, not mirrored")

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from sluice.binlog.position import Checkpoint, SourceIdentity
 from sluice.spark.pipeline.stats import PipelineStats
 
 pytestmark = pytest.mark.unit
@@ -40,3 +41,14 @@ def test_unfinished_checkpoint_writes_are_dropped(tmp_path: Path) -> None:
     drop_unfinished_writes(tmp_path / "checkpoint")
     assert all(p.exists() for p in kept) and not any(p.exists() for p in dropped)
     drop_unfinished_writes(tmp_path / "none")  # no checkpoint yet: nothing to do
+
+
+def test_a_batch_read_on_another_server_says_source_changed_once() -> None:
+    a = SourceIdentity("mysql", "3d687a2c-b38e-11ed-91ef-3f952e283fc3")
+    b = SourceIdentity("mysql", "8a94f357-aab4-11df-86ab-c80aa9429562")
+    stats = PipelineStats()
+    assert stats.source_moved(Checkpoint("binlog.000003", 900, f"{a.server}:1-9", a)) is None
+    assert stats.source_moved(None) is None  # a batch without changes says nothing of its server
+    moved = stats.source_moved(Checkpoint("binlog.000001", 300, f"{a.server}:1-9,{b.server}:1", b))
+    assert moved == (f"source changed: server {a} → {b}, resuming at GTID set {a.server}:1-9,{b.server}:1")
+    assert stats.source_moved(Checkpoint("binlog.000001", 600, f"{a.server}:1-9,{b.server}:1-2", b)) is None
