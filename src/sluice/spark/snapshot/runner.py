@@ -3,7 +3,7 @@
 DBLog's watermark method (``sluice.cdc.snapshot``): the driver records the binlog position ``start``
 before anything is read and splits each table into primary-key chunks; Spark tasks read the chunks
 in parallel (Spark jobs of a wave of chunks, the next wave running ahead of the driver's writes; at
-most ``connections`` at once, one per core up to 8 by default: ``chunk_waves``), each between a
+most ``connections`` at once, one per core up to 8 by default: ``waves.chunk_waves``), each between a
 low and a high binlog watermark with a connection of its own, and reconcile the chunk with the
 table's binlog changes between the two, so every chunk holds the table's rows as of its high
 watermark. A mirror with no rows when its snapshot is planned gets its chunks, disjoint key
@@ -33,10 +33,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections import deque
-from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import replace
+from collections.abc import Callable
 from typing import Any
 
 from deltalake import DeltaTable
@@ -69,23 +66,18 @@ from sluice.spark.snapshot.mirror_writes import (
     settle_interrupted,
 )
 from sluice.spark.snapshot.state import SnapshotState
-from sluice.spark.snapshot.task import ChunkResult, ChunkTask, read_and_reconcile
+from sluice.spark.snapshot.task import ChunkTask
+from sluice.spark.snapshot.waves import in_waves
 
-__all__ = ["DEFAULT_CONNECTIONS", "SnapshotRunner", "chunk_waves"]
+__all__ = ["SnapshotRunner"]
 
 log = logging.getLogger(__name__)
 
-#: Chunks read at once by default, at most: one per Spark core up to this many connections to the source.
-DEFAULT_CONNECTIONS = 8
 _PASSES = 5  # snapshot passes over tables that DDL changed under the read, before giving up
 
 
 class _Stopped(Exception):
     """A stop was asked for: the snapshot ends here, unfinished, its state saved."""
-
-
-def _as_list(rows: Iterator[Any]) -> list[Any]:
-    return list(rows)
 
 
 class SnapshotRunner:
@@ -277,7 +269,7 @@ class SnapshotRunner:
         started = time.monotonic()
         rows_done = 0
         done = total - len(pending)
-        for result in self._in_order(tasks, first):
+        for result in in_waves(self.spark, self.source, tasks, first, self.connections, self.stopping, self._jobs):
             chunk = Chunk.from_json(result.chunk)
             name = f"{chunk.db}.{chunk.table}"
             table = state.tables[name]
@@ -309,50 +301,6 @@ class SnapshotRunner:
                 self.on_chunk(done, total, rows_done)
         return stale
 
-    def _in_order(self, payloads: list[ChunkTask], first: LowMark | None) -> Iterator[ChunkResult]:
-        """The chunks' task results in plan order. Chunks run as Spark jobs of a wave of chunks
-        (``chunk_waves``), one task per chunk, and the next wave is submitted while one runs, so
-        that a job's start is paid per wave, not per chunk.
-        ``first`` (MySQL): the low watermark taken when the tables were planned, the first wave's;
-        every later chunk's is taken a wave ahead of it. So the settle after a mark
-        (``sluice.cdc.snapshot.reader``) has passed when its task runs, not holding a slot idle (an
-        older mark only widens the window the chunk is reconciled with)."""
-        sc = self.spark.sparkContext
-        wave, ahead = chunk_waves(int(sc.defaultParallelism), self.connections)
-        pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="sluice-snapshot")
-        futures: deque[Future[list[ChunkResult]]] = deque()
-        submitted = 0
-        marks: deque[LowMark] = deque()  # low watermarks taken ahead, oldest first
-        conn = None
-        if first is not None and payloads:
-            marks.extend([first] * min(wave, len(payloads)))
-            conn = Connection.open(parse_dsn(self.source))
-
-        def run_wave(rdd: Any) -> list[ChunkResult]:
-            sc.setJobGroup(self._jobs, "sluice snapshot chunks")  # this thread's jobs, for cancelJobGroup
-            return sc.runJob(rdd, _as_list)
-
-        try:
-            while submitted < len(payloads) or futures:
-                if self.stopping():  # the chunks of the waves read so far are written; the others wait
-                    break
-                while submitted < len(payloads) and len(futures) < ahead:
-                    group = payloads[submitted:submitted + wave]
-                    if conn is not None:
-                        while len(marks) < len(group) + wave:
-                            marks.append(low_mark(conn))
-                        group = [replace(task, mark=marks.popleft().to_json()) for task in group]
-                    rdd = sc.parallelize(group, len(group)).map(read_and_reconcile)
-                    futures.append(pool.submit(run_wave, rdd))
-                    submitted += len(group)
-                yield from futures.popleft().result()
-        finally:
-            if futures:  # stopped, or a chunk's write failed: the waves in flight are not waited for
-                sc.cancelJobGroup(self._jobs)
-            pool.shutdown(wait=True, cancel_futures=True)
-            if conn is not None:
-                conn.close()
-
     # The steps into the mirrors (``mirror_writes``), as methods: where a run's subclass steps in.
     def _mirror_empty(self, db: str, name: str) -> bool:
         return mirror_empty(self.lake, db, name)
@@ -366,18 +314,3 @@ class SnapshotRunner:
     def _seq(self, state: SnapshotState, name: str, chunk: Chunk) -> int:
         """A chunk's number in the plan: its Delta app-transaction version (increasing per table)."""
         return [Chunk.from_json(c).id for c in state.tables[name]["chunks"]].index(chunk.id)
-
-
-def chunk_waves(cores: int, connections: int | None) -> tuple[int, int]:
-    """(chunks in one Spark job, jobs in flight) for a snapshot on ``cores`` Spark cores that reads
-    at most ``connections`` chunks at once, each a task on a connection of its own (None: one per
-    core, at most ``DEFAULT_CONNECTIONS``). With as many connections as cores, a job holds two
-    chunks per core and two jobs are in flight: Spark's cores are the limit. With fewer, two jobs
-    of half as many chunks (an odd count leaves one unused), or one job of one chunk."""
-    cores = max(1, cores)
-    limit = min(cores, DEFAULT_CONNECTIONS) if connections is None else max(1, connections)
-    if limit >= cores:
-        return 2 * cores, 2
-    if limit == 1:
-        return 1, 1
-    return limit // 2, 2

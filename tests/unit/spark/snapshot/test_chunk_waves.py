@@ -7,7 +7,7 @@ import pytest
 
 from sluice.errors import ConfigError
 from sluice.spark.pipeline.config import PipelineConfig
-from sluice.spark.snapshot.runner import DEFAULT_CONNECTIONS, chunk_waves
+from sluice.spark.snapshot.waves import DEFAULT_CONNECTIONS, chunk_waves
 
 pytestmark = pytest.mark.unit
 
