@@ -26,6 +26,7 @@ COMMANDS = {
     "sandbox": "sluice.sandbox.command",
     "verify": "sluice.commands.verify",
     "maintain": "sluice.commands.maintain",
+    "status": "sluice.commands.status",
 }
 
 
