@@ -3,7 +3,8 @@
 Two real servers of one flavor: a primary and its replica (MySQL: GTID auto-position,
 ``log_replica_updates`` ON by default; MariaDB: ``MASTER_USE_GTID=slave_pos`` with
 ``--log-slave-updates``). A stream follows the primary, the primary goes away, the replica is
-promoted and written to, and the stream goes on from the primary's checkpoint on the new server:
+promoted and written to, and the stream (``follow``, and ``sluice tail --checkpoint --output``) goes on
+from the primary's checkpoint on the new server:
 every change once, by GTID, never by the old file and offset (the two servers' binlog files have the
 same names and other contents). A promoted replica that lacks transactions the stream has taken stops
 it with ``SourceBehindError``, and without GTIDs another server at the address stops it with
@@ -12,7 +13,10 @@ it with ``SourceBehindError``, and without GTIDs another server at the address s
 
 from __future__ import annotations
 
+import json
 import logging
+import subprocess
+import sys
 import time
 
 import pytest
@@ -152,3 +156,32 @@ def test_another_server_without_gtids_is_a_typed_error_naming_both(sandbox_facto
     message = str(info.value)
     assert str(at.source) in message and str(server_identity_of(second)) in message
     assert "snapshot" in message and "--from FILE:POS" in message
+
+
+@pytest.mark.parametrize("flavor", TWO_FLAVORS)
+def test_tail_checkpoint_output_goes_on_across_a_failover_exactly_once(flavor, sandbox_factory, tmp_path):
+    primary, replica = _pair(flavor, sandbox_factory)
+    state, out = tmp_path / "state", tmp_path / "changes.jsonl"
+
+    def tail(server) -> None:
+        done = subprocess.run(
+            [sys.executable, "-m", "sluice.cli", "tail", server.dsn("repl"), "--checkpoint", str(state),
+             "--output", str(out), "--until-end", "--tables", r"f\.t", "--from", _first(server).file],
+            capture_output=True, timeout=120, check=False)
+        assert done.returncode == 0, done.stderr.decode()
+
+    tail(primary)
+    kept = json.loads((state / "checkpoint.json").read_text())["checkpoint"]
+    assert kept["gtid_set"] and kept["source"]["server"]  # the checkpoint names its GTIDs and its server
+    _insert(primary, range(4, 7))
+    _caught_up(replica, 6)
+    primary.stop()
+    _promote(replica)
+    _insert(replica, range(7, 9))
+    done = subprocess.run(
+        [sys.executable, "-m", "sluice.cli", "tail", replica.dsn("repl"), "--checkpoint", str(state),
+         "--output", str(out), "--until-end", "--tables", r"f\.t"],
+        capture_output=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr.decode()
+    ids = [json.loads(line)["after"]["id"] for line in out.read_text().splitlines()]
+    assert ids == list(range(1, 9))

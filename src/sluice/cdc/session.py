@@ -27,6 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from sluice.binlog.position import Checkpoint
+from sluice.cdc.executed_at import executed_at
+from sluice.cdc.follow import FollowConfig
 from sluice.cdc.schema import Catalog, SchemaHistory, SchemaTracker
 from sluice.cdc.schema_start import read_schema
 from sluice.dsn import ConnectionConfig
@@ -104,6 +106,8 @@ def prepare_capture(
             resumed = True
         else:
             start, how = _choose_start(conn, request)
+            if checkpoint is not None:  # a kept position carries its GTIDs, established exactly
+                start = executed_at(FollowConfig(connection, retries=8), start)
             extra, resumed = {}, False
         tracker = tracker_at(conn, start, history, include, lenient=True)
     return CaptureStart(start, tracker, flavor, checkpoint, extra, resumed, how)
@@ -117,7 +121,7 @@ def _choose_start(conn: Connection, request: StartRequest) -> tuple[Checkpoint, 
     status = server_binlog_status(conn)
     if request.from_now:
         return (
-            Checkpoint(status.file, status.pos, status.gtid_executed or None),
+            Checkpoint(status.file, status.pos),  # its GTID set is read apart from its position
             f"starting at the server's current end, {status.file}:{status.pos}",
         )
     files = server_binlog_files(conn)
