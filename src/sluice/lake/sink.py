@@ -92,6 +92,9 @@ class DeltaLake:
         self.mirror_configuration = mirror_configuration(change_feed)
         self.cadence = cadence or MirrorCadence()
         self._pending: set[tuple[str, str]] | None = None  # tables with a pending table (listed once)
+        #: ``db.table`` -> when the oldest change pending for its mirror was written (epoch seconds): what
+        #: a plain reader of the mirror has not seen yet, for the tables this writer committed to.
+        self.waiting: dict[str, float] = {}
         self._kept = KeptTables(self.options)  # the change log, mirrors and pending tables, until ``forget``
 
     def table(self, path: str) -> DeltaTable | None:
@@ -194,7 +197,7 @@ class DeltaLake:
         # the threads share it and never list it themselves.
         results = tuple(run_at_once([self._step(p, batch_id, txn) for p in plans], self.cadence.commits_at_once))
         if done:
-            return BatchResult(batch_id, results, 0, True)
+            return BatchResult(batch_id, results, 0, True, dict(self.waiting))
         # The change log's commit says where the stream stands, atomically with it, and lands on the
         # version after the one read above or fails: a writer never commits past another's batch.
         txn = CommitProperties(app_transactions=[Transaction(self.app_id, batch_id)], max_commit_retries=0,
@@ -208,7 +211,7 @@ class DeltaLake:
             self._append_changelog(batch_id, log, txn, existing)
             rows = log.num_rows
         self._remember(self.changelog_path, before, batch_id)
-        return BatchResult(batch_id, results, rows, False)
+        return BatchResult(batch_id, results, rows, False, dict(self.waiting))
 
     def _step(self, p: tuple[TablePlan, PendingChanges | None] | TableResult, batch_id: int,
               txn: CommitProperties) -> Callable[[], TableResult]:
@@ -233,7 +236,9 @@ class DeltaLake:
                             lambda: held.append(p.source, tb.primary_key, txn))
                 self._remember(held.path, before, batch_id)
                 self._known_pending().add((tb.db, tb.table))
+                self.waiting[f"{tb.db}.{tb.table}"] = held.oldest or time.time()
                 return TableResult(tb.db, tb.table, "pending", tb.change_count)
+        self.waiting.pop(f"{tb.db}.{tb.table}", None)  # MERGEd below, with what was pending
         if pending is None or not waiting:
             return self._execute(p, batch_id, txn)
         if not full:  # a source with presence flags patches the mirror's rows: those pending go first
@@ -301,6 +306,7 @@ class DeltaLake:
             self._guard(f"the mirror of {db}.{table}", batch_id,
                         lambda: merge_into(dt, source, key, names, (), None))
         self._guard(f"the pending changes of {db}.{table}", batch_id, lambda: pending.clear(None))
+        self.waiting.pop(f"{db}.{table}", None)
 
     def _guard(self, what: str, batch_id: int | None, step: Any) -> None:
         try:

@@ -208,3 +208,19 @@ def test_a_minimal_image_that_patches_a_row_comes_after_the_pending_rows(tmp_pat
     assert state(lake) == expected
     assert pending_rows(lake) == 0
     assert read(lake.table_path("shop", "items")) == expected
+
+
+def test_the_writer_knows_how_long_each_mirror_has_waited(tmp_path: Path) -> None:
+    lake = DeltaLake(tmp_path / "lake", "p", cadence=ALWAYS_LATER)
+    log = Log()
+    first = lake.write_batch(0, [items([log.insert(id=1, name="a", qty=1)])])
+    assert first.waiting == {} and lake.waiting == {}  # the first batch fills the empty mirror
+    before = time.time()
+    second = lake.write_batch(1, [items([log.insert(id=2, name="b", qty=2)])])
+    third = lake.write_batch(2, [items([log.insert(id=3, name="c", qty=3)])])
+    assert set(second.waiting) == {"shop.items"} and before <= second.waiting["shop.items"] <= time.time()
+    assert third.waiting == second.waiting  # the oldest pending change is still batch 1's
+    assert lake.flush_all() == 2 and lake.waiting == {}
+    now = DeltaLake(tmp_path / "now", "p")  # MERGEd every batch: nothing ever waits
+    assert now.write_batch(0, [items([log.insert(id=9, name="z", qty=9)])]).waiting == {}
+    assert now.write_batch(1, [items([log.insert(id=10, name="y", qty=1)])]).waiting == {}

@@ -6,7 +6,7 @@ and the mirrors' fold and MERGE.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pyarrow as pa
 
@@ -61,6 +61,9 @@ class BatchResult:
     tables: tuple[TableResult, ...]
     changelog_rows: int  # rows appended to the change log by this call
     changelog_skipped: bool  # the change log already had this batch
+    #: ``db.table`` -> when the oldest change pending for its mirror was written (epoch seconds), for
+    #: the tables whose mirrors wait after this batch (``DeltaLake.waiting``)
+    waiting: dict[str, float] = field(default_factory=dict)
 
     @property
     def inserted(self) -> int:

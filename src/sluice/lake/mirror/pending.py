@@ -124,7 +124,7 @@ class PendingChanges:
             write_deltalake(target, rows, mode="append", schema_mode="merge", commit_properties=txn,
                             storage_options=self.options)
         self.version, self.rows = seq, self.rows + source.num_rows
-        self.oldest = appended if self.oldest is None else self.oldest
+        self.oldest = int(appended * 1000) / 1000.0 if self.oldest is None else self.oldest  # as the table keeps it
 
     def clear(self, txn: CommitProperties | None) -> None:
         """Empty the pending table (after a MERGE took its rows), recording ``txn``."""

@@ -13,6 +13,8 @@ Every name starts with ``sluice_``; what each one means is in its help text (``c
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
@@ -74,6 +76,10 @@ class PipelineMetrics:
                                  ["pipeline", "table"], registry=r)
         self.table_bytes = Gauge("sluice_table_bytes", "Bytes of a lake table's active data files, when maintenance "
                                  "last looked at it", ["pipeline", "table"], registry=r)
+        self.mirror_staleness = Gauge(
+            "sluice_mirror_staleness_seconds", "Age of the oldest change not yet MERGEd into a table's Delta "
+            "mirror (held in its pending table): how far behind a plain reader of the mirror is; 0 when none "
+            "waits", ["pipeline", "table"], registry=r)
         self.maintenance_last = Gauge(
             "sluice_maintenance_last_timestamp_seconds", "Unix time of the last maintenance step of each kind "
             "(compact, checkpoint, vacuum) that completed", ["pipeline", "kind"], registry=r)
@@ -126,6 +132,14 @@ class PipelineMetrics:
             self._file = file
             self.position.labels(self._label, file).set(pos)
 
+    def mirrors_waiting(self, waiting: dict[str, float], tables: Iterable[str]) -> None:
+        """Each table's mirror staleness, read at each scrape: the time since its oldest pending change
+        (``waiting``: db.table -> epoch seconds), 0 for the ``tables`` with none pending."""
+        for table in tables:
+            since = waiting.get(table)
+            child = self.mirror_staleness.labels(self._label, table)
+            child.set_function(_age(since))
+
     def in_flight(self, flight: InFlight | None) -> None:
         """Record the largest transaction in flight, as the source last reported it."""
         if flight is not None:
@@ -165,3 +179,10 @@ class PipelineMetrics:
     def error(self, exc: BaseException) -> None:
         """Count an error that stopped the pipeline, by its class name."""
         self.errors.labels(self._label, type(exc).__name__).inc()
+
+
+def _age(since: float | None) -> Callable[[], float]:
+    """Seconds since ``since`` (epoch seconds) whenever asked; always 0 for None."""
+    if since is None:
+        return lambda: 0.0
+    return lambda: max(0.0, time.time() - since)

@@ -362,10 +362,12 @@ class Pipeline:
             if self.metrics is not None:
                 self.metrics.source_changes.inc()
         counts = batch.counts()
-        for name in stats.committed(batch, counts, result, [f"{b.db}.{b.table}" for b in tables]):
+        names = [f"{b.db}.{b.table}" for b in tables]
+        for name in stats.committed(batch, counts, result, names):
             self.progress(f"{name} has no primary key: written to the change log only, not mirrored")
         if self.metrics is not None:
             self.metrics.retried(*batch.retries())
+            self.metrics.mirrors_waiting(stats.waiting, names)
         last_file, last_pos = batch.end()
         if time.monotonic() - self._lag_checked >= 5.0:  # one status query per 5 s, not per batch
             self._lag_checked = time.monotonic()

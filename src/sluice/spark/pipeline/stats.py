@@ -52,6 +52,7 @@ class PipelineStats:
     last_batch: float | None = None  # ... and end of the last one
     driver_seconds: float = 0.0  # of those batches, the driver's part: DDL, folds, MERGEs and commits
     in_flight: InFlight | None = None  # what the source was reading at the last report
+    waiting: dict[str, float] = field(default_factory=dict)  # db.table -> its oldest pending change's time
 
     def source_moved(self, position: Checkpoint | None) -> str | None:
         """``source changed: server … → …`` when the batch ending at ``position`` was read on another
@@ -75,6 +76,7 @@ class PipelineStats:
         reconnects, task_retries = batch.retries()
         self.reconnects += reconnects
         self.task_retries += task_retries
+        self.waiting = dict(result.waiting)
         new = [name for name in result.unmirrorable if name not in self.unmirrorable]
         self.unmirrorable.update(new)
         lags, changes = batch.latencies(int(time.time() * 1_000_000))
@@ -122,7 +124,17 @@ class PipelineStats:
         retried = self.reconnects + self.task_retries
         retries = f", {self.reconnects} reconnects / {self.task_retries} task retries" if retried else ""
         reading = "" if self.in_flight is None or not self.in_flight.file else f", {self.in_flight.describe()}"
+        behind_mirror = self.mirror_behind()
+        mirror = "" if behind_mirror is None else f", mirror {behind_mirror[0]} behind {behind_mirror[1]:.0f}s"
         return (
             f"{self.batches} batches, {self.rows:,} changes ({self.rows / elapsed:,.0f}/s), "
-            f"{len(self.tables)} tables{lag}{lag_b}{retries}{reading}"
+            f"{len(self.tables)} tables{lag}{lag_b}{mirror}{retries}{reading}"
         )
+
+    def mirror_behind(self, now: float | None = None) -> tuple[str, float] | None:
+        """The Delta mirror furthest behind the lake's change log, and by how many seconds its oldest
+        pending change has waited (``DeltaLake.waiting``); None when no mirror waits."""
+        if not self.waiting:
+            return None
+        table, since = min(self.waiting.items(), key=lambda item: item[1])
+        return table, max(0.0, (time.time() if now is None else now) - since)

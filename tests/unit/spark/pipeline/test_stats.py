@@ -3,6 +3,7 @@ bounded memory; and the pipeline's clean-up of checkpoint writes a kill cut shor
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -52,3 +53,32 @@ def test_a_batch_read_on_another_server_says_source_changed_once() -> None:
     moved = stats.source_moved(Checkpoint("binlog.000001", 300, f"{a.server}:1-9,{b.server}:1", b))
     assert moved == (f"source changed: server {a} → {b}, resuming at GTID set {a.server}:1-9,{b.server}:1")
     assert stats.source_moved(Checkpoint("binlog.000001", 600, f"{a.server}:1-9,{b.server}:1-2", b)) is None
+
+
+def test_the_progress_line_names_the_mirror_furthest_behind():
+    from sluice.spark.pipeline.stats import PipelineStats
+
+    stats = PipelineStats()
+    assert stats.mirror_behind() is None and "mirror" not in stats.line()
+    stats.waiting = {"shop.orders": 1000.0, "shop.items": 940.0}
+    assert stats.mirror_behind(now=1060.0) == ("shop.items", 120.0)
+    stats.waiting = {"shop.orders": time.time() - 30}
+    assert "mirror shop.orders behind 30s" in stats.line()
+
+
+def test_mirror_staleness_is_read_at_each_scrape():
+    from sluice.spark.pipeline.metrics import PipelineMetrics
+
+    metrics = PipelineMetrics("p")
+    metrics.mirrors_waiting({"shop.items": time.time() - 5}, ["shop.items", "shop.orders"])
+
+    def value(table: str) -> float | None:
+        return metrics.registry.get_sample_value("sluice_mirror_staleness_seconds",
+                                                 {"pipeline": "p", "table": table})
+
+    first = value("shop.items")
+    assert first is not None and 5 <= first < 60 and value("shop.orders") == 0.0
+    time.sleep(0.2)
+    assert value("shop.items") >= first + 0.2  # it grows between batches, not only at them
+    metrics.mirrors_waiting({}, ["shop.items"])
+    assert value("shop.items") == 0.0
