@@ -57,43 +57,42 @@ from sluice.binlog.events import (
     XidEvent,
 )
 from sluice.binlog.gtid import Gtid, MariadbGtid
-from sluice.binlog.header import LOG_EVENT_ARTIFICIAL_F
 from sluice.binlog.position import Checkpoint, SourceIdentity
 from sluice.binlog.statements import classify, parse_xid, xid_key
-from sluice.cdc.executed import ExecutedGtids
-from sluice.cdc.horizon import Horizon
+from sluice.cdc.stream_point import StreamPoint
+from sluice.cdc.txends import TransactionEnds
 from sluice.cdc.txevents import CONTROL, STATEMENT_PREFIX, TRANSACTION_ONLY, starts_transaction
-from sluice.cdc.txstate import AWAIT, BODY, SINGLE, Located, OpenTransaction, PreparedXa, Transaction
-from sluice.errors import DataLossError, ProtocolError
+from sluice.cdc.txstate import AWAIT, BODY, SINGLE, Located, OpenTransaction, Transaction
+from sluice.errors import ProtocolError
 
 __all__ = ["Transaction", "TransactionAssembler", "xid_key"]
 
 log = logging.getLogger(__name__)
 
 
-class TransactionAssembler:
+class TransactionAssembler(TransactionEnds):
     """Follow one binlog stream from ``start`` (a transaction boundary) and return committed
     transactions as their committing events arrive."""
 
     def __init__(self, start: Checkpoint) -> None:
-        self._file = start.file
-        self._pos = start.pos
-        self._gtids = ExecutedGtids(start.gtid_set, where=str(start))
+        self._at = StreamPoint(start)  # where the stream stands between transactions
         self._tx: OpenTransaction | None = None
-        self._prepared: dict[bytes, PreparedXa] = {}
-        self._boundary: Checkpoint | None = None
-        self._horizon = Horizon(start.file, start.pos)
-        self.source = start.source  # the server the positions are read on (stamped on every boundary)
         self.skipped = 0  # committed transactions read again (before the start or a reconnect): not emitted
 
     # -- public state --------------------------------------------------------------------------
     @property
     def boundary(self) -> Checkpoint:
         """The last transaction boundary: a resume that starts here loses nothing."""
-        b = self._boundary
-        if b is None:
-            b = self._boundary = self._export(self._file, self._pos)
-        return b
+        return self._at.boundary
+
+    @property
+    def source(self) -> SourceIdentity | None:
+        """The server the positions are read on (stamped on every boundary)."""
+        return self._at.source
+
+    def read_on(self, source: SourceIdentity | None, *, moved: bool) -> None:
+        """The stream is read on ``source`` now (``StreamPoint.read_on``)."""
+        self._at.read_on(source, moved=moved)
 
     @property
     def in_transaction(self) -> bool:
@@ -102,7 +101,7 @@ class TransactionAssembler:
 
     def prepared_xids(self) -> tuple[bytes, ...]:
         """``xid_key`` of every XA transaction prepared and not yet committed or rolled back."""
-        return tuple(self._prepared)
+        return tuple(self._at.prepared)
 
     def open_events(self) -> list[Located] | None:
         """The events list of the open transaction (None outside one), for a reader that adds
@@ -165,19 +164,17 @@ class TransactionAssembler:
             if event.flags & FL_DDL:
                 opened.kind = "ddl"  # also when not standalone: CREATE ... SELECT is DDL, rows, XID
         elif t is RotateEvent:
-            self._move(event.next_file, event.position)
+            self._at.move(event.next_file, event.position)
             return None
         elif t is HeartbeatEvent:
             return None  # not in the binlog; where it points may be inside a skipped transaction
         elif t is PreviousGtidsEvent:
-            if self._gtids.previous(event.gtid_set):
-                self._changed()
-            self._move_past(file, pos, next_pos, event)
+            self._at.seeded(self._at.gtids.previous(event.gtid_set))
+            self._at.move_past(file, pos, next_pos, event)
             return None
         elif t is MariadbGtidListEvent:
-            if self._gtids.gtid_list(event.gtids):
-                self._changed()
-            self._move_past(file, pos, next_pos, event)
+            self._at.seeded(self._at.gtids.gtid_list(event.gtids))
+            self._at.move_past(file, pos, next_pos, event)
             return None
         elif t is QueryEvent or t is TransactionPayloadEvent or t in STATEMENT_PREFIX:
             # No GTID event (GTIDs off on old servers, or an implicit start): the event opens it.
@@ -185,13 +182,14 @@ class TransactionAssembler:
         elif t in TRANSACTION_ONLY:
             raise ProtocolError(
                 f"expected a GTID or BEGIN before the {t.__name__} at {file}:{pos}, found none since the last "
-                f"transaction boundary {self._file}:{self._pos}: the stream did not start at a transaction boundary "
+                f"transaction boundary {self._at.file}:{self._at.pos}: the stream did not start at a transaction "
+                "boundary "
                 "or lost events. Start at a GTID or BEGIN event, the start of a binlog file, or a checkpoint sluice "
                 "wrote"
             )
         else:
             # FORMAT_DESCRIPTION, STOP, BINLOG_CHECKPOINT, INCIDENT, unknown events ...
-            self._move_past(file, pos, next_pos, event)
+            self._at.move_past(file, pos, next_pos, event)
             return None
         tx = self._tx
         assert tx is not None
@@ -293,102 +291,3 @@ class TransactionAssembler:
             return None
         # The first statement of a transaction without BEGIN: DDL and other single statements.
         return self._commit(tx, file, end, event.header.timestamp, "ddl")
-
-    # -- transaction ends ------------------------------------------------------------------------
-    def _open(
-        self, file: str, pos: int, state: int, gtid: str | None, gtid_obj: Gtid | MariadbGtid | None,
-        commit_us: int | None = None, xa: bytes | None = None,
-    ) -> OpenTransaction:
-        if file != self._file or pos != self._pos:
-            self._move(file, pos)
-        tx = self._tx = OpenTransaction(file, pos, self.boundary, state, gtid, gtid_obj, commit_us, xa)
-        return tx
-
-    def _commit(self, tx: OpenTransaction, file: str, end: int, ts: int, kind: str) -> Transaction | None:
-        self._tx = None
-        fresh = not self._horizon.passed(file, end)
-        fresh = self._executed(tx.gtid_obj) and fresh
-        self._move(file, end)
-        if not fresh:
-            self.skipped += 1
-            log.debug("skipping transaction %s at %s:%d: executed before the start", tx.gtid, tx.file, tx.pos)
-            return None
-        return Transaction(tx.start, self.boundary, tx.gtid, kind, tuple(tx.events), ts, tx.commit_us)
-
-    def _rolled_back(self, tx: OpenTransaction, file: str, end: int) -> None:
-        """ROLLBACK: the binlog consumed the GTID, the changes did not happen."""
-        self._tx = None
-        self._executed(tx.gtid_obj)
-        self._move(file, end)
-
-    def _prepare(self, tx: OpenTransaction, key: bytes, file: str, end: int) -> None:
-        self._tx = None
-        self._executed(tx.gtid_obj)
-        if key not in self._prepared:  # else read again after a reconnect: keep its place in line
-            self._prepared[key] = PreparedXa(tx.file, tx.pos, tx.gtid_obj, tuple(tx.events), tx.gtid)
-        self._move(file, end)
-
-    def _resolve(
-        self, tx: OpenTransaction, key: bytes, commit: bool, file: str, pos: int, end: int, event: QueryEvent
-    ) -> Transaction | None:
-        self._tx = None
-        fresh = not self._horizon.passed(file, end)
-        fresh = self._executed(tx.gtid_obj) and fresh
-        prepared = self._prepared.pop(key, None)
-        self._move(file, end)
-        if not fresh:
-            self.skipped += 1
-            return None
-        if not commit:
-            return None
-        if prepared is None:
-            raise DataLossError(
-                f"{event.sql!r} at {file}:{pos} commits an XA transaction whose prepared part (its rows) was "
-                f"not read since the start {tx.start}: it was prepared before that. Start from a checkpoint "
-                "before its XA PREPARE (or take a new snapshot after it commits)"
-            )
-        return Transaction(
-            tx.start, self.boundary, tx.gtid, "xa_commit", prepared.events, event.header.timestamp, tx.commit_us,
-            prepared.gtid,
-        )
-
-    # -- positions and GTIDs -------------------------------------------------------------------
-    def _move(self, file: str, pos: int) -> None:
-        self._file = file
-        self._pos = pos
-        self._boundary = None
-        self._horizon.reach(file, pos)
-
-    def _move_past(self, file: str, pos: int, next_pos: int, event: Any) -> None:
-        if event.header.flags & LOG_EVENT_ARTIFICIAL_F or (type(event) is FormatDescriptionEvent and pos != 4):
-            # Made up by the server for this connection, not in the binlog file: a fake GTID_LIST, or
-            # the FORMAT_DESCRIPTION re-sent for a start inside a file. A log_pos of 0 alone says
-            # nothing: MariaDB 11.4+ writes it inside transactions (binlog_legacy_event_pos=OFF).
-            return
-        self._move(file, next_pos)
-
-    def _changed(self) -> None:
-        self._boundary = None
-
-    def _executed(self, gtid: Gtid | MariadbGtid | None) -> bool:
-        """Record ``gtid`` as executed; False when it was executed before (a transaction to skip)."""
-        fresh = self._gtids.add(gtid)
-        if fresh and gtid is not None:
-            self._changed()
-        return fresh
-
-    def _export(self, file: str, pos: int) -> Checkpoint:
-        """The checkpoint for ``file:pos``, held back to the oldest prepared XA while there is one."""
-        if not self._prepared:
-            return Checkpoint(file, pos, self._gtids.text(), self.source)
-        oldest = next(iter(self._prepared.values()))
-        return Checkpoint(oldest.file, oldest.pos, self._gtids.without(p.gtid_obj for p in self._prepared.values()),
-                          self.source)
-
-    def read_on(self, source: SourceIdentity | None, *, moved: bool) -> None:
-        """The stream is read on ``source`` now; ``moved``: another server than before (its
-        positions are other positions, so none of the old ones says what was passed)."""
-        self.source = source
-        self._boundary = None
-        if moved:
-            self._horizon.forget()
