@@ -37,6 +37,7 @@ from sluice.sandbox import argv
 from sluice.sandbox.accounts import PASSWORDS, create_users
 from sluice.sandbox.argv import Install
 from sluice.sandbox.certs import make_tls_files
+from sluice.sandbox.clients import ServerClients
 from sluice.sandbox.datadir import fresh_datadir, remove_templates
 from sluice.sandbox.install import require_mariadb, require_mariadb11, require_mysql
 from sluice.sandbox.process import (
@@ -44,7 +45,6 @@ from sluice.sandbox.process import (
     OWNER_FILE,
     STOP_TIMEOUT,
     SandboxError,
-    client_error,
     die_with_parent,
     free_port,
     log_tail,
@@ -78,7 +78,7 @@ def _stop_all() -> None:
 atexit.register(_stop_all)
 
 
-class Sandbox:
+class Sandbox(ServerClients):
     """One running throwaway server. Use ``Sandbox.start(...)``; stop it with ``stop()``."""
 
     host = HOST
@@ -237,36 +237,6 @@ class Sandbox:
             f"--ssl-ca={self.ca_path}", f"--ssl-cert={self.cert_path}", f"--ssl-key={self.key_path}",
         ], self.settings)
 
-    def client_argv(self, *extra: str, user: str | None = None, password: str | None = None) -> list[str]:
-        """The server's own CLI client: as root over the unix socket, or as ``user`` over TCP.
-
-        With ``user``, the client logs in over TCP to 127.0.0.1 with ``password`` (default: the
-        sandbox password of that user); TLS options can be passed in ``extra``.
-        """
-        if user is None:
-            args = [f"--defaults-file={self.client_config}", *extra]
-        else:
-            secret = PASSWORDS.get(user, "") if password is None else password
-            args = ["--no-defaults", "--protocol=TCP", f"--host={self.host}", f"--port={self.port}",
-                    f"--user={user}", f"--password={secret}", *extra]
-        return argv.client_argv(self._install, *args)
-
-    def binlog_tool_argv(self, *extra: str) -> list[str]:
-        """``mysqlbinlog`` / ``mariadb-binlog`` of this server's distribution."""
-        return argv.binlog_tool_argv(self._install, *extra)
-
-    def dump_tool_argv(self, *extra: str) -> list[str]:
-        """``mysqldump`` / ``mariadb-dump`` of this server's distribution, as root over the socket."""
-        return argv.dump_tool_argv(self._install, f"--defaults-file={self.client_config}", *extra)
-
-    def write_client_config(self, password: str | None) -> None:
-        """The client option file ``client_argv`` reads (socket, user, password)."""
-        lines = ["[client]", "user=root", f"socket={self.socket}"]
-        if password is not None:
-            lines.append(f"password={password}")
-        self.client_config.write_text("\n".join(lines) + "\n")
-        self.client_config.chmod(0o600)
-
     # ---------------------------------------------------------------- process handling
 
     def _launch(self, *, timeout: float, password: str | None) -> None:
@@ -320,28 +290,6 @@ class Sandbox:
         stop_process_group(process.pid, timeout=0.0 if kill else STOP_TIMEOUT)
         with contextlib.suppress(Exception):
             process.wait(timeout=1)
-
-    # ---------------------------------------------------------------- SQL
-
-    def sql(self, statement: str, *, database: str | None = None, timeout: float = 120.0) -> str:
-        """Run SQL (one or more statements) as root over the socket; tab-separated rows, no header.
-
-        Raises the ``ServerError`` matching the client's ``ERROR errno (sqlstate)`` line,
-        ``TransportError`` when the client cannot reach the server, or ``SandboxError`` when the
-        client fails otherwise.
-        """
-        if self._process is None:
-            raise SandboxError(f"the {self.flavor} sandbox on port {self.port} is not running "
-                               "(stopped, detached or never started)")
-        extra = ["--batch", "--skip-column-names"]
-        if database is not None:
-            extra.append(f"--database={database}")
-        result = subprocess.run(self.client_argv(*extra), input=statement.encode(),
-                                capture_output=True, timeout=timeout, check=False)
-        if result.returncode != 0:
-            raise client_error(f"the {self.flavor} client (socket {self.socket})", result.returncode,
-                               result.stderr.decode(errors="replace").strip())
-        return result.stdout.decode(errors="replace").rstrip("\n")
 
     # ---------------------------------------------------------------- addresses and files
 
