@@ -41,7 +41,7 @@ from deltalake.exceptions import DeltaError, TableNotFoundError
 from deltalake.transaction import AddAction, create_table_with_add_actions
 
 from sluice.binlog.position import Checkpoint
-from sluice.errors import ConfigError
+from sluice.errors import ConfigError, DataLossError
 from sluice.lake.at_once import run_at_once
 from sluice.lake.changelog.rows import changelog_table
 from sluice.lake.changelog.schema import CHANGELOG_SCHEMA, POSITION_KEY
@@ -59,6 +59,7 @@ from sluice.lake.mirror.pending import (
     primary_key_of,
 )
 from sluice.lake.storage import LakeStore
+from sluice.lake.types.columns import MirrorColumn, mirror_schema
 
 __all__ = [
     "BatchResult", "DeltaLake",
@@ -113,6 +114,22 @@ class DeltaLake:
         """The Delta table at ``path`` in the lake as of its newest version, None when there is none:
         kept between calls and brought up to date (its new commits read) at each."""
         return self._kept.get(path).current()
+
+    def create_mirror(self, db: str, table: str, columns: Sequence[MirrorColumn]) -> bool:
+        """Create the empty mirror of ``db.table`` with ``columns`` unless it has one: one commit (the
+        log's first), so a kill leaves no mirror or a whole one. Whether it was created."""
+        path = self.table_path(db, table)
+        if self.table(path) is not None:
+            return False
+        try:
+            DeltaTable.create(path, mirror_schema(columns), mode="ignore", storage_options=self.options,
+                              configuration=self.mirror_configuration)
+        except DeltaError as exc:
+            raise DataLossError(
+                f"creating the empty mirror of {db}.{table} ({path}) failed ({exc}); nothing was committed. "
+                "Fix the cause (storage, permissions) and restart"
+            ) from exc
+        return True
 
     def table_path(self, db: str, table: str) -> str:
         """``ROOT/<db>/<table>``, the mirror of ``db.table`` (``Lake.mirror``)."""

@@ -6,7 +6,8 @@ The batch's steps run in order; after each one the journal
 step not done. Each step is atomic or finishes on replay: a move of the mirror's folder
 (``archive``, ``move``: ``os.rename`` on a file system; on an object store, which cannot rename, a
 copy of every object and then the removal of the source, the journal naming both first so that a
-replay finishes the same move) or one Delta commit (``truncate``, ``rewrite``) that carries the
+replay finishes the same move) or one Delta commit (``create``: the first of a new mirror, made
+only when none is there; ``truncate``, ``rewrite``) that carries the
 batch's app transaction, so a step whose commit landed just before a crash is recognised too.
 ``reread`` archives the mirror and removes the table from the snapshot state; the pipeline then
 snapshots it again with the watermark method while the stream goes on from the DDL.
@@ -94,6 +95,9 @@ class MirrorDdl:
                 self.progress(f"DDL: the mirror of {what} — archived" if step.kind == "archive"
                               else f"DDL: the mirror of {what} — re-reading the table")
             self._snapshot_state(lambda tables: tables.pop(step.name, None))
+        elif step.kind == "create":
+            if self.lake.create_mirror(step.db, step.table, step.columns):
+                self.progress(f"DDL: the mirror of {step.name} created, empty (CREATE TABLE)")
         elif step.kind == "move":
             assert step.to is not None
             target = self.lake.table_path(*step.to)

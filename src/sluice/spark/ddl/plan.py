@@ -2,7 +2,7 @@
 catalog before the statement, the statement itself and its column lineage (``cdc.schema.lineage``).
 
 - ``CREATE TABLE``: a mirror left under that name by an earlier table is archived; the new one
-  starts empty.
+  is created empty with its columns (a table with a primary key; one without has no mirror).
 - ``DROP TABLE`` / ``DROP DATABASE``: the mirror is archived (``LAKE/_sluice/archive/...``).
 - ``TRUNCATE TABLE``: the mirror is emptied in one commit.
 - ``RENAME TABLE`` / ``ALTER TABLE ... RENAME``: the mirror moves with its history; renamed out of
@@ -37,8 +37,9 @@ Name = tuple[str, str]
 
 @dataclass(frozen=True, slots=True)
 class MirrorStep:
-    """One change to one mirror: ``archive``, ``move`` (to ``to``), ``truncate``, ``rewrite`` (into
-    ``columns`` from ``origins``) or ``reread`` (archive, then snapshot the table again)."""
+    """One change to one mirror: ``archive``, ``create`` (empty, with ``columns``), ``move`` (to
+    ``to``), ``truncate``, ``rewrite`` (into ``columns`` from ``origins``) or ``reread`` (archive,
+    then snapshot the table again)."""
 
     kind: str
     db: str
@@ -69,7 +70,12 @@ def plan_ddl(before: Catalog, sql: str, default_db: str | None, captured: Callab
     if kind in ("drop_table", "drop_database", "create_table"):
         gone = [(s.db, s.name) for s in before if after.get(s.db, s.name) is None]
         targets = tables if kind == "create_table" else gone
-        return [MirrorStep("archive", db, t, why=kind.replace("_", " ")) for db, t in targets if captured(db, t)]
+        steps = [MirrorStep("archive", db, t, why=kind.replace("_", " ")) for db, t in targets if captured(db, t)]
+        for db, t in targets if kind == "create_table" else ():
+            now = after.get(db, t)
+            if now is not None and now.primary_key and captured(db, t):
+                steps.append(MirrorStep("create", db, t, columns=mirror_columns_for_schema(now, flavor)))
+        return steps
     for change in outcome.changes:
         old, new = change.old, change.new
         if old != new:

@@ -6,8 +6,9 @@ in parallel (Spark jobs of a wave of chunks, the next wave running ahead of the 
 most ``connections`` at once, one per core up to 8 by default: ``waves.chunk_waves``), each between a
 low and a high binlog watermark with a connection of its own, and reconcile the chunk with the
 table's binlog changes between the two, so every chunk holds the table's rows as of its high
-watermark. A mirror with no rows when its snapshot is planned gets its chunks, disjoint key
-ranges, as appends: the task cuts the text rows into the mirror's Arrow columns
+watermark. Every keyed table's mirror is created, empty and with its columns, when the table is
+planned (a table with no rows has one too). A mirror with no rows when its snapshot is planned
+gets its chunks, disjoint key ranges, as appends: the task cuts the text rows into the mirror's Arrow columns
 (``sluice.spark.snapshot.text_rows``, ``snapshot_arrow``) and writes the mirror's data file, which the
 driver commits in plan order; only the keys of the rows meet the binlog changes. A mirror that
 holds rows gets each chunk as a MERGE of decoded rows. Tables without a primary key are read in
@@ -56,6 +57,7 @@ from sluice.errors import SchemaError, ServerError
 from sluice.io.connection import Connection
 from sluice.lake.layout import Lake
 from sluice.lake.sink import DeltaLake
+from sluice.lake.types.table_layout import mirror_columns_for_schema
 from sluice.spark.runtime.session import start_python_workers
 from sluice.spark.snapshot.keyless import snapshot_keyless
 from sluice.spark.snapshot.mirror_writes import (
@@ -199,6 +201,8 @@ class SnapshotRunner:
                     "append": append, "planned_at": planned_at.to_json(),
                 }
                 state.save(self.store)
+                if append:  # a mirror from the start, with its columns, even for a table with no rows
+                    self.lake.create_mirror(schema.db, schema.name, mirror_columns_for_schema(schema, conn.flavor))
         if state.complete:
             return set()
         self._settle_interrupted(state)

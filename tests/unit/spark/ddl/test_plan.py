@@ -108,7 +108,11 @@ def test_table_lifecycle():
     assert kinds(plan("DROP TABLE t, u")) == [("archive", "shop.t"), ("archive", "shop.u")]
     assert sorted(kinds(plan("DROP DATABASE shop"))) == [("archive", "shop.nokey"), ("archive", "shop.t"),
                                                          ("archive", "shop.u")]
-    assert kinds(plan("CREATE TABLE w (id INT PRIMARY KEY)")) == [("archive", "shop.w")]
+    # a mirror left under the name is archived; the new table's is created empty, with its columns
+    archive, create = plan("CREATE TABLE w (id INT PRIMARY KEY, v VARCHAR(5))")
+    assert kinds([archive, create]) == [("archive", "shop.w"), ("create", "shop.w")]
+    assert [c.name for c in create.columns] == ["id", "v"]
+    assert kinds(plan("CREATE TABLE w (a INT)")) == [("archive", "shop.w")]  # no key: no mirror
     (move,) = plan("RENAME TABLE t TO t2")
     assert (move.kind, move.name, move.to) == ("move", "shop.t", ("shop", "t2"))
     (cross,) = plan("RENAME TABLE t TO other.t")
