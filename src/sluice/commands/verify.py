@@ -9,10 +9,14 @@ from typing import Any, TextIO
 from sluice.commands.filter_options import EXCLUDE_TABLES, TABLES, add_filter_options
 
 HELP = """\
-Compare every mirrored table of a lake (LAKE/<db>/<table>, as sluice run writes them) with its
-table on the source server: the row count, and a checksum of every row over all its columns in
-sluice's canonical encoding, matched by primary key. Prints one line per table and a summary;
-exits 0 when every table is equal, 1 when any differs (or cannot be compared).
+Compare every mirrored table of a lake (LAKE/<db>/<table>, as sluice run writes them) and every
+source table the lake's pipeline captures (the --tables / --exclude-tables of its last sluice run)
+with its table on the source server: the row count, and a checksum of every row over all its
+columns in sluice's canonical encoding, matched by primary key. A captured table whose mirror is
+missing or unreadable differs; one without a primary key has no mirror by design (its rows are in
+the change log) and is listed as not compared. --tables / --exclude-tables here narrow the
+comparison. Prints one line per table and a summary; exits 0 when every table is equal, 1 when
+any differs (or cannot be compared).
 
 examples:
   sluice verify --source mysql://root:secret@db:3306/ --lake ./lake
@@ -21,6 +25,8 @@ examples:
 output:
   ok   shop.customers  1234 rows
   DIFF shop.orders  source 10 rows, mirror 9: 1 missing, 0 extra, 2 different (first keys: id=7 (missing), ...)
+  --   shop.audit  not compared
+       note: no primary key: not mirrored by design; its rows and changes are in the change log (_sluice/changes)
 
   missing    rows on the source that the mirror lacks
   extra      rows in the mirror that the source no longer has
@@ -53,7 +59,9 @@ def register(sub: Any) -> None:
 
 def verdict_line(v: Any) -> str:
     """One line of output for a ``TableVerdict``."""
-    if v.ok:
+    if not v.compared:
+        line = f"--   {v.name}  not compared"
+    elif v.ok:
         line = f"ok   {v.name}  {v.source_rows} rows"
     else:
         line = (f"DIFF {v.name}  source {v.source_rows} rows, mirror {v.mirror_rows}: {v.missing} missing, "
@@ -81,6 +89,8 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     if differ:
         print(f"{differ} of {len(verdicts)} tables differ from the source", file=out)
     else:
-        print(f"all {len(verdicts)} tables equal the source ({rows} rows)", file=out)
+        skipped = sum(1 for v in verdicts if not v.compared)
+        aside = f"; {skipped} not mirrored (no primary key)" if skipped else ""
+        print(f"all {len(verdicts) - skipped} tables equal the source ({rows} rows){aside}", file=out)
     out.flush()
     return 1 if differ else 0

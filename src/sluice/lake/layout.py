@@ -13,6 +13,7 @@ Under a lake's root:
   - ``snapshot.json``: the snapshot's plan, chunk watermarks and re-reads;
   - ``ddl.json``: the DDL batch being applied, ``(batch, steps done)``;
   - ``pipeline.json``: the pipeline's id (the Delta app id), created once;
+  - ``capture.json``: the table filter of the last ``sluice run`` (which source tables have mirrors);
   - ``writers/<epoch>.json`` and ``writer.json``: the writers' leases, one at a time (``lease``);
   - ``schema-history.jsonl``: the stream's schema history;
   - ``checkpoint``: Spark's checkpoint, when the lake is a path and none is given.
@@ -56,6 +57,7 @@ class Lake(LakeStore):
     SNAPSHOT_STATE: ClassVar[str] = f"{OWN}/snapshot.json"
     DDL_JOURNAL: ClassVar[str] = f"{OWN}/ddl.json"
     PIPELINE: ClassVar[str] = f"{OWN}/pipeline.json"
+    CAPTURE: ClassVar[str] = f"{OWN}/capture.json"  # the run's --tables / --exclude-tables
     HISTORY: ClassVar[str] = f"{OWN}/schema-history.jsonl"
     STAGING: ClassVar[str] = f"{OWN}/staging"
     LEASE_HINT: ClassVar[str] = f"{OWN}/writer.json"  # a recent writer's epoch (sluice.lake.lease)

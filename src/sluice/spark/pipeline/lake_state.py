@@ -3,6 +3,8 @@ id of the stream's batches, the schema history's file, and the position a stream
 checkpoint goes on from.
 
 - ``_sluice/pipeline.json`` names the pipeline (created once, only if absent).
+- ``_sluice/capture.json`` holds the run's table filter (``--tables`` / ``--exclude-tables``), so that
+  ``sluice verify`` knows which source tables must have a mirror; each run writes its own.
 - Spark numbers batches per checkpoint, so a new checkpoint on a lake that already holds batches
   gets an app id of its own (the pipeline id and a suffix), kept in the checkpoint folder
   (``APP_MARKER``); a checkpoint of a version before that marker keeps the pipeline id.
@@ -38,7 +40,8 @@ APP_MARKER = "sluice-app.json"  # in Spark's checkpoint folder: the app id of th
 class LakeState:
     """The lake's and the checkpoint's account of a pipeline (module docstring)."""
 
-    def __init__(self, store: Lake, checkpoint_path: Path, source: str) -> None:
+    def __init__(self, store: Lake, checkpoint_path: Path, source: str,
+                 capture: tuple[str | None, str | None] = (None, None)) -> None:
         self.store = store
         self.checkpoint_path = checkpoint_path
         self._source = source  # the source DSN, redacted: recorded in pipeline.json
@@ -58,6 +61,7 @@ class LakeState:
         self._history_saved = -1  # bytes of the schema history in the lake
         self._history_seen = -1  # the source's file's size when it was last copied
         self.pipeline_id = self._pipeline_id()
+        self._record_capture(*capture)
         self._had_offsets = _has_offsets(checkpoint_path)
         # The change log, read once, only for a checkpoint that has no offset yet.
         log = None if self._had_offsets else DeltaLake(store, self.pipeline_id).table(store.changes)
@@ -81,6 +85,12 @@ class LakeState:
                             .encode("utf-8")):
             return self._pipeline_id()  # another run made it first
         return pid
+
+    def _record_capture(self, tables: str | None, exclude_tables: str | None) -> None:
+        """Record the run's table filter in the lake (``capture.json``) when it is not there already."""
+        doc = {"tables": tables, "exclude_tables": exclude_tables}
+        if self.store.get_json(self.store.CAPTURE) != doc:
+            self.store.put_json(self.store.CAPTURE, doc)
 
     def _stream_app_id(self, *, new_on_a_used_lake: bool) -> str:
         """The Delta app id of the stream's batches: Spark numbers batches per checkpoint, so a new

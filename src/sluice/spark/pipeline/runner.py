@@ -75,7 +75,8 @@ class Pipeline(BatchCommits):
         self.error: BaseException | None = None
         self.fence = BatchFence()  # the lake's writer lease, and each batch's fence
         parse_dsn(config.source)  # a bad DSN fails here, before Spark starts
-        self.state = LakeState(config.store, config.checkpoint_path, parse_dsn(config.source).redacted())
+        self.state = LakeState(config.store, config.checkpoint_path, parse_dsn(config.source).redacted(),
+                               (config.tables, config.exclude_tables))
         self.store = self.state.store
         self.checkpoint_path = self.state.checkpoint_path
         self.history_path = self.state.history_path

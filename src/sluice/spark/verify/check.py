@@ -11,8 +11,11 @@ a BLAKE2b checksum of it (``sluice.spark.verify.rows``); rows are matched by pri
 one, as multisets of checksums). Only the mirror's key -> checksum map is held in memory; the
 source is read as one streamed ``SELECT`` per table (one consistent snapshot for the whole run) and
 compared chunk by chunk. Columns only the mirror has (dropped at the source) are ignored; a source
-column the mirror lacks is a difference. The result is one ``TableVerdict`` per mirror. Compare a
-quiet source, or a lake that has caught up: changes not yet mirrored show as differences.
+column the mirror lacks is a difference. Every captured source table is compared too
+(``sluice.spark.verify.scope``): one with a primary key whose mirror is missing or cannot be read
+differs (its rows count as missing); one without a key has no mirror by design and is listed as not
+compared. The result is one ``TableVerdict`` per table. Compare a quiet source, or a lake that has
+caught up: changes not yet mirrored show as differences.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.fs as pafs
 from deltalake import DeltaTable
+from deltalake.exceptions import DeltaError
 
 from sluice.cdc.schema import bootstrap_catalog
 from sluice.cdc.schema.model import TableSchema
@@ -37,9 +41,10 @@ from sluice.lake.layout import Lake, open_lake
 from sluice.lake.mirror.pending import PendingChanges, with_pending
 from sluice.lake.storage import LakeStore
 from sluice.lake.types import columns as _mc
-from sluice.lake.types.columns import MirrorColumn, column_array
+from sluice.lake.types.columns import MirrorColumn, column_array, mirror_schema
 from sluice.lake.types.table_layout import mirror_columns_for_schema
 from sluice.spark.verify.rows import canonical_column, row_checksums
+from sluice.spark.verify.scope import captured_tables
 
 __all__ = ["TableVerdict", "verify_lake"]
 
@@ -58,7 +63,8 @@ class TableVerdict:
     ``missing``: rows in the source but not in the mirror; ``extra``: in the mirror but not in the
     source; ``different``: same primary key, other values (always 0 for a table without one).
     ``note`` says what else is wrong or why the table could not be compared; ``first_keys`` shows
-    up to five differing rows, e.g. ``id=7 (missing)``.
+    up to five differing rows, e.g. ``id=7 (missing)``. ``compared`` is False for a captured table
+    that has no mirror by design (no primary key: its rows are in the change log).
     """
 
     db: str
@@ -71,6 +77,7 @@ class TableVerdict:
     ok: bool
     note: str | None = None
     first_keys: tuple[str, ...] = ()
+    compared: bool = True
 
     @property
     def name(self) -> str:
@@ -93,49 +100,77 @@ def verify_lake(
     *,
     tables: Callable[[str, str], bool] | None = None,
 ) -> list[TableVerdict]:
-    """Compare every mirror of ``lake`` (those ``tables(db, table)`` accepts) with the source.
+    """Compare every mirror of ``lake`` and every captured source table (those ``tables(db, table)``
+    accepts) with the source.
 
-    Raises ``ConfigError`` when the lake holds no mirror (or none the filter accepts), and the
-    connection's ``ServerError`` / ``TransportError`` / ``AuthError``. A table that cannot be
-    compared (a type sluice does not read) gets a verdict that is not ok, saying why.
+    Raises ``ConfigError`` when there is nothing to compare (no mirror and no captured table, or
+    none the filter accepts), and the connection's ``ServerError`` / ``TransportError`` /
+    ``AuthError``. A table that cannot be compared (a type sluice does not read, a mirror missing
+    or unreadable) gets a verdict that is not ok, saying why.
     """
     store = open_lake(lake)
     root = store.uri
     found = _mirrors(store)
-    if not found:
+    captured = captured_tables(store, tables)
+    if not found and captured is None:
         raise ConfigError(
             f"the lake {root!r} holds no Delta tables (expected {root}/<db>/<table>/_delta_log); "
             "run sluice run --lake on it first, or check the path"
         )
-    wanted = [(db, t) for db, t in found if tables is None or tables(db, t)]
-    if not wanted:
-        raise ConfigError(
-            f"none of the {len(found)} tables of the lake {root!r} matches --tables / --exclude-tables "
-            f"(the lake has {', '.join(f'{db}.{t}' for db, t in found[:10])}{', ...' if len(found) > 10 else ''})"
-        )
-    chosen = set(wanted)
+    mirrors = {(db, t) for db, t in found if tables is None or tables(db, t)}
+    none_match = ConfigError(
+        f"none of the {len(found)} tables of the lake {root!r} matches --tables / --exclude-tables "
+        f"(the lake has {', '.join(f'{db}.{t}' for db, t in found[:10])}{', ...' if len(found) > 10 else ''})"
+    )
+    if not mirrors and captured is None:
+        raise none_match
     with Connection.open(connection) as conn:
         for statement in ("SET NAMES utf8mb4", "SET time_zone = '+00:00'", "SET SESSION sql_mode = ''",
                           "SET SESSION net_write_timeout = 3600"):
             conn.execute(statement)
-        catalog = bootstrap_catalog(conn, lambda db, t: (db, t) in chosen)
+        catalog = bootstrap_catalog(conn, lambda db, t: (db, t) in mirrors or (captured is not None
+                                                                               and captured(db, t)))
         flavor = catalog.flavor
+        wanted = sorted(mirrors | {(s.db, s.name) for s in catalog.tables() if captured is not None
+                         and captured(s.db, s.name)})
+        if not wanted:
+            raise none_match if found else ConfigError(
+                f"the lake {root!r} holds no mirror and the source has no table it captures "
+                "(--tables / --exclude-tables of sluice run and of verify); check both")
         conn.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
         verdicts = []
         for db, table in wanted:
             schema = catalog.get(db, table)
             if schema is not None:
                 schema = schema.selected()  # a system-versioned table's current rows, as its mirror holds them
-            verdicts.append(_verify_table(conn, db, table, schema, flavor, store, store.mirror(db, table)))
+            verdicts.append(_verify_one(conn, db, table, schema, flavor, store, (db, table) in mirrors))
         conn.execute("COMMIT")
     return verdicts
+
+
+def _verify_one(conn: Connection, db: str, table: str, schema: TableSchema | None, flavor: str | None,
+                store: Lake, mirrored: bool) -> TableVerdict:
+    """The verdict of one table: its mirror compared, or what is wrong with its mirror."""
+    path = store.mirror(db, table)
+    if not mirrored and schema is not None and not schema.primary_key:
+        return TableVerdict(db, table, 0, 0, 0, 0, 0, True, "no primary key: not mirrored by design; its rows "
+                            "and changes are in the change log (_sluice/changes)", compared=False)
+    if not mirrored and schema is not None:  # its rows all count as missing
+        empty = pa.Table.from_batches([], schema=mirror_schema(mirror_columns_for_schema(schema, flavor)))
+        verdict = _verify_table(conn, db, table, schema, flavor, _pads().dataset(empty))
+        note = f"the table has no mirror in the lake (expected a Delta table at {path})"
+        return replace(verdict, ok=False, note=f"{note}; {verdict.note}" if verdict.note else note)
+    try:
+        dataset = _dataset(store, path, db, table)
+    except (DeltaError, OSError, pa.ArrowException) as exc:
+        return TableVerdict(db, table, 0, 0, 0, 0, 0, False, f"the mirror at {path} cannot be read ({exc})")
+    return _verify_table(conn, db, table, schema, flavor, dataset)
 
 
 # -- one table ------------------------------------------------------------------------------------
 
 def _verify_table(conn: Connection, db: str, table: str, schema: TableSchema | None, flavor: str | None,
-                  store: Lake, path: str) -> TableVerdict:
-    dataset = _dataset(store, path, db, table)
+                  dataset: Any) -> TableVerdict:
     if schema is None:
         rows = dataset.count_rows()
         return TableVerdict(db, table, 0, rows, 0, rows, 0, False,
@@ -157,6 +192,12 @@ def _verify_table(conn: Connection, db: str, table: str, schema: TableSchema | N
             pass
         return TableVerdict(db, table, source.rows, mirror.rows, 0, 0, 0, False, f"not compared: {exc}")
     return source.verdict(db, table)
+
+
+def _pads() -> Any:
+    import pyarrow.dataset as pads
+
+    return pads
 
 
 def _dataset(store: Lake, path: str, db: str, table: str) -> Any:

@@ -1,0 +1,105 @@
+"""Every captured table has its mirror from the moment sluice knows of it, rows or not, and `sluice
+verify` compares every captured table (real servers, real Spark, a lake on a path and on S3).
+
+A table empty at the snapshot, one created empty mid-stream, one dropped and created again with
+other columns, one renamed while empty: each is a readable Delta table with the table's columns and
+no rows. A key-less table has no mirror by design, and verify says so. A mirror removed from the
+lake is a difference that names its table, and `sluice verify` exits 1.
+"""
+
+from __future__ import annotations
+
+import shutil
+import uuid
+from typing import Any
+
+import deltalake
+import pytest
+
+from sluice.cli import main as sluice_main
+from sluice.dsn import parse_dsn
+from sluice.io.connection import Connection
+from sluice.lake.layout import open_lake
+from sluice.sandbox.s3 import S3Sandbox
+from sluice.spark.pipeline.runner import Pipeline, PipelineConfig
+from sluice.spark.verify.check import verify_lake
+
+pytestmark = pytest.mark.spark
+
+
+def _run(server: Any, lake: str, db: str, **extra: Any) -> Any:
+    config = PipelineConfig(source=server.dsn("root"), lake=lake, tables=rf"{db}\..*", trigger="once",
+                            snapshot="initial", **extra)
+    return Pipeline(config).run(handle_signals=False)
+
+
+def _mirror(uri: str, options: dict[str, str] | None = None) -> tuple[list[str], int]:
+    dt = deltalake.DeltaTable(uri, storage_options=options)
+    return dt.schema().to_arrow().names, dt.to_pyarrow_table().num_rows
+
+
+def _empty_tables_through_ddl(server: Any, lake: str, db: str, options: dict[str, str] | None = None,
+                              **extra: Any) -> None:
+    with Connection.open(parse_dsn(server.dsn("root"))) as conn:
+        conn.execute(f"CREATE DATABASE {db}")
+        conn.execute(f"CREATE TABLE {db}.empty (id INT PRIMARY KEY, v VARCHAR(10))")
+        conn.execute(f"CREATE TABLE {db}.full (id INT PRIMARY KEY, v INT)")
+        conn.execute(f"CREATE TABLE {db}.nokey (a INT)")
+        conn.execute(f"INSERT INTO {db}.full VALUES (1, 1), (2, 2)")
+        conn.execute(f"INSERT INTO {db}.nokey VALUES (1)")
+        _run(server, lake, db, **extra)
+        assert _mirror(f"{lake}/{db}/empty", options) == (["id", "v"], 0)  # empty at the snapshot
+        assert _mirror(f"{lake}/{db}/full", options) == (["id", "v"], 2)
+        assert not deltalake.DeltaTable.is_deltatable(f"{lake}/{db}/nokey", storage_options=options)
+
+        conn.execute(f"CREATE TABLE {db}.born (id BIGINT PRIMARY KEY, w DATE)")
+        conn.execute(f"DROP TABLE {db}.full")
+        conn.execute(f"CREATE TABLE {db}.full (id INT PRIMARY KEY, x VARCHAR(5), y DECIMAL(6,2))")
+        conn.execute(f"RENAME TABLE {db}.empty TO {db}.renamed")
+        _run(server, lake, db, **extra)
+        assert _mirror(f"{lake}/{db}/born", options) == (["id", "w"], 0)  # created empty mid-stream
+        assert _mirror(f"{lake}/{db}/full", options) == (["id", "x", "y"], 0)  # re-created empty
+        assert _mirror(f"{lake}/{db}/renamed", options) == (["id", "v"], 0)  # followed its rename
+        assert not deltalake.DeltaTable.is_deltatable(f"{lake}/{db}/empty", storage_options=options)
+
+        store = open_lake(lake, options)
+        verdicts = {v.table: v for v in verify_lake(parse_dsn(server.dsn("root")), store)}
+        assert sorted(verdicts) == ["born", "full", "nokey", "renamed"], verdicts
+        assert all(v.ok for v in verdicts.values()), verdicts
+        assert not verdicts["nokey"].compared and "no primary key" in (verdicts["nokey"].note or "")
+        assert all(verdicts[t].compared for t in ("born", "full", "renamed"))
+        conn.execute(f"DROP DATABASE {db}")
+
+
+def test_every_captured_table_has_its_mirror_and_verify_sees_them(spark, server, tmp_path, capsys):
+    db = f"em_{uuid.uuid4().hex[:8]}"
+    lake = str(tmp_path / "lake")
+    _empty_tables_through_ddl(server, lake, db)
+    with Connection.open(parse_dsn(server.dsn("root"))) as conn:  # the tables again, for verify to find
+        conn.execute(f"CREATE DATABASE {db}")
+        conn.execute(f"CREATE TABLE {db}.born (id BIGINT PRIMARY KEY, w DATE)")
+        conn.execute(f"INSERT INTO {db}.born VALUES (7, '2024-01-02')")
+        capsys.readouterr()
+        shutil.rmtree(f"{lake}/{db}/born")
+        verdicts = {v.table: v for v in verify_lake(parse_dsn(server.dsn("root")), lake)}
+        born = verdicts["born"]
+        assert (born.ok, born.source_rows, born.missing) == (False, 1, 1), born
+        assert "no mirror" in (born.note or "") and born.first_keys == ("id=7 (missing)",)
+        code = sluice_main(["verify", "--source", server.dsn("root"), "--lake", lake])
+        out = capsys.readouterr().out
+        assert code == 1 and f"DIFF {db}.born" in out and "all " not in out, out
+        for name in ("full", "renamed"):  # no mirror left at all: still each table named
+            shutil.rmtree(f"{lake}/{db}/{name}")
+        code = sluice_main(["verify", "--source", server.dsn("root"), "--lake", lake])
+        out = capsys.readouterr().out
+        assert code == 1 and f"DIFF {db}.born" in out and "holds no Delta tables" not in out, out
+        conn.execute(f"DROP DATABASE {db}")
+
+
+@pytest.mark.mariadb
+def test_empty_mirrors_on_s3(spark, mariadb_server, s3_server: S3Sandbox, tmp_path):
+    db = f"es_{uuid.uuid4().hex[:8]}"
+    lake = f"s3://{s3_server.bucket}/{db}"
+    options = s3_server.storage_options()
+    _empty_tables_through_ddl(mariadb_server, lake, db, options, storage=tuple(options.items()),
+                              checkpoint_dir=str(tmp_path / "checkpoint"))
