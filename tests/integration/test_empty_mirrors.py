@@ -4,7 +4,8 @@ verify` compares every captured table (real servers, real Spark, a lake on a pat
 A table empty at the snapshot, one created empty mid-stream, one dropped and created again with
 other columns, one renamed while empty: each is a readable Delta table with the table's columns and
 no rows. A key-less table has no mirror by design, and verify says so. A mirror removed from the
-lake is a difference that names its table, and `sluice verify` exits 1.
+lake is a difference that names its table, and `sluice verify` exits 1. A DROP and CREATE killed
+mid-move on S3 leaves no half-made mirror.
 """
 
 from __future__ import annotations
@@ -14,13 +15,19 @@ import uuid
 from typing import Any
 
 import deltalake
+import pyarrow as pa
 import pytest
+from deltalake.exceptions import DeltaError
 
+from sluice.cdc.schema import Catalog
 from sluice.cli import main as sluice_main
 from sluice.dsn import parse_dsn
 from sluice.io.connection import Connection
 from sluice.lake.layout import open_lake
+from sluice.lake.sink import DeltaLake
 from sluice.sandbox.s3 import S3Sandbox
+from sluice.spark.ddl.apply import MirrorDdl
+from sluice.spark.ddl.plan import plan_ddl
 from sluice.spark.pipeline.runner import Pipeline, PipelineConfig
 from sluice.spark.verify.check import verify_lake
 
@@ -103,3 +110,31 @@ def test_empty_mirrors_on_s3(spark, mariadb_server, s3_server: S3Sandbox, tmp_pa
     options = s3_server.storage_options()
     _empty_tables_through_ddl(mariadb_server, lake, db, options, storage=tuple(options.items()),
                               checkpoint_dir=str(tmp_path / "checkpoint"))
+
+
+def test_a_move_cut_short_on_s3_is_finished_before_the_new_mirror(s3_server: S3Sandbox):
+    """DROP and CREATE of one name on S3, killed while the old mirror was being removed after its copy
+    to the archive (its first commit already gone, so its path reads as no table): the replay
+    finishes the move and creates the new mirror on a clean path, not over the old log's leftovers."""
+    db = f"mv_{uuid.uuid4().hex[:8]}"
+    options = s3_server.storage_options()
+    store = open_lake(f"s3://{s3_server.bucket}/{db}", options)
+    lake = DeltaLake(store, "sluice-test")
+    path = lake.table_path(db, "t")
+    for first in (1, 3):
+        deltalake.write_deltalake(path, pa.table({"id": [first, first + 1], "v": [7, 8]}), mode="append",
+                                  storage_options=lake.options)
+    before = Catalog(databases={db: ("utf8mb4", None)}, flavor="mysql")
+    steps = plan_ddl(before, f"CREATE TABLE {db}.t (id INT PRIMARY KEY, w VARCHAR(5))", db, lambda *_: True, "mysql")
+    assert [s.kind for s in steps] == ["archive", "create"]
+    at = ("binlog.000001", 4)
+    archive = store.archive(db, "t", at)
+    store.put_json(store.DDL_JOURNAL, {"batch": 5, "done": 0, "moving": {"step": 0, "from": path, "to": archive}})
+    store.copy_prefix(store.key(path), store.key(archive))
+    store.delete(store.key(path) + "/_delta_log/00000000000000000000.json")  # the kill: mid-removal
+    with pytest.raises(DeltaError):  # what the path holds now is no table
+        deltalake.DeltaTable(path, storage_options=options)
+    MirrorDdl(lake, lambda _text: None).apply(5, [(at, s) for s in steps])
+    assert _mirror(path, options) == (["id", "w"], 0)
+    assert deltalake.DeltaTable(path, storage_options=options).version() == 0
+    assert _mirror(archive, options) == (["id", "v"], 4)

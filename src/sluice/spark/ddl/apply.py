@@ -85,6 +85,12 @@ class MirrorDdl:
 
     # -- steps -----------------------------------------------------------------------------------
     def _run(self, step: MirrorStep, batch_id: int, at: tuple[str, int], index: int) -> None:
+        moving = self._journal(batch_id).get("moving")
+        if isinstance(moving, dict) and moving.get("step") == index:
+            # A move this step began (on an object store) and a kill cut short: finish it first. Its
+            # source may have lost its first commit already and read as no table at all, which must
+            # neither skip the move nor take a new mirror over the source's leftover objects.
+            self._move(moving["from"], moving["to"], batch_id, index)
         path = self.lake.table_path(step.db, step.table)
         mirror = self.lake.table(path)
         exists = mirror is not None
