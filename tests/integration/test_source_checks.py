@@ -27,6 +27,7 @@ from sluice.errors import ConfigError
 from sluice.io.connection import Connection
 from sluice.io.replication import server_binlog_status
 from sluice.spark.pipeline.runner import Pipeline, PipelineConfig
+from sluice.spark.pipeline.source_tables import check_source
 from sluice.spark.verify.check import verify_lake
 
 
@@ -73,7 +74,7 @@ def test_silent_cascades_name_exactly_the_child_rows_the_binlog_lacks(fk_server,
         assert [c.describe() for c in found] == [f"{db}.ch (fk_ch on {db}.par: ON DELETE CASCADE)"]
     lines: list[str] = []
     config = PipelineConfig(source=fk_server.dsn("root"), lake=str(tmp_path / "lake"), tables=rf"{db}\..*")
-    Pipeline(config, progress=lines.append)._check_source()
+    check_source(config.source, config.tables, config.exclude_tables, lines.append)
     warned = [line for line in lines if line.startswith("warning:")]
     if logged:
         assert warned == []
