@@ -31,6 +31,7 @@ from typing import Any
 
 from sluice.errors import LakeBusyError, SluiceError
 from sluice.lake.layout import Lake
+from sluice.processes import pid_alive
 
 __all__ = ["DEFAULT_TTL", "Holder", "LeaseKeeper", "WriterLease", "current_holder"]
 
@@ -77,13 +78,7 @@ class Holder:
             return False
         if self.pid == os.getpid():
             return self.token not in _LIVE  # an earlier writer of this process that never released
-        try:
-            os.kill(self.pid, 0)
-        except ProcessLookupError:
-            return True  # its process is gone (killed)
-        except PermissionError:
-            return False
-        return False
+        return not pid_alive(self.pid)  # its process is gone (killed, or exited and not yet reaped)
 
 
 def _newest(lake: Lake) -> tuple[int, dict[str, Any] | None]:

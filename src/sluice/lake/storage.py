@@ -29,7 +29,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from sluice.errors import ConfigError
+from sluice.errors import ConfigError, StorageFullError, storage_full
 
 __all__ = ["REMOTE_SCHEMES", "LakeStore", "lake_store", "redact"]
 
@@ -256,8 +256,12 @@ class LakeStore:
         finally:
             self.delete(key)
 
-    def error(self, doing: str, exc: BaseException) -> ConfigError:
-        """A ``ConfigError`` for a failed store call, with every secret option value taken out."""
+    def error(self, doing: str, exc: BaseException) -> ConfigError | StorageFullError:
+        """A ``ConfigError`` for a failed store call, with every secret option value taken out; a
+        ``StorageFullError`` when the store's volume is full."""
+        full = storage_full(exc, self.uri)
+        if full is not None:
+            return full
         kind = type(exc).__name__
         text = redact(str(exc).strip().splitlines()[0] if str(exc).strip() else kind, self.options)
         hint = ""

@@ -16,7 +16,9 @@ from typing import Any
 
 from sluice.cdc.snapshot.reader import LowMark, low_mark
 from sluice.dsn import parse_dsn
+from sluice.errors import SluiceError
 from sluice.io.connection import Connection
+from sluice.spark.runtime.query_error import query_error
 from sluice.spark.snapshot.task import ChunkResult, ChunkTask, read_and_reconcile
 
 __all__ = ["DEFAULT_CONNECTIONS", "chunk_waves", "in_waves"]
@@ -82,7 +84,13 @@ def in_waves(spark: Any, source: str, payloads: list[ChunkTask], first: LowMark 
                 rdd = sc.parallelize(group, len(group)).map(read_and_reconcile)
                 futures.append(pool.submit(run_wave, rdd))
                 submitted += len(group)
-            yield from futures.popleft().result()
+            try:
+                results = futures.popleft().result()
+            except SluiceError:
+                raise
+            except Exception as exc:  # a task's sluice error arrives inside Spark's: the typed one again
+                raise query_error(exc) from exc
+            yield from results
     finally:
         if futures:  # stopped, or a chunk's write failed: the waves in flight are not waited for
             sc.cancelJobGroup(jobs)
