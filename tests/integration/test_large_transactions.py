@@ -134,6 +134,7 @@ def test_transactions_larger_than_the_budget_print_once_and_rollbacks_not_at_all
     assert list((tmp_path / "spill").iterdir()) == []
 
 
+@pytest.mark.slow
 def test_kill_9_inside_a_large_transaction_loses_and_repeats_nothing(server, tmp_path):
     db = f"bigkill_{uuid.uuid4().hex[:8]}"
     start = _setup(server, db)
