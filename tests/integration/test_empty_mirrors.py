@@ -1,5 +1,7 @@
 """Every captured table has its mirror from the moment sluice knows of it, rows or not, and `sluice
-verify` compares every captured table (real servers, real Spark, a lake on a path and on S3).
+verify` compares every captured table (real servers of both
+flavors, real Spark, a lake on a path and on S3; one pipeline run per flavor and place serves
+every check).
 
 A table empty at the snapshot, one created empty mid-stream, one dropped and created again with
 other columns, one renamed while empty: each is a readable Delta table with the table's columns and
@@ -10,8 +12,8 @@ mid-move on S3 leaves no half-made mirror.
 
 from __future__ import annotations
 
-import shutil
 import uuid
+from pathlib import Path
 from typing import Any
 
 import deltalake
@@ -78,17 +80,35 @@ def _empty_tables_through_ddl(server: Any, lake: str, db: str, options: dict[str
         conn.execute(f"DROP DATABASE {db}")
 
 
-def test_every_captured_table_has_its_mirror_and_verify_sees_them(spark, server, tmp_path, capsys):
+@pytest.fixture(params=["path", "s3"])
+def where(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, dict[str, str] | None, dict[str, Any]]:
+    """A lake on a path or on the S3 test server: its URI's root, its storage options (None on a
+    path), and the pipeline's settings for it."""
+    if request.param == "path":
+        return str(tmp_path / "lake"), None, {}
+    s3: S3Sandbox = request.getfixturevalue("s3_server")
+    options = s3.storage_options()
+    return (f"s3://{s3.bucket}/{uuid.uuid4().hex[:8]}", options,
+            {"storage": tuple(options.items()), "checkpoint_dir": str(tmp_path / "checkpoint")})
+
+
+def test_every_captured_table_has_its_mirror_and_verify_names_a_missing_one(spark, server, where, capsys,
+                                                                            monkeypatch):
     db = f"em_{uuid.uuid4().hex[:8]}"
-    lake = str(tmp_path / "lake")
-    _empty_tables_through_ddl(server, lake, db)
+    root, options, extra = where
+    lake = f"{root}/{db}"
+    _empty_tables_through_ddl(server, lake, db, options, **extra)
+    store = open_lake(lake, options)
+    for name, value in (options or {}).items():  # sluice verify reads the store's options from the environment
+        monkeypatch.setenv(name, value)
     with Connection.open(parse_dsn(server.dsn("root"))) as conn:  # the tables again, for verify to find
         conn.execute(f"CREATE DATABASE {db}")
         conn.execute(f"CREATE TABLE {db}.born (id BIGINT PRIMARY KEY, w DATE)")
         conn.execute(f"INSERT INTO {db}.born VALUES (7, '2024-01-02')")
         capsys.readouterr()
-        shutil.rmtree(f"{lake}/{db}/born")
-        verdicts = {v.table: v for v in verify_lake(parse_dsn(server.dsn("root")), lake)}
+        store.delete_prefix(store.key(store.mirror(db, "born")))
+        assert (db, "born") not in store.mirrors()
+        verdicts = {v.table: v for v in verify_lake(parse_dsn(server.dsn("root")), store)}
         born = verdicts["born"]
         assert (born.ok, born.source_rows, born.missing) == (False, 1, 1), born
         assert "no mirror" in (born.note or "") and born.first_keys == ("id=7 (missing)",)
@@ -96,20 +116,12 @@ def test_every_captured_table_has_its_mirror_and_verify_sees_them(spark, server,
         out = capsys.readouterr().out
         assert code == 1 and f"DIFF {db}.born" in out and "all " not in out, out
         for name in ("full", "renamed"):  # no mirror left at all: still each table named
-            shutil.rmtree(f"{lake}/{db}/{name}")
+            store.delete_prefix(store.key(store.mirror(db, name)))
+        assert store.mirrors() == []
         code = sluice_main(["verify", "--source", server.dsn("root"), "--lake", lake])
         out = capsys.readouterr().out
         assert code == 1 and f"DIFF {db}.born" in out and "holds no Delta tables" not in out, out
         conn.execute(f"DROP DATABASE {db}")
-
-
-@pytest.mark.mariadb
-def test_empty_mirrors_on_s3(spark, mariadb_server, s3_server: S3Sandbox, tmp_path):
-    db = f"es_{uuid.uuid4().hex[:8]}"
-    lake = f"s3://{s3_server.bucket}/{db}"
-    options = s3_server.storage_options()
-    _empty_tables_through_ddl(mariadb_server, lake, db, options, storage=tuple(options.items()),
-                              checkpoint_dir=str(tmp_path / "checkpoint"))
 
 
 def test_a_move_cut_short_on_s3_is_finished_before_the_new_mirror(s3_server: S3Sandbox):
