@@ -1,5 +1,6 @@
 """The check every pipeline test ends with: each change in the change log once, each mirror equal
-to its table (``exactly_once``)."""
+to its table (``exactly_once``), and the change log's ``seq`` one number per row, growing with its
+commits (``seq_in_commit_order``)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ def exactly_once(server, lake: Path, db: str, start: str | None) -> int:
     the mirrors are checked), and that every mirror of ``db`` equals SELECT; the count of changes."""
     verdicts = verify_lake(parse_dsn(server.dsn("root")), str(lake), tables=lambda d, _t: d == db)
     assert verdicts and all(v.ok for v in verdicts), verdicts
+    seq_in_commit_order(Path(lake))
     if start is None:
         return 0
     tail = subprocess.run(
@@ -32,3 +34,25 @@ def exactly_once(server, lake: Path, db: str, start: str | None) -> int:
     assert len(keys) == len(set(keys)), "a change is in the change log twice"
     assert keys == expected, f"the change log lost changes: {len(keys)} of {len(expected)}"
     return len(keys)
+
+
+def seq_in_commit_order(lake: Path, *, older_rows: int = 0) -> list[int]:
+    """Assert that the change log's ``seq`` is one number per row, none null (but ``older_rows``, a
+    lake's rows from before ``seq``), and that every commit adding rows numbers them above every row
+    committed before it (read from the Delta log's add actions, a file's bounds in its statistics);
+    the numbers, in commit order."""
+    log_dir = Path(lake) / "_sluice" / "changes" / "_delta_log"
+    highest: int | None = None
+    for entry in sorted(log_dir.glob("*.json")):
+        adds = [a["add"] for a in map(json.loads, entry.read_text().splitlines()) if "add" in a]
+        bounds = [json.loads(a["stats"]) for a in adds if a.get("dataChange", True) and a.get("stats")]
+        lows = [b["minValues"]["seq"] for b in bounds if b.get("numRecords") and "seq" in b.get("minValues", {})]
+        highs = [b["maxValues"]["seq"] for b in bounds if b.get("numRecords") and "seq" in b.get("maxValues", {})]
+        if lows:
+            assert highest is None or min(lows) > highest, f"{entry.name} numbers rows at or below {highest}"
+            highest = max(highs)
+    seqs = deltalake.DeltaTable(str(Path(lake) / "_sluice" / "changes")).to_pyarrow_table().column("seq").to_pylist()
+    numbered = [s for s in seqs if s is not None]
+    assert len(seqs) - len(numbered) == older_rows, "change-log rows without a seq"
+    assert len(set(numbered)) == len(numbered), "two change-log rows with one seq"
+    return sorted(numbered)

@@ -25,26 +25,24 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from functools import partial
-from typing import Any, Final
+from typing import Any
 
 import pyarrow as pa
 from deltalake import (
-    ColumnProperties,
     CommitProperties,
     DeltaTable,
     Transaction,
-    WriterProperties,
-    write_deltalake,
 )
-from deltalake import Schema as DeltaSchema
 from deltalake.exceptions import DeltaError, TableNotFoundError
-from deltalake.transaction import AddAction, create_table_with_add_actions
+from deltalake.transaction import AddAction
 
 from sluice.binlog.position import Checkpoint
 from sluice.errors import ConfigError, DataLossError
 from sluice.lake.at_once import run_at_once
+from sluice.lake.changelog.commit import append_rows, commit_files
 from sluice.lake.changelog.rows import changelog_table
-from sluice.lake.changelog.schema import CHANGELOG_SCHEMA, POSITION_KEY
+from sluice.lake.changelog.schema import POSITION_KEY
+from sluice.lake.changelog.sequence import ChangeSequence, numbered
 from sluice.lake.kept_table import KeptTables
 from sluice.lake.layout import open_lake
 from sluice.lake.maintenance.change_feed import mirror_configuration
@@ -64,13 +62,6 @@ from sluice.lake.types.columns import MirrorColumn, mirror_schema
 __all__ = [
     "BatchResult", "DeltaLake",
 ]
-
-# The row images of the change log are nearly all distinct: a dictionary page per column chunk only
-# costs time (most of the append's) and Parquet falls back to plain pages anyway.
-_CHANGELOG_WRITER: Final = WriterProperties(compression="ZSTD", compression_level=1, column_properties={
-    name: ColumnProperties(dictionary_enabled=False) for name in ("before", "after", "json_diffs")
-})
-
 
 class DeltaLake:
     """A lake of Delta mirrors plus a change log, written by one pipeline (``app_id``).
@@ -97,6 +88,7 @@ class DeltaLake:
         #: a plain reader of the mirror has not seen yet, for the tables this writer committed to.
         self.waiting: dict[str, float] = {}
         self._kept = KeptTables(self.options)  # the change log, mirrors and pending tables, until ``forget``
+        self.seq = ChangeSequence()  # the change log's numbering (sluice.lake.changelog.sequence)
 
     def table(self, path: str) -> DeltaTable | None:
         """The Delta table at ``path`` in the lake, None when there is none (one read of its log)."""
@@ -135,6 +127,11 @@ class DeltaLake:
         """``ROOT/<db>/<table>``, the mirror of ``db.table`` (``Lake.mirror``)."""
         return self.store.mirror(db, table)
 
+    def next_seq(self) -> int:
+        """The first change-log ``seq`` no row holds or was claimed for (``sluice.lake.changelog.sequence``)."""
+        kept = self._kept.get(self.changelog_path)
+        return self.seq.next(kept.last_read if kept.last_read is not None else kept.current())
+
     def committed_batch(self) -> int | None:
         """The highest batch id fully committed (the change log's app transaction), None if none."""
         version = self._kept.get(self.changelog_path).transaction_version(self.app_id)
@@ -153,8 +150,9 @@ class DeltaLake:
         ``changelog``: the batch's change-log rows already built (``CHANGELOG_SCHEMA``, ordered by
         ``(file, pos, row)``), e.g. from a Spark batch whose images are JSON already;
         ``changelog_files``: or the change-log files executors wrote into its folder
-        (``sluice.spark.source.staging``), committed as they are. ``position``: the stream offset the
-        batch ends at, recorded in the change log's commit (``committed_position``). ``fence``: called
+        (``sluice.spark.source.staging``), committed as they are, numbered already. ``position``: the
+        stream offset the batch ends at, recorded in the change log's commit (``committed_position``)
+        with the highest ``seq`` it then holds (rows built here are numbered after it). ``fence``: called
         with the change log as read before the first commit, it raises when the batch must not commit;
         the change log's commit then lands on exactly that version or fails (``LakeBusyError``).
         """
@@ -209,6 +207,8 @@ class DeltaLake:
         log = changelog
         if not done and files is None and log is None:
             log = changelog_table(batch_id, [c for tb in tables for c in tb.changes])
+        if not done and log is not None and log.num_rows:
+            log = numbered(log, self.seq.next(existing))
         # commits from here on: the mirrors, side by side, then the change log (its version is the last
         # whole batch). Planning a commit read the set of tables with pending changes (_pending_of), so
         # the threads share it and never list it themselves.
@@ -217,8 +217,10 @@ class DeltaLake:
             return BatchResult(batch_id, results, 0, True, dict(self.waiting))
         # The change log's commit says where the stream stands, atomically with it, and lands on the
         # version after the one read above or fails: a writer never commits past another's batch.
+        high = self.seq.batch_high(existing, [f.stats for f in files or ()], log)
+        metadata = {POSITION_KEY: position.to_text()} if position is not None else {}
         txn = CommitProperties(app_transactions=[Transaction(self.app_id, batch_id)], max_commit_retries=0,
-                               custom_metadata={POSITION_KEY: position.to_text()} if position is not None else None)
+                               custom_metadata={**metadata, **self.seq.metadata(high)} or None)
         before = None if existing is None else existing.version()
         if files is not None:
             self._commit_changelog(batch_id, files, txn, existing)
@@ -228,6 +230,7 @@ class DeltaLake:
             self._append_changelog(batch_id, log, txn, existing)
             rows = log.num_rows
         self._remember(self.changelog_path, before, batch_id)
+        self.seq.committed(-1 if before is None else before, high)
         return BatchResult(batch_id, results, rows, False, dict(self.waiting))
 
     def _step(self, p: tuple[TablePlan, PendingChanges | None] | TableResult, batch_id: int,
@@ -349,30 +352,14 @@ class DeltaLake:
     def _commit_changelog(self, batch_id: int, files: Sequence[AddAction], txn: CommitProperties,
                           table: DeltaTable | None) -> None:
         """Commit change-log files already in its folder (none still records the batch) to ``table``."""
-        path = self.changelog_path
         try:
-            if table is None:
-                create_table_with_add_actions(path, DeltaSchema.from_arrow(CHANGELOG_SCHEMA), list(files),
-                                              mode="append", commit_properties=txn, storage_options=self.options)
-                return
-            have = {f.name for f in table.schema().fields}
-            if not set(CHANGELOG_SCHEMA.names) <= have:
-                # A change log from before a column existed: add it first (files are committed as
-                # they are, with no schema change of their own).
-                write_deltalake(path, CHANGELOG_SCHEMA.empty_table(), mode="append", schema_mode="merge",
-                                storage_options=self.options)
-                table = DeltaTable(path, storage_options=self.options)
-            table.create_write_transaction(list(files), "append", CHANGELOG_SCHEMA, commit_properties=txn)
+            commit_files(self.changelog_path, files, txn, table, self.options)
         except DeltaError as exc:
             raise commit_error("the change log", batch_id, exc) from exc
 
     def _append_changelog(self, batch_id: int, log: pa.Table, txn: CommitProperties, table: DeltaTable | None) -> None:
-        try:
-            # An empty append still commits: it records the batch as done.
-            # schema_mode="merge": a change log written before the ``ddl`` column existed gains it.
-            target = self.changelog_path if table is None else table  # the kept table is brought up to date
-            write_deltalake(target, log, mode="append", commit_properties=txn, writer_properties=_CHANGELOG_WRITER,
-                            schema_mode="merge", storage_options=self.options)
+        try:  # the kept table, when there is one, is brought up to date
+            append_rows(self.changelog_path if table is None else table, log, txn, self.options)
         except DeltaError as exc:
             raise commit_error("the change log", batch_id, exc) from exc
 

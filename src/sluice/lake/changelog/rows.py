@@ -65,12 +65,15 @@ def staged_rows(changelog: str, paths: list[str], store: LakeStore | None = None
     return rows_of
 
 
-def changelog_rows(table: Any, batch_id: int) -> Any:
-    """The change-log rows straight from the batch's Arrow columns: the images are already JSON."""
+def changelog_rows(table: Any, batch_id: int, first_seq: int | None = None) -> Any:
+    """The change-log rows straight from the batch's Arrow columns: the images are already JSON.
+    ``seq`` runs from ``first_seq`` in the rows' order (None: null, for the writer to number)."""
 
     n = table.num_rows
-    columns = {name: table.column(name) for name in CHANGELOG_SCHEMA.names if name != "batch_id"}
+    columns = {name: table.column(name) for name in CHANGELOG_SCHEMA.names if name not in ("batch_id", "seq")}
     columns["batch_id"] = pa.array([batch_id] * n, type=pa.int64())
+    columns["seq"] = (pa.nulls(n, pa.int64()) if first_seq is None
+                      else pa.array(range(first_seq, first_seq + n), type=pa.int64()))
     return pa.table([columns[f.name].cast(f.type) for f in CHANGELOG_SCHEMA], schema=CHANGELOG_SCHEMA)
 
 

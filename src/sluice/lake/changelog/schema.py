@@ -3,9 +3,10 @@ row per row change and per DDL, values in sluice's JSON-lines encoding) and as t
 them (``CHANGELOG_SCHEMA``). The pipeline's tasks write change-log files in it without importing the
 Delta writer.
 
-The change log's columns are the change rows' but ``commit_ts``, with the batch id, in the order
-``CHANGELOG_COLUMNS`` gives: the order of its Delta tables on disk, where the columns added later
-(``json_diffs``, ``ddl``) come last. Each column has the change rows' type; the source's Spark DDL
+The change log's columns are the change rows' but ``commit_ts``, with the batch id and ``seq`` (its
+own order, ``sluice.lake.changelog.sequence``), in the order ``CHANGELOG_COLUMNS`` gives: the order
+of its Delta tables on disk, where the columns added later (``json_diffs``, ``ddl``, ``seq``) come
+last. Each column has the change rows' type; the source's Spark DDL
 is derived from ``CHANGE_ARROW_SCHEMA`` as well (``sluice.spark.source.change_schema``).
 
 Each change-log commit of a batch records where the stream stands (``POSITION_KEY``: the
@@ -51,11 +52,14 @@ CHANGE_ARROW_SCHEMA: Final = pa.schema([
 
 #: The change log's columns in the order of its Delta tables on disk (see the module docstring).
 CHANGELOG_COLUMNS: Final = ("op", "db", "table", "before", "after", "pk", "file", "pos", "row", "gtid", "ts",
-                            "batch_id", "json_diffs", "ddl")
-_BATCH_ID = pa.field("batch_id", pa.int64())  # the micro-batch that committed the row
+                            "batch_id", "json_diffs", "ddl", "seq")
+_OWN = {
+    "batch_id": pa.field("batch_id", pa.int64()),  # the micro-batch that committed the row
+    "seq": pa.field("seq", pa.int64()),  # the row's place in the change log (sluice.lake.changelog.sequence)
+}
 
 #: Schema of the change log: the change rows' columns in ``CHANGELOG_COLUMNS``' order.
-CHANGELOG_SCHEMA: Final = pa.schema([_BATCH_ID if name == "batch_id" else CHANGE_ARROW_SCHEMA.field(name)
+CHANGELOG_SCHEMA: Final = pa.schema([_OWN[name] if name in _OWN else CHANGE_ARROW_SCHEMA.field(name)
                                      for name in CHANGELOG_COLUMNS])
 
 #: The change log's commit metadata key holding the stream offset its batch ends at (JSON).

@@ -26,6 +26,7 @@ from sluice.dsn import parse_dsn
 from sluice.io.connection import Connection
 from sluice.io.replication import server_binlog_status
 from sluice.lake.changelog.rows import staged_rows
+from sluice.lake.changelog.sequence import SEQ_PROPERTY, files_high
 from sluice.lake.layout import Lake
 from sluice.lake.sink import DeltaLake
 from sluice.spark.ddl.batch import DdlStage
@@ -80,12 +81,14 @@ class BatchCommits:
                 return
             context = df.sparkSession.sparkContext
             context.setLocalProperty(BATCH_PROPERTY, str(batch_id))  # the tasks' batch id (sluice.spark.source.staging)
+            context.setLocalProperty(SEQ_PROPERTY, str(self.lake.next_seq()))  # and the batch's first change-log seq
             if self.store.options:
                 context.setLocalProperty(STORAGE_PROPERTY, json.dumps(dict(self.store.options)))
             try:
                 staged = df.toArrow()
             finally:
                 context.setLocalProperty(BATCH_PROPERTY, None)
+                context.setLocalProperty(SEQ_PROPERTY, None)
                 context.setLocalProperty(STORAGE_PROPERTY, None)
             committing = time.monotonic()
             written = self._write(staged, batch_id)
@@ -114,7 +117,8 @@ class BatchCommits:
             return None
         if batch.ddls:  # a DDL batch: a run of DDLs, or one with the rows of CREATE ... SELECT
             try:
-                self._reread(self.ddl.apply(batch_id, batch.ddls, self._filter))
+                self._reread(self.ddl.apply(batch_id, batch.ddls, self._filter),
+                             files_high([f.stats for f in batch.files]))
             finally:
                 self.lake.forget()  # a mirror archived, moved or read again is a new table at its path
         rows_of = staged_rows(self.lake.changelog_path, [f.path for f in batch.files], self.store)
@@ -146,12 +150,14 @@ class BatchCommits:
             stats.lag_bytes = self._lag_bytes(last_file, last_pos)
         return BatchWritten([c for c in counts if c[2]], len(batch.ddls), last_file, last_pos)
 
-    def _reread(self, names: set[str]) -> None:
-        """Snapshot these tables again (a DDL the mirror cannot follow exactly), then renew the filter."""
+    def _reread(self, names: set[str], staged_seq: int | None) -> None:
+        """Snapshot these tables again (a DDL the mirror cannot follow exactly), then renew the filter.
+        A key-less table's ``read`` rows are numbered after the batch's staged rows (``staged_seq``)."""
 
         if not names:
             return
         runner = self._snapshot_runner(self._spark)
+        runner.lake.seq.claim(staged_seq)
         self._filter = SnapshotFilter(runner.run(only_new=True, only=frozenset(names)))
 
     def _snapshot_runner(self, spark: Any, **extra: Any) -> SnapshotRunner:

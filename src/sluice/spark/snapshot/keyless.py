@@ -32,13 +32,15 @@ from sluice.dsn import parse_dsn
 from sluice.errors import AccessDeniedError, DataLossError
 from sluice.io.connection import Connection
 from sluice.lake.changelog.schema import CHANGELOG_SCHEMA
+from sluice.lake.changelog.sequence import numbered
 from sluice.lake.sink import DeltaLake
 
 __all__ = ["read_records", "snapshot_keyless"]
 
 
-def read_records(read: ConsistentRead, ts: int) -> pa.Table:
-    """The change-log rows of a consistent scan: one ``read`` record per row, at the scan's position."""
+def read_records(read: ConsistentRead, ts: int, first_seq: int = 0) -> pa.Table:
+    """The change-log rows of a consistent scan: one ``read`` record per row, at the scan's position,
+    numbered (``seq``) from ``first_seq`` on."""
     n = len(read.rows)
     p = read.position
     columns: dict[str, Any] = {
@@ -56,8 +58,10 @@ def read_records(read: ConsistentRead, ts: int) -> pa.Table:
         "batch_id": [None] * n,
         "json_diffs": [None] * n,
         "ddl": [None] * n,
+        "seq": [None] * n,
     }
-    return pa.table([pa.array(columns[f.name], type=f.type) for f in CHANGELOG_SCHEMA], schema=CHANGELOG_SCHEMA)
+    table = pa.table([pa.array(columns[f.name], type=f.type) for f in CHANGELOG_SCHEMA], schema=CHANGELOG_SCHEMA)
+    return numbered(table, first_seq)
 
 
 def _app_id(lake: DeltaLake, name: str, at: Checkpoint) -> str:
@@ -92,8 +96,10 @@ def snapshot_keyless(source: str, lake: DeltaLake, table: dict[str, Any], save: 
     record = {"position": read.position.to_json(), "rows": len(read.rows), "method": read.method}
     table["scan"] = record
     save()
-    log_rows = read_records(read, int(time.time()))
-    txn = CommitProperties(app_transactions=[Transaction(_app_id(lake, name, read.position), 0)])
+    log_rows = read_records(read, int(time.time()), lake.next_seq())  # numbered after what the change log holds
+    high = lake.seq.batch_high(None, (), log_rows)
+    txn = CommitProperties(app_transactions=[Transaction(_app_id(lake, name, read.position), 0)],
+                           custom_metadata=lake.seq.metadata(high) or None)
     try:
         write_deltalake(lake.changelog_path, log_rows, mode="append", commit_properties=txn, schema_mode="merge",
                         storage_options=lake.options)
@@ -102,6 +108,7 @@ def snapshot_keyless(source: str, lake: DeltaLake, table: dict[str, Any], save: 
             f"the change-log append of the snapshot of {name} failed ({exc}); nothing of it was committed. Fix "
             "the cause (storage, permissions, another writer) and restart: the table is read again"
         ) from exc
+    lake.seq.claim(high)
     table["read"] = record
     table["scan"] = None
     save()

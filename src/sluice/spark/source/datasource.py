@@ -63,7 +63,7 @@ from sluice.spark.source.failures import typed_failures
 from sluice.spark.source.file_reader import BinlogFileReader
 from sluice.spark.source.options import SourceOptions
 from sluice.spark.source.scout import RangePartition, Scout, offset_checkpoint
-from sluice.spark.source.staging import STAGE_SCHEMA, stage_range, task_batch_id
+from sluice.spark.source.staging import STAGE_SCHEMA, stage_range, task_batch_id, task_seq
 
 __all__ = ["BinlogDataSource", "SourceOptions"]
 
@@ -240,7 +240,7 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             typed: list[dict[Any, Any]] = []
             yield from stage_range(arrow_batches(until_end(), typed), tracker, self.options.stage_to,
                                    task_batch_id(), reconnects=lambda: len(reconnects), typed=typed,
-                                   end=end)
+                                   end=end, seq_first=task_seq(), range_index=partition.index)
         else:
             yield from arrow_batches(until_end())
         if not reached:

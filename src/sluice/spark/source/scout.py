@@ -45,13 +45,15 @@ def offset_checkpoint(offset: Mapping[str, Any]) -> Checkpoint:
 
 @dataclass
 class RangePartition(InputPartition):
-    """Whole transactions from ``start`` to ``end`` (offsets), decoded with ``catalog`` at start."""
+    """Whole transactions from ``start`` to ``end`` (offsets), decoded with ``catalog`` at start;
+    ``index``: the range's place in its batch, in binlog order."""
 
     start: dict[str, Any]
     end: dict[str, Any]
     catalog: dict[str, Any]
     flavor: str
     rows: int = 0
+    index: int = 0
 
 
 @dataclass
@@ -278,6 +280,8 @@ class Scout:
             weight += w
         if group:
             parts.append(self._range(group))
+        for index, part in enumerate(parts):
+            part.index = index
         return parts
 
     def _range(self, group: list[_Planned]) -> RangePartition:

@@ -37,6 +37,7 @@ from sluice.binlog.position import Checkpoint
 from sluice.cdc.schema import Catalog, SchemaTracker
 from sluice.errors import ConfigError
 from sluice.lake.changelog.rows import changelog_rows
+from sluice.lake.changelog.sequence import SEQ_PROPERTY, range_first
 from sluice.lake.data_files import write_data_file
 from sluice.lake.layout import Lake, open_lake
 from sluice.lake.mirror.merge_source import merge_source, typed_merge_source
@@ -48,7 +49,7 @@ from sluice.spark.source.spark_ddl import spark_ddl
 
 __all__ = [
     "BATCH_PROPERTY", "STAGE_ARROW_SCHEMA", "STAGE_SCHEMA", "STORAGE_PROPERTY", "layout_key", "stage_range",
-    "task_batch_id", "task_store",
+    "task_batch_id", "task_seq", "task_store",
 ]
 
 BATCH_PROPERTY: Final = "sluice.batch"
@@ -62,7 +63,7 @@ STAGE_ARROW_SCHEMA: Final = DESCRIPTOR_SCHEMA
 STAGE_SCHEMA: Final = spark_ddl(STAGE_ARROW_SCHEMA)
 
 # Delta data skipping reads these bounds: exact ones for the short columns, none for the images.
-_BOUNDED: Final = ("op", "db", "table", "file", "gtid", "pos", "row", "batch_id")
+_BOUNDED: Final = ("op", "db", "table", "file", "gtid", "pos", "row", "batch_id", "seq")
 
 
 def task_store(lake: str) -> Lake:
@@ -88,6 +89,20 @@ def task_batch_id() -> int:
     return int(text)
 
 
+def task_seq() -> int:
+    """The batch's first change-log ``seq`` the pipeline set for the running job (``SEQ_PROPERTY``)."""
+    from pyspark import TaskContext
+
+    context = TaskContext.get()
+    text = context.getLocalProperty(SEQ_PROPERTY) if context is not None else None
+    if not text or not text.isdigit():
+        raise ConfigError(
+            'option("stageTo") writes a sluice lake\'s change log and belongs to sluice run\'s pipeline, which '
+            f"sets the batch's first change-log number (local property {SEQ_PROPERTY}); read the stream without it"
+        )
+    return int(text)
+
+
 def layout_key(columns: Iterable[Any], primary_key: Iterable[str]) -> str:
     """What a MERGE source was built for: the mirror's column names and types, and the key."""
     return json.dumps([[[c.name, str(c.arrow_type)] for c in columns], list(primary_key)])
@@ -95,7 +110,8 @@ def layout_key(columns: Iterable[Any], primary_key: Iterable[str]) -> str:
 
 def stage_range(batches: Iterable[pa.RecordBatch], tracker: SchemaTracker, lake: str,
                 batch_id: int, *, reconnects: Callable[[], int] = lambda: 0,
-                typed: Sequence[dict[Any, Any]] = (), end: Checkpoint | None = None) -> Iterator[pa.RecordBatch]:
+                typed: Sequence[dict[Any, Any]] = (), end: Checkpoint | None = None,
+                seq_first: int = 0, range_index: int = 0) -> Iterator[pa.RecordBatch]:
     """Write a range's change batches (``sluice.spark.source.change_schema.ARROW_SCHEMA``, binlog order) to the
     lake's staging files; the descriptors of what was written. The tables are typed from the
     tracker's catalog once the range is read: a batch never spans a schema change of a captured
@@ -105,7 +121,9 @@ def stage_range(batches: Iterable[pa.RecordBatch], tracker: SchemaTracker, lake:
     ``typed``: the typed images the compiled core kept of the batches' tables, once they are read
     (``arrow_batches``); a table they hold whole is not parsed back from its JSON images. ``end``: the
     range's end offset, which the change-log file's descriptor carries (``range_end``) so that the
-    batch's commit records where the stream stands."""
+    batch's commit records where the stream stands. ``seq_first``: the batch's first change-log number,
+    ``range_index``: the range's place in the batch, which number the range's change-log rows
+    (``sluice.lake.changelog.sequence``)."""
 
     collected = list(batches)
     if not collected:
@@ -114,7 +132,8 @@ def stage_range(batches: Iterable[pa.RecordBatch], tracker: SchemaTracker, lake:
     if rows.num_rows == 0:
         return
     store = task_store(lake)
-    out: list[Descriptor] = [_write_changelog(changelog_rows(rows, batch_id), rows, store, reconnects, end)]
+    log = changelog_rows(rows, batch_id, range_first(seq_first, range_index, rows.num_rows))
+    out: list[Descriptor] = [_write_changelog(log, rows, store, reconnects, end)]
     is_ddl = pc.equal(rows.column("op"), "ddl")
     if pc.any(is_ddl).as_py():
         out += [DdlMet(d["db"], d["table"], d["file"], d["pos"], d["ddl"]) for d in rows.filter(is_ddl).to_pylist()]

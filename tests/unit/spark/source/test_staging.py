@@ -88,10 +88,12 @@ def tracker_with(*sql: str) -> SchemaTracker:
 
 
 def stage_all(lake: Path, rows: pa.Table, ranges: list[tuple[int, int]], tracker: SchemaTracker,
-              batch_id: int) -> list[dict[str, Any]]:
+              batch_id: int, seq_first: int = 0) -> list[dict[str, Any]]:
+    """Each range staged as the pipeline's tasks stage them, numbered from the batch's ``seq_first``."""
     out: list[dict[str, Any]] = []
-    for a, b in ranges:
-        for batch in stage_range(rows.slice(a, b - a).to_batches(max_chunksize=37), tracker, str(lake), batch_id):
+    for index, (a, b) in enumerate(ranges):
+        for batch in stage_range(rows.slice(a, b - a).to_batches(max_chunksize=37), tracker, str(lake), batch_id,
+                                 seq_first=seq_first, range_index=index):
             assert batch.schema == STAGE_ARROW_SCHEMA
             out.extend(batch.to_pylist())
     return out
@@ -126,7 +128,8 @@ def test_staged_batches_give_the_driver_only_lake(tmp_path: Path, seed: int) -> 
     for batch_id in range(3):
         rows = arrow_rows(random_changes(rng, "p", pk, composite_row, new_key, live, 90, 10 + batch_id))
         plain_lake.write_batch(batch_id, [TableBatch("db", "p", columns, pk, row_changes(columns, rows))])
-        staged = stage_all(tmp_path / "staged", rows, cuts(rng, rows.num_rows), tracker, batch_id)
+        staged = stage_all(tmp_path / "staged", rows, cuts(rng, rows.num_rows), tracker, batch_id,
+                           staged_lake.next_seq())
         files = [d for d in staged if d["kind"] == "changes"]
         assert sum(d["rows"] for d in files) == rows.num_rows
         assert sum(d["inserts"] + d["updates"] + d["deletes"] for d in staged if d["kind"] == "table") == rows.num_rows
@@ -139,7 +142,12 @@ def test_staged_batches_give_the_driver_only_lake(tmp_path: Path, seed: int) -> 
     order = [("file", "ascending"), ("pos", "ascending"), ("row", "ascending")]
     staged_log = DeltaTable(staged_lake.changelog_path).to_pyarrow_table().sort_by(order)
     plain_log = DeltaTable(plain_lake.changelog_path).to_pyarrow_table().sort_by(order)
-    assert staged_log.to_pylist() == plain_log.to_pylist()
+    assert staged_log.drop_columns(["seq"]).to_pylist() == plain_log.drop_columns(["seq"]).to_pylist()
+    # Both number the rows in binlog order, one number each: the driver's rows one after the other,
+    # the tasks' ranges each from its own stride, every batch after the one before.
+    plain_seq, staged_seq = plain_log.column("seq").to_pylist(), staged_log.column("seq").to_pylist()
+    assert plain_seq == list(range(plain_log.num_rows))
+    assert staged_seq == sorted(staged_seq) and len(set(staged_seq)) == len(staged_seq) and None not in staged_seq
     # A replayed batch is skipped whole: its files are not committed twice.
     again = commit_staged(staged_lake, 2, staged, columns, pk)
     assert again.changelog_skipped and again.skipped == ("db.p",)
