@@ -36,6 +36,7 @@ from pathlib import Path
 import hypothesis
 import pytest
 
+from sluice.sandbox.replication import ReplicationOptions, start_replica
 from sluice.sandbox.s3 import S3Sandbox
 from sluice.sandbox.server import Flavor, Sandbox
 
@@ -156,16 +157,23 @@ def s3_server() -> Iterator[S3Sandbox]:
 
 @pytest.fixture(scope="session")
 def sandbox_factory() -> Iterator[SandboxFactory]:
-    """``sandbox_factory("mysql", settings={"binlog_checksum": "NONE"})`` -> a started ``Sandbox``.
+    """``sandbox_factory("mysql", settings={"binlog_checksum": "NONE"})`` -> a started ``Sandbox``;
+    with ``replica_of=primary`` (and ``replication=ReplicationOptions(...)``) a replica of that
+    sandbox, caught up (``sluice.sandbox.replication``: promote it with ``promote``).
 
     Every server it starts is stopped at the end of the session (call ``.stop()`` to stop one
     earlier).
     """
     started: list[Sandbox] = []
 
-    def start(flavor: Flavor, *, settings: Mapping[str, str] | None = None,
-              port: int | None = None, workdir: Path | None = None) -> Sandbox:
-        server = Sandbox.start(flavor, settings=settings or {}, port=port, workdir=workdir)
+    def start(flavor: Flavor, *, settings: Mapping[str, str] | None = None, port: int | None = None,
+              workdir: Path | None = None, replica_of: Sandbox | None = None,
+              replication: ReplicationOptions | None = None) -> Sandbox:
+        if replica_of is not None:
+            assert replica_of.flavor == flavor, f"a {flavor} replica of a {replica_of.flavor} sandbox"
+            server = start_replica(replica_of, replication, settings=settings, port=port, workdir=workdir)
+        else:
+            server = Sandbox.start(flavor, settings=settings or {}, port=port, workdir=workdir)
         started.append(server)
         return server
 

@@ -1,8 +1,8 @@
 """Failover of the source: a replica promoted in place of its primary, read on by GTID.
 
-Two real servers of one flavor: a primary and its replica (MySQL: GTID auto-position,
-``log_replica_updates`` ON by default; MariaDB: ``MASTER_USE_GTID=slave_pos`` with
-``--log-slave-updates``). A stream follows the primary, the primary goes away, the replica is
+Two real servers of one flavor: a primary and its replica, as the sandbox makes them
+(``tests.integration.failover.pair``: MySQL GTID auto-position, MariaDB ``MASTER_USE_GTID=slave_pos``,
+``log_replica_updates`` ON). A stream follows the primary, the primary goes away, the replica is
 promoted and written to, and the stream (``follow``, and ``sluice tail --checkpoint --output``) goes on
 from the primary's checkpoint on the new server:
 every change once, by GTID, never by the old file and offset (the two servers' binlog files have the
@@ -17,7 +17,6 @@ import json
 import logging
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -25,10 +24,12 @@ from sluice.binlog.position import Checkpoint
 from sluice.cdc.capture import CaptureConfig, ChangeCapture
 from sluice.cdc.follow import FollowConfig, follow
 from sluice.dsn import parse_dsn
-from sluice.errors import ServerError, SourceBehindError, SourceChangedError
+from sluice.errors import SourceBehindError, SourceChangedError
 from sluice.io.connection import Connection
-from sluice.io.replication import server_binlog_files, server_identity
+from sluice.io.replication import server_identity
+from sluice.sandbox.replication import promote, wait_caught_up
 from tests.conftest import TWO_FLAVORS
+from tests.integration.failover import first_binlog, insert, pair
 
 pytestmark = pytest.mark.slow
 
@@ -42,53 +43,16 @@ def _rows(server, start: Checkpoint) -> tuple[list[int], Checkpoint]:
     return ids, capture.boundary
 
 
-def _first(server) -> Checkpoint:
-    with Connection.open(parse_dsn(server.dsn("root"))) as conn:
-        return Checkpoint(server_binlog_files(conn)[0][0], 4)
-
-
-def _insert(server, ids: range) -> None:
-    server.sql(";".join(f"INSERT INTO f.t VALUES ({i}, {i})" for i in ids))
-
-
-def _replicate(primary, replica) -> None:
-    repl = parse_dsn(primary.dsn("repl"))
-    if replica.is_mariadb:
-        replica.sql(f"CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT={primary.port}, "
-                    f"MASTER_USER='{repl.user}', MASTER_PASSWORD='{repl.password}', MASTER_USE_GTID=slave_pos;"
-                    "START SLAVE")
-    else:
-        replica.sql(f"CHANGE REPLICATION SOURCE TO SOURCE_HOST='127.0.0.1', SOURCE_PORT={primary.port}, "
-                    f"SOURCE_USER='{repl.user}', SOURCE_PASSWORD='{repl.password}', SOURCE_AUTO_POSITION=1, "
-                    "GET_SOURCE_PUBLIC_KEY=1; START REPLICA")
-
-
-def _caught_up(replica, n: int) -> None:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            if replica.sql("SELECT COUNT(*) FROM f.t").strip().splitlines()[-1] == str(n):
-                return
-        except ServerError:  # not replicated yet: the database or table is not there
-            pass
-        time.sleep(0.2)
-    raise AssertionError(f"the replica did not catch up: {replica.sql('SHOW REPLICA STATUS')}")
-
-
-def _promote(replica) -> None:
-    replica.sql("STOP SLAVE; RESET SLAVE ALL" if replica.is_mariadb else "STOP REPLICA; RESET REPLICA ALL")
-
-
 @pytest.mark.parametrize("flavor", TWO_FLAVORS)
 def test_a_promoted_replica_is_read_on_by_gtid_with_every_change_once(flavor, sandbox_factory, caplog):
-    primary, replica = _pair(flavor, sandbox_factory)
-    seen, at = _rows(primary, _first(primary))
+    primary, replica = pair(flavor, sandbox_factory)
+    seen, at = _rows(primary, first_binlog(primary))
     assert seen == [1, 2, 3] and at.gtid_set and at.source == server_identity_of(primary)
-    _insert(primary, range(4, 7))  # written after the stream's checkpoint, replicated before the failover
-    _caught_up(replica, 6)
+    insert(primary, range(4, 7))  # written after the stream's checkpoint, replicated before the failover
+    wait_caught_up(replica, primary)
     primary.stop()
-    _promote(replica)
-    _insert(replica, range(7, 9))
+    promote(replica)
+    insert(replica, range(7, 9))
     with caplog.at_level(logging.WARNING, logger="sluice.cdc.follow"):
         after, moved = _rows(replica, at)
     assert after == [4, 5, 6, 7, 8]
@@ -99,30 +63,15 @@ def test_a_promoted_replica_is_read_on_by_gtid_with_every_change_once(flavor, sa
     assert again == []
 
 
-def _pair(flavor, sandbox_factory):
-    """A primary with f.t holding 1..3 and its replica, caught up."""
-    full = {"binlog-row-metadata": "FULL"}  # the binlog names the columns: no schema history needed here
-    replica_settings = {**full, "server-id": "2"}
-    if flavor == "mariadb":
-        replica_settings["log-slave-updates"] = "ON"
-    primary = sandbox_factory(flavor, settings=full)
-    replica = sandbox_factory(flavor, settings=replica_settings)
-    primary.sql("CREATE DATABASE f; CREATE TABLE f.t (id INT PRIMARY KEY, v INT)")
-    _insert(primary, range(1, 4))
-    _replicate(primary, replica)
-    _caught_up(replica, 3)
-    return primary, replica
-
-
 @pytest.mark.parametrize("flavor", TWO_FLAVORS)
 def test_a_promoted_replica_that_lacks_what_was_taken_is_a_typed_error(flavor, sandbox_factory):
-    primary, replica = _pair(flavor, sandbox_factory)
-    replica.sql("STOP SLAVE" if replica.is_mariadb else "STOP REPLICA")  # it lags from here on
-    _insert(primary, range(4, 7))
-    seen, at = _rows(primary, _first(primary))
+    primary, replica = pair(flavor, sandbox_factory)
+    replica.sql("STOP REPLICA")  # it lags from here on
+    insert(primary, range(4, 7))
+    seen, at = _rows(primary, first_binlog(primary))
     assert seen == [1, 2, 3, 4, 5, 6]
     primary.stop()
-    _promote(replica)  # promoted without the last three transactions
+    promote(replica)  # promoted without the last three transactions
     with pytest.raises(SourceBehindError) as info:
         _rows(replica, at)
     message = str(info.value)
@@ -148,8 +97,8 @@ def test_another_server_without_gtids_is_a_typed_error_naming_both(sandbox_facto
     second = sandbox_factory("mysql", settings={**off, "server-id": "2"})
     for server in (first, second):
         server.sql("CREATE DATABASE f; CREATE TABLE f.t (id INT PRIMARY KEY, v INT)")
-        _insert(server, range(1, 3))
-    seen, at = _rows(first, _first(first))
+        insert(server, range(1, 3))
+    seen, at = _rows(first, first_binlog(first))
     assert seen == [1, 2] and at.gtid_set is None and at.source is not None
     with pytest.raises(SourceChangedError) as info:
         _rows(second, at)
@@ -160,24 +109,24 @@ def test_another_server_without_gtids_is_a_typed_error_naming_both(sandbox_facto
 
 @pytest.mark.parametrize("flavor", TWO_FLAVORS)
 def test_tail_checkpoint_output_goes_on_across_a_failover_exactly_once(flavor, sandbox_factory, tmp_path):
-    primary, replica = _pair(flavor, sandbox_factory)
+    primary, replica = pair(flavor, sandbox_factory)
     state, out = tmp_path / "state", tmp_path / "changes.jsonl"
 
     def tail(server) -> None:
         done = subprocess.run(
             [sys.executable, "-m", "sluice.cli", "tail", server.dsn("repl"), "--checkpoint", str(state),
-             "--output", str(out), "--until-end", "--tables", r"f\.t", "--from", _first(server).file],
+             "--output", str(out), "--until-end", "--tables", r"f\.t", "--from", first_binlog(server).file],
             capture_output=True, timeout=120, check=False)
         assert done.returncode == 0, done.stderr.decode()
 
     tail(primary)
     kept = json.loads((state / "checkpoint.json").read_text())["checkpoint"]
     assert kept["gtid_set"] and kept["source"]["server"]  # the checkpoint names its GTIDs and its server
-    _insert(primary, range(4, 7))
-    _caught_up(replica, 6)
+    insert(primary, range(4, 7))
+    wait_caught_up(replica, primary)
     primary.stop()
-    _promote(replica)
-    _insert(replica, range(7, 9))
+    promote(replica)
+    insert(replica, range(7, 9))
     done = subprocess.run(
         [sys.executable, "-m", "sluice.cli", "tail", replica.dsn("repl"), "--checkpoint", str(state),
          "--output", str(out), "--until-end", "--tables", r"f\.t"],

@@ -16,7 +16,7 @@ from sluice.sandbox.accounts import PASSWORDS
 from sluice.sandbox.argv import Install
 from sluice.sandbox.process import SandboxError, client_error
 
-__all__ = ["ServerClients"]
+__all__ = ["ServerClients", "run_sql"]
 
 
 class ServerClients:
@@ -60,8 +60,10 @@ class ServerClients:
         self.client_config.write_text("\n".join(lines) + "\n")
         self.client_config.chmod(0o600)
 
-    def sql(self, statement: str, *, database: str | None = None, timeout: float = 120.0) -> str:
-        """Run SQL (one or more statements) as root over the socket; tab-separated rows, no header.
+    def sql(self, statement: str, *, database: str | None = None, timeout: float = 120.0,
+            columns: bool = False) -> str:
+        """Run SQL (one or more statements) as root over the socket; tab-separated rows, no header
+        (with ``columns``, the first line names the columns).
 
         Raises the ``ServerError`` matching the client's ``ERROR errno (sqlstate)`` line,
         ``TransportError`` when the client cannot reach the server, or ``SandboxError`` when the
@@ -70,12 +72,19 @@ class ServerClients:
         if self._process is None:
             raise SandboxError(f"the {self.flavor} sandbox on port {self.port} is not running "
                                "(stopped, detached or never started)")
-        extra = ["--batch", "--skip-column-names"]
-        if database is not None:
-            extra.append(f"--database={database}")
-        result = subprocess.run(self.client_argv(*extra), input=statement.encode(),
-                                capture_output=True, timeout=timeout, check=False)
-        if result.returncode != 0:
-            raise client_error(f"the {self.flavor} client (socket {self.socket})", result.returncode,
-                               result.stderr.decode(errors="replace").strip())
-        return result.stdout.decode(errors="replace").rstrip("\n")
+        return run_sql(self.client_argv(), statement, who=f"the {self.flavor} client (socket {self.socket})",
+                       database=database, timeout=timeout, columns=columns)
+
+
+def run_sql(client: list[str], statement: str, *, who: str, database: str | None = None,
+            timeout: float = 120.0, columns: bool = False) -> str:
+    """Run SQL through the CLI client command line ``client`` (``ServerClients.sql``'s rows and
+    errors); ``who`` names the client in errors."""
+    extra = ["--batch"] if columns else ["--batch", "--skip-column-names"]
+    if database is not None:
+        extra.append(f"--database={database}")
+    result = subprocess.run([*client, *extra], input=statement.encode(), capture_output=True,
+                            timeout=timeout, check=False)
+    if result.returncode != 0:
+        raise client_error(who, result.returncode, result.stderr.decode(errors="replace").strip())
+    return result.stdout.decode(errors="replace").rstrip("\n")

@@ -1,37 +1,27 @@
-"""``sluice sandbox up|down|status``: throwaway servers that outlive the command, for trying sluice.
+"""``sluice sandbox up|replica|promote|down|status``: throwaway servers that outlive the command, for
+trying sluice.
 
 ``up`` starts a server (see ``sluice.sandbox.server``) detached from the terminal and records it in
-a small JSON state file under ``${XDG_RUNTIME_DIR}/sluice/sandboxes`` (or the cache directory when
-there is no runtime directory; ``SLUICE_STATE_DIR`` overrides both). ``down`` and ``status`` read
-those files; ``down`` kills the server's process group and removes its directory.
+a small JSON state file (``sluice.sandbox.state``); ``replica`` and ``promote`` (handled in
+``replica_command``) start a replica of a running sandbox and make one a primary. ``down`` and
+``status`` read those files; ``down`` kills the server's process group and removes its directory.
+This module holds the options of every action and the handlers of ``up``, ``down`` and ``status``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
-from sluice.errors import ConfigError, SluiceError
-from sluice.processes import pid_alive
-from sluice.sandbox.install import cache_dir
+from sluice.errors import SluiceError
+from sluice.sandbox import start_command
 from sluice.sandbox.process import stop_process_group
-from sluice.sandbox.server import FLAVORS, PASSWORDS, Sandbox
-
-
-def state_dir() -> Path:
-    """Directory of the sandboxes' state files (``SLUICE_STATE_DIR``, runtime dir or cache dir)."""
-    if os.environ.get("SLUICE_STATE_DIR"):
-        return Path(os.environ["SLUICE_STATE_DIR"])
-    runtime = os.environ.get("XDG_RUNTIME_DIR")
-    if runtime and Path(runtime).is_dir():
-        return Path(runtime) / "sluice" / "sandboxes"
-    return cache_dir() / "sandboxes"
+from sluice.sandbox.server import FLAVORS
+from sluice.sandbox.state import running, states
 
 
 def _setting(text: str) -> tuple[str, str]:
@@ -41,14 +31,25 @@ def _setting(text: str) -> tuple[str, str]:
     return name.strip().lstrip("-"), value
 
 
+def _server_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--port", type=int, help="TCP port on 127.0.0.1 (default: a free one)")
+    parser.add_argument("--set", dest="settings", metavar="NAME=VALUE", type=_setting, action="append",
+                        default=[], help="extra server option --NAME=VALUE, e.g. --set binlog_row_metadata=FULL "
+                                         "(repeatable)")
+    parser.add_argument("--workdir", type=Path,
+                        help="directory for data, binlogs and logs (default: a new temporary directory, "
+                             "removed by 'down')")
+
+
 def register(subparsers: Any) -> None:
-    """Add ``sluice sandbox up|down|status`` to the command subparsers."""
+    """Add ``sluice sandbox up|replica|promote|down|status`` to the command subparsers."""
     parser = subparsers.add_parser(
         "sandbox",
         help="start and stop throwaway MariaDB / MySQL servers with the binlog on",
         description=(
             "Throwaway MariaDB / MySQL servers for trying sluice: binlog on (ROW), GTIDs on, TLS\n"
             "with a generated CA, on a free port of 127.0.0.1, in a temporary directory.\n\n"
+            "'replica' starts a replica of one and 'promote' makes it the primary, to try a failover.\n\n"
             "Users: root / sluice-root (everything), repl / sluice-repl (REPLICATION SLAVE,\n"
             "REPLICATION CLIENT, SELECT) and on MariaDB ed / sluice-ed (ed25519 authentication).\n\n"
             "--flavor mariadb is the system's mariadb-server package; MySQL 9.x (mysql) and\n"
@@ -65,90 +66,70 @@ def register(subparsers: Any) -> None:
                     "(DSN=$(sluice sandbox up)) and the details on stderr.",
     )
     up.add_argument("--flavor", choices=FLAVORS, default="mariadb", help="which server (default: mariadb)")
-    up.add_argument("--port", type=int, help="TCP port on 127.0.0.1 (default: a free one)")
-    up.add_argument("--set", dest="settings", metavar="NAME=VALUE", type=_setting, action="append",
-                    default=[], help="extra server option --NAME=VALUE, e.g. --set binlog_row_metadata=FULL "
-                                     "(repeatable)")
-    up.add_argument("--workdir", type=Path,
-                    help="directory for data, binlogs and logs (default: a new temporary directory, "
-                         "removed by 'down')")
-    up.set_defaults(handler=cmd_up)
+    _server_options(up)
+    up.set_defaults(handler=start_command.cmd_up)
 
-    down = sub.add_parser("down", help="stop a server started with 'up'",
+    replica = sub.add_parser(
+        "replica", help="start a replica of a running sandbox and print its DSN",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=(
+            "Start a replica of a running sandbox (the newest one that is not a replica, or --of PORT)\n"
+            "in the background: the same flavor, its own binlog and server_id (its port), replicating\n"
+            "as repl over TLS from the primary's first transaction, read-only until promoted. Prints\n"
+            "its root DSN on stdout once it has caught up, and the details on stderr.\n\n"
+            "With GTIDs (the default) it follows by GTID: MySQL SOURCE_AUTO_POSITION=1 (gtid_mode=ON),\n"
+            "MariaDB MASTER_USE_GTID=slave_pos. --gtids off follows the binlog's files and offsets\n"
+            "instead; on MySQL the primary then runs without GTIDs too:\n"
+            "  sluice sandbox up --flavor mysql --set gtid-mode=OFF --set enforce-gtid-consistency=OFF\n"
+            "--log-replica-updates off (MariaDB: log_slave_updates) leaves what it applies out of its\n"
+            "own binlog, so that after a failover the new primary's binlog lacks it.\n\n"
+            "Try a failover:\n"
+            "  P=$(sluice sandbox up --flavor mysql); R=$(sluice sandbox replica)\n"
+            "  sluice run --source \"$P\" --lake ./lake        # write to the primary, then Ctrl-C\n"
+            "  sluice sandbox down --port PRIMARY_PORT        # the primary is gone\n"
+            "  sluice sandbox promote                         # the replica takes writes\n"
+            "  sluice run --source \"$R\" --lake ./lake        # goes on by GTID: 'source changed: ...'"
+        ),
+    )
+    replica.add_argument("--of", type=int, metavar="PORT",
+                         help="the primary's port (default: the newest running sandbox that is not a replica)")
+    replica.add_argument("--gtids", choices=("on", "off"), default="on",
+                         help="follow by GTID (default) or by binlog file and offset")
+    replica.add_argument("--log-replica-updates", choices=("on", "off"), default="on",
+                         help="write what it applies to its own binlog (default: on), as a replica that "
+                              "may become a source must")
+    replica.add_argument("--writable", action="store_true",
+                         help="leave it writable (default: read_only, and super_read_only on MySQL)")
+    _server_options(replica)
+    replica.set_defaults(handler=start_command.cmd_replica)
+
+    promote = sub.add_parser(
+        "promote", help="make a sandbox replica the primary, as a failover does",
+        description="Make a replica started with 'replica' (the newest one, or --port PORT) a primary: "
+                    "its receiver stops, what it received is applied, replication stops and is forgotten "
+                    "(RESET REPLICA ALL), and it takes writes (read_only and super_read_only OFF). "
+                    "Stop the old primary first ('down --port'), as a failover would.",
+    )
+    promote.add_argument("--port", type=int, help="the replica's port (default: the newest running replica)")
+    promote.set_defaults(handler=start_command.cmd_promote)
+
+    down = sub.add_parser("down", help="stop a server started with 'up' or 'replica'",
                           description="Stop the most recently started sandbox, the one on --port, "
                                       "or --all of them, and remove their temporary directories.")
     which = down.add_mutually_exclusive_group()
     which.add_argument("--port", type=int, help="stop the sandbox on this port")
-    which.add_argument("--all", action="store_true", help="stop every sandbox started with 'up'")
+    which.add_argument("--all", action="store_true", help="stop every sandbox started with 'up' or 'replica'")
     down.set_defaults(handler=cmd_down)
 
-    status = sub.add_parser("status", help="list the servers started with 'up'",
-                            description="List the sandboxes started with 'up' and whether they run.")
+    status = sub.add_parser("status", help="list the servers started with 'up' or 'replica'",
+                            description="List the sandboxes started with 'up' or 'replica', whether they "
+                                        "run, and which one each replica follows.")
     status.add_argument("--json", action="store_true", help="one JSON object per sandbox")
     status.set_defaults(handler=cmd_status)
 
 
-def _state_file(port: int) -> Path:
-    return state_dir() / f"sandbox-{port}.json"
-
-
-def _states() -> list[tuple[Path, dict[str, Any]]]:
-    found = []
-    for path in state_dir().glob("sandbox-*.json"):
-        try:
-            found.append((path, json.loads(path.read_text())))
-        except (OSError, ValueError):
-            continue
-    return sorted(found, key=lambda item: float(item[1].get("started_at", 0)))
-
-
-def _running(state: dict[str, Any]) -> bool:
-    pid = int(state.get("pid", 0))
-    if pid <= 0 or not pid_alive(pid):
-        return False
-    try:  # the pid may have been reused by another program since
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
-    except OSError:
-        return True
-    return str(state.get("workdir", "")) in cmdline
-
-
-def cmd_up(args: argparse.Namespace) -> int:
-    """``sluice sandbox up``: start a detached server, record its state file, print its DSN."""
-    if args.port is not None and _state_file(args.port).exists() and _running(
-            json.loads(_state_file(args.port).read_text())):
-        raise ConfigError(f"a sandbox already runs on port {args.port}; stop it with "
-                          f"'sluice sandbox down --port {args.port}'")
-    owns = args.workdir is None
-    sandbox = Sandbox.start(args.flavor, port=args.port, settings=dict(args.settings),
-                            workdir=args.workdir, detached=True)
-    pid = sandbox.detach()
-    state = {
-        "flavor": sandbox.flavor, "version": sandbox.version, "host": sandbox.host, "port": sandbox.port,
-        "pid": pid, "workdir": str(sandbox.workdir), "owns_workdir": owns, "socket": str(sandbox.socket),
-        "ca": str(sandbox.ca_path), "dsn": sandbox.dsn(), "repl_dsn": sandbox.dsn("repl"),
-        "client": sandbox.client_argv(), "started_at": time.time(),
-    }
-    path = _state_file(sandbox.port)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(state, indent=2) + "\n")
-    print(sandbox.dsn())
-    err = sys.stderr
-    print(f"{sandbox.flavor} {sandbox.version} is up on {sandbox.host}:{sandbox.port} (pid {pid})", file=err)
-    print(f"  root:     {sandbox.dsn()}", file=err)
-    print(f"  replica:  {sandbox.dsn('repl')}   (REPLICATION SLAVE, REPLICATION CLIENT, SELECT)", file=err)
-    if sandbox.has_ed25519_user:
-        print(f"  ed25519:  {sandbox.dsn('ed')}", file=err)
-    print(f"  TLS CA:   {sandbox.ca_path}", file=err)
-    print(f"  socket:   {sandbox.socket}   (root password: {PASSWORDS['root']})", file=err)
-    print(f"  SQL:      {' '.join(sandbox.client_argv())}", file=err)
-    print(f"  data:     {sandbox.workdir}", file=err)
-    print(f"stop it with: sluice sandbox down --port {sandbox.port}", file=err)
-    return 0
-
-
 def _stop(path: Path, state: dict[str, Any]) -> None:
-    if _running(state):
+    if running(state):
         stop_process_group(int(state["pid"]))
     if state.get("owns_workdir") and state.get("workdir"):
         shutil.rmtree(state["workdir"], ignore_errors=True)
@@ -157,20 +138,20 @@ def _stop(path: Path, state: dict[str, Any]) -> None:
 
 def cmd_down(args: argparse.Namespace) -> int:
     """``sluice sandbox down``: stop the last recorded sandbox (or the one on ``--port``, or ``--all``)."""
-    states = _states()
+    chosen = states()
     if args.port is not None:
-        states = [(p, s) for p, s in states if int(s.get("port", 0)) == args.port]
-        if not states:
+        chosen = [(p, s) for p, s in chosen if int(s.get("port", 0)) == args.port]
+        if not chosen:
             print(f"sluice: no sandbox was started on port {args.port} (see 'sluice sandbox status')",
                   file=sys.stderr)
             return 1
     elif not args.all:
-        states = states[-1:]
-    if not states:
+        chosen = chosen[-1:]
+    if not chosen:
         print("sluice: no sandbox is running", file=sys.stderr)
         return 0
-    for path, state in states:
-        was_running = _running(state)
+    for path, state in chosen:
+        was_running = running(state)
         _stop(path, state)
         what = "stopped" if was_running else "was not running; forgot"
         print(f"{state.get('flavor')} sandbox on port {state.get('port')} {what}", file=sys.stderr)
@@ -179,16 +160,17 @@ def cmd_down(args: argparse.Namespace) -> int:
 
 def cmd_status(args: argparse.Namespace) -> int:
     """``sluice sandbox status``: one line (or JSON object) per recorded sandbox, running or not."""
-    states = _states()
-    if not states and not args.json:
+    recorded = states()
+    if not recorded and not args.json:
         print("no sandboxes (start one with 'sluice sandbox up')")
-    for _path, state in states:
-        running = _running(state)
+    for _path, state in recorded:
+        runs = running(state)
         if args.json:
-            print(json.dumps({**state, "running": running}))
+            print(json.dumps({**state, "running": runs}))
             continue
+        role = f"  replica of port {state['replica_of']}" if "replica_of" in state else ""
         print(f"{state.get('flavor')} {state.get('version')} port {state.get('port')} pid {state.get('pid')} "
-              f"{'running' if running else 'NOT RUNNING'}  {state.get('dsn')}  {state.get('workdir')}")
+              f"{'running' if runs else 'NOT RUNNING'}{role}  {state.get('dsn')}  {state.get('workdir')}")
     return 0
 
 
