@@ -104,6 +104,8 @@ class CaptureConfig:
     #: which spills past them to a temporary file; None: ``cdc.held.MemoryBuffer``, all in memory).
     memory: int = TX_MEMORY
     spill: Callable[[int], Any] | None = None
+    #: Columns kept out or hashed (``sluice.cdc.column_rules.ColumnRules``; None: none).
+    columns: Any = None
 
 
 def on_incident(event: IncidentEvent, where: str, *, skip: bool) -> None:
@@ -137,7 +139,8 @@ class ChangeCapture:
             )
         )
         self.assembler = TransactionAssembler(start)
-        self.builder = RowChangeBuilder(resolve=self.tables.names, ops=config.ops, row_end=self.tables.row_end)
+        self.builder = RowChangeBuilder(resolve=self.tables.names, ops=config.ops, row_end=self.tables.row_end,
+                                        columns=config.columns)
         self._file = start.file
         self._pos = start.pos
         self._read_to = start.pos  # the end of the last event taken

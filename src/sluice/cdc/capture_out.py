@@ -42,7 +42,7 @@ def line_spec(builder: RowChangeBuilder, table_map: TableMapEvent, file: str, po
     record path (a system-versioned table)."""
     try:
         names, pk = builder.columns_of(table_map, file, pos)
-        if builder.versioned(table_map, file, pos):
+        if builder.record_path(table_map, file, pos):
             return None
     except SluiceError:
         return None
@@ -58,7 +58,7 @@ def column_spec(builder: RowChangeBuilder, table_map: TableMapEvent, file: str,
     record path."""
     try:
         names, pk = builder.columns_of(table_map, file, pos)
-        if builder.versioned(table_map, file, pos):
+        if builder.record_path(table_map, file, pos):
             return None
     except SluiceError:
         return None
@@ -98,7 +98,7 @@ def event_lines_into(out: list[bytes], file: str, pos: int, event: Any, tx: Any,
         out.append(event.data)
         return event.rows
     if (write_rows is not None and type(event) is RowsEvent and event.header.type_code != _PARTIAL_UPDATE
-            and not builder.versioned(event.table, file, pos)):
+            and not builder.record_path(event.table, file, pos)):
         kinds = builder.kinds
         if kinds is None or event.kind in kinds:
             names, pk = builder.columns_of(event.table, file, pos)
@@ -129,7 +129,7 @@ def transaction_columns(tx: Transaction, builder: RowChangeBuilder, event_record
             count += event.length
             continue
         if (kind is RowsEvent and event.header.type_code != _PARTIAL_UPDATE
-                and not builder.versioned(event.table, file, pos)):
+                and not builder.record_path(event.table, file, pos)):
             if kinds is None or event.kind in kinds:
                 table = event.table
                 names, pk = builder.columns_of(table, file, pos)
@@ -145,8 +145,9 @@ def transaction_columns(tx: Transaction, builder: RowChangeBuilder, event_record
             rows.add(rows.meta_id(meta), before, after, diffs, at, row, ts)
             if record.op != "ddl":
                 count += 1
-        if typed and kind is RowsEvent and builder.versioned(event.table, file, pos):
-            # Its ops are not the typed images' three: its MERGE source is built from its JSON images.
+        if typed and kind is RowsEvent and builder.record_path(event.table, file, pos):
+            # Its ops are not the typed images' three, or its values are not the table's: its MERGE
+            # source is built from its JSON images.
             key = (event.table.schema, event.table.table)
             images = rows.typed.get(key)
             if images is None:

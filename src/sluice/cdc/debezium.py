@@ -198,13 +198,15 @@ class DebeziumLines:
 
     ``layouts`` is the capture's ``(db, table) -> (TableMapEvent, ResolvedTable)``: the layout the
     lines of a committed transaction were decoded in. ``name`` is Debezium's ``topic.prefix``, the
-    ``source.name`` of every event; ``connector`` ``"mysql"`` or ``"mariadb"``.
+    ``source.name`` of every event; ``connector`` ``"mysql"`` or ``"mariadb"``. ``columns``: the
+    capture's ``ColumnRules``: a hashed column's value is its hash, a string, whatever its type.
     """
 
-    def __init__(self, layouts: Any, *, name: str, connector: str) -> None:
+    def __init__(self, layouts: Any, *, name: str, connector: str, columns: Any = None) -> None:
         self.layouts = layouts
         self.name = name
         self.connector = connector
+        self.columns = columns
         self._rules: dict[tuple[str, str], tuple[Any, dict[str, Rule]]] = {}
 
     def _table_rules(self, db: str, table: str) -> dict[str, Rule]:
@@ -213,6 +215,8 @@ class DebeziumLines:
         if cached is not None and cached[0] is resolved:
             return cached[1]
         rules = column_rules(table_map, resolved.columns)
+        if self.columns is not None:
+            rules.update(dict.fromkeys(self.columns.of(db, table, tuple(rules), "hash"), _same))
         self._rules[(db, table)] = (resolved, rules)
         return rules
 

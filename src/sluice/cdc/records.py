@@ -140,8 +140,10 @@ class RowChangeBuilder:
         resolve: Resolver | None = None,
         ops: frozenset[str] | None = None,
         row_end: Callable[[TableMapEvent, str, int], int | None] | None = None,
+        columns: Any = None,
     ) -> None:
         self._names = names
+        self.columns = columns  # ColumnRules (sluice.cdc.column_rules): columns kept out or hashed
         self._resolve = resolve
         self._row_end = row_end
         self._ops = ops
@@ -153,7 +155,21 @@ class RowChangeBuilder:
         self._names_cache: dict[bytes, tuple[tuple[str, ...], tuple[str, ...]]] = {}
 
     def feed(self, event: Event, file: str, pos: int) -> Iterator[RowChange]:
-        """Row changes of one decoded event (none for non-row events)."""
+        """Row changes of one decoded event (none for non-row events), their excluded columns left
+        out and hashed ones hashed (``columns``)."""
+        changes = self._feed(event, file, pos)
+        rules = self.columns
+        return changes if rules is None else (rules.mask(c) for c in changes)
+
+    def record_path(self, table: TableMapEvent, file: str, pos: int) -> bool:
+        """Whether a table's rows must be made into records before anything is written of them: a
+        system-versioned table's (ops decided row by row) and a table with columns kept out or hashed."""
+        if self.versioned(table, file, pos):
+            return True
+        rules = self.columns
+        return rules is not None and rules.touches(table.schema, table.table, self.columns_of(table, file, pos)[0])
+
+    def _feed(self, event: Event, file: str, pos: int) -> Iterator[RowChange]:
         if not isinstance(event, RowsEvent):
             if isinstance(event, (GtidEvent, MariadbGtidEvent)):
                 self.gtid = event.gtid
@@ -161,7 +177,7 @@ class RowChangeBuilder:
                 # Inner events share the payload's offset; ``row`` counts on across them.
                 row = 0
                 for sub in event.events:
-                    for change in self.feed(sub, file, pos):
+                    for change in self._feed(sub, file, pos):
                         yield _renumber(change, row)
                         row += 1
             return

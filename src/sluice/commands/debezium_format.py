@@ -42,7 +42,7 @@ def debezium_chunks(capture: ChangeCapture, name: str) -> Any:
         nonlocal converter
         if converter is None:
             connector = "mariadb" if capture.tracker.flavor == "mariadb" else "mysql"
-            converter = DebeziumLines(capture.layouts, name=name, connector=connector)
+            converter = DebeziumLines(capture.layouts, name=name, connector=connector, columns=capture.config.columns)
         server_id, thread = transaction_source(committed.transaction.events)
         for chunk in lines:
             out = converter.convert_chunk(chunk, server_id, thread)

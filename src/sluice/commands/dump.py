@@ -12,6 +12,7 @@ import sys
 import time
 from typing import Any
 
+from sluice.commands.column_options import COLUMNS_HELP, add_column_options, rules_from_args
 from sluice.commands.debezium_format import DEBEZIUM_HELP, add_debezium_options, debezium_chunks
 from sluice.commands.filter_options import add_filter_options
 from sluice.commands.memory_options import MEMORY_HELP, add_memory_options, memory_settings
@@ -65,11 +66,12 @@ def register(sub: Any) -> None:
     parser = sub.add_parser(
         "dump",
         help="decode binlog files into JSON lines",
-        description=HELP + "\n" + MEMORY_HELP + "\n" + DEBEZIUM_HELP,
+        description=HELP + "\n" + MEMORY_HELP + "\n" + DEBEZIUM_HELP + "\n" + COLUMNS_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("files", nargs="+", metavar="FILE", help="binlog files, in order; - for stdin")
     add_filter_options(parser)
+    add_column_options(parser)
     add_memory_options(parser)
     parser.add_argument(
         "--format",
@@ -129,6 +131,10 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError("--format parquet needs --out DIR, the folder to write the Parquet files to")
     if args.out and not parquet:
         raise ConfigError("--out is where --format parquet writes: add --format parquet (or drop --out)")
+    columns = rules_from_args(args)
+    if columns is not None and (args.events or args.positional or parquet):
+        raise ConfigError("--exclude-columns / --hash-columns go with the JSON lines and Debezium's events, whose "
+                          "columns have names: drop --events / --positional / --format parquet")
     if args.events:
         return _run_events(args)
     from sluice.binlog.position import Checkpoint
@@ -154,7 +160,7 @@ def run(args: argparse.Namespace) -> int:
     memory, spill = memory_settings(args)
     config = CaptureConfig(
         table_filter=keep, ops=parse_ops(args.ops), ddl=args.ddl, verify_checksum=not args.no_verify_checksum,
-        skip_incidents=args.skip_incidents, output=output, memory=memory, spill=spill,
+        skip_incidents=args.skip_incidents, output=output, memory=memory, spill=spill, columns=columns,
     )
     sys.stdout.flush()
     out = sys.stdout.buffer
@@ -167,7 +173,8 @@ def run(args: argparse.Namespace) -> int:
         source = sys.stdin.buffer if path == "-" else path
         name = "stdin" if path == "-" else path.rsplit("/", 1)[-1]
         if capture is None:
-            capture = ChangeCapture(config, Checkpoint(name, 4), archived_tracker(given, positional=args.positional))
+            capture = ChangeCapture(config, Checkpoint(name, 4),
+                                    archived_tracker(given, positional=args.positional, named=columns is not None))
             if args.format == "debezium":
                 debezium = debezium_chunks(capture, args.topic_prefix)
         for committed in capture.feed_file(name, "<stdin>" if path == "-" else path, iter_raw_spans(source)):

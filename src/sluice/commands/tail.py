@@ -17,6 +17,7 @@ import sys
 from typing import Any
 
 from sluice.binlog.position import parse_position, position_key
+from sluice.commands.column_options import COLUMNS_HELP, add_column_options, rules_from_args
 from sluice.commands.debezium_format import DEBEZIUM_HELP, add_debezium_options, debezium_chunks
 from sluice.commands.filter_options import add_filter_options
 from sluice.commands.memory_options import MEMORY_HELP, add_memory_options, memory_settings
@@ -59,7 +60,7 @@ def register(sub: Any) -> None:
     parser = sub.add_parser(
         "tail",
         help="follow a server's binlog and print row changes",
-        description=HELP + "\n" + MEMORY_HELP + "\n" + DEBEZIUM_HELP,
+        description=HELP + "\n" + MEMORY_HELP + "\n" + DEBEZIUM_HELP + "\n" + COLUMNS_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("dsn", help="mysql://user[:password]@host[:port]/ or mariadb://...")
@@ -80,6 +81,7 @@ def register(sub: Any) -> None:
         "--output", metavar="FILE", help="append the JSON lines to FILE instead of standard output"
     )
     add_filter_options(parser)
+    add_column_options(parser)
     add_memory_options(parser)
     parser.add_argument(
         "--format", choices=("jsonl", "debezium"), default="jsonl",
@@ -117,7 +119,10 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """``sluice tail``: follow a server's binlog and print committed row changes as JSON lines."""
+    columns = rules_from_args(args)
     if args.events:
+        if columns is not None:
+            raise ConfigError("--events prints raw events, values and all: drop --exclude-columns / --hash-columns")
         return _run_events(args)
     from sluice.cdc.capture import CaptureConfig, CaptureOutput, ChangeCapture
     from sluice.cdc.filters import parse_ops, table_filter
@@ -139,7 +144,7 @@ def run(args: argparse.Namespace) -> int:
     capture = ChangeCapture(
         CaptureConfig(table_filter=keep, ops=ops, ddl=args.ddl, verify_checksum=not args.no_verify_checksum,
                       skip_incidents=args.skip_incidents, output=CaptureOutput.LINES, memory=memory,
-                      spill=spill),
+                      spill=spill, columns=columns),
         begin.start,
         begin.tracker,
     )

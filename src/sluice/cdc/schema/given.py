@@ -59,11 +59,13 @@ def load_schema(source: str, include: Callable[[str, str], bool] | None = None) 
     return GivenSchema(found.catalog, path.name, found.flavor, warnings)
 
 
-def archived_tracker(given: GivenSchema | None, *, positional: bool = False) -> SchemaTracker:
+def archived_tracker(given: GivenSchema | None, *, positional: bool = False, named: bool = False) -> SchemaTracker:
     """The schema tracker for archived files: ``given``'s tables (or none) as a catalog read after
-    the files; tables it cannot name are read by position, all of them with ``positional``."""
+    the files; tables it cannot name are read by position, all of them with ``positional``. ``named``:
+    none is read by position (columns kept out or hashed by name): one that cannot be named stops."""
     if positional:
         return SchemaTracker(positional="all")
+    mode = "never" if named else "fallback"
     if given is None:
-        return SchemaTracker(positional="fallback")
-    return SchemaTracker(given.catalog, flavor=given.flavor, read_later=given.label, positional="fallback")
+        return SchemaTracker(positional=mode)
+    return SchemaTracker(given.catalog, flavor=given.flavor, read_later=given.label, positional=mode)
