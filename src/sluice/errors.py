@@ -23,6 +23,7 @@ what was found, where (file and offset, host, table) and what to do::
     │   ├── LakeBusyError          another sluice writes the lake
     │   ├── SourceChangedError     another server at the address, and no GTIDs to go on by
     │   └── SourceBehindError      the server lacks transactions taken, or no longer has ones to read
+    │       └── BinlogPurgedError  the stream's start was purged: names the first missing file or GTIDs
     ├── MaintenanceError           a maintenance step on a lake table failed (lake.maintenance)
     ├── StorageFullError           the lake's disk or quota is full (ENOSPC, EDQUOT): nothing committed
     └── SandboxError               a throwaway server could not start or stop (sandbox.process)
@@ -160,6 +161,28 @@ class SourceBehindError(DataLossError):
     the stream has yet to read."""
 
 
+class BinlogPurgedError(SourceBehindError):
+    """The stream's start is no longer on the server: the binlog files from it on (``file``, the first
+    one missing) or the transactions after it (``gtids``) were purged. The changes in between are
+    gone, so the way on is a new snapshot of every captured table (``PURGED_REMEDY``)."""
+
+    def __init__(self, message: str, *, file: str | None = None, gtids: str | None = None,
+                 remedy: str = "") -> None:
+        self.file = file
+        self.gtids = gtids
+        self.facts = message
+        super().__init__(f"{message}. {remedy or PURGED_REMEDY}")
+
+    def with_remedy(self, remedy: str) -> BinlogPurgedError:
+        """The same facts, with the remedy of the command that met them."""
+        return BinlogPurgedError(getattr(self, "facts", str(self)), file=self.file, gtids=self.gtids, remedy=remedy)
+
+
+PURGED_REMEDY = ("The changes in between are gone: take a new snapshot of every captured table (sluice snapshot "
+                 "--source DSN --lake LAKE --tables REGEX, then sluice run goes on from it, or sluice run "
+                 "--snapshot when-needed, which does both), or start again from a position the server still has")
+
+
 class MaintenanceError(SluiceError):
     """A compaction, checkpoint or VACUUM of a lake table failed; what its readers see is unchanged."""
 
@@ -232,7 +255,7 @@ def server_error(errno: int, sqlstate: str, message: str) -> ServerError:
 
 
 _CARRY_MARK = "sluice-error "
-_FIELDS = ("errno", "sqlstate", "server_message", "hint", "file", "offset", "path")
+_FIELDS = ("errno", "sqlstate", "server_message", "hint", "file", "offset", "path", "gtids", "facts")
 _FULL_ERRNOS = (_errno.ENOSPC, _errno.EDQUOT)
 # How a full volume reads in the text of an error from Rust (delta-rs, object_store), Java or Python.
 _FULL_TEXT = re.compile(r"no space left on device|disk quota exceeded|os error (?:28|122)\b", re.IGNORECASE)

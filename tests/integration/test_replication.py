@@ -14,7 +14,7 @@ import pytest
 from sluice.binlog.constants import EventType
 from sluice.binlog.parser import EventParser, ParserConfig
 from sluice.dsn import parse_dsn
-from sluice.errors import BinlogUnavailableError
+from sluice.errors import BinlogPurgedError
 from sluice.io.connection import Connection
 from sluice.io.replication import ReplicationStream, StreamConfig, server_binlog_status
 
@@ -149,7 +149,7 @@ def test_large_commit_file_streams_with_the_servers_positions(mariadb11_server):
         assert all(blob == b"z" * 3000000 for _id, blob in rows[:4])
 
 
-def test_purged_start_position_gives_binlog_unavailable(server):
+def test_a_purged_start_position_is_binlog_purged_naming_the_file(server):
     old = _status(server).file
     # MariaDB keeps a file until its binlog checkpoint is written and no dump thread reads it: retry.
     deadline = time.monotonic() + 30
@@ -159,10 +159,11 @@ def test_purged_start_position_gives_binlog_unavailable(server):
         server.sql(f"PURGE BINARY LOGS TO '{_status(server).file}'")
         time.sleep(0.2)
     config = StreamConfig(parse_dsn(server.dsn("repl")), file=old, pos=4, until_end=True)
-    with pytest.raises(BinlogUnavailableError) as info:
+    with pytest.raises(BinlogPurgedError) as info:
         _events(config)
     text = str(info.value)
-    assert "1236" in text and "SHOW BINARY LOGS" in text
+    assert info.value.file == old and f"{old}:4 is no longer on the server" in text
+    assert "sluice snapshot" in text and "--snapshot when-needed" in text
 
 
 def test_tail_command_prints_decoded_events(server):

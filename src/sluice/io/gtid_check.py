@@ -10,13 +10,14 @@ there what it has taken and what comes after. ``check_gtid_start`` compares befo
   purged, or applied with ``log_replica_updates`` OFF, which writes them to no binlog).
 - MariaDB: for each domain of the position, ``gtid_binlog_state`` must reach its sequence number.
 
-Either way ``SourceBehindError`` names the transactions and the remedy; nothing is read.
+Either way ``SourceBehindError`` names the transactions and the remedy (``BinlogPurgedError`` for
+purged ones, whose remedy is a new snapshot); nothing is read.
 """
 
 from __future__ import annotations
 
 from sluice.binlog.gtid import MariadbGtid, MariadbGtidPosition, MysqlGtidSet
-from sluice.errors import SourceBehindError
+from sluice.errors import BinlogPurgedError, SourceBehindError
 from sluice.io.connection import Connection
 
 __all__ = ["check_gtid_start"]
@@ -43,10 +44,10 @@ def check_gtid_start(conn: Connection, gtids: str, server: str) -> None:
             f"there would leave them in the lake and not on the server. {_REMEDY}")
     gone = purged.subtract(held)
     if gone:
-        raise SourceBehindError(
+        raise BinlogPurgedError(
             f"the binlog of the server at {conn.config.redacted()} ({server}) no longer holds transactions the "
             f"stream has not read yet: {gone} are in its gtid_purged (binlogs purged, or the transactions applied "
-            f"with log_replica_updates OFF, which writes them to no binlog). {_REMEDY}")
+            f"with log_replica_updates OFF, which writes them to no binlog)", gtids=str(gone))
 
 
 def _check_mariadb(conn: Connection, held: MariadbGtidPosition, server: str) -> None:

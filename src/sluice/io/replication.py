@@ -23,7 +23,8 @@ went wrong, and the stream stops with a ``ProtocolError`` rather than hand out w
 Every connection reads the server's identity first (``server_identity``). A start at a file and
 offset that belong to another server (``StreamConfig.source``) goes on at the start's GTID set
 instead, and ``moved_from`` says so; without a GTID set it stops with ``SourceChangedError``: a file
-and offset are never read on a server they were not written on.
+and offset are never read on a server they were not written on. A dump the server refuses because
+the start is gone becomes ``BinlogPurgedError`` when the start was purged (``sluice.io.purged``).
 
 Decoding is not done here: the caller feeds the bytes to ``sluice.binlog.parser.EventParser``.
 """
@@ -45,6 +46,7 @@ from sluice.dsn import ConnectionConfig
 from sluice.errors import ConfigError, ProtocolError, SourceChangedError, server_error
 from sluice.io.connection import Connection
 from sluice.io.gtid_check import check_gtid_start
+from sluice.io.purged import refused
 from sluice.wire import commands
 from sluice.wire.constants import BINLOG_DUMP_NON_BLOCK, BINLOG_SEND_ANNOTATE_ROWS_EVENT, BINLOG_THROUGH_GTID
 
@@ -220,8 +222,10 @@ class ReplicationStream:
                 pass
             elif status == 0xFE and len(payload) < 9:
                 return  # EOF: the end of the binlog was reached with BINLOG_DUMP_NON_BLOCK
-            elif status == 0xFF:
-                raise _err_packet(payload)
+            elif status == 0xFF:  # a start the server no longer has is named (sluice.io.purged)
+                at_start = self.file == (self.config.file or "") and self.next_pos == self.config.pos
+                raise refused(_err_packet(payload), self.config.connection, self.file, self.next_pos,
+                              self.config.gtid if at_start else None)
             else:
                 raise ProtocolError(
                     f"expected an OK-prefixed binlog event from {conn.config.redacted()}, "
