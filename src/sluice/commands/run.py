@@ -44,7 +44,10 @@ Where it starts: on the first run it snapshots every captured table (primary-key
 parallel on Spark, each reconciled with the binlog between its watermarks; resumable chunk by
 chunk) and then streams from the position taken before the first chunk, so nothing is missed or
 applied twice (--snapshot never streams from --from or the earliest binlog instead); afterwards
-it resumes where it stopped (Spark's checkpoint, else the lake's last batch). A table
+it resumes where it stopped (Spark's checkpoint, else the lake's last batch). When the server
+purged the binlog it would resume from (binlog_expire_logs_seconds while it was stopped), it stops
+with an error naming what is missing, and the lake as it was: sluice snapshot of every captured
+table, then sluice run goes on from that snapshot; --snapshot when-needed does both itself. A table
 without a primary key goes to the change log only and is reported as not mirrorable. The mirror
 follows every DDL in the batch that carries it (added columns get the value the server gave
 existing rows; dropped columns and tables leave the mirror, their data archived under

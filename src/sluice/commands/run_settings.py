@@ -187,7 +187,10 @@ SETTINGS: tuple[Setting, ...] = (
             convert=_whole("max_rows_per_batch", zero_is_default=True)),
     Setting("snapshot", "--snapshot", "initial (default without --from): copy every captured table first, in "
             "primary-key chunks on Spark, then stream from the right position; never: stream only; only: snapshot "
-            "and stop", choices=("initial", "never", "only"), run_default=_snapshot_default),
+            "and stop; when-needed: as initial, and when the binlog the stream would go on from was purged "
+            "(binlog_expire_logs_seconds while sluice was stopped), say so, snapshot every captured table again and "
+            "stream on from that snapshot, instead of stopping with the error",
+            choices=("initial", "never", "only", "when-needed"), run_default=_snapshot_default),
     Setting("chunk_rows", "--chunk-rows", "rows per snapshot chunk (default: 64 MiB of the table's average row, "
             "1,000 to 1,000,000 rows; a running chunk holds its rows a few times over in its task's memory)",
             metavar="N", value_type=int, convert=_whole("chunk_rows")),

@@ -16,9 +16,16 @@ sluice run). Stop the pipeline first; when it starts again it streams on from wh
 skips, for these tables, the changes the new snapshot already holds. Ctrl-C stops after the wave of
 chunks being read (a second Ctrl-C at once); the next sluice run resumes the snapshot there.
 
+When the binlog the pipeline would go on from was purged while it was stopped (sluice run stops
+with an error naming the missing binlog file or GTIDs), the changes in between are gone and this
+is the remedy: --tables must then take every captured table (the pipeline's own --tables, or
+'.*'); all of them are read again from a new start, and the next sluice run streams on from this
+snapshot, not from its old position. (sluice run --snapshot when-needed does the same by itself.)
+
 examples:
   sluice snapshot --source mysql://repl@db/ --lake ./lake --tables 'shop\\.orders'
   sluice snapshot --source mysql://repl@db/ --lake ./lake --tables 'shop\\..*' --chunk-rows 20000
+  sluice snapshot --source mysql://repl@db/ --lake ./lake --tables '.*'     after binlogs were purged
 """
 
 
@@ -41,8 +48,14 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """``sluice snapshot``: forget the matching tables' snapshot and mirror, then read them again."""
+    """``sluice snapshot``: forget the matching tables' snapshot and mirror, then read them again;
+    every captured table, from a new start, when the stream's position was purged from the server."""
+    from dataclasses import replace
+
+    from sluice.cdc.filters import table_filter
+    from sluice.lake.layout import Lake, open_lake
     from sluice.spark.pipeline.runner import Pipeline, PipelineConfig
+    from sluice.spark.pipeline.stream_resume import captured_names, start_over
     from sluice.spark.snapshot.state import SnapshotState, forget_tables
 
     try:
@@ -53,12 +66,31 @@ def run(args: argparse.Namespace) -> int:
     def say(text: str) -> None:
         print(f"sluice snapshot: {text}", file=sys.stderr, flush=True)
 
-    config = PipelineConfig(source=args.source, lake=args.lake, tables=args.tables, snapshot="only",
-                            chunk_rows=args.chunk_rows, snapshot_connections=args.connections, master=args.master)
+    # The pipeline's own table filter (what its runs capture) stays the lake's record.
+    recorded = open_lake(args.lake).get_json(Lake.CAPTURE)
+    tables, exclude = ((recorded.get("tables"), recorded.get("exclude_tables")) if isinstance(recorded, dict)
+                       else (args.tables, None))
+    config = PipelineConfig(source=args.source, lake=args.lake, tables=tables, exclude_tables=exclude,
+                            snapshot="only", chunk_rows=args.chunk_rows, snapshot_connections=args.connections,
+                            master=args.master)
     pipeline = Pipeline(config, progress=say)
-    state = SnapshotState.load(pipeline.store)
-    names = [n for n in state.tables if pattern.fullmatch(n)]
-    dropped = forget_tables(pipeline.lake, names)
-    say(f"reading again: {', '.join(dropped) or 'no snapshotted table matches; new tables only'}")
+    _, purged = pipeline.purged()
+    if purged is None:
+        pipeline.config = replace(config, tables=args.tables, exclude_tables=None)
+        state = SnapshotState.load(pipeline.store)
+        names = [n for n in state.tables if pattern.fullmatch(n)]
+        dropped = forget_tables(pipeline.lake, names)
+        say(f"reading again: {', '.join(dropped) or 'no snapshotted table matches; new tables only'}")
+    else:
+        captured = captured_names(args.source, table_filter(tables, exclude))
+        missing = [n for n in captured if not pattern.fullmatch(n)]
+        if missing:
+            raise purged.with_remedy(
+                "Only a snapshot of every captured table can replace it, and --tables leaves out "
+                f"{', '.join(missing)}: nothing was read. Run sluice snapshot again with --tables "
+                f"'{tables or '.*'}'")
+        start_over(pipeline.lake, table_filter(tables, exclude))
+        say(f"{purged.facts}: reading every captured table again ({len(captured)}) from a new start; the next "
+            "sluice run streams on from this snapshot")
     pipeline.run(label="sluice snapshot")  # Ctrl-C: at the end of a wave of chunks; twice: now
     return 0

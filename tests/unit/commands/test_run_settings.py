@@ -94,7 +94,7 @@ def test_the_help_shows_the_defaults_of_the_config():
     assert f"(default {defaults['starting_position']})" in text
     assert f"(default {MirrorCadence().max_lag:g}; 0: every batch)" in text
     assert f"batches of up to {defaults['max_bytes_per_batch'] >> 20} MiB of binlog" in text
-    assert "{" not in text.replace('{"op": "ddl", ...}', "").replace("{initial,never,only}", "")
+    assert "{" not in text.replace('{"op": "ddl", ...}', "").replace("{initial,never,only,when-needed}", "")
 
 
 def test_sluice_maintains_help_lists_the_maintenance_defaults():
@@ -124,3 +124,11 @@ def test_the_stall_timeout_becomes_the_source_s_read_timeout_unless_it_has_one()
     assert parse_dsn(own.source).deadline == 60.0
     with pytest.raises(ConfigError, match="stall-timeout"):
         PipelineConfig(source="mysql://u@h/", lake="x", stall_timeout=-1)
+
+
+def test_snapshot_when_needed_is_a_mode_of_the_file_and_the_command_line(tmp_path):
+    given = _config(tmp_path, ["--snapshot", "when-needed"])
+    assert given.snapshot == "when-needed" and given == _config(tmp_path, [], 'snapshot = "when-needed"')
+    assert "when-needed: as initial, and when the binlog the stream would go on from was purged" in _help()
+    with pytest.raises(ConfigError, match="initial, never, only or when-needed"):
+        _config(tmp_path, [], 'snapshot = "when_needed"')

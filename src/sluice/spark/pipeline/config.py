@@ -33,7 +33,9 @@ class PipelineConfig:
     trigger: str = "1s"  # a processing-time interval ("1s", "500ms", "2 minutes") or "once"
     master: str | None = None
     starting_position: str = "earliest"
-    snapshot: str = "never"  # initial: snapshot the tables first, then stream; only: snapshot and stop
+    # initial: snapshot the tables first, then stream; only: snapshot and stop; when-needed: initial, and
+    # snapshot every captured table again when the stream's position was purged from the server
+    snapshot: str = "never"
     chunk_rows: int | None = None  # rows per snapshot chunk; None: 64 MiB of the table's average row
     snapshot_connections: int | None = None  # chunks read at once; None: one per Spark core, at most 8
     max_rows_per_batch: int | None = None  # counting rows makes the driver decode ahead: bytes by default
@@ -59,8 +61,8 @@ class PipelineConfig:
             object.__setattr__(self, "source", with_read_timeout(self.source, self.stall_timeout))
         if self.trigger not in ONCE:
             interval(self.trigger)  # a bad trigger fails here, before Spark starts
-        if self.snapshot not in ("initial", "never", "only"):
-            raise ConfigError(f"--snapshot is initial, never or only; found {self.snapshot!r}")
+        if self.snapshot not in ("initial", "never", "only", "when-needed"):
+            raise ConfigError(f"--snapshot is initial, never, only or when-needed; found {self.snapshot!r}")
         if not self.writer_lease > 0:
             raise ConfigError(f"--writer-lease is a number of seconds above 0; found {self.writer_lease!r}")
         if self.snapshot_connections is not None and self.snapshot_connections < 1:

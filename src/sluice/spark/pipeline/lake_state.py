@@ -21,6 +21,7 @@ checkpoint goes on from.
 from __future__ import annotations
 
 import json
+import shutil
 import uuid
 from pathlib import Path
 from typing import Any
@@ -108,6 +109,17 @@ class LakeState:
         self.checkpoint_path.mkdir(parents=True, exist_ok=True)
         write_atomically(marker, json.dumps({"app_id": app_id}).encode("utf-8"), what="the stream's app id")
         return app_id
+
+    def new_checkpoint(self) -> str:
+        """Start Spark's checkpoint over, when the stream no longer goes on from its offsets (a new
+        snapshot replaced a purged position): the folder removed, the stream's batches under a new
+        app id (its batch 0 is not the old batch 0); that app id."""
+        shutil.rmtree(self.checkpoint_path, ignore_errors=True)
+        self._had_offsets = False
+        self.resume_at = None
+        self.unknown_position = None
+        self.app_id = self._stream_app_id(new_on_a_used_lake=True)
+        return self.app_id
 
     def streamed(self) -> bool:
         """Whether the stream ran before: Spark's checkpoint or the lake knows where it stands."""

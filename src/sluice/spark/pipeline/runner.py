@@ -21,6 +21,9 @@ a file: for a lake on an object store that file lives beside the checkpoint and 
 into the lake, whole, before it commits a batch (and back, when the checkpoint is new). Deleting the
 checkpoint does not start the lake over: every change-log commit records the stream offset its
 batch ends at, and a checkpoint with no offset goes on from there under an app id of its own.
+Before Spark starts, that position is checked on the server: a purged one stops the run with
+``BinlogPurgedError``, or with ``--snapshot when-needed`` every captured table is snapshotted again
+and the stream goes on from that snapshot (``sluice.spark.pipeline.stream_resume``).
 """
 
 from __future__ import annotations
@@ -31,9 +34,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from sluice.binlog.position import Checkpoint, start_checkpoint
+from sluice.cdc.filters import table_filter
 from sluice.cdc.schema import SchemaHistory
 from sluice.dsn import parse_dsn
-from sluice.errors import ConfigError, LakeBusyError, SluiceError
+from sluice.errors import BinlogPurgedError, ConfigError, LakeBusyError, SluiceError
 from sluice.lake.sink import DeltaLake
 from sluice.spark.ddl.batch import DdlStage
 from sluice.spark.pipeline.batches import BatchCommits
@@ -43,6 +48,13 @@ from sluice.spark.pipeline.interrupts import StopSignals
 from sluice.spark.pipeline.lake_state import LakeState, drop_unfinished_writes
 from sluice.spark.pipeline.source_tables import check_source
 from sluice.spark.pipeline.stats import PipelineStats
+from sluice.spark.pipeline.stream_resume import (
+    pipeline_remedy,
+    purged_position,
+    replaces,
+    start_over,
+    stream_position,
+)
 from sluice.spark.pipeline.upkeep import Upkeep
 from sluice.spark.runtime.query_error import query_error
 from sluice.spark.runtime.session import kill_driver, spark_session, start_python_workers
@@ -129,7 +141,10 @@ class Pipeline(BatchCommits):
         is due, then the streaming query (None after a snapshot only)."""
 
         cfg = self.config
+        at, again = self._going_on()  # before anything is written: a purged position leaves the lake as it was
         self.fence.take(self.store, cfg.writer_lease, self._lost)
+        if again:  # --snapshot when-needed: every captured table again, from a new start
+            start_over(self.lake, table_filter(cfg.tables, cfg.exclude_tables))
         self.store.delete_prefix(self.store.STAGING)  # an earlier run's unfinished batch
         drop_unfinished_writes(self.checkpoint_path)
         self.state.load_history()
@@ -154,6 +169,8 @@ class Pipeline(BatchCommits):
             after_snapshot = self.snapshot(spark, found)
             if after_snapshot is not None:
                 starting = after_snapshot
+                if replaces(at, SnapshotState.find(self.store)) is not None:
+                    self._go_on_from_snapshot(at, after_snapshot)
         if self.resume_at is not None:  # the lake's last batch: nothing lost, nothing twice
             starting = self.resume_at.to_text()
             self.progress(f"Spark's checkpoint {self.checkpoint_path} holds no position: going on from the lake's "
@@ -199,6 +216,39 @@ class Pipeline(BatchCommits):
             writer = writer.trigger(processingTime=interval(cfg.trigger))
         self._query = writer.start()
         return self._query
+
+    def purged(self) -> tuple[Checkpoint | None, BinlogPurgedError | None]:
+        """Where the stream goes on (None: it never ran) and what of it the server no longer has
+        (None: nothing, or a snapshot begun after it replaces it; ``stream_resume``)."""
+        cfg = self.config
+        at = stream_position(self.checkpoint_path, self.resume_at)
+        if at is None or replaces(at, SnapshotState.find(self.store)) is not None:
+            return at, None
+        purged = purged_position(cfg.source, at)
+        return at, None if purged is None else purged.with_remedy(
+            pipeline_remedy(cfg.source, self.store.uri, cfg.tables))
+
+    def _going_on(self) -> tuple[Checkpoint | None, bool]:
+        """Where the stream goes on, and whether every captured table is snapshotted again first
+        (``--snapshot when-needed`` and a purged position); a purged position is raised otherwise
+        (``sluice snapshot``, which runs with ``only``, has dealt with it)."""
+        at, purged = self.purged()
+        if purged is None or self.config.snapshot == "only":
+            return at, False
+        if self.config.snapshot != "when-needed":
+            raise purged
+        self.progress(f"{purged.facts}: snapshotting every captured table again (--snapshot when-needed), "
+                      "then streaming on from that snapshot")
+        return at, True
+
+    def _go_on_from_snapshot(self, at: Checkpoint | None, start: str) -> None:
+        """The snapshot of every captured table begun after the stream's position ``at`` replaces it:
+        a new Spark checkpoint (the old one's offsets lead back to ``at``) and app id, from ``start``."""
+        self.app_id = self.lake.app_id = self.state.new_checkpoint()
+        self.resume_at = None
+        self.progress(f"the stream goes on from the snapshot's start {start_checkpoint(start, 'the snapshot')}, not "
+                      f"from {at}: the snapshot of every captured table replaces it (Spark's checkpoint "
+                      f"{self.checkpoint_path} started over)")
 
     def run(self, *, report_every: float = 5.0, handle_signals: bool = True,
             label: str = "sluice run") -> PipelineStats:

@@ -1,0 +1,183 @@
+"""Binlogs purged while the pipeline was down: the typed error, then the remedy, exactly once.
+
+A lake streams from a server of its own; ``sluice run`` stops, more is written (rows and a DDL),
+and the binlogs are purged past the stream's position (FLUSH BINARY LOGS, PURGE BINARY LOGS TO the
+newest: MySQL's ``gtid_purged`` grows, MariaDB's oldest binlog starts with a GTID_LIST past it).
+``sluice run`` then stops with ``BinlogPurgedError`` in one line, naming the first missing file and
+the missing GTIDs and the remedy, exit status 1, and the lake as it was. A ``sluice snapshot`` of
+some captured tables is refused, naming the others; one of every captured table lets the next
+``sluice run`` go on from that snapshot: every change after its start in the change log once, every
+mirror equal to SELECT, ``sluice verify`` content. ``--snapshot when-needed`` does it in one run.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import deltalake
+import pytest
+
+from sluice.binlog.gtid import MariadbGtidPosition, MysqlGtidSet
+from sluice.dsn import parse_dsn
+from sluice.io.connection import Connection
+from sluice.io.purged import missing_mariadb, oldest_gtid_list
+from sluice.io.replication import server_binlog_files, server_binlog_status
+from sluice.spark.pipeline.stream_resume import spark_offset
+from tests.conftest import TWO_FLAVORS
+from tests.integration.exactly_once import exactly_once
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+NOISE = ("Traceback", "PYTHON_STREAMING_DATA_SOURCE", "SourceFailure", "py4j", "Py4J")
+
+
+def _sluice(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "sluice.cli", *args], capture_output=True, text=True, timeout=900)
+
+
+def _run(server, lake: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    return _sluice("run", "--source", server.dsn("repl"), "--lake", str(lake), "--tables", r"p\..*",
+                   "--trigger", "once", *extra)
+
+
+def _error_line(done: subprocess.CompletedProcess[str]) -> str:
+    assert done.returncode == 1, done.stderr[-4000:]
+    for noise in NOISE:
+        assert noise not in done.stderr, f"{noise!r} reached the user:\n{done.stderr[-4000:]}"
+    return [line for line in done.stderr.splitlines() if line.strip()][-1]
+
+
+def _write(server, first: int) -> None:
+    """Rows into p.t and p.u from ``first`` on, some updated and deleted."""
+    ids = range(first, first + 30)
+    server.sql(";".join(f"INSERT INTO p.t VALUES ({i}, {i})" for i in ids) + ";"
+               + ";".join(f"INSERT INTO p.u (id, w) VALUES ({i}, 'w{i}')" for i in ids))
+    server.sql(f"UPDATE p.t SET v = v * 10 WHERE id % 3 = 0; DELETE FROM p.u WHERE id % 4 = 0 AND id >= {first}")
+
+
+def _files(server) -> list[str]:
+    with Connection.open(parse_dsn(server.dsn("root"))) as conn:
+        return [name for name, _ in server_binlog_files(conn)]
+
+
+def _purge(server) -> None:
+    """FLUSH BINARY LOGS, then PURGE BINARY LOGS TO the newest, until it is the only one (MariaDB
+    keeps a file until its binlog checkpoint is written and no dump thread reads it)."""
+    deadline = time.monotonic() + 60
+    while True:
+        server.sql("FLUSH BINARY LOGS")
+        with Connection.open(parse_dsn(server.dsn("root"))) as conn:
+            newest = server_binlog_status(conn).file
+        server.sql(f"PURGE BINARY LOGS TO '{newest}'")
+        if _files(server) == [newest]:
+            return
+        assert time.monotonic() < deadline, f"the server kept {_files(server)}"
+        time.sleep(0.3)
+
+
+def _lake_versions(lake: Path) -> dict[str, int]:
+    tables = [lake / "p" / "t", lake / "p" / "u", lake / "_sluice" / "changes"]
+    return {str(t): deltalake.DeltaTable(str(t)).version() for t in tables}
+
+
+def _purged_lake(flavor, sandbox_factory, tmp_path):
+    """A server, a lake that streamed from it, and its binlogs purged past the stream's position
+    while more was written; (server, lake, the stream's position)."""
+    server = sandbox_factory(flavor)
+    begin = _files(server)[0]
+    server.sql("CREATE DATABASE p; CREATE TABLE p.t (id INT PRIMARY KEY, v INT);"
+               "CREATE TABLE p.u (id INT PRIMARY KEY, w VARCHAR(20))")
+    _write(server, 1)
+    lake = tmp_path / "lake"
+    first = _run(server, lake, "--snapshot", "never", "--from", f"{begin}:4")  # the change log from the start
+    assert first.returncode == 0, first.stderr[-4000:]
+    at = spark_offset(lake / "_sluice" / "checkpoint")
+    assert at is not None and at.gtid_set
+    purged_before = _gtid_purged(server)
+    _write(server, 100)
+    server.sql("ALTER TABLE p.u ADD COLUMN x INT NOT NULL DEFAULT 7")  # a DDL the stream never sees
+    _write(server, 200)
+    _purge(server)
+    assert at.file not in _files(server)
+    if flavor == "mysql":  # the purged transactions are in gtid_purged now
+        grown = MysqlGtidSet.parse(_gtid_purged(server))
+        assert MysqlGtidSet.parse(purged_before).issubset(grown) and grown != MysqlGtidSet.parse(purged_before)
+    return server, lake, at
+
+
+def _gtid_purged(server) -> str:
+    if server.is_mariadb:
+        return ""
+    with Connection.open(parse_dsn(server.dsn("root"))) as conn:
+        return str(conn.query("SELECT @@GLOBAL.gtid_purged").rows[0][0] or "").replace("\n", "")
+
+
+def _missing(server, held: str) -> str:
+    """The transactions after ``held`` the server's binlog no longer has, as the server says."""
+    with Connection.open(parse_dsn(server.dsn("root"))) as conn:
+        if server.is_mariadb:
+            before = oldest_gtid_list(conn, server_binlog_files(conn)[0][0])
+            assert before is not None
+            # the oldest binlog's GTID_LIST: every transaction written so far is before it
+            status = str(conn.query("SELECT @@GLOBAL.gtid_binlog_pos").rows[0][0])
+            assert MariadbGtidPosition.parse(status).issubset(before)
+            return missing_mariadb(MariadbGtidPosition.parse(held), before)
+        return str(conn.query(f"SELECT GTID_SUBTRACT(@@GLOBAL.gtid_purged, '{held}')").rows[0][0]).replace("\n", "")
+
+
+def _snapshot_start(lake: Path) -> str:
+    start = json.loads((lake / "_sluice" / "snapshot.json").read_text())["start"]
+    return f"{start['file']}:{start['pos']}"
+
+
+@pytest.mark.parametrize("flavor", TWO_FLAVORS)
+def test_a_purged_position_stops_the_run_and_a_snapshot_of_every_table_goes_on_exactly_once(
+        flavor, sandbox_factory, tmp_path):
+    server, lake, at = _purged_lake(flavor, sandbox_factory, tmp_path)
+    versions = _lake_versions(lake)
+    line = _error_line(_run(server, lake))
+    missing = _missing(server, at.gtid_set or "")
+    assert line.startswith(f"sluice: error: the stream's start {at.file}:{at.pos} is no longer on the server"), line
+    assert missing and f"with the transactions {missing}" in line, line
+    assert f"sluice snapshot --source {parse_dsn(server.dsn('repl')).redacted()} --lake {lake}" in line, line
+    assert "--snapshot when-needed" in line, line
+    assert _lake_versions(lake) == versions  # nothing written
+
+    some = _sluice("snapshot", "--source", server.dsn("repl"), "--lake", str(lake), "--tables", r"p\.t")
+    line = _error_line(some)
+    assert "leaves out p.u" in line and "nothing was read" in line, line
+    assert _lake_versions(lake) == versions
+
+    every = _sluice("snapshot", "--source", server.dsn("repl"), "--lake", str(lake), "--tables", r"p\..*")
+    assert every.returncode == 0, every.stderr[-4000:]
+    start = _snapshot_start(lake)
+    _write(server, 300)  # after the snapshot: the stream goes on from its start
+    server.sql("UPDATE p.u SET x = id WHERE id < 150")
+    again = _run(server, lake)
+    assert again.returncode == 0, again.stderr[-4000:]
+    assert "the stream goes on from the snapshot's start" in again.stderr, again.stderr[-4000:]
+    assert exactly_once(server, lake, "p", start, older_kept=True) > 0
+    verify = _sluice("verify", "--source", server.dsn("repl"), "--lake", str(lake))
+    assert verify.returncode == 0, verify.stdout + verify.stderr[-4000:]
+    _write(server, 400)  # and from its own position after that
+    assert _run(server, lake).returncode == 0
+    assert exactly_once(server, lake, "p", start, older_kept=True) > 0
+
+
+@pytest.mark.parametrize("flavor", TWO_FLAVORS)
+def test_snapshot_when_needed_snapshots_again_and_goes_on_in_one_run(flavor, sandbox_factory, tmp_path):
+    server, lake, at = _purged_lake(flavor, sandbox_factory, tmp_path)
+    done = _run(server, lake, "--snapshot", "when-needed")
+    assert done.returncode == 0, done.stderr[-4000:]
+    said = [line for line in done.stderr.splitlines() if "--snapshot when-needed" in line]
+    assert len(said) == 1 and f"{at.file}:{at.pos} is no longer on the server" in said[0], done.stderr[-4000:]
+    assert "snapshotting every captured table again" in said[0]
+    start = _snapshot_start(lake)
+    exactly_once(server, lake, "p", start, older_kept=True)
+    _write(server, 500)
+    assert _run(server, lake, "--snapshot", "when-needed").returncode == 0
+    assert exactly_once(server, lake, "p", start, older_kept=True) > 0
