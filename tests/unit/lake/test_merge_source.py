@@ -253,3 +253,12 @@ def test_key_bounds_of_a_merge_source() -> None:
     assert key_bounds(pa.table({"d": pa.array([Decimal(1)], pa.decimal128(20, 0))}), "d") == ""  # no exact literal
     assert key_bounds(ints.slice(0, 0), "id") == ""
     assert key_bounds(pa.table({"id": pa.array([None], pa.int64())}), "id") == ""
+
+
+def test_a_source_of_deletes_only_is_built_column_wise() -> None:
+    """A part (or range) of nothing but deletes reads no after image: its temporal columns' check of
+    no value at all passes, and the source deletes the keys."""
+    gone = {"a": "x", "n": 1, "v": Decimal("1.00"), "w": "2020-01-01 00:00:02.5"}
+    source = _one(COMPOSITE, [RowChange("delete", "db", "p", gone, None, ("a", "n"), "binlog.000001", 4, 0, None, 0)])
+    assert source is not None
+    assert [(r["a"], r["n"], r["_sluice_delete"]) for r in source.to_pylist()] == [("x", 1, True)]

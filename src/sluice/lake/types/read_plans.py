@@ -46,7 +46,7 @@ def _checked(texts: pa.Array, wellformed: str, valid: str, target: pa.DataType,
         if pc.any(pc.and_(zero, pc.match_substring_regex(texts, f"^(?:{_VALID_DATE}) {_VALID_TIME}$"))).as_py():
             return None
         shaped = pc.or_(shaped, zero)
-    if not pc.all(pc.or_kleene(pc.invert(present), shaped)).as_py():
+    if not pc.all(pc.or_kleene(pc.invert(present), shaped), min_count=0).as_py():  # none at all: every one
         return None
     good = pc.match_substring_regex(texts, f"^(?:{valid})$")
     kept = pc.if_else(good, texts, pa.scalar(None, pa.string()))
