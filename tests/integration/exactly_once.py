@@ -29,7 +29,8 @@ def exactly_once(server, lake: Path, db: str, start: str | None, *, older_kept: 
         return 0
     tail = subprocess.run(
         [sys.executable, "-m", "sluice.cli", "tail", server.dsn("repl"), "--from", start, "--until-end",
-         "--tables", rf"{db}\..*"], capture_output=True, timeout=300, check=True)
+         "--tables", rf"{db}\..*"], capture_output=True, timeout=300)
+    assert tail.returncode == 0, tail.stderr.decode()[-3000:]
     expected = sorted((c["file"], c["pos"], c["row"]) for c in map(json.loads, tail.stdout.decode().splitlines()))
     log = deltalake.DeltaTable(str(Path(lake) / "_sluice" / "changes")).to_pyarrow_table().to_pylist()
     keys = sorted((r["file"], r["pos"], r["row"]) for r in log

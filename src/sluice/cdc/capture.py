@@ -49,7 +49,9 @@ from sluice.errors import DataLossError, MalformedEventError
 if TYPE_CHECKING:
     from sluice.cdc.schema.ddl import DdlOutcome
 
-__all__ = ["CaptureConfig", "CaptureOutput", "ChangeCapture", "CommittedTransaction", "DdlRecord", "on_incident"]
+__all__ = [
+    "PART_BYTES", "CaptureConfig", "CaptureOutput", "ChangeCapture", "CommittedTransaction", "DdlRecord", "on_incident",
+]
 
 log = logging.getLogger(__name__)
 
@@ -82,6 +84,8 @@ class CaptureOutput(enum.Enum):
 
 _COUNTING = frozenset({CaptureOutput.COUNTS, CaptureOutput.DECODED_COUNTS})
 _COLUMNS = frozenset({CaptureOutput.COLUMNS, CaptureOutput.TYPED_COLUMNS})
+#: The default part of ``hold_columns``: bytes of binlog of an open transaction handed out at once.
+PART_BYTES = 8 << 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +110,11 @@ class CaptureConfig:
     spill: Callable[[int], Any] | None = None
     #: Columns kept out or hashed (``sluice.cdc.column_rules.ColumnRules``; None: none).
     columns: Any = None
+    #: ``COLUMNS`` with the compiled core: ``hold_columns(rows, gtid)`` takes an open transaction's
+    #: change-log rows each time ``part_bytes`` more of its binlog was read, before its commit, and
+    #: returns what stands for them (``capture_out.hold_columns``; the commit's ``held``).
+    hold_columns: Callable[[Any, str | None], Any] | None = None
+    part_bytes: int = PART_BYTES
 
 
 def on_incident(event: IncidentEvent, where: str, *, skip: bool) -> None:
@@ -160,6 +169,8 @@ class ChangeCapture:
         self._lines_out = output is CaptureOutput.LINES
         self._hold_after = min(HOLD_AFTER, config.memory // 4) if self._lines_out else None
         self._columns_out = core is not None and output in _COLUMNS
+        self._part_after = config.part_bytes if self._columns_out and config.hold_columns else None
+        self._parted: tuple[Any, int] = (None, 0)  # (the open transaction's start, where its last part ended)
         if self._run is not None and self._lines_out:
             self._run.write_lines(lambda table_map, file: out.line_spec(self.builder, table_map, file, self._pos),
                                   self.builder.kinds, ABSENT, value_bytes, WrittenLines)
@@ -186,6 +197,7 @@ class ChangeCapture:
     def restart(self, checksum: ChecksumAlgorithm | None = None) -> None:
         """A new connection starts: forget stream state and any transaction cut off by the break."""
         self.assembler.cut_off()
+        self._parted = (None, 0)
         self.parser.reset()
         if checksum is not None:
             self.parser.checksum_alg = int(checksum)
@@ -264,6 +276,8 @@ class ChangeCapture:
                     events.append((file, base + start, CountedRows(*counted)))
             elif self._hold_after is not None:
                 self._hold(base + stop)
+            elif self._part_after is not None:
+                self._hold_part(base + stop)
             self._read_to = base + stop
         return stop
 
@@ -285,6 +299,8 @@ class ChangeCapture:
         if tx is None:
             if self._hold_after is not None:
                 self._hold(next_pos)
+            elif self._part_after is not None:
+                self._hold_part(next_pos)
             return None
         if self._counting:
             return CommittedTransaction(tx, [], out.count_rows(self.builder, tx.events))
@@ -292,8 +308,8 @@ class ChangeCapture:
             lines, count = self._lines(tx)
             return CommittedTransaction(tx, [], count, lines)
         if self._columns_out:
-            rows, count = self._columns(tx)
-            return CommittedTransaction(tx, [], count, columns=rows)
+            rows, count, held = self._columns(tx)
+            return CommittedTransaction(tx, [], count, columns=rows, held=held)
         return CommittedTransaction(tx, list(self._records(tx)))
 
     def feed_file(self, file: str, label: str,
@@ -340,7 +356,19 @@ class ChangeCapture:
         out.hold_lines(tx, self.builder, self._event_records, None if self._core is None else self._core.rows_jsonl,
                    lambda: make(memory))
 
-    def _columns(self, tx: Transaction) -> tuple[Any, int]:
+    def _hold_part(self, pos: int) -> None:
+        """``COLUMNS`` with ``hold_columns``: hand out an open transaction's rows each ``part_bytes``."""
+        tx, hand_out = self.assembler.open_transaction, self.config.hold_columns
+        if tx is None or hand_out is None:
+            return
+        at = (tx.file, tx.pos)
+        if pos - (self._parted[1] if self._parted[0] == at else tx.pos) < self._part_after:  # type: ignore[operator]
+            return
+        self._parted = (at, pos)
+        out.hold_columns(tx, self.builder, self._event_records, self._core, hand_out,
+                         typed=self.config.output is CaptureOutput.TYPED_COLUMNS)
+
+    def _columns(self, tx: Transaction) -> tuple[Any, int, tuple[Any, ...]]:
         self.builder.gtid = tx.rows_gtid
         typed = self.config.output is CaptureOutput.TYPED_COLUMNS
         return out.transaction_columns(tx, self.builder, self._event_records, self._core, typed=typed)

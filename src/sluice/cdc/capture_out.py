@@ -2,7 +2,8 @@
 
 ``transaction_lines``: the JSON lines of its records (``CaptureConfig.lines``), event by event with
 ``event_lines_into``; ``count_rows``: how many row changes it has; ``transaction_columns``:
-its records as change-log rows, the compiled core's ``ChangeRows`` (``CaptureConfig.columns``). Rows
+its records as change-log rows, the compiled core's ``ChangeRows`` (``CaptureConfig.columns``);
+``hold_columns``: an open transaction's rows so far handed out as a part (``HeldRows``). Rows
 events are written by the compiled core (runs of them already were, by ``EventRun``: their
 ``WrittenLines`` / ``ChangeRows`` sit in the transaction's events); every other record (DDL,
 partial JSON, payload events, a system-versioned table's rows, whose op is decided row by row)
@@ -19,7 +20,7 @@ from sluice.binlog.absent import ABSENT
 from sluice.binlog.constants import ColumnType
 from sluice.binlog.events import RowsEvent, TableMapEvent, TransactionPayloadEvent
 from sluice.cdc.change_rows import Meta, kind_metas, record_row
-from sluice.cdc.committed import CountedRows, DdlRecord, WrittenLines
+from sluice.cdc.committed import CountedRows, DdlRecord, HeldRows, WrittenLines
 from sluice.cdc.held import HeldLines, finish, hold
 from sluice.cdc.jsonl import KIND_CODES, line_parts, record_line, rows_event_lines, value_bytes
 from sluice.cdc.records import RowChange, RowChangeBuilder
@@ -27,7 +28,8 @@ from sluice.cdc.txstate import Transaction
 from sluice.errors import SluiceError
 
 __all__ = [
-    "LineSpec", "column_spec", "count_rows", "event_lines_into", "hold_lines", "line_spec", "rows_so_far",
+    "LineSpec", "column_spec", "count_rows", "event_lines_into", "hold_columns", "hold_lines", "line_spec",
+    "rows_so_far",
     "transaction_columns", "transaction_lines",
 ]
 
@@ -113,17 +115,47 @@ def event_lines_into(out: list[bytes], file: str, pos: int, event: Any, tx: Any,
     return count
 
 
+def hold_columns(tx: Any, builder: RowChangeBuilder, event_records: EventRecords, core: Any,
+                 hand_out: Callable[[Any, str | None], Any], *, typed: bool = False) -> None:
+    """Hand the change-log rows of the open transaction ``tx``'s events since its last part to
+    ``hand_out(rows, gtid)`` and put a ``HeldRows`` of what it returns in their place: the
+    transaction's events are then its parts and what came after them. The rows are the ones its
+    commit would make of those events (``transaction_columns``), each event being made into rows
+    on its own, in order."""
+    events = tx.events
+    first = next((i for i in range(len(events) - 1, -1, -1) if type(events[i][2]) is HeldRows), -1) + 1
+    if first >= len(events):
+        return
+    file, pos = events[first][0], events[first][1]
+    builder.gtid = tx.rows_gtid
+    rows, count, _ = _columns_of(tx, events[first:], builder, event_records, core, typed)
+    if not rows.length:
+        return
+    events[first:] = [(file, pos, HeldRows(hand_out(rows, tx.rows_gtid), count))]
+
+
 def transaction_columns(tx: Transaction, builder: RowChangeBuilder, event_records: EventRecords,
-                        core: Any, *, typed: bool = False) -> tuple[Any, int]:
-    """A transaction's records as change-log rows (the core's ``ChangeRows``) and their number of
-    row changes; rows events go in through the core, other records one by one. ``typed``: the rows
-    events the parser decoded get typed images too, as the event runs' do."""
+                        core: Any, *, typed: bool = False) -> tuple[Any, int, tuple[Any, ...]]:
+    """A transaction's records as change-log rows (the core's ``ChangeRows``), their number of row
+    changes, and the parts handed out before (``hold_columns``; their rows come first); rows events
+    go in through the core, other records one by one. ``typed``: the rows events the parser
+    decoded get typed images too, as the event runs' do."""
+    return _columns_of(tx, tx.events, builder, event_records, core, typed)
+
+
+def _columns_of(tx: Any, events: Any, builder: RowChangeBuilder, event_records: EventRecords, core: Any,
+                typed: bool) -> tuple[Any, int, tuple[Any, ...]]:
     rows = core.ChangeRows()
     rows.keep_typed = typed
     kinds = builder.kinds
     count = 0
-    for file, pos, event in tx.events:
+    held: list[Any] = []
+    for file, pos, event in events:
         kind = type(event)
+        if kind is HeldRows:
+            held.append(event.part)
+            count += event.rows
+            continue
         if kind is core.ChangeRows:
             rows.extend(event)
             count += event.length
@@ -153,7 +185,7 @@ def transaction_columns(tx: Transaction, builder: RowChangeBuilder, event_record
             if images is None:
                 images = rows.typed[key] = core.TypedImages(())
             images.failed = True
-    return rows, count
+    return rows, count, tuple(held)
 
 
 def count_rows(builder: RowChangeBuilder, events: Any) -> int:
@@ -186,7 +218,7 @@ def rows_so_far(events: Any) -> int:
         kind = type(event)
         if kind is CountedRows:
             n += event.write + event.update + event.delete
-        elif kind is WrittenLines or kind is HeldLines:
+        elif kind is WrittenLines or kind is HeldLines or kind is HeldRows:
             n += event.rows
         elif kind is RowsEvent:
             n += len(event.rows)

@@ -4,7 +4,8 @@
 asked, ``DdlRecord``), or only their count, or their JSON lines, or change-log rows, as the
 capture's ``CaptureOutput`` says.
 ``CountedRows`` and ``WrittenLines`` stand in a transaction's events for runs of rows events the
-compiled core counted or wrote as lines.
+compiled core counted or wrote as lines, ``HeldRows`` for the change-log rows of an open
+transaction's events that the capture handed out as a part before its commit.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from sluice.binlog.position import Checkpoint
 from sluice.cdc.records import RowChange
 from sluice.cdc.transactions import Transaction
 
-__all__ = ["CommittedTransaction", "CountedRows", "DdlRecord", "WrittenLines"]
+__all__ = ["CommittedTransaction", "CountedRows", "DdlRecord", "HeldRows", "WrittenLines"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +80,15 @@ class WrittenLines:
 
 
 @dataclass(frozen=True, slots=True)
+class HeldRows:
+    """A part of an open transaction's change-log rows, handed out before its commit
+    (``CaptureConfig.hold_columns``): what the hand-out returned and its number of row changes."""
+
+    part: Any
+    rows: int
+
+
+@dataclass(frozen=True, slots=True)
 class CommittedTransaction:
     """A committed transaction and its change records (row changes and, if asked, DDL)."""
 
@@ -89,6 +99,9 @@ class CommittedTransaction:
     #: transaction held while open the ``cdc.held.HeldLines`` that reads them back (close it after).
     lines: Any = None
     columns: Any = None  # ``CaptureOutput.COLUMNS``: the records as the core's ``ChangeRows`` (cdc.change_rows)
+    #: ``COLUMNS`` with ``hold_columns``: the parts handed out while the transaction was open, in order,
+    #: before the rows of ``columns``
+    held: tuple[Any, ...] = ()
 
     @property
     def row_count(self) -> int:

@@ -129,6 +129,20 @@ def _flag(name: str) -> Callable[[Any, str], bool]:
     return convert
 
 
+def _size(name: str) -> Callable[[Any, str], int]:
+    def convert(value: Any, where: str) -> int:
+        from sluice.io.spill import parse_size
+
+        if isinstance(value, bool) or not isinstance(value, int | str):
+            raise ConfigError(f"{name} is a size (8M, 512K, or bytes); found {value!r}")
+        size = value if isinstance(value, int) else parse_size(value, name)
+        if size < 1024:
+            raise ConfigError(f"{name} is at least 1K; found {value!r}")
+        return size
+
+    return convert
+
+
 def _port(value: Any, where: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 65535:
         raise ConfigError(f"--metrics-port takes a port number 0..65535 (0: any free port); found {value!r}")
@@ -185,6 +199,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("max_rows_per_batch", "--max-rows-per-batch", "cap on the changes in one micro-batch (default: "
             "batches of up to {max_bytes_per_batch:MiB} of binlog)", metavar="N", value_type=int,
             convert=_whole("max_rows_per_batch", zero_is_default=True)),
+    Setting("part_bytes", "--part-size", "a task writes its share of a batch to the lake in parts of about this "
+            "many bytes of binlog, a transaction larger than that too, before its commit; a running task holds about "
+            "a few parts' worth of memory (default {part_bytes:MiB})", toml="part_size", metavar="SIZE",
+            convert=_size("--part-size")),
     Setting("snapshot", "--snapshot", "initial (default without --from): copy every captured table first, in "
             "primary-key chunks on Spark, then stream from the right position; never: stream only; only: snapshot "
             "and stop; when-needed: as initial, and when the binlog the stream would go on from was purged "

@@ -43,6 +43,7 @@ BOTH_WAYS = {
     "mirror": (["--mirror-max-lag", "30"], "[mirror]\nmax_lag = 30"),
     "stall_timeout": (["--stall-timeout", "5"], "stall_timeout = 5"),
     "writer_lease": (["--writer-lease", "12.5"], "writer_lease = 12.5"),
+    "part_bytes": (["--part-size", "512K"], 'part_size = "512K"'),
 }
 
 
@@ -59,7 +60,7 @@ def test_every_setting_is_declared_once_with_its_key_and_option():
     assert sorted(keys) == sorted({"source", "lake", "tables", "exclude_tables", "trigger", "master", "from",
                                    "max_rows_per_batch", "spark", "snapshot", "chunk_rows", "snapshot_connections",
                                    "skip_incidents", "metrics_port", "metrics_host", "checkpoint_dir", "change_feed",
-                                   "maintenance", "mirror", "stall_timeout", "writer_lease"})
+                                   "maintenance", "mirror", "stall_timeout", "writer_lease", "part_size"})
     fields = {f for s in SETTINGS for f in (s.fields or (s.field,))}
     config_fields = {f.name for f in dataclasses.fields(PipelineConfig)}
     assert fields <= config_fields and config_fields - fields == {"max_bytes_per_batch"}  # not a user's setting
@@ -132,3 +133,9 @@ def test_snapshot_when_needed_is_a_mode_of_the_file_and_the_command_line(tmp_pat
     assert "when-needed: as initial, and when the binlog the stream would go on from was purged" in _help()
     with pytest.raises(ConfigError, match="initial, never, only or when-needed"):
         _config(tmp_path, [], 'snapshot = "when_needed"')
+
+
+@pytest.mark.parametrize("value", ["lots", "12", "0K", "true"])
+def test_a_part_size_that_is_no_size_or_under_a_kibibyte_is_refused(tmp_path, value):
+    with pytest.raises(ConfigError, match="--part-size"):
+        _config(tmp_path, ["--part-size", value])

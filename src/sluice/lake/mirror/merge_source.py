@@ -30,7 +30,7 @@ from sluice.lake.types.typed_images import TypedRows
 
 __all__ = [
     "CHANGE_FILE", "CHANGE_POS", "DELETE_FLAG", "all_full", "fold_sources", "key_bounds", "last_per_key",
-    "merge_source", "quote_name", "read_texts", "text_buffers", "typed_merge_source", "without_positions",
+    "merge_source", "no_changes", "quote_name", "read_texts", "text_buffers", "typed_merge_source", "without_positions",
 ]
 
 DELETE_FLAG = "_sluice_delete"  # the MERGE source's column: delete the key (else upsert the row)
@@ -201,6 +201,15 @@ def _placed(source: pa.Table | None, rows: pa.Table, positions: bool) -> pa.Tabl
         return source
     return source.append_column(CHANGE_FILE, rows.column("file").take(at)).append_column(
         CHANGE_POS, rows.column("pos").take(at))
+
+
+def no_changes(columns: Sequence[MirrorColumn], *, positions: bool = False) -> pa.Table:
+    """The MERGE source of rows that change no mirror row (a system-versioned table's history
+    ops): no row, the columns ``merge_source`` gives."""
+    fields = [pa.field(c.name, c.arrow_type) for c in columns] + [pa.field(DELETE_FLAG, pa.bool_())]
+    if positions:
+        fields += [pa.field(CHANGE_FILE, pa.string()), pa.field(CHANGE_POS, pa.int64())]
+    return pa.schema(fields).empty_table()
 
 
 def without_positions(source: pa.Table) -> pa.Table:

@@ -10,6 +10,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sluice.cdc.capture import PART_BYTES
 from sluice.dsn import with_read_timeout
 from sluice.errors import ConfigError
 from sluice.lake.layout import Lake, open_lake
@@ -40,6 +41,7 @@ class PipelineConfig:
     snapshot_connections: int | None = None  # chunks read at once; None: one per Spark core, at most 8
     max_rows_per_batch: int | None = None  # counting rows makes the driver decode ahead: bytes by default
     max_bytes_per_batch: int | None = 256 << 20
+    part_bytes: int = PART_BYTES  # a task writes its range in parts of about this much binlog (spark.source.parts)
     conf: tuple[tuple[str, str], ...] = ()
     skip_incidents: bool = False  # go on past INCIDENT events (the server failed to log changes there)
     metrics_port: int | None = None  # sluice run serves Prometheus metrics there (0: any free port)

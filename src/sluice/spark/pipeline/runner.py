@@ -196,6 +196,7 @@ class Pipeline(BatchCommits):
             .option("includeDdl", "true")
             .option("stageTo", self.lake.root)
             .option("inFlightTo", self._in_flight)
+            .option("partBytes", str(cfg.part_bytes))
         )
         if cfg.tables:
             reader = reader.option("tables", cfg.tables)

@@ -115,16 +115,26 @@ def columns_batch(rows: Any) -> pa.RecordBatch:
 
 
 def arrow_batches(transactions: Iterable[CommittedTransaction],
-                  typed: list[dict[Any, Any]] | None = None) -> Iterator[pa.RecordBatch]:
+                  typed: list[dict[Any, Any]] | None = None) -> Iterator[pa.RecordBatch | tuple[Any, int]]:
     """The row changes (and DDL records, when captured) of committed transactions as Arrow batches of
     the change schema. ``typed`` gets, for each batch the compiled core built, its tables' typed
-    images (``ChangeRows.typed``)."""
+    images (``ChangeRows.typed``). A transaction the capture handed out in parts before its commit
+    (``CommittedTransaction.held``) yields each part with its commit time, ``(part, commit µs)``, in
+    its place in the order, and then the batch of its rows after them."""
     changes: list[RowChange | DdlRecord] = []
     commits: list[int] = []
     columns: Any = None  # the compiled core's ChangeRows, when the capture builds them
     for committed in transactions:
         tx = committed.transaction
         commit_us = tx.commit_us if tx.commit_us is not None else tx.ts * 1_000_000
+        if committed.held:
+            if columns is not None and columns.length:
+                if typed is not None:
+                    typed.append(columns.typed)
+                yield columns_batch(columns)
+            columns = None
+            for part in committed.held:
+                yield part, commit_us
         if committed.columns is not None:
             if columns is None:
                 columns = type(committed.columns)()

@@ -26,7 +26,9 @@ the server writes ``binlog_row_metadata=FULL``) and ``skipIncidents`` (``true``:
 events, which otherwise stop the query with ``DataLossError``) and ``includeDdl`` (``true``: a row with
 ``op`` ``ddl`` and the ``ddl`` column for every schema change on a captured table, as the pipeline
 reads it) and ``stageTo`` (a lake: tasks write their range's files into it and yield one row per
-file, ``sluice.spark.source.staging``; sluice run's pipeline sets it). For archived files, as ``sluice dump``
+file, ``sluice.spark.source.staging``; sluice run's pipeline sets it) with ``partBytes`` (default 8
+MiB: a task writes its range, and a transaction larger than that, in parts of about this many
+bytes of binlog, and holds about a part at a time). For archived files, as ``sluice dump``
 has them: ``schema`` (a DSN or a ``mysqldump --no-data`` file: the tables' definitions when the
 binlog does not name the columns; a table it does not fit is read by position with a warning) and
 ``positional`` (``true``: every table by position, ``@1``, ``@2``, ...).
@@ -63,7 +65,7 @@ from sluice.spark.source.failures import typed_failures
 from sluice.spark.source.file_reader import BinlogFileReader
 from sluice.spark.source.options import SourceOptions
 from sluice.spark.source.scout import RangePartition, Scout, offset_checkpoint
-from sluice.spark.source.staging import STAGE_SCHEMA, stage_range, task_batch_id, task_seq
+from sluice.spark.source.staging import STAGE_SCHEMA, part_writer, stage_range, task_batch_id, task_seq
 
 __all__ = ["BinlogDataSource", "SourceOptions"]
 
@@ -220,7 +222,15 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         keep_batch_memory()
         start, end = offset_checkpoint(partition.start), offset_checkpoint(partition.end)
         tracker = SchemaTracker(Catalog.from_json(partition.catalog), None, flavor=partition.flavor)
-        capture = ChangeCapture(self.options.capture_config(), start, tracker)
+        config = self.options.capture_config()
+        writer = None
+        if self.options.stage_to:
+            # The range is written in parts as it is read; a transaction larger than a part is
+            # handed out in parts before its commit.
+            writer = part_writer(self.options.stage_to, task_batch_id(), start, tracker,
+                                 seq_first=task_seq(), range_index=partition.index)
+            config = replace(config, hold_columns=writer.hold, part_bytes=self.options.part_bytes)
+        capture = ChangeCapture(config, start, tracker)
         reached = False
         reconnects: list[BaseException] = []
 
@@ -235,12 +245,10 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                     reached = True
                     return
 
-        if self.options.stage_to:
-
+        if writer is not None:
             typed: list[dict[Any, Any]] = []
-            yield from stage_range(arrow_batches(until_end(), typed), tracker, self.options.stage_to,
-                                   task_batch_id(), reconnects=lambda: len(reconnects), typed=typed,
-                                   end=end, seq_first=task_seq(), range_index=partition.index)
+            yield from stage_range(arrow_batches(until_end(), typed), writer, part_bytes=self.options.part_bytes,
+                                   reconnects=lambda: len(reconnects), typed=typed, end=end)
         else:
             yield from arrow_batches(until_end())
         if not reached:

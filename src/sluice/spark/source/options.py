@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from sluice.binlog.position import Checkpoint, start_checkpoint
-from sluice.cdc.capture import CaptureConfig, CaptureOutput
+from sluice.cdc.capture import PART_BYTES, CaptureConfig, CaptureOutput
 from sluice.cdc.filters import parse_ops, table_filter
 from sluice.cdc.follow import FollowConfig
 from sluice.dsn import parse_dsn
@@ -42,6 +42,7 @@ class SourceOptions:
     include_ddl: bool = False  # rows with op "ddl" for schema changes on captured tables (the pipeline's)
     stage_to: str | None = None  # a lake: tasks write its files and yield descriptors (sluice.spark.source.staging)
     in_flight_to: str | None = None  # a local file the scout writes what it reads to (sluice.spark.source.in_flight)
+    part_bytes: int = PART_BYTES  # stageTo: a task's range in parts of about this many bytes (source.parts)
     schema: str | None = None  # archived files: the tables' definitions, a DSN or a SQL file
     positional: bool = False  # archived files: every table by position
 
@@ -84,6 +85,7 @@ class SourceOptions:
             include_ddl=_flag("includeDdl", lower.get("includeddl")),
             stage_to=lower.get("stageto") or None,
             in_flight_to=lower.get("inflightto") or None,
+            part_bytes=number("partBytes") or PART_BYTES,
             schema=lower.get("schema") or None,
             positional=_flag("positional", lower.get("positional")),
         )

@@ -2,20 +2,21 @@
 
 With ``option("stageTo", LAKE)`` (what ``sluice run`` sets) the ``binlog`` stream source does not
 hand its rows to Spark. Each task decodes its range into the change DataFrame's Arrow batches, as
-without the option, and writes
+without the option, and writes them in parts of about ``partBytes`` (``sluice.spark.source.parts``):
+per part, its change-log rows as a Parquet file in the change log's folder
+(``LAKE/_sluice/changes``), not part of the table until the driver commits it with the batch
+(``DeltaLake.write_batch(changelog_files=...)``), and for each captured table with a primary key its
+MERGE source (``sluice.lake.mirror.merge_source``: the last state per key, typed mirror columns, and
+the binlog position of each key's last change) as an Arrow IPC file in
+``LAKE/_sluice/staging/<batch>/``. A transaction larger than a part is handed out by the capture in
+parts while it is read (``CaptureConfig.hold_columns``), so a task holds about a part, whatever the
+size of a transaction.
 
-- the range's change-log rows as one Parquet file in the change log's folder
-  (``LAKE/_sluice/changes``), not part of the table until the driver commits it with the batch
-  (``DeltaLake.write_batch(changelog_files=...)``);
-- for each captured table with a primary key, the range's MERGE source (``sluice.lake.mirror.merge_source``:
-  the last state per key, typed mirror columns, and the binlog position of each key's last change)
-  as an Arrow IPC file in ``LAKE/_sluice/staging/<batch>/``;
-
-and yields one small row per file (``STAGE_SCHEMA``): Spark carries these descriptors, not the
-rows. The driver folds a table's sources over the ranges in binlog order, MERGEs, and commits the
-change log last. A file that an attempt wrote and the driver never committed (a task retried, a
-batch replayed after a crash) belongs to no table: the staging folder goes after every batch, and
-the change log's strays are what Delta's ``VACUUM`` removes.
+The task yields one small row per file (``STAGE_SCHEMA``): Spark carries these descriptors, not the
+rows. The driver folds a table's sources in binlog order, MERGEs, and commits the change log last.
+A file that an attempt wrote and the driver never committed (a task retried, a batch replayed after
+a crash, a transaction rolled back) belongs to no table: the staging folder goes after every batch,
+and the change log's strays are what Delta's ``VACUUM`` removes.
 
 A source does not know the batch id: the pipeline sets it as the job's local property
 ``sluice.batch`` (``BATCH_PROPERTY``), which Spark hands to every task of the job.
@@ -24,32 +25,25 @@ A source does not know the batch id: the pipeline sets it as the job's local pro
 from __future__ import annotations
 
 import json
-import os
-import uuid
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 from typing import Any, Final
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from sluice.binlog.position import Checkpoint
-from sluice.cdc.schema import Catalog, SchemaTracker
+from sluice.cdc.capture import PART_BYTES
+from sluice.cdc.schema import SchemaTracker
 from sluice.errors import ConfigError
-from sluice.lake.changelog.rows import changelog_rows
-from sluice.lake.changelog.sequence import SEQ_PROPERTY, range_first
-from sluice.lake.data_files import write_data_file
+from sluice.lake.changelog.sequence import SEQ_PROPERTY
 from sluice.lake.layout import Lake, open_lake
-from sluice.lake.mirror.merge_source import merge_source, typed_merge_source
-from sluice.lake.mirror.versioned import mirror_rows
-from sluice.lake.types.table_layout import mirror_columns_for_schema
-from sluice.lake.types.typed_images import typed_rows
-from sluice.spark.source.descriptors import DESCRIPTOR_SCHEMA, ChangelogFile, DdlMet, Descriptor, TableSource, to_row
+from sluice.spark.source.descriptors import DESCRIPTOR_SCHEMA, ChangelogFile, Descriptor, to_row
+from sluice.spark.source.parts import PartWriter, layout_key
 from sluice.spark.source.spark_ddl import spark_ddl
 
 __all__ = [
-    "BATCH_PROPERTY", "STAGE_ARROW_SCHEMA", "STAGE_SCHEMA", "STORAGE_PROPERTY", "layout_key", "stage_range",
-    "task_batch_id", "task_seq", "task_store",
+    "BATCH_PROPERTY", "STAGE_ARROW_SCHEMA", "STAGE_SCHEMA", "STORAGE_PROPERTY", "layout_key", "part_writer",
+    "stage_range", "task_batch_id", "task_seq", "task_store",
 ]
 
 BATCH_PROPERTY: Final = "sluice.batch"
@@ -62,8 +56,6 @@ STAGE_ARROW_SCHEMA: Final = DESCRIPTOR_SCHEMA
 #: The same schema in Spark's DDL: the stream's schema, which the pipeline gives its reader.
 STAGE_SCHEMA: Final = spark_ddl(STAGE_ARROW_SCHEMA)
 
-# Delta data skipping reads these bounds: exact ones for the short columns, none for the images.
-_BOUNDED: Final = ("op", "db", "table", "file", "gtid", "pos", "row", "batch_id", "seq")
 
 
 def task_store(lake: str) -> Lake:
@@ -103,43 +95,60 @@ def task_seq() -> int:
     return int(text)
 
 
-def layout_key(columns: Iterable[Any], primary_key: Iterable[str]) -> str:
-    """What a MERGE source was built for: the mirror's column names and types, and the key."""
-    return json.dumps([[[c.name, str(c.arrow_type)] for c in columns], list(primary_key)])
+def part_writer(lake: str, batch_id: int, start: Checkpoint, tracker: SchemaTracker, *, seq_first: int = 0,
+                range_index: int = 0) -> PartWriter:
+    """The writer of a task's parts; its tables are typed from the tracker's catalog as it stands
+    when a part is written: a batch never spans a schema change of a captured table, so it is the
+    one in force at every row (after the DDL, in a DDL's batch). ``seq_first``: the batch's first
+    change-log number, ``range_index``: the range's place in the batch, which number the range's
+    change-log rows (``sluice.lake.changelog.sequence``)."""
+    return PartWriter(task_store(lake), batch_id, start, lambda: tracker.catalog, seq_first=seq_first,
+                      range_index=range_index)
 
 
-def stage_range(batches: Iterable[pa.RecordBatch], tracker: SchemaTracker, lake: str,
-                batch_id: int, *, reconnects: Callable[[], int] = lambda: 0,
-                typed: Sequence[dict[Any, Any]] = (), end: Checkpoint | None = None,
-                seq_first: int = 0, range_index: int = 0) -> Iterator[pa.RecordBatch]:
-    """Write a range's change batches (``sluice.spark.source.change_schema.ARROW_SCHEMA``, binlog order) to the
-    lake's staging files; the descriptors of what was written. The tables are typed from the
-    tracker's catalog once the range is read: a batch never spans a schema change of a captured
-    table, so it is the one in force at every row (after the DDL, in a DDL's batch). The change-log
-    file's descriptor also says how often the range's replication connection was made again
-    (``reconnects``, asked once the range is read) and which attempt of the Spark task this is.
-    ``typed``: the typed images the compiled core kept of the batches' tables, once they are read
-    (``arrow_batches``); a table they hold whole is not parsed back from its JSON images. ``end``: the
-    range's end offset, which the change-log file's descriptor carries (``range_end``) so that the
-    batch's commit records where the stream stands. ``seq_first``: the batch's first change-log number,
-    ``range_index``: the range's place in the batch, which number the range's change-log rows
-    (``sluice.lake.changelog.sequence``)."""
+def stage_range(items: Iterable[pa.RecordBatch | tuple[Any, int]], writer: PartWriter, *,
+                part_bytes: int = PART_BYTES, reconnects: Callable[[], int] = lambda: 0,
+                typed: list[dict[Any, Any]] | None = None, end: Checkpoint | None = None) -> Iterator[pa.RecordBatch]:
+    """Write a range's change batches (``sluice.spark.source.change_schema.ARROW_SCHEMA``, binlog
+    order, as ``arrow_batches`` yields them) to the lake's staging files in parts of about
+    ``part_bytes``; the descriptors of what was written. ``typed``: the list ``arrow_batches`` adds
+    the typed images of each batch the compiled core built to; a part takes those of its batches
+    and empties it. A ``(part, commit µs)`` item is a part of a transaction the capture handed out
+    before its commit (``PartWriter.hold``). The range's last change-log file also says how often
+    the range's replication connection was made again (``reconnects``, asked once the range is
+    read), which attempt of the Spark task this is, and the range's end offset (``end``), which the
+    batch's commit records as where the stream stands."""
 
-    collected = list(batches)
-    if not collected:
+    kept = typed if typed is not None else []
+    pending: list[pa.RecordBatch] = []
+    size = 0
+    out: list[Descriptor] = []
+
+    def flush() -> None:
+        nonlocal size
+        if pending:
+            rows = pa.Table.from_batches(pending).combine_chunks()
+            pending.clear()
+            out.extend(writer.write(rows, list(kept)))
+        kept.clear()
+        size = 0
+
+    for item in items:
+        if isinstance(item, tuple):
+            flush()
+            out.extend(writer.committed(*item))
+            continue
+        if item.num_rows:
+            pending.append(item)
+            size += item.nbytes
+            if size >= part_bytes:
+                flush()
+    flush()
+    files = [i for i, d in enumerate(out) if isinstance(d, ChangelogFile)]
+    if not files:
         return
-    rows = pa.Table.from_batches(collected).combine_chunks()
-    if rows.num_rows == 0:
-        return
-    store = task_store(lake)
-    log = changelog_rows(rows, batch_id, range_first(seq_first, range_index, rows.num_rows))
-    out: list[Descriptor] = [_write_changelog(log, rows, store, reconnects, end)]
-    is_ddl = pc.equal(rows.column("op"), "ddl")
-    if pc.any(is_ddl).as_py():
-        out += [DdlMet(d["db"], d["table"], d["file"], d["pos"], d["ddl"]) for d in rows.filter(is_ddl).to_pylist()]
-        rows = rows.filter(pc.invert(is_ddl))
-    if rows.num_rows:
-        out.extend(_stage_tables(rows, tracker.catalog, store.staging(batch_id), typed, store))
+    last = files[-1]
+    out[last] = replace(out[last], reconnects=reconnects(), attempt=_task_attempt(), range_end=end)  # type: ignore[arg-type]
     yield pa.RecordBatch.from_pylist([to_row(d) for d in out], schema=DESCRIPTOR_SCHEMA)
 
 
@@ -149,56 +158,3 @@ def _task_attempt() -> int:
 
     context = TaskContext.get()
     return 0 if context is None else int(context.attemptNumber())
-
-
-def _write_changelog(log: pa.Table, rows: pa.Table, store: Lake, reconnects: Callable[[], int],
-                     end: Checkpoint | None) -> ChangelogFile:
-    import numpy as np
-
-    written = write_data_file(log, store.changes, plain=("before", "after", "json_diffs", "ddl"),
-                              bounded=_BOUNDED, store=store)
-    commits = rows.column("commit_ts").cast(pa.int64()).to_numpy()
-    starts = np.concatenate([[0], np.flatnonzero(np.diff(commits)) + 1])
-    counts = np.diff(np.concatenate([starts, [len(commits)]]))
-    return ChangelogFile(
-        written["path"], written["size"], written["mtime"], written["stats"], log.num_rows,
-        rows.column("file")[0].as_py(), rows.column("pos")[0].as_py(), rows.column("row")[0].as_py(),
-        rows.column("file")[-1].as_py(), rows.column("pos")[-1].as_py(),
-        tuple(commits[starts].tolist()), tuple(counts.tolist()), reconnects(), _task_attempt(), end)
-
-
-def _stage_tables(rows: pa.Table, catalog: Catalog, folder: str, typed: Sequence[dict[Any, Any]],
-                  store: Lake) -> Iterator[TableSource]:
-    """Each table's MERGE source, or a descriptor without a path when the per-row path must build
-    it (no primary key, a minimal image, a partial JSON update, a value Arrow will not convert)."""
-
-    names = pc.binary_join_element_wise(rows.column("db"), rows.column("table"), "\x00")
-    keys = pc.unique(names).to_pylist()
-    for key in keys:
-        db, name = key.split("\x00", 1)
-        part = rows if len(keys) == 1 else rows.filter(pc.equal(names, key))
-        ops = dict(zip(*(v.to_pylist() for v in pc.value_counts(part.column("op")).flatten()), strict=True))
-        entry = TableSource(db, name, part.num_rows, part.column("file")[0].as_py(), part.column("pos")[0].as_py(),
-                            part.column("row")[0].as_py(), ops.get("insert", 0), ops.get("update", 0),
-                            ops.get("delete", 0))
-        schema = catalog.get(db, name)
-        if schema is not None and schema.primary_key:
-            columns = mirror_columns_for_schema(schema, catalog.flavor)
-            images = typed_rows((t[(db, name)] for t in typed if (db, name) in t), part.num_rows)
-            pk = tuple(schema.primary_key)
-            source = None if images is None else typed_merge_source(columns, pk, part, images, positions=True)
-            if source is None:
-                source = merge_source(columns, pk, mirror_rows(part, schema), positions=True)
-            if source is not None:
-                path = f"{folder}/{uuid.uuid4()}.arrow"
-                if store.remote:
-                    sink = pa.BufferOutputStream()
-                    with pa.ipc.new_file(sink, source.schema) as writer:
-                        writer.write_table(source)
-                    store.write_file(path, sink.getvalue().to_pybytes())
-                else:
-                    os.makedirs(folder, exist_ok=True)
-                    with pa.OSFile(path, "wb") as out, pa.ipc.new_file(out, source.schema) as writer:
-                        writer.write_table(source)
-                entry = replace(entry, path=path, layout=layout_key(columns, schema.primary_key))
-        yield entry

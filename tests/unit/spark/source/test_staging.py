@@ -19,6 +19,7 @@ import pyarrow.compute as pc
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
+from sluice.binlog.position import Checkpoint
 from sluice.cdc.records import RowChange
 from sluice.cdc.schema import SchemaTracker, apply_ddl
 from sluice.lake.changelog.rows import changelog_rows, row_changes, staged_rows
@@ -28,7 +29,7 @@ from sluice.lake.mirror.batch import TableBatch
 from sluice.lake.mirror.merge_source import _fold_grouped, fold_sources, merge_source, without_positions
 from sluice.lake.sink import DeltaLake
 from sluice.lake.types.table_layout import mirror_columns_for_schema
-from sluice.spark.source.staging import STAGE_ARROW_SCHEMA, layout_key, stage_range
+from sluice.spark.source.staging import STAGE_ARROW_SCHEMA, layout_key, part_writer, stage_range
 from tests.unit.lake.test_merge_source import (
     CATALOG,
     COMPOSITE,
@@ -88,12 +89,14 @@ def tracker_with(*sql: str) -> SchemaTracker:
 
 
 def stage_all(lake: Path, rows: pa.Table, ranges: list[tuple[int, int]], tracker: SchemaTracker,
-              batch_id: int, seq_first: int = 0) -> list[dict[str, Any]]:
-    """Each range staged as the pipeline's tasks stage them, numbered from the batch's ``seq_first``."""
+              batch_id: int, seq_first: int = 0, part_bytes: int = 8 << 20) -> list[dict[str, Any]]:
+    """Each range staged as the pipeline's tasks stage them, in parts of about ``part_bytes``,
+    numbered from the batch's ``seq_first``."""
     out: list[dict[str, Any]] = []
     for index, (a, b) in enumerate(ranges):
-        for batch in stage_range(rows.slice(a, b - a).to_batches(max_chunksize=37), tracker, str(lake), batch_id,
-                                 seq_first=seq_first, range_index=index):
+        writer = part_writer(str(lake), batch_id, Checkpoint("binlog.000001", 4 + a), tracker, seq_first=seq_first,
+                             range_index=index)
+        for batch in stage_range(rows.slice(a, b - a).to_batches(max_chunksize=7), writer, part_bytes=part_bytes):
             assert batch.schema == STAGE_ARROW_SCHEMA
             out.extend(batch.to_pylist())
     return out
@@ -101,19 +104,25 @@ def stage_all(lake: Path, rows: pa.Table, ranges: list[tuple[int, int]], tracker
 
 def commit_staged(lake: DeltaLake, batch_id: int, staged: list[dict[str, Any]], columns: Any,
                   pk: tuple[str, ...]) -> Any:
-    """What the pipeline's driver does with a table's staged ranges (the column-wise case)."""
+    """What the pipeline's driver does with a table's staged ranges: its sources folded, or its
+    change-log rows read back when a part has none (a part of deletes only takes the per-row path)."""
     files = [d for d in staged if d["kind"] == "changes"]
     tables = [d for d in staged if d["kind"] == "table"]
-    assert all(d["layout"] == layout_key(columns, pk) for d in tables)
-    sources = [pa.ipc.open_file(pa.memory_map(d["path"])).read_all() for d in tables]
-    batch = TableBatch("db", tables[0]["table"], columns, pk, (), without_positions(fold_sources(sources, pk)),
-                       sum(d["rows"] for d in tables))
+    if all(d["path"] for d in tables):
+        assert all(d["layout"] == layout_key(columns, pk) for d in tables)
+        sources = [pa.ipc.open_file(pa.memory_map(d["path"])).read_all() for d in tables]
+        batch = TableBatch("db", tables[0]["table"], columns, pk, (), without_positions(fold_sources(sources, pk)),
+                           sum(d["rows"] for d in tables))
+    else:
+        rows = staged_rows(lake.changelog_path, [f["path"] for f in files])("db", tables[0]["table"])
+        batch = TableBatch("db", tables[0]["table"], columns, pk, row_changes(columns, rows))
     actions = [add_action(f) for f in files]
     return lake.write_batch(batch_id, [batch], changelog_files=actions)
 
 
-@pytest.mark.parametrize("seed", [11, 12, 13])
-def test_staged_batches_give_the_driver_only_lake(tmp_path: Path, seed: int) -> None:
+@pytest.mark.parametrize(("seed", "part_bytes"), [(11, 8 << 20), (12, 8 << 20), (13, 8 << 20), (14, 1), (15, 3000)])
+def test_staged_batches_give_the_driver_only_lake(tmp_path: Path, seed: int, part_bytes: int) -> None:
+    """A range staged whole or in parts (a part per Arrow batch, or a few) gives the same lake."""
     rng = random.Random(seed)
     schema = schema_of(COMPOSITE)
     columns = mirror_columns_for_schema(schema, "mysql")
@@ -128,10 +137,12 @@ def test_staged_batches_give_the_driver_only_lake(tmp_path: Path, seed: int) -> 
     for batch_id in range(3):
         rows = arrow_rows(random_changes(rng, "p", pk, composite_row, new_key, live, 90, 10 + batch_id))
         plain_lake.write_batch(batch_id, [TableBatch("db", "p", columns, pk, row_changes(columns, rows))])
-        staged = stage_all(tmp_path / "staged", rows, cuts(rng, rows.num_rows), tracker, batch_id,
-                           staged_lake.next_seq())
+        ranges = cuts(rng, rows.num_rows)
+        staged = stage_all(tmp_path / "staged", rows, ranges, tracker, batch_id, staged_lake.next_seq(), part_bytes)
         files = [d for d in staged if d["kind"] == "changes"]
         assert sum(d["rows"] for d in files) == rows.num_rows
+        if part_bytes < 4096:  # parts: more files than ranges, and the range's end on its last only
+            assert len(files) > len(ranges)
         assert sum(d["inserts"] + d["updates"] + d["deletes"] for d in staged if d["kind"] == "table") == rows.num_rows
         result = commit_staged(staged_lake, batch_id, staged, columns, pk)
         assert result.changelog_rows == rows.num_rows and not result.changelog_skipped
@@ -208,8 +219,8 @@ def test_the_change_log_descriptor_carries_the_tasks_retries(tmp_path: Path) -> 
                        for i in range(3)])
     staged: list[dict[str, Any]] = []
     for a, b, reconnects in ((0, 2, 2), (2, 3, 0)):
-        for batch in stage_range(rows.slice(a, b - a).to_batches(), tracker, str(tmp_path), 0,
-                                 reconnects=lambda n=reconnects: n):
+        writer = part_writer(str(tmp_path), 0, Checkpoint("binlog.000001", 4 + a), tracker)
+        for batch in stage_range(rows.slice(a, b - a).to_batches(), writer, reconnects=lambda n=reconnects: n):
             staged.extend(batch.to_pylist())
     files = [d for d in staged if d["kind"] == "changes"]
     assert [(d["reconnects"], d["attempt"]) for d in files] == [(2, 0), (0, 0)]  # attempt 0 outside a Spark task

@@ -1,0 +1,194 @@
+"""A task's range written to the lake in parts of bounded size, each part as its own files.
+
+``PartWriter`` is what a pipeline task (``sluice.spark.source.staging``) writes with. A part is a
+run of consecutive changes of the range, in binlog order, of about ``part_bytes``: a run of whole
+transactions, or a piece of one transaction larger than that. Each part becomes
+
+- a change-log Parquet file in the change log's folder, not committed (``ChangelogFile``), and
+- per table with a primary key, its MERGE source (``sluice.lake.mirror.merge_source``) as an Arrow
+  IPC file under the batch's staging folder (``TableSource``), or a descriptor without a path for
+  the per-row path; a DDL statement among them is a ``DdlMet``.
+
+Every file is written whole, in one PUT on an object store. A part of an open transaction is handed
+out by the capture before the transaction commits (``CaptureConfig.hold_columns`` calls ``hold``):
+its MERGE sources are staged at once, but its change-log rows carry the transaction's commit time,
+known only at its commit, so they wait in an anonymous temporary file of the task's machine
+(``TMPDIR``; nothing of it outlives the process) and are written by ``committed`` once the
+transaction commits. A transaction rolled back, or cut off, leaves its staged sources as strays of
+the staging folder, which goes after every batch; no descriptor names them.
+
+The staged sources are named by the range's start and the part's number, so a retried task writes
+the same names over again with the same content; change-log files have names of their own
+(``lake.data_files``), and an attempt's that no commit named are what ``VACUUM`` removes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, replace
+from typing import IO, Any, Final
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from sluice.binlog.position import Checkpoint
+from sluice.cdc.schema import Catalog
+from sluice.errors import ConfigError
+from sluice.lake.changelog.rows import changelog_rows
+from sluice.lake.changelog.sequence import range_first
+from sluice.lake.data_files import write_data_file
+from sluice.lake.layout import Lake
+from sluice.lake.mirror.merge_source import merge_source, no_changes, typed_merge_source
+from sluice.lake.mirror.versioned import mirror_rows
+from sluice.lake.types.table_layout import mirror_columns_for_schema
+from sluice.lake.types.typed_images import typed_rows
+from sluice.spark.source.change_schema import columns_batch
+from sluice.spark.source.descriptors import ChangelogFile, DdlMet, Descriptor, TableSource
+
+__all__ = ["HeldPart", "PartWriter", "layout_key"]
+
+# Delta data skipping reads these bounds: exact ones for the short columns, none for the images.
+_BOUNDED: Final = ("op", "db", "table", "file", "gtid", "pos", "row", "batch_id", "seq")
+
+
+def layout_key(columns: Iterable[Any], primary_key: Iterable[str]) -> str:
+    """What a MERGE source was built for: the mirror's column names and types, and the key."""
+    return json.dumps([[[c.name, str(c.arrow_type)] for c in columns], list(primary_key)])
+
+
+@dataclass(frozen=True, slots=True)
+class HeldPart:
+    """A part of an open transaction: its staged sources' descriptors and its change-log rows,
+    waiting for the commit time in a temporary file (an Arrow IPC stream)."""
+
+    descriptors: tuple[Descriptor, ...]
+    changes: IO[bytes]
+    rows: int
+
+
+class PartWriter:
+    """Writes one task's parts (module docstring); ``catalog()`` types the tables."""
+
+    def __init__(self, store: Lake, batch_id: int, start: Checkpoint, catalog: Any, *, seq_first: int = 0,
+                 range_index: int = 0) -> None:
+        self.store = store
+        self.batch_id = batch_id
+        self._seq = (seq_first, range_index, 0)  # the batch's first number, the range's place, rows numbered
+        self.folder = store.staging(batch_id)
+        self._name = f"{start.file}.{start.pos}"
+        self._catalog = catalog
+        self._parts = 0
+
+    def write(self, rows: pa.Table, typed: Sequence[dict[Any, Any]]) -> list[Descriptor]:
+        """A part of committed changes (``change_schema.ARROW_SCHEMA``, commit times set) and the
+        typed images the compiled core kept of them: its change-log file, sources and DDL."""
+        if not rows.num_rows:
+            return []
+        out: list[Descriptor] = [self._changelog(rows)]
+        return out + self._sources(rows, typed)
+
+    def hold(self, rows: Any, gtid: str | None) -> HeldPart:
+        """``CaptureConfig.hold_columns``: a part of an open transaction's rows (the core's
+        ``ChangeRows``), its sources staged now, its change-log rows kept until ``committed``."""
+        whole = type(rows)()
+        whole.extend(rows, gtid, 0)
+        typed = whole.typed
+        batch = columns_batch(whole)
+        sources = self._sources(pa.Table.from_batches([batch]), [typed])
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_stream(sink, batch.schema) as writer:
+            writer.write_batch(batch)
+        try:
+            spill = tempfile.TemporaryFile(prefix="sluice-part-")  # noqa: SIM115 - the HeldPart owns it
+            spill.write(sink.getvalue())
+        except OSError as e:
+            raise ConfigError(
+                f"cannot write the temporary file in {tempfile.gettempdir()} that holds part of a large "
+                f"transaction's change-log rows until its commit: {e}. Give the executors' TMPDIR room"
+            ) from e
+        return HeldPart(tuple(sources), spill, batch.num_rows)
+
+    def committed(self, part: HeldPart, commit_us: int) -> list[Descriptor]:
+        """A held part of a transaction that committed at ``commit_us``: its change-log file
+        written, with its sources' descriptors."""
+        spill = part.changes
+        spill.seek(0)
+        rows = pa.ipc.open_stream(spill.read()).read_all()
+        spill.close()
+        at = rows.schema.get_field_index("commit_ts")
+        commit = pa.array(np.full(rows.num_rows, commit_us, dtype=np.int64)).cast(rows.schema.field(at).type)
+        rows = rows.set_column(at, rows.schema.field(at), commit)
+        return [self._changelog(rows), *part.descriptors]
+
+    def _changelog(self, rows: pa.Table) -> ChangelogFile:
+        # The range's parts are written in binlog order, so its rows are numbered on from part to part.
+        batch_first, index, done = self._seq
+        first = range_first(batch_first, index, done + rows.num_rows) + done
+        self._seq = (batch_first, index, done + rows.num_rows)
+        written = write_data_file(changelog_rows(rows, self.batch_id, first), self.store.changes,
+                                  plain=("before", "after", "json_diffs", "ddl"), bounded=_BOUNDED, store=self.store)
+        commits = rows.column("commit_ts").cast(pa.int64()).to_numpy()
+        starts = np.concatenate([[0], np.flatnonzero(np.diff(commits)) + 1])
+        counts = np.diff(np.concatenate([starts, [len(commits)]]))
+        return ChangelogFile(
+            written["path"], written["size"], written["mtime"], written["stats"], rows.num_rows,
+            rows.column("file")[0].as_py(), rows.column("pos")[0].as_py(), rows.column("row")[0].as_py(),
+            rows.column("file")[-1].as_py(), rows.column("pos")[-1].as_py(),
+            tuple(commits[starts].tolist()), tuple(counts.tolist()))
+
+    def _sources(self, rows: pa.Table, typed: Sequence[dict[Any, Any]]) -> list[Descriptor]:
+        out: list[Descriptor] = []
+        is_ddl = pc.equal(rows.column("op"), "ddl")
+        if pc.any(is_ddl).as_py():
+            out += [DdlMet(d["db"], d["table"], d["file"], d["pos"], d["ddl"])
+                    for d in rows.filter(is_ddl).to_pylist()]
+            rows = rows.filter(pc.invert(is_ddl))
+        part = self._parts
+        self._parts += 1
+        if rows.num_rows:
+            out.extend(self._tables(rows, self._catalog(), typed, f"{self.folder}/{self._name}.{part}"))
+        return out
+
+    def _tables(self, rows: pa.Table, catalog: Catalog, typed: Sequence[dict[Any, Any]],
+                prefix: str) -> Iterator[TableSource]:
+        """Each table's MERGE source, or a descriptor without a path when the per-row path must build
+        it (no primary key, a minimal image, a partial JSON update, a value Arrow will not convert)."""
+        names = pc.binary_join_element_wise(rows.column("db"), rows.column("table"), "\x00")
+        keys = pc.unique(names).to_pylist()
+        for number, key in enumerate(keys):
+            db, name = key.split("\x00", 1)
+            part = rows if len(keys) == 1 else rows.filter(pc.equal(names, key))
+            ops = dict(zip(*(v.to_pylist() for v in pc.value_counts(part.column("op")).flatten()), strict=True))
+            entry = TableSource(db, name, part.num_rows, part.column("file")[0].as_py(),
+                                part.column("pos")[0].as_py(), part.column("row")[0].as_py(), ops.get("insert", 0),
+                                ops.get("update", 0), ops.get("delete", 0))
+            schema = catalog.get(db, name)
+            if schema is not None and schema.primary_key:
+                columns = mirror_columns_for_schema(schema, catalog.flavor)
+                images = typed_rows((t[(db, name)] for t in typed if (db, name) in t), part.num_rows)
+                pk = tuple(schema.primary_key)
+                source = None if images is None else typed_merge_source(columns, pk, part, images, positions=True)
+                if source is None:
+                    kept = mirror_rows(part, schema)
+                    source = (merge_source(columns, pk, kept, positions=True) if kept.num_rows
+                              else no_changes(columns, positions=True))
+                if source is not None:
+                    path = f"{prefix}.{number}.arrow"
+                    self._put(path, source)
+                    entry = replace(entry, path=path, layout=layout_key(columns, schema.primary_key))
+            yield entry
+
+    def _put(self, path: str, source: pa.Table) -> None:
+        if self.store.remote:
+            sink = pa.BufferOutputStream()
+            with pa.ipc.new_file(sink, source.schema) as writer:
+                writer.write_table(source)
+            self.store.write_file(path, sink.getvalue().to_pybytes())
+            return
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with pa.OSFile(path, "wb") as out, pa.ipc.new_file(out, source.schema) as writer:
+            writer.write_table(source)

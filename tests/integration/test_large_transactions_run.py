@@ -1,0 +1,151 @@
+"""``sluice run`` over transactions larger than its part size, on real servers and real Spark.
+
+With ``--part-size`` set to a few KiB, every transaction of a few thousand rows is decoded and staged
+in many parts: the capture hands an open transaction's rows out as it reads them, each part's
+MERGE sources go to the staging folder and its change-log rows wait in a temporary file for the
+commit time. The lake must be what it is with no parts at all: each mirror equal to SELECT and
+every change in the change log once (``exactly_once``), a transaction the binlog rolls back (an XA
+transaction prepared, so logged with its rows, then XA ROLLBACK) nowhere, and an ALTER TABLE right
+after a huge transaction applied to the mirror that transaction left. kill -9 at random moments
+while such batches run loses and repeats nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import deltalake
+import pyarrow.parquet as pq
+import pytest
+
+from sluice.dsn import parse_dsn
+from sluice.io.connection import Connection
+from sluice.io.replication import server_binlog_status
+from tests.conftest import TWO_FLAVORS, binlog_row_metadata, kills
+from tests.integration.exactly_once import exactly_once
+
+pytestmark = pytest.mark.spark
+
+ROWS = 3000  # a transaction of ROWS updates: some 300 KB of binlog, against parts of 4 KiB
+PART = "4K"
+
+
+@pytest.fixture(params=TWO_FLAVORS)
+def server(request):
+    # The binlog names the columns: the check's sluice tail reads across the ALTER TABLE from a
+    # position before it, with no schema history of its own.
+    box = request.getfixturevalue(f"{request.param}_server")
+    with binlog_row_metadata(box, "FULL"):
+        yield box
+
+
+def _root(server: Any) -> Connection:
+    return Connection.open(parse_dsn(server.dsn("root")))
+
+
+def _setup(server: Any, db: str, rows: int) -> None:
+    with _root(server) as conn:
+        conn.execute(f"CREATE DATABASE {db}")
+        conn.execute(f"CREATE TABLE {db}.k (id INT PRIMARY KEY, v INT, note VARCHAR(60)) ENGINE=InnoDB")
+        for first in range(1, rows + 1, 5000):
+            values = ",".join(f"({i}, {i}, 'row {i} {'x' * 30}')" for i in range(first, min(first + 5000, rows + 1)))
+            conn.execute(f"INSERT INTO {db}.k VALUES {values}")
+
+
+def _big_transactions(server: Any, db: str) -> None:
+    """A huge UPDATE, a huge one rolled back in the binlog, a huge mix of deletes and updates, an
+    ALTER TABLE right after it, and small changes in the new layout."""
+    with _root(server) as conn:
+        conn.execute("BEGIN")
+        conn.execute(f"UPDATE {db}.k SET v = v + 1, note = CONCAT('first ', id)")
+        conn.execute("COMMIT")
+        conn.execute("XA START 'big'")  # prepared, so its rows are in the binlog; then rolled back
+        conn.execute(f"UPDATE {db}.k SET v = -v, note = 'rolled back'")
+        conn.execute("XA END 'big'")
+        conn.execute("XA PREPARE 'big'")
+        conn.execute("XA ROLLBACK 'big'")
+        conn.execute("BEGIN")
+        conn.execute(f"DELETE FROM {db}.k WHERE id % 3 = 0")
+        conn.execute(f"UPDATE {db}.k SET v = v * 2, id = id + 1000000 WHERE id % 3 = 1")
+        conn.execute("COMMIT")
+        conn.execute(f"ALTER TABLE {db}.k ADD COLUMN extra INT NOT NULL DEFAULT 7")
+        conn.execute(f"UPDATE {db}.k SET extra = 8 WHERE id % 5 = 0")
+        conn.execute(f"INSERT INTO {db}.k VALUES (0, 0, 'last', 9)")
+
+
+def _run(server: Any, lake: Path, db: str, tmp: Path, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "sluice.cli", "run", "--source", server.dsn("root"), "--lake", str(lake),
+            "--tables", rf"{db}\..*", "--checkpoint-dir", str(tmp / "checkpoint"), "--part-size", PART,
+            "--mirror-max-lag", "0", "--no-maintenance", *extra]
+
+
+def _split_transactions(lake: Path, db: str) -> int:
+    """How many of ``db``'s transactions have their changes in more than one change-log file."""
+    files: dict[str, set[str]] = {}
+    for uri in deltalake.DeltaTable(str(lake / "_sluice" / "changes")).file_uris():
+        rows = pq.read_table(uri.removeprefix("file://"), columns=["db", "gtid"]).to_pylist()
+        for gtid in {r["gtid"] for r in rows if r["db"] == db}:
+            files.setdefault(gtid, set()).add(uri)
+    return sum(1 for held in files.values() if len(held) > 1)
+
+
+def test_huge_transactions_in_parts_give_the_lake_exactly(server, tmp_path):
+    db = f"bigrun_{uuid.uuid4().hex[:8]}"
+    _setup(server, db, ROWS)
+    lake = tmp_path / "lake"
+    first = subprocess.run(_run(server, lake, db, tmp_path, "--trigger", "once"), capture_output=True, timeout=600)
+    assert first.returncode == 0, first.stderr.decode()[-3000:]
+    with _root(server) as conn:
+        status = server_binlog_status(conn)
+    start = f"{status.file}:{status.pos}"
+    _big_transactions(server, db)
+    with _root(server) as conn:
+        fifths = int(conn.query(f"SELECT COUNT(*) FROM {db}.k WHERE id % 5 = 0 AND id <> 0").rows[0][0])
+    again = subprocess.run(_run(server, lake, db, tmp_path, "--trigger", "once"), capture_output=True, timeout=600)
+    assert again.returncode == 0, again.stderr.decode()[-3000:]
+    changes = exactly_once(server, lake, db, start)
+    assert changes == ROWS + ROWS // 3 + (ROWS + 2) // 3 + fifths + 1
+    # Parts: each huge transaction's changes are in several change-log files.
+    assert _split_transactions(lake, db) >= 2
+    log = deltalake.DeltaTable(str(lake / "_sluice" / "changes")).to_pyarrow_table().to_pylist()
+    assert not any(r["after"] and "rolled back" in r["after"] for r in log if r["db"] == db)
+    assert sum(1 for r in log if r["db"] == db and r["op"] == "ddl") == 1
+    staging = lake / "_sluice" / "staging"
+    assert not staging.exists() or not any(staging.rglob("*.arrow")), "a batch's staging folder stayed"
+
+
+@pytest.mark.slow
+def test_kill_9_inside_huge_transactions_in_parts_loses_and_repeats_nothing(server, tmp_path):
+    db = f"bigrunkill_{uuid.uuid4().hex[:8]}"
+    rows = 4 * ROWS
+    _setup(server, db, rows)
+    lake = tmp_path / "lake"
+    with _root(server) as conn:
+        status = server_binlog_status(conn)
+    start = f"{status.file}:{status.pos}"
+    first = subprocess.run(_run(server, lake, db, tmp_path, "--snapshot", "only"), capture_output=True, timeout=600)
+    assert first.returncode == 0, first.stderr.decode()[-3000:]
+    _big_transactions(server, db)
+    rng = random.Random(44)
+    env = dict(os.environ)
+    for _ in range(kills(3)):
+        proc = subprocess.Popen(_run(server, lake, db, tmp_path, "--trigger", "1s"), stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE, env=env)
+        time.sleep(rng.uniform(8.0, 20.0))
+        if proc.poll() is not None:
+            pytest.fail(f"sluice run exited by itself: {proc.stderr.read().decode()[-3000:]}")  # type: ignore[union-attr]
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        proc.stderr.close()  # type: ignore[union-attr]
+    final = subprocess.run(_run(server, lake, db, tmp_path, "--trigger", "once"), capture_output=True, timeout=900)
+    assert final.returncode == 0, final.stderr.decode()[-3000:]
+    # The snapshot holds the table before the transactions; the change log every change after it, once.
+    assert exactly_once(server, lake, db, start) > 2 * rows
