@@ -24,6 +24,7 @@ Run from the repository root::
 
     .venv/bin/python bench/large_txn.py                          # 2M and 8M rows, MySQL and MariaDB
     .venv/bin/python bench/large_txn.py --rows 20000 --flavors mysql   # the script end to end, small
+    .venv/bin/python bench/large_txn.py --rows 200000 --flavors mysql --run-only --part-size 8M
 """
 
 from __future__ import annotations
@@ -81,6 +82,7 @@ class Sampler(threading.Thread):
         self.now = 0.0
         self.peak = 0.0
         self.roles = {"driver": 0.0, "jvm": 0.0, "workers": 0.0}
+        self.roles_now = dict(self.roles)
 
     def run(self) -> None:
         while not self.stop.is_set():
@@ -89,6 +91,7 @@ class Sampler(threading.Thread):
                 role = "driver" if pid == self.pid else "jvm" if comm == "java" else "workers"
                 parts[role] += rss / 1024
             self.now = sum(parts.values())
+            self.roles_now = parts
             self.peak = max(self.peak, self.now)
             for role, mb in parts.items():
                 self.roles[role] = max(self.roles[role], mb)
@@ -113,7 +116,7 @@ def wait_committed(lake: Path, end: tuple[str, int], proc: subprocess.Popen[byte
             position = committed_position(DeltaTable(changes), look_back=50)
         except Exception:  # not created yet
             position = None
-        if position is not None and position_key(position["file"], position["pos"]) >= target:
+        if position is not None and position_key(position.file, position.pos) >= target:
             return time.perf_counter() - started
         time.sleep(0.2)
     raise TimeoutError(f"the change was not in the lake after {limit:.0f}s")
@@ -135,7 +138,7 @@ def changelog_exact(lake: Path, start: tuple[str, int], expected: int) -> dict[s
     return {"updates": later, "distinct": len(keys), "exact": later == len(keys) == expected}
 
 
-def one(box: Sandbox, rows: int) -> dict[str, Any]:
+def one(box: Sandbox, rows: int, run_args: list[str], run_only: bool) -> dict[str, Any]:
     decode.log(f"{box.flavor} {rows:,} rows: filling")
     fill(box, rows)
     work = OUT / f"{box.flavor}-{rows}"
@@ -143,7 +146,7 @@ def one(box: Sandbox, rows: int) -> dict[str, Any]:
     work.mkdir(parents=True)
     lake = work / "lake"
     proc = subprocess.Popen([*decode.SLUICE, "run", "--source", box.dsn("repl"), "--lake", str(lake),
-                             "--tables", TABLES, "--trigger", "1s"],
+                             "--tables", TABLES, "--trigger", "1s", *run_args],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     sampler = Sampler(proc.pid)
     sampler.start()
@@ -159,7 +162,7 @@ def one(box: Sandbox, rows: int) -> dict[str, Any]:
                     continue
             decode.log(f"{box.flavor} {rows:,} rows: snapshot in the lake, updating")
             time.sleep(3)
-            baseline = sampler.now
+            baseline, baseline_roles = sampler.now, dict(sampler.roles_now)
             sampler.reset()
             conn.execute("FLUSH BINARY LOGS")
             begin = server_binlog_status(conn)
@@ -188,15 +191,19 @@ def one(box: Sandbox, rows: int) -> dict[str, Any]:
                              "--tables", r"bench\.big"], capture_output=True, text=True)
     exact = changelog_exact(lake, (begin.file, begin.pos), rows + SMALL)
     path = str(box.binlog_dir / begin.file)
-    decode.timed(box.binlog_tool_argv("-vv", "--base64-output=decode-rows", path))  # warm the page cache
-    tool = decode.timed(box.binlog_tool_argv("-vv", "--base64-output=decode-rows", path))
-    tail = decode.timed([*decode.SLUICE, "tail", box.dsn("repl"), "--from", f"{begin.file}:{begin.pos}",
-                         "--until-end", "--tables", r"bench\.big"])
-    dump = decode.timed([*decode.SLUICE, "dump", path])
+    if run_only:
+        tool = tail = dump = decode.Run(float("nan"), float("nan"), "", "not run (--run-only)")
+    else:
+        decode.timed(box.binlog_tool_argv("-vv", "--base64-output=decode-rows", path))  # warm the page cache
+        tool = decode.timed(box.binlog_tool_argv("-vv", "--base64-output=decode-rows", path))
+        tail = decode.timed([*decode.SLUICE, "tail", box.dsn("repl"), "--from", f"{begin.file}:{begin.pos}",
+                             "--until-end", "--tables", r"bench\.big"])
+        dump = decode.timed([*decode.SLUICE, "dump", path])
     shutil.rmtree(work, ignore_errors=True)
     return {
         "flavor": box.flavor, "rows": rows, "binlog_bytes": after.pos - begin.pos,
         "run_baseline_mb": baseline, "run_peak_mb": run_peak, "run_roles_mb": roles,
+        "run_baseline_roles_mb": baseline_roles,
         "visible_s": visible, "binlog_tool_s": tool.seconds, "ratio": visible / tool.seconds,
         "tail_s": tail.seconds, "tail_peak_mb": tail.max_rss_mb, "tail_error": tail.error,
         "dump_s": dump.seconds, "dump_peak_mb": dump.max_rss_mb, "dump_error": dump.error,
@@ -209,7 +216,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--flavors", default="mysql,mariadb", help="comma-separated: mysql, mariadb")
     parser.add_argument("--rows", default="2000000,8000000", help="comma-separated table sizes (rows updated)")
+    parser.add_argument("--part-size", help="sluice run's --part-size (default: sluice's own)")
+    parser.add_argument("--run-only", action="store_true", help="measure sluice run only: no tail, dump or binlog tool")
     args = parser.parse_args()
+    run_args = ["--part-size", args.part_size] if args.part_size else []
     OUT.mkdir(parents=True, exist_ok=True)
     decode.precompile()
     results: list[dict[str, Any]] = []
@@ -219,7 +229,7 @@ def main() -> int:
         settings = {**decode.SERVER_SETTINGS, "max_allowed_packet": "64M"}
         box = Sandbox.start(flavor, workdir=workdir, settings=settings)
         try:
-            results.extend(one(box, int(n)) for n in args.rows.split(","))
+            results.extend(one(box, int(n), run_args, args.run_only) for n in args.rows.split(","))
         finally:
             box.stop()
             shutil.rmtree(workdir, ignore_errors=True)
@@ -228,12 +238,13 @@ def main() -> int:
           "| ratio | tail peak | dump peak | mirror = SELECT | change log exact |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in results:
-        roles = r["run_roles_mb"]
+        roles, base = r["run_roles_mb"], r["run_baseline_roles_mb"]
         tail_error = f" ({r['tail_error']})" if r["tail_error"] else ""
         dump_error = f" ({r['dump_error']})" if r["dump_error"] else ""
         print(f"| {r['flavor']} | {r['rows']:,} | {r['binlog_bytes'] / 1e6:,.0f} MB "
-              f"| {r['run_baseline_mb']:,.0f} -> {r['run_peak_mb']:,.0f} MB ({roles['driver']:,.0f} / "
-              f"{roles['jvm']:,.0f} / {roles['workers']:,.0f}) | {r['visible_s']:.1f}s | {r['binlog_tool_s']:.1f}s "
+              f"| {r['run_baseline_mb']:,.0f} -> {r['run_peak_mb']:,.0f} MB ("
+              + " / ".join(f"{base[k]:,.0f} -> {roles[k]:,.0f}" for k in ("driver", "jvm", "workers"))
+              + f") | {r['visible_s']:.1f}s | {r['binlog_tool_s']:.1f}s "
               f"| {r['ratio']:.2f}x | {r['tail_peak_mb']:,.0f} MB{tail_error} "
               f"| {r['dump_peak_mb']:,.0f} MB{dump_error} "
               f"| {'yes' if r['verify_ok'] else 'NO: ' + ' '.join(r['verify'])} "
