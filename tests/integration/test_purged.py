@@ -4,7 +4,8 @@ A lake streams from a server of its own; ``sluice run`` stops, more is written (
 and the binlogs are purged past the stream's position (FLUSH BINARY LOGS, PURGE BINARY LOGS TO the
 newest: MySQL's ``gtid_purged`` grows, MariaDB's oldest binlog starts with a GTID_LIST past it).
 ``sluice run`` then stops with ``BinlogPurgedError`` in one line, naming the first missing file and
-the missing GTIDs and the remedy, exit status 1, and the lake as it was. A ``sluice snapshot`` of
+the missing GTIDs and the remedy, exit status 1, and the lake as it was; so do the Spark source and
+``sluice tail`` told to start there. A ``sluice snapshot`` of
 some captured tables is refused, naming the others; one of every captured table lets the next
 ``sluice run`` go on from that snapshot: every change after its start in the change log once, every
 mirror equal to SELECT, ``sluice verify`` content. ``--snapshot when-needed`` does it in one run.
@@ -146,6 +147,12 @@ def test_a_purged_position_stops_the_run_and_a_snapshot_of_every_table_goes_on_e
     assert f"sluice snapshot --source {parse_dsn(server.dsn('repl')).redacted()} --lake {lake}" in line, line
     assert "--snapshot when-needed" in line, line
     assert _lake_versions(lake) == versions  # nothing written
+    # The same start met by the Spark source itself (a new lake told to start there), and by sluice tail
+    for done in (_run(server, tmp_path / "new", "--snapshot", "never", "--from", f"{at.file}:{at.pos}"),
+                 _sluice("tail", server.dsn("repl"), "--from", f"{at.file}:{at.pos}", "--until-end")):
+        line = _error_line(done)
+        assert line.startswith(f"sluice: error: the stream's start {at.file}:{at.pos} is no longer on the server")
+        assert "sluice snapshot" in line and "a position the server still has" in line, line
 
     some = _sluice("snapshot", "--source", server.dsn("repl"), "--lake", str(lake), "--tables", r"p\.t")
     line = _error_line(some)

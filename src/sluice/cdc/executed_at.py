@@ -12,16 +12,27 @@ transaction is a ``ConfigError``; a server without GTIDs leaves the checkpoint a
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 from dataclasses import replace
 
 from sluice.binlog.position import Checkpoint
-from sluice.cdc.capture import CaptureConfig, CaptureOutput, ChangeCapture
+from sluice.cdc.capture import CaptureConfig, CaptureOutput, ChangeCapture, CommittedTransaction
 from sluice.cdc.follow import FollowConfig, follow
-from sluice.errors import ConfigError
+from sluice.errors import BinlogPurgedError, ConfigError
 
 __all__ = ["executed_at"]
 
 log = logging.getLogger(__name__)
+
+
+def _transactions(config: FollowConfig, capture: ChangeCapture, start: Checkpoint) -> Iterator[CommittedTransaction]:
+    """``follow`` to the server's end; a purged file is named at the start asked for, not at the
+    file's first event it is read from."""
+    try:
+        yield from follow(replace(config, until_end=True), capture)
+    except BinlogPurgedError as exc:
+        facts = getattr(exc, "facts", str(exc)).replace(f"{start.file}:4 ", f"{start.file}:{start.pos} ", 1)
+        raise BinlogPurgedError(facts, file=exc.file, gtids=exc.gtids) from None
 
 
 def executed_at(config: FollowConfig, start: Checkpoint) -> Checkpoint:
@@ -33,7 +44,7 @@ def executed_at(config: FollowConfig, start: Checkpoint) -> Checkpoint:
     capture = ChangeCapture(nothing, Checkpoint(start.file, 4, None, start.source))
     goal = start.key
     found: str | None = None
-    for committed in follow(replace(config, until_end=True), capture):
+    for committed in _transactions(config, capture, start):
         tx = committed.transaction
         if tx.start.key >= goal:  # no transaction between the start and this one's beginning
             found = tx.start.gtid_set
