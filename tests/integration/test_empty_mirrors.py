@@ -31,6 +31,7 @@ from sluice.sandbox.s3 import S3Sandbox
 from sluice.spark.ddl.apply import MirrorDdl
 from sluice.spark.ddl.plan import plan_ddl
 from sluice.spark.pipeline.runner import Pipeline, PipelineConfig
+from sluice.spark.snapshot.state import SnapshotState
 from sluice.spark.verify.check import verify_lake
 
 pytestmark = pytest.mark.spark
@@ -150,3 +151,42 @@ def test_a_move_cut_short_on_s3_is_finished_before_the_new_mirror(s3_server: S3S
     assert _mirror(path, options) == (["id", "w"], 0)
     assert deltalake.DeltaTable(path, storage_options=options).version() == 0
     assert _mirror(archive, options) == (["id", "v"], 4)
+
+
+@pytest.mark.mariadb
+def test_a_dropped_read_whose_mirror_removal_was_cut_short_is_removed_before_the_table_is_read_again(
+        spark, mariadb_server, s3_server: S3Sandbox, tmp_path):
+    """A table's read dropped by the snapshot (a DDL under it, ``sluice snapshot --tables``), killed
+    inside its mirror's removal on S3: the state names the mirror under removal, its first commit is
+    gone and later ones are left. The next run removes the rest before it plans the table, and reads
+    it into a whole new mirror, not onto the old log's leftovers."""
+    db = f"dr_{uuid.uuid4().hex[:8]}"
+    options = s3_server.storage_options()
+    lake = f"s3://{s3_server.bucket}/{db}"
+    extra = {"storage": tuple(options.items()), "checkpoint_dir": str(tmp_path / "checkpoint")}
+    store = open_lake(lake, options)
+    with Connection.open(parse_dsn(mariadb_server.dsn("root"))) as conn:
+        conn.execute(f"CREATE DATABASE {db}")
+        conn.execute(f"CREATE TABLE {db}.t (id INT PRIMARY KEY, v INT)")
+        conn.execute(f"INSERT INTO {db}.t VALUES " + ", ".join(f"({i}, {i})" for i in range(10)))
+        _run(mariadb_server, lake, db, **extra)
+        path = store.mirror(db, "t")
+        deltalake.write_deltalake(path, pa.table({"id": pa.array([100], pa.int32()), "v": pa.array([1], pa.int32())}),
+                                  mode="append", storage_options=options)  # a later commit of the old log
+        old = {k for k in store.keys(store.key(path)) if k.endswith(".parquet")}  # data files: unique names
+        state = SnapshotState.load(store)
+        state.tables.pop(f"{db}.t")
+        state.complete = False
+        state.discarding = [store.key(path)]
+        state.save(store)
+        store.delete(store.key(path) + "/_delta_log/00000000000000000000.json")  # the kill: mid-removal
+        conn.execute(f"UPDATE {db}.t SET v = v + 100 WHERE id < 5")
+        conn.execute(f"INSERT INTO {db}.t VALUES (50, 50)")
+        _run(mariadb_server, lake, db, **extra)
+        verdicts = verify_lake(parse_dsn(mariadb_server.dsn("root")), store, tables=lambda d, _t: d == db)
+        conn.execute(f"DROP DATABASE {db}")
+    assert [(v.table, v.source_rows, v.ok) for v in verdicts] == [("t", 11, True)], verdicts
+    assert old and not old & set(store.keys(store.key(path))), "the old log's data files are still there"
+    assert SnapshotState.load(store).discarding == []
+    history = deltalake.DeltaTable(path, storage_options=options).history()
+    assert history[-1]["operation"] == "CREATE TABLE" and history[-1]["version"] == 0

@@ -34,6 +34,7 @@ from sluice.dsn import parse_dsn
 from sluice.io.connection import Connection
 from sluice.lake.layout import open_lake
 from sluice.spark.verify.check import verify_lake
+from tests.integration.s3_kills import Killer, copied_to, folder, objects_deleted
 from tests.s3_proxy import S3Proxy, S3Request
 
 pytestmark = [pytest.mark.spark, pytest.mark.mysql, pytest.mark.slow]
@@ -50,41 +51,6 @@ checkpoint_interval = 3
 budget = 5
 look_interval = 0
 """
-
-
-class Killer:
-    """The proxy's hook: SIGKILL ``proc`` at the first request ``match`` takes, and drop that request."""
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.match: Callable[[S3Request], bool] | None = None
-        self.fired = threading.Event()
-
-    def arm(self, proc: subprocess.Popen[bytes], match: Callable[[S3Request], bool]) -> None:
-        with self.lock:
-            self.proc, self.match = proc, match
-            self.fired.clear()
-
-    def __call__(self, request: S3Request) -> bool:
-        with self.lock:
-            if self.proc is None or self.match is None or not self.match(request):
-                return False
-            os.kill(self.proc.pid, signal.SIGKILL)
-            self.match = None
-            self.fired.set()
-            return True
-
-
-def _archive_copy(db: str, table: str) -> Callable[[S3Request], bool]:
-    return lambda r: (r.method == "PUT" and "x-amz-copy-source" in r.headers and f"/_sluice/archive/{db}/{table}@"
-                      in r.key)
-
-
-def _dropped_objects_deleted(db: str, table: str) -> Callable[[S3Request], bool]:
-    prefix = f"{db}/{table}/"
-    return lambda r: ((r.method == "DELETE" and f"/{prefix}" in r.key)
-                      or (r.method == "POST" and "delete" in r.path and prefix.encode() in r.body))
 
 
 def test_kill_9_during_maintenance_and_archive_on_s3_loses_and_repeats_nothing(mysql_server, s3_server, tmp_path):
@@ -128,8 +94,10 @@ def test_kill_9_during_maintenance_and_archive_on_s3_loses_and_repeats_nothing(m
             ("a checkpoint's write", lambda r: r.method == "PUT" and bool(CHECKPOINT.search(r.key)), None),
             ("a compaction's commit", lambda r: r.method == "PUT" and "/_delta_log/" in r.key
              and b'"OPTIMIZE"' in r.body, None),
-            ("an archive's copy", _archive_copy(db, "gone1"), f"DROP TABLE {db}.gone1"),
-            ("the dropped table's deletion", _dropped_objects_deleted(db, "gone2"), f"DROP TABLE {db}.gone2"),
+            ("an archive's copy", copied_to(folder(store.join("_sluice", "archive", db)) + "gone1@"),
+             f"DROP TABLE {db}.gone1"),
+            ("the dropped table's deletion", objects_deleted(folder(store.mirror(db, "gone2"))),
+             f"DROP TABLE {db}.gone2"),
         ]
         try:
             for what, match, ddl in rounds:

@@ -72,6 +72,30 @@ class MirrorDdl:
             self._record(batch_id, k + 1)
         return rereads
 
+    def finish_move(self) -> None:
+        """At a start, before the snapshot looks for newly captured tables: finish a move of one
+        mirror to another (a RENAME) that a kill cut short, and rename the table's snapshot entry as
+        the step would. Left to the replayed step, the new name would read as newly captured: the
+        snapshot would make its mirror, and the replayed move would copy the old one over it. A move
+        into the archive is left to its step (the table is still in the snapshot state)."""
+        doc = self.store.get_json(self.store.DDL_JOURNAL)
+        moving = doc.get("moving") if isinstance(doc, dict) else None
+        if not isinstance(moving, dict):
+            return
+        old, new = self._mirror_name(moving.get("from")), self._mirror_name(moving.get("to"))
+        if old is None or new is None:
+            return
+        self._move(moving["from"], moving["to"], int(doc["batch"]), int(moving["step"]))
+        self._snapshot_state(lambda tables: tables.__setitem__(new, tables.pop(old)) if old in tables else None)
+
+    def _mirror_name(self, path: Any) -> str | None:
+        """``db.table`` of the mirror at ``path``, None for another folder of the lake."""
+        try:
+            parts = self.store.key(str(path)).split("/")
+        except ValueError:
+            return None
+        return ".".join(parts) if len(parts) == 2 and not self.store.reserved(parts[0]) else None
+
     # -- journal ---------------------------------------------------------------------------------
     def _journal(self, batch_id: int) -> dict[str, Any]:
         doc = self.store.get_json(self.store.DDL_JOURNAL)

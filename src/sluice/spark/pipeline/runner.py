@@ -146,6 +146,10 @@ class Pipeline(BatchCommits):
         if again:  # --snapshot when-needed: every captured table again, from a new start
             start_over(self.lake, table_filter(cfg.tables, cfg.exclude_tables))
         self.store.delete_prefix(self.store.STAGING)  # an earlier run's unfinished batch
+        self.ddl.mirror.finish_move()  # a RENAME's move a kill cut short, before the snapshot looks for tables
+        held = SnapshotState.find(self.store)
+        if held is not None:
+            held.finish_discards(self.store)  # a dropped read's mirror a kill left half removed, before any reads it
         drop_unfinished_writes(self.checkpoint_path)
         self.state.load_history()
         self.upkeep.metrics = self.metrics

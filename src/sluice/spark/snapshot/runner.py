@@ -121,6 +121,7 @@ class SnapshotRunner:
 
     def _run(self, only_new: bool, only: frozenset[str] | None) -> SnapshotState:
         state = SnapshotState.load(self.store)
+        state.finish_discards(self.store)  # a read dropped before a kill: its mirror goes before any plan
         if state.complete and not only_new:
             return state
         if not state.complete:  # the chunks' workers come up while the tables are planned
@@ -225,12 +226,9 @@ class SnapshotRunner:
         stale = (stale | moved) or self._scan_keyless(state)
         for name in stale:
             self.progress(f"snapshot: {name} changed (DDL) while it was read: reading it again")
-            state.tables.pop(name, None)
-            path = self.lake.table_path(*name.split(".", 1))
-            self._mirrors.pop(path, None)  # a handle would commit on top of the log removed here
-            self.store.delete_prefix(self.store.key(path))
+            self._mirrors.pop(self.lake.table_path(*name.split(".", 1)), None)  # its log is removed here
         if stale:
-            state.save(self.store)
+            state.discard(self.store, sorted(stale))  # the state first, then the mirrors
             return stale
         state.complete = True
         state.save(self.store)

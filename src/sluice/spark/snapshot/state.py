@@ -30,11 +30,12 @@ class SnapshotState:
     tables: dict[str, dict[str, Any]] = field(default_factory=dict)  # "db.t" -> {schema, key, chunks, done, ...}
     complete: bool = False
     flavor: str | None = None
+    discarding: list[str] = field(default_factory=list)  # keys of mirrors under removal (``discard``)
 
     def to_json(self) -> dict[str, Any]:
         """The state as the JSON object of ``snapshot.json``, with its format version."""
         return {"version": STATE_VERSION, "start": self.start, "tables": self.tables, "complete": self.complete,
-                "flavor": self.flavor}
+                "flavor": self.flavor, "discarding": self.discarding}
 
     @classmethod
     def load(cls, store: Lake) -> SnapshotState:
@@ -50,7 +51,8 @@ class SnapshotState:
         try:
             if data.get("version") != STATE_VERSION:
                 raise ValueError(f"version {data.get('version')!r}")
-            return cls(data["start"], data["tables"], bool(data["complete"]), data.get("flavor"))
+            return cls(data["start"], data["tables"], bool(data["complete"]), data.get("flavor"),
+                       list(data.get("discarding") or []))
         except (ValueError, KeyError, TypeError) as exc:
             raise ConfigError(f"{store.join(store.SNAPSHOT_STATE)} is damaged ({exc}); delete the lake's _sluice "
                               "directory to start over") from None
@@ -59,19 +61,36 @@ class SnapshotState:
         """Write ``snapshot.json`` whole."""
         store.put_json(store.SNAPSHOT_STATE, self.to_json())
 
+    def discard(self, store: Lake, names: Sequence[str]) -> None:
+        """Drop the reads of ``db.table`` names and remove their mirrors. The state names the mirrors
+        under removal before the first object goes, so a kill inside a removal (on an object store,
+        many requests) leaves it to ``finish_discards`` at the next load: never a half-removed Delta
+        log at a path the state no longer knows, where a new plan would create the table again."""
+        for name in names:
+            self.tables.pop(name, None)
+            db, _, table = name.partition(".")
+            self.discarding.append(store.key(store.mirror(db, table)))
+        self.save(store)
+        self.finish_discards(store)
+
+    def finish_discards(self, store: Lake) -> None:
+        """Remove every mirror ``discard`` named (again: a removal is idempotent), then forget them."""
+        if not self.discarding:
+            return
+        for key in dict.fromkeys(self.discarding):
+            store.delete_prefix(key)
+        self.discarding = []
+        self.save(store)
+
 
 def forget_tables(lake: DeltaLake, names: Sequence[str]) -> list[str]:
     """Drop the snapshot (state and Delta mirror) of ``db.table`` names, so the next run reads them again."""
     state = SnapshotState.load(lake.store)
     dropped = [n for n in names if n in state.tables]
-    for name in dropped:
-        del state.tables[name]
-        db, _, table = name.partition(".")
-        lake.store.delete_prefix(lake.store.key(lake.table_path(db, table)))
-    lake.forget()
     if dropped:
         state.complete = False
-        state.save(lake.store)
+        state.discard(lake.store, dropped)
+    lake.forget()
     return dropped
 
 
