@@ -13,6 +13,7 @@ or dropped, the table dropped) and checks the exact verdict, and the CLI's lines
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from collections.abc import Iterator
@@ -304,8 +305,18 @@ def test_cli(setup: Setup, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     lake = str(setup.lake)
     capsys.readouterr()
     assert sluice_main(["verify", "--source", dsn, "--lake", lake, "--tables", f"{DB}\\.(items|many)"]) == 0
-    out = capsys.readouterr().out.splitlines()
-    assert out == [f"ok   {DB}.items  36 rows", f"ok   {DB}.many  5 rows", "all 2 tables equal the source (41 rows)"]
+    out = capsys.readouterr().out.splitlines()  # a lake with no capture.json: what verify compared instead
+    assert out[:2] == [f"ok   {DB}.items  36 rows", f"ok   {DB}.many  5 rows"], out
+    assert out[2].startswith("capture filter unknown: the lake records no --tables / --exclude-tables"), out
+    assert f"the source tables --tables / --exclude-tables take: {DB}.items, {DB}.many. " in out[2], out
+    assert out[3:] == ["all 2 tables equal the source (41 rows)"], out
+    (setup.lake / "_sluice").mkdir(exist_ok=True)
+    (setup.lake / "_sluice" / "capture.json").write_text(json.dumps({"tables": f"{DB}\\..*", "exclude_tables": None}))
+    try:  # recorded: no such line
+        assert sluice_main(["verify", "--source", dsn, "--lake", lake, "--tables", f"{DB}\\.(items|many)"]) == 0
+        assert not [line for line in capsys.readouterr().out.splitlines() if "capture filter" in line]
+    finally:
+        (setup.lake / "_sluice" / "capture.json").unlink()
 
     shutil.copytree(Path(lake) / DB / "items", tmp_path / DB / "items")
     sql(setup, f"CREATE TABLE {DB}.items_copy LIKE {DB}.items")
@@ -316,6 +327,7 @@ def test_cli(setup: Setup, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     assert code == 1
     assert out[0].startswith(f"DIFF {DB}.items_copy  source 0 rows, mirror 36: 0 missing, 36 extra, 0 different "
                              "(first keys: id=")
+    assert out[-2].startswith("capture filter unknown: ") and f"only the lake's mirrors: {DB}.items_copy. " in out[-2]
     assert out[-1] == "1 of 1 tables differ from the source"
 
     code = sluice_main(["verify", "--source", dsn, "--lake", str(tmp_path), "--exclude-tables", ".*"])

@@ -3,8 +3,9 @@
 Each ``sluice run`` records its table filter in the lake (``_sluice/capture.json``); a source table
 that filter takes is captured, and verify's own ``--tables`` / ``--exclude-tables`` narrow what is
 compared. A lake with no record (written by a sluice that did not keep one) takes verify's filter
-as the capture; with neither, only the mirrors the lake holds are compared (``None``). The system
-schemas and the lake's own folder are never captured, as in ``sluice run``.
+as the capture; with neither, only the mirrors the lake holds are compared (``None``), and
+``capture_recorded`` tells ``sluice verify`` to say so. The system schemas and the lake's own
+folder are never captured, as in ``sluice run``.
 """
 
 from __future__ import annotations
@@ -15,9 +16,15 @@ from sluice.cdc.filters import table_filter
 from sluice.cdc.schema.bootstrap import SYSTEM_SCHEMAS
 from sluice.lake.layout import Lake
 
-__all__ = ["captured_tables"]
+__all__ = ["capture_recorded", "captured_tables"]
 
 Filter = Callable[[str, str], bool]
+
+
+def capture_recorded(store: Lake) -> bool:
+    """Whether the lake records its pipeline's table filter (a lake a sluice run wrote before
+    ``capture.json`` existed does not, until its next run)."""
+    return isinstance(store.get_json(store.CAPTURE), dict)
 
 
 def captured_tables(store: Lake, tables: Filter | None) -> Filter | None:
