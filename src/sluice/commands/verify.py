@@ -16,8 +16,9 @@ columns in sluice's canonical encoding, matched by primary key. A captured table
 missing or unreadable differs; one without a primary key has no mirror by design (its rows are in
 the change log) and is listed as not compared. --tables / --exclude-tables here narrow the
 comparison. A lake written before sluice recorded its run's filter has none until its next run:
-verify then compares the lake's mirrors (and the source tables --tables takes) and says so. Prints one line per table and a summary; exits 0 when every table is equal, 1 when
-any differs (or cannot be compared).
+verify then compares the lake's mirrors (and the source tables --tables takes) and says so.
+Prints one line per table and a summary; exits 0 when every table is equal, 1 when any differs (or
+cannot be compared).
 
 examples:
   sluice verify --source mysql://root:secret@db:3306/ --lake ./lake
