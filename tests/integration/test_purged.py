@@ -22,7 +22,8 @@ from pathlib import Path
 import deltalake
 import pytest
 
-from sluice.binlog.gtid import MariadbGtidPosition, MysqlGtidSet
+from sluice.binlog.gtid import Gtid, MariadbGtid, MariadbGtidPosition, MysqlGtidSet
+from sluice.binlog.position import Checkpoint, parse_gtids, position_key
 from sluice.dsn import parse_dsn
 from sluice.io.connection import Connection
 from sluice.io.purged import missing_mariadb, oldest_gtid_list
@@ -131,8 +132,19 @@ def _missing(server, held: str) -> str:
 
 
 def _snapshot_start(lake: Path) -> str:
-    start = json.loads((lake / "_sluice" / "snapshot.json").read_text())["start"]
-    return f"{start['file']}:{start['pos']}"
+    """The snapshot's start as FILE:POS, after checking its GTID set is exactly the one there: every
+    change the change log holds before it is in the set, none after it."""
+    start = Checkpoint.from_json(json.loads((lake / "_sluice" / "snapshot.json").read_text())["start"])
+    assert start.gtid_set
+    held = parse_gtids(start.gtid_set)
+    log = deltalake.DeltaTable(str(lake / "_sluice" / "changes")).to_pyarrow_table(
+        columns=["file", "pos", "gtid", "op"]).to_pylist()
+    for row in log:
+        if row["gtid"] and row["op"] != "read":
+            gtid = row["gtid"]
+            taken = (Gtid.parse(gtid) in held) if isinstance(held, MysqlGtidSet) else (MariadbGtid.parse(gtid) in held)
+            assert taken == (position_key(row["file"], row["pos"]) < start.key), (row, start)
+    return f"{start.file}:{start.pos}"
 
 
 @pytest.mark.parametrize("flavor", TWO_FLAVORS)
@@ -167,6 +179,7 @@ def test_a_purged_position_stops_the_run_and_a_snapshot_of_every_table_goes_on_e
     again = _run(server, lake)
     assert again.returncode == 0, again.stderr[-4000:]
     assert "the stream goes on from the snapshot's start" in again.stderr, again.stderr[-4000:]
+    assert _snapshot_start(lake) == start  # its GTID set against the changes after it too
     assert exactly_once(server, lake, "p", start, older_kept=True) > 0
     verify = _sluice("verify", "--source", server.dsn("repl"), "--lake", str(lake))
     assert verify.returncode == 0, verify.stdout + verify.stderr[-4000:]

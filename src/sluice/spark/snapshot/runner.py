@@ -1,6 +1,7 @@
 """The initial snapshot of ``sluice run``: every captured table read in chunks on Spark, then the stream.
 
 DBLog's watermark method (``sluice.cdc.snapshot``): the driver records the binlog position ``start``
+(with the executed GTID set exactly there, ``sluice.cdc.executed_at``, and the server's identity)
 before anything is read and splits each table into primary-key chunks; Spark tasks read the chunks
 in parallel (Spark jobs of a wave of chunks, the next wave running ahead of the driver's writes; at
 most ``connections`` at once, one per core up to 8 by default: ``waves.chunk_waves``), each between a
@@ -40,6 +41,7 @@ from typing import Any
 from deltalake import DeltaTable
 
 from sluice.binlog.position import Checkpoint, position_key
+from sluice.cdc.executed_at import executed_at
 from sluice.cdc.follow import FollowConfig, retrying
 from sluice.cdc.schema import Catalog, SchemaHistory, bootstrap_catalog
 from sluice.cdc.schema_start import ddl_between, read_schema
@@ -55,6 +57,7 @@ from sluice.cdc.snapshot.reader import (
 from sluice.dsn import Flavor, parse_dsn
 from sluice.errors import SchemaError, ServerError
 from sluice.io.connection import Connection
+from sluice.io.replication import server_identity
 from sluice.lake.layout import Lake
 from sluice.lake.sink import DeltaLake
 from sluice.lake.types.table_layout import mirror_columns_for_schema
@@ -156,7 +159,12 @@ class SnapshotRunner:
             if state.start is None:
                 # The stream starts at `start` and decodes with the schema in force there: read both
                 # so that no DDL falls between them (every table: one added to the capture later too).
-                everything, start = read_schema(conn)
+                everything, read_at = read_schema(conn)
+                # its GTID set exactly there, read from the file's start: SHOW BINARY LOG STATUS reads
+                # the set and the position at two moments, and a set past the position would skip
+                # the transactions between as executed before
+                start = executed_at(FollowConfig(config, retries=8),
+                                    Checkpoint(read_at.file, read_at.pos, None, server_identity(conn)))
                 if self.history is not None:
                     self.history.record_bootstrap(start.file, start.pos, everything)
                 state.start = start.to_json()
