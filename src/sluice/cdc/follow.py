@@ -49,6 +49,9 @@ class FollowConfig:
     retries: int | None = None  # failures in a row before giving up; None = keep trying
     backoff_initial: float = 0.5
     backoff_max: float = 30.0
+    # Log "source changed" when a connection finds another server; False where the caller reports
+    # it itself (sluice run says it once, when the lake commits the first batch read there).
+    say_moved: bool = True
 
 
 def retryable(exc: BaseException) -> bool:
@@ -114,7 +117,7 @@ def follow(
                     if fresh:
                         capture.restart(stream.checksum_algorithm)
                         capture.assembler.read_on(stream.source, moved=stream.moved_from is not None)
-                        if stream.moved_from is not None:
+                        if stream.moved_from is not None and config.say_moved:
                             log.warning("source changed: server %s → %s, resuming at GTID set %s",
                                         stream.moved_from, stream.source, start.gtid_set)
                         fresh = False

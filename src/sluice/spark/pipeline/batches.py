@@ -130,13 +130,13 @@ class BatchCommits:
         source = position.source if position is not None else None
         result = self.lake.write_batch(batch_id, tables, changelog_files=batch.changelog_actions(), position=position,
                                        fence=lambda log: self.fence.check(log, batch.start(), source))
+        stats = self.stats
         if not result.changelog_skipped:
             self.fence.committed(position)
-        stats = self.stats
-        if (moved := stats.source_moved(position)) is not None:
-            self.progress(moved)
-            if self.metrics is not None:
-                self.metrics.source_changes.inc()
+            if (moved := stats.source_moved(self.fence.before, position)) is not None:  # said once: a batch
+                self.progress(moved)  # replayed after a crash finds its commit there and says nothing
+                if self.metrics is not None:
+                    self.metrics.source_changes.inc()
         counts = batch.counts()
         names = [f"{b.db}.{b.table}" for b in tables]
         for name in stats.committed(batch, counts, result, names):

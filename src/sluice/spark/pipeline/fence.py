@@ -8,7 +8,9 @@ successor took the lake (``sluice.lake.lease``) and compares the batch with the 
 batch's first change must not lie before the end of the lake's last committed batch (the position
 its change-log commit records, ``committed_position``). The change log's commit then lands on the
 version the check read, or fails (``DeltaLake.write_batch``'s ``fence``). So a change is in the
-change log once whatever the scheduler did; every failure is a ``LakeBusyError``.
+change log once whatever the scheduler did; every failure is a ``LakeBusyError``. The position the
+check read is kept (``BatchFence.before``): where the batch goes on from, which tells the pipeline
+that a batch was read on another server than the lake's last (a failover).
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ class BatchFence:
         # (the change log's version after this writer's last commit, the position it recorded)
         self._mine: tuple[int, Checkpoint | None] | None = None
         self._read: int = -1  # the change log's version the last check read
+        # The lake's last committed position when the last check ran: where the batch goes on from.
+        self.before: Checkpoint | None = None
 
     def take(self, lake: Lake, ttl: float, on_lost: Callable[[LakeBusyError], None]) -> None:
         """Take ``lake`` for this writer (``WriterLease.acquire``, ``LakeBusyError`` when another
@@ -56,12 +60,14 @@ class BatchFence:
         if self.lease is not None:
             self.lease.check()
         self._read = -1 if log is None else log.version()
+        self.before = None
         if log is None:
             return
         if self._mine is not None and self._mine[0] == self._read:
             end = self._mine[1]  # nobody committed after this writer: its own last position
         else:
             end = committed_position(log, look_back=20) or committed_position(log)
+        self.before = end
         if end is None or (end.source is not None and source is not None and end.source != source):
             return
         if position_key(first[0], first[1]) < position_key(end.file, end.pos):

@@ -8,7 +8,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from sluice.binlog.position import Checkpoint, SourceIdentity
+from sluice.binlog.position import Checkpoint
 from sluice.spark.source.in_flight import InFlight
 
 __all__ = ["BatchWritten", "PipelineStats"]
@@ -39,7 +39,6 @@ class PipelineStats:
     ops: dict[str, int] = field(default_factory=lambda: {"insert": 0, "update": 0, "delete": 0})
     unmirrorable: set[str] = field(default_factory=set)
     tables: set[str] = field(default_factory=set)
-    source: SourceIdentity | None = None  # the server the last committed batch was read on
     started: float = field(default_factory=time.monotonic)
     last_commit_lag: float | None = None  # seconds from the newest commit in the batch to its visibility
     # Unix time the lake was last known as current as last_commit_lag says: the end of the last batch,
@@ -54,14 +53,17 @@ class PipelineStats:
     in_flight: InFlight | None = None  # what the source was reading at the last report
     waiting: dict[str, float] = field(default_factory=dict)  # db.table -> its oldest pending change's time
 
-    def source_moved(self, position: Checkpoint | None) -> str | None:
-        """``source changed: server … → …`` when the batch ending at ``position`` was read on another
-        server than the batch before it in this run (a failover), else None."""
-        new = None if position is None else position.source
-        old, self.source = self.source, new or self.source
-        if position is None or old is None or new is None or old.same_server(new):
+    @staticmethod
+    def source_moved(before: Checkpoint | None, after: Checkpoint | None) -> str | None:
+        """``source changed: server … → …, resuming at GTID set …`` when a batch that goes on from
+        ``before`` (the lake's last committed position) and ends at ``after`` was read on another
+        server (a failover), else None."""
+        old = None if before is None else before.source
+        new = None if after is None else after.source
+        if before is None or old is None or new is None or old.same_server(new):
             return None
-        return f"source changed: server {old} → {new}, resuming at GTID set {position.gtid_set}"
+        return f"source changed: server {old} → {new}, resuming at GTID set {before.gtid_set}"
+
     def committed(self, batch: Any, counts: list[tuple[str, str, int]], result: Any, tables: list[str]) -> list[str]:
         """Count a committed batch (a ``StagedBatch``, its ``counts()``, the lake's ``BatchResult``, the
         ``db.table`` names it wrote); the tables without a primary key seen for the first time."""

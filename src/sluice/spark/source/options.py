@@ -107,10 +107,13 @@ class SourceOptions:
                              output=CaptureOutput.TYPED_COLUMNS if self.stage_to else CaptureOutput.COLUMNS)
 
     def follow_config(self, *, until_end: bool = True) -> FollowConfig:
-        """How to follow the server of option ``dsn`` (to its current end by default)."""
+        """How to follow the server of option ``dsn`` (to its current end by default). A failover is
+        logged by the planner and the tasks, except for sluice run's pipeline (``stageTo``), which says
+        it once, as it commits the first batch read on the new server."""
         if not self.dsn:
             raise ConfigError('the binlog stream needs option("dsn", "mysql://user:password@host:port/")')
-        return FollowConfig(parse_dsn(self.dsn), until_end=until_end, heartbeat_period=0, retries=8)
+        return FollowConfig(parse_dsn(self.dsn), until_end=until_end, heartbeat_period=0, retries=8,
+                            say_moved=not self.stage_to)
 
 
 def _flag(name: str, text: str | None) -> bool:

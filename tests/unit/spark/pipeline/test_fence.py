@@ -49,3 +49,17 @@ def test_a_commit_between_the_fence_and_the_change_logs_commit_makes_the_batch_f
         two.write_batch(0, [], changelog=CHANGELOG_SCHEMA.empty_table(), position=Checkpoint(FILE, 500),
                         fence=race)
     assert seen == [0] and two.committed_batch() is None and one.committed_batch() == 0
+
+
+def test_the_fence_knows_where_each_batch_goes_on_from_its_own_or_another_runs(tmp_path):
+    """``before``: the lake's last committed position as the check read it, which says whether a
+    batch was read on another server than the lake's last (a failover), across a restart too."""
+    lake = DeltaLake(tmp_path, "one")
+    fence = BatchFence(None)
+    _commit(lake, fence, 0, 100, 500)
+    assert fence.before is None  # the lake's first batch
+    _commit(lake, fence, 1, 500, 900)
+    assert fence.before == Checkpoint(FILE, 500)
+    restarted = BatchFence(None)  # a new run reads it from the change log
+    _commit(DeltaLake(tmp_path, "one"), restarted, 2, 900, 1200)
+    assert restarted.before == Checkpoint(FILE, 900)

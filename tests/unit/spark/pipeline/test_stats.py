@@ -44,15 +44,18 @@ def test_unfinished_checkpoint_writes_are_dropped(tmp_path: Path) -> None:
     drop_unfinished_writes(tmp_path / "none")  # no checkpoint yet: nothing to do
 
 
-def test_a_batch_read_on_another_server_says_source_changed_once() -> None:
+def test_a_batch_read_on_another_server_than_the_lakes_last_says_source_changed() -> None:
     a = SourceIdentity("mysql", "3d687a2c-b38e-11ed-91ef-3f952e283fc3")
     b = SourceIdentity("mysql", "8a94f357-aab4-11df-86ab-c80aa9429562")
-    stats = PipelineStats()
-    assert stats.source_moved(Checkpoint("binlog.000003", 900, f"{a.server}:1-9", a)) is None
-    assert stats.source_moved(None) is None  # a batch without changes says nothing of its server
-    moved = stats.source_moved(Checkpoint("binlog.000001", 300, f"{a.server}:1-9,{b.server}:1", b))
-    assert moved == (f"source changed: server {a} → {b}, resuming at GTID set {a.server}:1-9,{b.server}:1")
-    assert stats.source_moved(Checkpoint("binlog.000001", 600, f"{a.server}:1-9,{b.server}:1-2", b)) is None
+    on_a = Checkpoint("binlog.000003", 900, f"{a.server}:1-9", a)
+    on_b = Checkpoint("binlog.000001", 300, f"{a.server}:1-9,{b.server}:1", b)
+    moved = PipelineStats.source_moved
+    assert moved(None, on_a) is None  # the lake's first batch
+    assert moved(Checkpoint("binlog.000003", 400, f"{a.server}:1-5", a), on_a) is None
+    assert moved(on_a, None) is None  # a batch without changes says nothing of its server
+    assert moved(on_a, on_b) == f"source changed: server {a} → {b}, resuming at GTID set {a.server}:1-9"
+    assert moved(on_b, Checkpoint("binlog.000001", 600, f"{a.server}:1-9,{b.server}:1-2", b)) is None
+    assert moved(Checkpoint("binlog.000003", 900), on_b) is None  # a lake from before positions named a server
 
 
 def test_the_progress_line_names_the_mirror_furthest_behind():
