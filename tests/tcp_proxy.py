@@ -4,7 +4,8 @@
 server. ``blackhole()`` stops forwarding on every connection open at that moment, both ways,
 and keeps its sockets open: no FIN, no RST, no bytes, as a firewall's idle timeout or a flushed
 NAT table leaves a connection. New connections work. ``reset()`` closes every open connection
-at once instead. ``trap(predicate, times)`` makes a connection go silent right after it sends a
+at once instead. ``move_to(host, port)`` points new connections at another server, as a VIP or a
+DNS name moves at a failover. ``trap(predicate, times)`` makes a connection go silent right after it sends a
 command (the first packet of a client exchange, sequence 0) whose payload ``predicate`` accepts,
 the command reaching the server: a planner's ``COM_BINLOG_DUMP``, a task's, a ``SHOW BINARY LOGS``
 (``binlog_dump`` and ``query`` build such predicates); ``trap(..., reset=True)`` closes it instead.
@@ -71,6 +72,10 @@ class TcpProxy:
         sep = "&" if "?" in path else "?"
         return f"{scheme}://{auth}@127.0.0.1:{self.port}/{path}{sep}ssl=disabled"
 
+    def move_to(self, host: str, port: int) -> None:
+        """Point new connections at ``host:port`` (open ones stay where they are)."""
+        self.target = (host, port)
+
     def blackhole(self) -> int:
         """Silence every open connection (module docstring); how many there were."""
         with self._lock:
@@ -117,10 +122,16 @@ class TcpProxy:
         while not self._closed:
             try:
                 client, _ = self._listener.accept()
-                server = socket.create_connection(self.target)
             except OSError:
                 if self._closed:
                     return
+                continue
+            try:
+                server = socket.create_connection(self.target)
+            except OSError:  # nothing listens there (a server gone): the client hears so at once
+                with contextlib.suppress(OSError):
+                    client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                    client.close()
                 continue
             self._opened += 1
             pair = _Pair(client, server, number=self._opened)

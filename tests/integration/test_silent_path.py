@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.exactly_once import exactly_once
+from tests.integration.exactly_once import changes_in_log, exactly_once, wait_for
 from tests.tcp_proxy import TcpProxy, binlog_dump, query
 
 pytestmark = pytest.mark.spark
@@ -121,11 +121,11 @@ def test_every_open_connection_goes_silent_at_moments_of_a_running_pipeline(serv
         try:
             for _ in range(3):
                 time.sleep(rng.uniform(4.0, 10.0))
-                _wait_for(lambda: proxy.live() > 0, proc, timeout=60, every=0.005)
+                wait_for(lambda: proxy.live() > 0, proc, timeout=60, every=0.005)
                 silenced += proxy.blackhole()
             stop.set()
             thread.join(30)
-            _wait_for(lambda: _mirrored(lake, db) == written[0], proc, timeout=180)
+            wait_for(lambda: changes_in_log(lake, db) == written[0], proc, timeout=180)
             proc.send_signal(signal.SIGINT)
             _, stderr = proc.communicate(timeout=300)
             assert proc.returncode == 0, stderr[-4000:]
@@ -144,25 +144,6 @@ def _chunk_read(db: str):
     """A snapshot task's SELECT of a chunk of ``db``.t (not the driver's planning: MIN/MAX, OFFSET)."""
     table = query(f"from `{db}`.`t`")
     return lambda payload: table(payload) and b"MIN(" not in payload and b"OFFSET" not in payload
-
-
-def _mirrored(lake: Path, db: str) -> int:
-    import deltalake
-
-    try:
-        return deltalake.DeltaTable(str(lake / "_sluice" / "changes")).to_pyarrow_table(
-            filters=[("db", "=", db), ("op", "=", "insert")]).num_rows
-    except Exception:
-        return -1
-
-
-def _wait_for(done, proc: subprocess.Popen[str], timeout: float, every: float = 1.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not done():
-        if proc.poll() is not None:
-            pytest.fail(f"sluice run ended: {proc.communicate()[1][-4000:]}")
-        assert time.monotonic() < deadline, f"not within {timeout}s"
-        time.sleep(every)
 
 
 @pytest.mark.mariadb
@@ -208,7 +189,7 @@ def test_the_lag_grows_while_a_batch_is_stalled(mariadb_server, tmp_path):
         thread = threading.Thread(target=writer, daemon=True)
         thread.start()
         try:
-            _wait_for(lambda: (lag() or 99) < 5, proc, timeout=180)  # flowing: batches commit
+            wait_for(lambda: (lag() or 99) < 5, proc, timeout=180)  # flowing: batches commit
             proxy.trap(binlog_dump, 1)  # the next replication read goes silent
             seen: list[float] = []
             deadline = time.monotonic() + 60
@@ -222,7 +203,7 @@ def test_the_lag_grows_while_a_batch_is_stalled(mariadb_server, tmp_path):
             assert seen[-1] < 5, f"the lag did not fall back once the read was made again: {seen}"
             stop.set()
             thread.join(30)
-            _wait_for(lambda: _mirrored(lake, db) == written[0], proc, timeout=180)
+            wait_for(lambda: changes_in_log(lake, db) == written[0], proc, timeout=180)
             proc.send_signal(signal.SIGINT)
             _, stderr = proc.communicate(timeout=300)
             assert proc.returncode == 0, stderr[-4000:]
