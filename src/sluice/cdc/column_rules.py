@@ -26,6 +26,7 @@ from typing import Any
 
 from sluice.cdc.jsonl import json_text
 from sluice.cdc.records import RowChange
+from sluice.cdc.schema.model import ColumnDef, TableSchema
 from sluice.errors import ConfigError, SchemaError
 
 __all__ = ["ColumnRules", "column_rules", "hash_value"]
@@ -52,6 +53,9 @@ class ColumnRules:
     exclude: re.Pattern[str] | None = None
     hashed: re.Pattern[str] | None = None
     key: bytes = field(default=b"", repr=False, compare=False)
+    #: Whether a primary-key column may be hashed: ``sluice run`` plans its snapshot's chunks on the
+    #: key's values and keeps their bounds in the lake, so it refuses that (``mask_schema``).
+    hash_keys: bool = True
     _rules: dict[tuple[str, str, str], str | None] = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -109,6 +113,33 @@ class ColumnRules:
         return replace(change, before=self._image(change.before, drop, hashed),
                        after=self._image(change.after, drop, hashed), json_diffs=diffs)
 
+    def mask_schema(self, schema: TableSchema) -> TableSchema:
+        """The table as the lake keeps it: excluded columns left out, hashed ones text of 64 ASCII
+        characters (a mirror's column types follow from it); an excluded key column is refused."""
+        columns = []
+        for c in schema.columns:
+            rule = self.rule(schema.db, schema.name, c.name)
+            if rule == "exclude":
+                if c.name in schema.primary_key:
+                    raise ConfigError(
+                        f"--exclude-columns leaves out the primary key column {c.name} of {schema.db}.{schema.name}: "
+                        "its rows could not be told apart. Hash the column instead (--hash-columns), or exclude "
+                        "the table")
+                continue
+            if rule == "hash" and not self.hash_keys and c.name in schema.primary_key:
+                raise ConfigError(
+                    f"--hash-columns matches the primary key column {c.name} of {schema.db}.{schema.name}: sluice "
+                    "run keeps its snapshot's chunk bounds, key values, in the lake, so it does not hash a key "
+                    "column; leave it out of the regex or the table out of the capture")
+            columns.append(ColumnDef(c.name, "varchar", nullable=c.nullable, length=64, charset="ascii",
+                                     collation="ascii_general_ci", visible=c.visible) if rule == "hash" else c)
+        return replace(schema, columns=tuple(columns))
+
+    def mask_row(self, db: str, table: str, row: dict[str, Any]) -> dict[str, Any]:
+        """A row of values by column name (a snapshot's, a key-less table's read) as the lake keeps it."""
+        names = tuple(row)
+        return self._image(row, self.of(db, table, names, "exclude"), self.of(db, table, names, "hash")) or {}
+
     def _image(self, image: dict[str, Any] | None, drop: frozenset[str],
                hashed: frozenset[str]) -> dict[str, Any] | None:
         if image is None:
@@ -117,9 +148,10 @@ class ColumnRules:
         return {n: hash_value(key, v) if n in hashed else v for n, v in image.items() if n not in drop}
 
 
-def column_rules(exclude: str | None, hashed: str | None, key: bytes | None) -> ColumnRules | None:
+def column_rules(exclude: str | None, hashed: str | None, key: bytes | None, *,
+                 hash_keys: bool = True) -> ColumnRules | None:
     """The rules of ``--exclude-columns`` / ``--hash-columns`` (None: neither given); a bad regex or a
-    missing key is a ``ConfigError``."""
+    missing key is a ``ConfigError``. ``hash_keys``: whether a key column may be hashed."""
     if exclude is None and hashed is None:
         return None
     patterns: dict[str, re.Pattern[str] | None] = {}
@@ -128,5 +160,5 @@ def column_rules(exclude: str | None, hashed: str | None, key: bytes | None) -> 
             patterns[flag] = None if text is None else re.compile(text)
         except re.error as exc:
             raise ConfigError(f"{flag} {text!r} is not a regular expression: {exc}") from None
-    return ColumnRules(patterns["--exclude-columns"], patterns["--hash-columns"], key or b"")
+    return ColumnRules(patterns["--exclude-columns"], patterns["--hash-columns"], key or b"", hash_keys=hash_keys)
 

@@ -70,12 +70,13 @@ def column_settings(table: Any, where: str, exclude: str | None, hashed: str | N
     return exclude or table.get("exclude"), hashed or table.get("hash"), key
 
 
-def rules_from_args(args: argparse.Namespace) -> Any:
-    """The ``ColumnRules`` of a command's parsed arguments (None: no column is excluded or hashed)."""
+def rules_from_args(args: argparse.Namespace, *, hash_keys: bool = True) -> Any:
+    """The ``ColumnRules`` of a command's parsed arguments (None: no column is excluded or hashed);
+    ``hash_keys``: whether a primary-key column may be hashed (not into a lake's mirrors)."""
     from sluice.cdc.column_rules import column_rules
 
     path = getattr(args, "config", None)
     table = read_config(path).get("columns")
     exclude, hashed, key = column_settings(table, f"{path}: [columns]" if path else "[columns]",
                                            args.exclude_columns, args.hash_columns)
-    return column_rules(exclude, hashed, key)
+    return column_rules(exclude, hashed, key, hash_keys=hash_keys)

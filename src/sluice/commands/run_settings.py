@@ -177,6 +177,13 @@ def _mirror(value: Any, where: str) -> Any:
     return settings_table(MirrorCadence, value, f"{where}: [mirror]", "mirror")
 
 
+def _columns(value: Any, where: str) -> Any:
+    from sluice.cdc.column_rules import column_rules
+    from sluice.commands.column_options import column_settings
+
+    return column_rules(*column_settings(value, f"{where}: [columns]", None, None), hash_keys=False)
+
+
 def _snapshot_default(fields: Mapping[str, Any]) -> str:
     return "never" if "starting_position" in fields else "initial"
 
@@ -238,6 +245,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("writer_lease", "--writer-lease", "one writer at a time: a second sluice run on the lake stops at once, "
             "unless this one stopped renewing its lease for this long (default {writer_lease:g}); hosts' clocks "
             "must agree within it", metavar="SECONDS", value_type=float),
+    Setting("columns", "--exclude-columns", "leave columns whose 'db.table.column' matches this regex in full out "
+            "of the mirrors, the change log and the snapshot ([columns] in the config: exclude, hash, hash_key or "
+            "hash_key_env; see sluice tail --help)", metavar="REGEX", into="exclude", convert=_columns),
     Setting("conf", toml="spark", convert=_spark),
 )
 
@@ -246,6 +256,9 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
     """Add every setting's option to sluice run's parser."""
     for setting in SETTINGS:
         setting.add_to(parser)
+    parser.add_argument("--hash-columns", metavar="REGEX",
+                        help="keep the HMAC-SHA-256 (hex) of columns whose 'db.table.column' matches this regex in "
+                        "full instead of their values, under the key of the config's [columns] table")
 
 
 def pipeline_config(args: argparse.Namespace) -> Any:
@@ -253,6 +266,9 @@ def pipeline_config(args: argparse.Namespace) -> Any:
     from sluice.spark.pipeline.config import PipelineConfig
 
     file = read_config(args.config)
+    columns = file.get("columns")
+    if getattr(args, "hash_columns", None) and (columns is None or isinstance(columns, dict)):
+        file["columns"] = {**(columns or {}), "hash": args.hash_columns}  # the [columns] table's other option
     known = {s.key for s in SETTINGS}
     unknown = set(file) - known
     if unknown:

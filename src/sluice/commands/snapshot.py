@@ -7,6 +7,7 @@ import re
 import sys
 from typing import Any
 
+from sluice.commands.column_options import add_column_options, rules_from_args
 from sluice.errors import ConfigError
 
 HELP = """\
@@ -44,6 +45,7 @@ def register(sub: Any) -> None:
                         help="chunks read from the source at once, each on a connection of its own (default: one "
                         "per Spark core, at most 8)")
     parser.add_argument("--master", metavar="URL", help="Spark master (default local[*])")
+    add_column_options(parser)  # give them as sluice run has them: the tables read again follow them
     parser.set_defaults(handler=run)
 
 
@@ -72,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
                        else (args.tables, None))
     config = PipelineConfig(source=args.source, lake=args.lake, tables=tables, exclude_tables=exclude,
                             snapshot="only", chunk_rows=args.chunk_rows, snapshot_connections=args.connections,
-                            master=args.master)
+                            master=args.master, columns=rules_from_args(args, hash_keys=False))
     pipeline = Pipeline(config, progress=say)
     _, purged = pipeline.purged()
     if purged is None:

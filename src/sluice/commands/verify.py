@@ -6,6 +6,7 @@ import argparse
 import sys
 from typing import Any, TextIO
 
+from sluice.commands.column_options import add_column_options, rules_from_args
 from sluice.commands.filter_options import EXCLUDE_TABLES, TABLES, add_filter_options
 
 HELP = """\
@@ -56,6 +57,7 @@ def register(sub: Any) -> None:
                         help="the lake sluice run writes to: a directory, or s3://, abfss://, gs:// (options from "
                         "the AWS_* / AZURE_* / GOOGLE_* environment)")
     add_filter_options(parser, TABLES, EXCLUDE_TABLES)
+    add_column_options(parser)  # as sluice run was given them: excluded columns not compared, hashed ones hashed
     parser.set_defaults(handler=run)
 
 
@@ -99,7 +101,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     connection = parse_dsn(args.source)
     store = open_lake(args.lake)
     narrowed = table_filter(args.tables, args.exclude_tables)
-    verdicts = verify_lake(connection, store, tables=narrowed)
+    verdicts = verify_lake(connection, store, tables=narrowed, columns=rules_from_args(args))
     for v in verdicts:
         print(verdict_line(v), file=out)
     if not capture_recorded(store):

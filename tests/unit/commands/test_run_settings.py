@@ -44,6 +44,7 @@ BOTH_WAYS = {
     "stall_timeout": (["--stall-timeout", "5"], "stall_timeout = 5"),
     "writer_lease": (["--writer-lease", "12.5"], "writer_lease = 12.5"),
     "part_bytes": (["--part-size", "512K"], 'part_size = "512K"'),
+    "columns": (["--exclude-columns", r".*\.ssn"], "[columns]\nexclude = '.*\\.ssn'"),
 }
 
 
@@ -60,7 +61,8 @@ def test_every_setting_is_declared_once_with_its_key_and_option():
     assert sorted(keys) == sorted({"source", "lake", "tables", "exclude_tables", "trigger", "master", "from",
                                    "max_rows_per_batch", "spark", "snapshot", "chunk_rows", "snapshot_connections",
                                    "skip_incidents", "metrics_port", "metrics_host", "checkpoint_dir", "change_feed",
-                                   "maintenance", "mirror", "stall_timeout", "writer_lease", "part_size"})
+                                   "maintenance", "mirror", "stall_timeout", "writer_lease", "part_size",
+                                   "columns"})
     fields = {f for s in SETTINGS for f in (s.fields or (s.field,))}
     config_fields = {f.name for f in dataclasses.fields(PipelineConfig)}
     assert fields <= config_fields and config_fields - fields == {"max_bytes_per_batch"}  # not a user's setting

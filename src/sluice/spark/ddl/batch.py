@@ -34,8 +34,9 @@ class DdlStage:
     """Applies the DDL rows of micro-batches to the lake of one pipeline."""
 
     def __init__(self, lake: DeltaLake, history_path: Path, tables: str | None,
-                 exclude_tables: str | None, progress: Callable[[str], None]) -> None:
+                 exclude_tables: str | None, progress: Callable[[str], None], columns: Any = None) -> None:
         self.lake = lake
+        self.columns = columns  # ColumnRules: columns kept out or hashed
         self.history_path = history_path
         keep = table_filter(tables, exclude_tables)
         self.captured = lambda db, t: (db not in SYSTEM_SCHEMAS and not Lake.reserved(db)
@@ -56,7 +57,8 @@ class DdlStage:
                 planned = [MirrorStep("reread", db, table, why="no schema known before it")
                            for db, table in (name.split(".", 1) for name in ddl["tables"]) if self.captured(db, table)]
             else:
-                planned = plan_ddl(before, ddl["sql"], ddl.get("default_db"), self.captured, before.flavor)
+                planned = plan_ddl(before, ddl["sql"], ddl.get("default_db"), self.captured, before.flavor,
+                                   self.columns)
             for step in planned:
                 steps += [((file, pos), s) for s in self._against_snapshot(step, file, pos, snapshot_filter)]
         for name in {(s.db, s.table) for _, s in steps} | {s.to for _, s in steps if s.to is not None}:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from sluice.cdc.schema import Catalog, ColumnDef, TableSchema, apply_ddl
 from sluice.cdc.schema.lineage import ColumnOrigin
@@ -56,8 +57,10 @@ class MirrorStep:
 
 
 def plan_ddl(before: Catalog, sql: str, default_db: str | None, captured: Callable[[str, str], bool],
-             flavor: str | None) -> list[MirrorStep]:
-    """The mirror steps of one statement, in order (see the module docstring)."""
+             flavor: str | None, columns: Any = None) -> list[MirrorStep]:
+    """The mirror steps of one statement, in order (see the module docstring); ``columns``: the
+    ``ColumnRules`` the mirrors follow."""
+    masked = (lambda schema: schema) if columns is None else columns.mask_schema
     after, outcome = apply_ddl(before, sql, default_db or None)
     tables = list(dict.fromkeys(outcome.tables))
     if not outcome.understood:
@@ -74,7 +77,7 @@ def plan_ddl(before: Catalog, sql: str, default_db: str | None, captured: Callab
         for db, t in targets if kind == "create_table" else ():
             now = after.get(db, t)
             if now is not None and now.primary_key and captured(db, t):
-                steps.append(MirrorStep("create", db, t, columns=mirror_columns_for_schema(now, flavor)))
+                steps.append(MirrorStep("create", db, t, columns=mirror_columns_for_schema(masked(now), flavor)))
         return steps
     for change in outcome.changes:
         old, new = change.old, change.new
@@ -90,7 +93,7 @@ def plan_ddl(before: Catalog, sql: str, default_db: str | None, captured: Callab
             continue
         was, now = before.get(*old), after.get(*new)
         if was is not None and now is not None:
-            steps += _alter(was, now, change.columns, flavor)
+            steps += _alter(was, now, change.columns, flavor, columns)
     stepped = {(s.db, s.table) for s in steps}
     for db, t in tables:  # MariaDB's CONVERT TABLE t TO PARTITION: t is gone into the other table
         if (db, t) not in stepped and before.get(db, t) is not None and after.get(db, t) is None and captured(db, t):
@@ -104,8 +107,19 @@ def plan_ddl(before: Catalog, sql: str, default_db: str | None, captured: Callab
 
 
 def _alter(was: TableSchema, now: TableSchema, origins: tuple[ColumnOrigin, ...],
-           flavor: str | None) -> list[MirrorStep]:
+           flavor: str | None, rules: Any = None) -> list[MirrorStep]:
     db, t = now.db, now.name
+    if rules is not None:  # columns kept out or hashed: the mirror is of the masked table
+        for o in origins:
+            rule = rules.rule(db, t, o.name)
+            if rule == "hash" and (o.source != o.name or rules.rule(db, t, o.source) != "hash" or not _same_text(
+                    was.columns[was.index_of(o.source) or 0], now.columns[now.index_of(o.name) or 0])):
+                # a new hashed column's fill, or values whose printed text may change: hashed on a read
+                return [MirrorStep("reread", db, t, why=f"column {o.name} is hashed and its values are new")]
+            if o.source is not None and rule is None and rules.rule(db, t, o.source) is not None:
+                return [MirrorStep("reread", db, t, why=f"column {o.name} was {o.source}, kept out or hashed")]
+        origins = tuple(o for o in origins if rules.rule(db, t, o.name) != "exclude")
+        was, now = rules.mask_schema(was), rules.mask_schema(now)
     if not now.primary_key:
         return [MirrorStep("archive", db, t, why="it has no primary key any more: change log only")] \
             if was.primary_key else []
@@ -171,3 +185,12 @@ def widening(old: ColumnDef, new: ColumnDef) -> bool:
 
 def _chars(c: ColumnDef) -> int:
     return _TEXT_CHARS.get(c.data_type, c.length or 0)
+
+
+def _same_text(before: ColumnDef, after: ColumnDef) -> bool:
+    """Whether every value of ``before`` prints as the same text in ``after``: its hash stays."""
+    if before.sql_type() == after.sql_type():
+        return True
+    ints = before.data_type in _INT_RANK and after.data_type in _INT_RANK and before.unsigned == after.unsigned
+    texts = before.data_type in _CHARS and after.data_type in _CHARS
+    return (ints or texts) and widening(before, after)

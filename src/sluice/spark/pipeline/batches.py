@@ -123,7 +123,7 @@ class BatchCommits:
                 self.lake.forget()  # a mirror archived, moved or read again is a new table at its path
         rows_of = staged_rows(self.lake.changelog_path, [f.path for f in batch.files], self.store)
         history = SchemaHistory.open(self.history_path)  # once per batch, after its DDL
-        tables = [table_batch(history, self.store, db, name, parts, rows_of, self._filter)
+        tables = [table_batch(history, self.store, db, name, parts, rows_of, self._filter, self.config.columns)
                   for (db, name), parts in batch.tables.items()]
         self.state.save_history()  # before the commit: a batch in the lake is typed by a history in the lake
         position = batch.range_end()
@@ -166,7 +166,7 @@ class BatchCommits:
                               table_filter(cfg.tables, cfg.exclude_tables), chunk_rows=cfg.chunk_rows,
                               connections=cfg.snapshot_connections, progress=self.progress,
                               on_chunk=self.metrics and self.metrics.snapshot_progress, change_feed=cfg.change_feed,
-                              **extra)
+                              columns=cfg.columns, **extra)
 
     def _lag_bytes(self, file: str, pos: int) -> int | None:
         try:

@@ -9,6 +9,7 @@ import hashlib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from sluice.cdc.capture import PART_BYTES
 from sluice.dsn import with_read_timeout
@@ -55,6 +56,8 @@ class PipelineConfig:
     # read_timeout where that gives none (None: the DSN's, else sluice.dsn.DEFAULT_READ_TIMEOUT; 0: none)
     stall_timeout: float | None = None
     writer_lease: float = DEFAULT_TTL  # seconds the lake's writer lease lasts unrenewed (sluice.lake.lease)
+    # Columns kept out or hashed (sluice.cdc.column_rules.ColumnRules: it holds the key, shown nowhere)
+    columns: Any = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if self.stall_timeout is not None:

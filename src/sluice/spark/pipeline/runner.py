@@ -29,6 +29,7 @@ and the stream goes on from that snapshot (``sluice.spark.pipeline.stream_resume
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -61,6 +62,7 @@ from sluice.spark.runtime.session import kill_driver, spark_session, start_pytho
 from sluice.spark.snapshot.filter import SnapshotFilter
 from sluice.spark.snapshot.state import SnapshotState, stream_start
 from sluice.spark.source.in_flight import in_flight_file, read_in_flight, remove_in_flight
+from sluice.spark.source.options import column_options
 from sluice.spark.source.staging import STAGE_SCHEMA
 
 __all__ = ["Pipeline", "PipelineConfig", "PipelineStats"]
@@ -87,6 +89,7 @@ class Pipeline(BatchCommits):
         self.error: BaseException | None = None
         self.fence = BatchFence()  # the lake's writer lease, and each batch's fence
         parse_dsn(config.source)  # a bad DSN fails here, before Spark starts
+        self._key_file: str | None = None  # the hash key for the source's tasks, while the query runs
         self.state = LakeState(config.store, config.checkpoint_path, parse_dsn(config.source).redacted(),
                                (config.tables, config.exclude_tables))
         self.store = self.state.store
@@ -107,7 +110,8 @@ class Pipeline(BatchCommits):
         self.lake = DeltaLake(self.store, self.app_id, change_feed=config.change_feed, cadence=config.mirror)
         self.upkeep = Upkeep(self.lake.store, config.maintenance, progress=self.progress,
                              open_table=self.lake.current)
-        self.ddl = DdlStage(self.lake, self.history_path, config.tables, config.exclude_tables, self.progress)
+        self.ddl = DdlStage(self.lake, self.history_path, config.tables, config.exclude_tables, self.progress,
+                            config.columns)
         self._spark: Any = None
         self._in_flight = ""  # the file the source reports what it reads and has not committed yet to
 
@@ -212,6 +216,10 @@ class Pipeline(BatchCommits):
             reader = reader.option("maxBytesPerBatch", str(cfg.max_bytes_per_batch))
         if cfg.skip_incidents:
             reader = reader.option("skipIncidents", "true")
+        # The hash key reaches the tasks in a file of this user's (removed when run ends), not as an option.
+        options, self._key_file = column_options(cfg.columns)
+        for name, value in options.items():
+            reader = reader.option(name, value)
         writer = reader.load().writeStream.foreachBatch(self._batch).option(
             "checkpointLocation", str(self.checkpoint_path)
         )
@@ -292,6 +300,9 @@ class Pipeline(BatchCommits):
                 raise self.error
             self._flush()
         finally:
+            if self._key_file is not None:
+                os.unlink(self._key_file)
+                self._key_file = None
             if self._in_flight:
                 remove_in_flight(self._in_flight)
             if self._signals is not None:

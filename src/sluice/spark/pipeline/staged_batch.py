@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -85,11 +86,13 @@ class StagedBatch:
 
 
 def table_batch(history: SchemaHistory, store: LakeStore, db: str, name: str, parts: list[TableSource],
-                rows_of: Callable[[str, str], pa.Table], snapshot_filter: SnapshotFilter | None = None) -> TableBatch:
+                rows_of: Callable[[str, str], pa.Table], snapshot_filter: SnapshotFilter | None = None,
+                columns: Any = None) -> TableBatch:
     """A table's changes in the batch, typed by the schema in force at its first change: its staged
     MERGE sources folded over the ranges (less what a snapshot holds already, ``keep_source``), or
     its rows read back from the staged change log for the per-row path (no source staged, a layout
-    other than the schema history's, a snapshot filter that cannot judge the folded source)."""
+    other than the schema history's, a snapshot filter that cannot judge the folded source).
+    ``columns``: the ``ColumnRules`` the table's mirror follows."""
 
     first_file, first_pos = parts[0].first_file, parts[0].first_pos
     catalog = history.catalog_at(first_file, first_pos) or history.latest()
@@ -99,6 +102,8 @@ def table_batch(history: SchemaHistory, store: LakeStore, db: str, name: str, pa
             f"no schema known for {db}.{name} at {first_file}:{first_pos}; the schema history "
             f"{history.path} is missing or was reset: start the lake {store.uri} over"
         )
+    if columns is not None:
+        schema = columns.mask_schema(schema)
     columns = mirror_columns_for_schema(schema, catalog.flavor if catalog is not None else None)
     primary_key = tuple(schema.primary_key)
     n = sum(p.rows for p in parts)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import pyarrow as pa
@@ -74,8 +75,9 @@ def _landed(lake: DeltaLake, name: str, at: Checkpoint) -> bool:
 
 
 def snapshot_keyless(source: str, lake: DeltaLake, table: dict[str, Any], save: Callable[[], None],
-                     progress: Callable[[str], None]) -> None:
-    """Snapshot one key-less table (its entry in the snapshot state) into the change log, once."""
+                     progress: Callable[[str], None], columns: Any = None) -> None:
+    """Snapshot one key-less table (its entry in the snapshot state) into the change log, once;
+    ``columns``: the ``ColumnRules`` its rows are masked by."""
     schema = TableSchema.from_json(table["schema"])
     name = f"{schema.db}.{schema.name}"
     scanned = table.get("scan")
@@ -96,6 +98,8 @@ def snapshot_keyless(source: str, lake: DeltaLake, table: dict[str, Any], save: 
     record = {"position": read.position.to_json(), "rows": len(read.rows), "method": read.method}
     table["scan"] = record
     save()
+    if columns is not None:
+        read = replace(read, rows=[columns.mask_row(read.db, read.table, row) for row in read.rows])
     log_rows = read_records(read, int(time.time()), lake.next_seq())  # numbered after what the change log holds
     high = lake.seq.batch_high(None, (), log_rows)
     txn = CommitProperties(app_transactions=[Transaction(_app_id(lake, name, read.position), 0)],

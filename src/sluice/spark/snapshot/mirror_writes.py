@@ -101,9 +101,13 @@ def append_chunk(lake: DeltaLake, mirrors: dict[str, DeltaTable], table: dict[st
 
 
 def merge_chunk(lake: DeltaLake, table: dict[str, Any], seq: int, rows: list[dict[str, Any]], at: Checkpoint,
-                flavor: str | None) -> None:
-    """MERGE a chunk's rows into a mirror that held rows before the snapshot."""
+                flavor: str | None, columns: Any = None) -> None:
+    """MERGE a chunk's rows into a mirror that held rows before the snapshot (or whose columns
+    ``columns``, the ``ColumnRules``, keep out or hash: its rows masked here)."""
     schema = TableSchema.from_json(table["schema"])
+    if columns is not None:
+        rows = [columns.mask_row(schema.db, schema.name, row) for row in rows]
+        schema = columns.mask_schema(schema)
     columns = mirror_columns_for_schema(schema, flavor or None)
     pk = tuple(schema.primary_key) or tuple(table["key"])
     changes = [RowChange("insert", schema.db, schema.name, None, row, pk, at.file, at.pos, i, None, 0)

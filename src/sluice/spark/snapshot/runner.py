@@ -93,8 +93,9 @@ class SnapshotRunner:
                  connections: int | None = None,
                  progress: Callable[[str], None] | None = None, history: SchemaHistory | None = None,
                  on_chunk: Callable[[int, int, int], None] | None = None, change_feed: bool = True,
-                 stopping: Callable[[], bool] | None = None) -> None:
+                 stopping: Callable[[], bool] | None = None, columns: Any = None) -> None:
         self.spark = spark
+        self.columns = columns  # ColumnRules: a table it touches is merged chunk by chunk, its rows masked
         self.source = source
         self.store = store
         self.lake = DeltaLake(store, f"{app_id}-snapshot", change_feed=change_feed)
@@ -184,6 +185,8 @@ class SnapshotRunner:
                 name = f"{schema.db}.{schema.name}"
                 if name in state.tables or (only is not None and name not in only):
                     continue
+                if self.columns is not None:
+                    self.columns.mask_schema(schema)  # a rule the lake cannot follow fails before anything is kept
                 if state.complete:
                     why = "is read again" if only is not None else "is newly captured: snapshotting it"
                     self.progress(f"snapshot: {name} {why} before the stream goes on")
@@ -196,7 +199,9 @@ class SnapshotRunner:
                     state.save(self.store)
                     continue
                 self.lake.flush(schema.db, schema.name)  # the stream's changes pending for it: older than the read
-                append = self._mirror_empty(schema.db, schema.name)
+                append = self._mirror_empty(schema.db, schema.name) and not (
+                    self.columns is not None and self.columns.touches(schema.db, schema.name,
+                                                                      tuple(c.name for c in schema.columns)))
                 try:
                     plan = plan_table(conn, schema, self.chunk_rows, merged=not append)  # keyed by the primary key
                 except ServerError as exc:
@@ -252,7 +257,7 @@ class SnapshotRunner:
                     raise _Stopped
                 try:
                     snapshot_keyless(self.source, self.lake, table, lambda: state.save(self.store),
-                                     self.progress)
+                                     self.progress, self.columns)
                 except ServerError as exc:
                     if exc.errno not in TABLE_CHANGED:
                         raise
@@ -296,7 +301,8 @@ class SnapshotRunner:
                 self._append(table, seq, result.appended, state.flavor)
             else:
                 assert high is not None and result.merged is not None
-                merge_chunk(self.lake, table, seq, result.merged, Checkpoint.from_json(high), state.flavor)
+                merge_chunk(self.lake, table, seq, result.merged, Checkpoint.from_json(high), state.flavor,
+                            self.columns)
             table["done"][chunk.id] = {"low": low, "high": high, "rows": count}
             table["writing"] = None
             state.save(self.store)

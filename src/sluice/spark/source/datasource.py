@@ -228,7 +228,7 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             # The range is written in parts as it is read; a transaction larger than a part is
             # handed out in parts before its commit.
             writer = part_writer(self.options.stage_to, task_batch_id(), start, tracker,
-                                 seq_first=task_seq(), range_index=partition.index)
+                                 seq_first=task_seq(), range_index=partition.index, columns=config.columns)
             config = replace(config, hold_columns=writer.hold, part_bytes=self.options.part_bytes)
         capture = ChangeCapture(config, start, tracker)
         reached = False

@@ -74,8 +74,9 @@ class PartWriter:
     """Writes one task's parts (module docstring); ``catalog()`` types the tables."""
 
     def __init__(self, store: Lake, batch_id: int, start: Checkpoint, catalog: Any, *, seq_first: int = 0,
-                 range_index: int = 0) -> None:
+                 range_index: int = 0, columns: Any = None) -> None:
         self.store = store
+        self.columns = columns  # the capture's ColumnRules: the mirrors' columns follow them (rows are masked)
         self.batch_id = batch_id
         self._seq = (seq_first, range_index, 0)  # the batch's first number, the range's place, rows numbered
         self.folder = store.staging(batch_id)
@@ -167,6 +168,8 @@ class PartWriter:
                                 part.column("pos")[0].as_py(), part.column("row")[0].as_py(), ops.get("insert", 0),
                                 ops.get("update", 0), ops.get("delete", 0))
             schema = catalog.get(db, name)
+            if schema is not None and self.columns is not None:
+                schema = self.columns.mask_schema(schema)
             if schema is not None and schema.primary_key:
                 columns = mirror_columns_for_schema(schema, catalog.flavor)
                 images = typed_rows((t[(db, name)] for t in typed if (db, name) in t), part.num_rows)

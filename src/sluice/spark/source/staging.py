@@ -96,14 +96,14 @@ def task_seq() -> int:
 
 
 def part_writer(lake: str, batch_id: int, start: Checkpoint, tracker: SchemaTracker, *, seq_first: int = 0,
-                range_index: int = 0) -> PartWriter:
+                range_index: int = 0, columns: Any = None) -> PartWriter:
     """The writer of a task's parts; its tables are typed from the tracker's catalog as it stands
     when a part is written: a batch never spans a schema change of a captured table, so it is the
     one in force at every row (after the DDL, in a DDL's batch). ``seq_first``: the batch's first
     change-log number, ``range_index``: the range's place in the batch, which number the range's
-    change-log rows (``sluice.lake.changelog.sequence``)."""
+    change-log rows (``sluice.lake.changelog.sequence``). ``columns``: the capture's ``ColumnRules``."""
     return PartWriter(task_store(lake), batch_id, start, lambda: tracker.catalog, seq_first=seq_first,
-                      range_index=range_index)
+                      range_index=range_index, columns=columns)
 
 
 def stage_range(items: Iterable[pa.RecordBatch | tuple[Any, int]], writer: PartWriter, *,

@@ -31,6 +31,7 @@ import pyarrow.fs as pafs
 from deltalake import DeltaTable
 from deltalake.exceptions import DeltaError
 
+from sluice.cdc.column_rules import hash_value
 from sluice.cdc.schema import bootstrap_catalog
 from sluice.cdc.schema.model import TableSchema
 from sluice.cdc.textvalues import convert_rows, row_converter, select_list, text_converters
@@ -99,14 +100,17 @@ def verify_lake(
     lake: str | os.PathLike[str] | LakeStore,
     *,
     tables: Callable[[str, str], bool] | None = None,
+    columns: Any = None,
 ) -> list[TableVerdict]:
     """Compare every mirror of ``lake`` and every captured source table (those ``tables(db, table)``
     accepts) with the source.
 
     Raises ``ConfigError`` when there is nothing to compare (no mirror and no captured table, or
     none the filter accepts), and the connection's ``ServerError`` / ``TransportError`` /
-    ``AuthError``. A table that cannot be compared (a type sluice does not read, a mirror missing
-    or unreadable) gets a verdict that is not ok, saying why.
+    ``AuthError``. ``columns``: the ``ColumnRules`` the lake was written with: an excluded column is
+    not compared, a hashed one is compared as the hash of the source's value under the same key. A
+    table that cannot be compared (a type sluice does not read, a mirror missing or unreadable) gets a
+    verdict that is not ok, saying why.
     """
     store = open_lake(lake)
     root = store.uri
@@ -143,40 +147,41 @@ def verify_lake(
             schema = catalog.get(db, table)
             if schema is not None:
                 schema = schema.selected()  # a system-versioned table's current rows, as its mirror holds them
-            verdicts.append(_verify_one(conn, db, table, schema, flavor, store, (db, table) in mirrors))
+            verdicts.append(_verify_one(conn, db, table, schema, flavor, store, (db, table) in mirrors, columns))
         conn.execute("COMMIT")
     return verdicts
 
 
 def _verify_one(conn: Connection, db: str, table: str, schema: TableSchema | None, flavor: str | None,
-                store: Lake, mirrored: bool) -> TableVerdict:
+                store: Lake, mirrored: bool, rules: Any = None) -> TableVerdict:
     """The verdict of one table: its mirror compared, or what is wrong with its mirror."""
     path = store.mirror(db, table)
     if not mirrored and schema is not None and not schema.primary_key:
         return TableVerdict(db, table, 0, 0, 0, 0, 0, True, "no primary key: not mirrored by design; its rows "
                             "and changes are in the change log (_sluice/changes)", compared=False)
     if not mirrored and schema is not None:  # its rows all count as missing
-        empty = pa.Table.from_batches([], schema=mirror_schema(mirror_columns_for_schema(schema, flavor)))
-        verdict = _verify_table(conn, db, table, schema, flavor, _pads().dataset(empty))
+        masked = schema if rules is None else rules.mask_schema(schema)
+        empty = pa.Table.from_batches([], schema=mirror_schema(mirror_columns_for_schema(masked, flavor)))
+        verdict = _verify_table(conn, db, table, schema, flavor, _pads().dataset(empty), rules)
         note = f"the table has no mirror in the lake (expected a Delta table at {path})"
         return replace(verdict, ok=False, note=f"{note}; {verdict.note}" if verdict.note else note)
     try:
         dataset = _dataset(store, path, db, table)
     except (DeltaError, OSError, pa.ArrowException) as exc:
         return TableVerdict(db, table, 0, 0, 0, 0, 0, False, f"the mirror at {path} cannot be read ({exc})")
-    return _verify_table(conn, db, table, schema, flavor, dataset)
+    return _verify_table(conn, db, table, schema, flavor, dataset, rules)
 
 
 # -- one table ------------------------------------------------------------------------------------
 
 def _verify_table(conn: Connection, db: str, table: str, schema: TableSchema | None, flavor: str | None,
-                  dataset: Any) -> TableVerdict:
+                  dataset: Any, rules: Any = None) -> TableVerdict:
     if schema is None:
         rows = dataset.count_rows()
         return TableVerdict(db, table, 0, rows, 0, rows, 0, False,
                             "the table is not on the source (dropped or renamed?); remove its mirror if that is meant")
     try:
-        plan = _Plan.make(schema, flavor, dataset.schema)
+        plan = _Plan.make(schema, flavor, dataset.schema, rules)
     except SchemaError as exc:
         return TableVerdict(db, table, 0, dataset.count_rows(), 0, 0, 0, False, f"not compared: {exc}")
     mirror = _MirrorSide(plan)
@@ -228,13 +233,18 @@ class _Plan:
     key: tuple[int, ...]  # positions of the primary key among the compared columns; () = multiset
     notes: tuple[str, ...]
     failing: bool  # a note that makes the table differ (a source column the mirror lacks)
+    hashed: tuple[bytes | None, ...] = ()  # per compared column: the key its source values are hashed with
 
     @classmethod
-    def make(cls, schema: TableSchema, flavor: str | None, mirror: pa.Schema) -> _Plan:
+    def make(cls, schema: TableSchema, flavor: str | None, mirror: pa.Schema, rules: Any = None) -> _Plan:
         by_lower = {name.lower(): name for name in mirror.names}
-        columns = mirror_columns_for_schema(schema, flavor)
+        rule = (lambda _c: None) if rules is None else (lambda c: rules.rule(schema.db, schema.name, c))
+        masked = schema if rules is None else replace(schema, columns=tuple(
+            c for c in schema.columns if rule(c.name) != "exclude"))  # an excluded column is compared nowhere
+        columns = mirror_columns_for_schema(masked if rules is None else rules.mask_schema(schema), flavor)
+        schema = masked
         text_converters(schema, flavor)  # a type the text cannot be read as fails here, before reading
-        kept, fields, conv, absent = [], [], [], []
+        kept, fields, conv, absent, hashed = [], [], [], [], []
         for col, mcol in zip(schema.columns, columns, strict=True):
             name = by_lower.get(col.name.lower())
             if name is None:
@@ -243,6 +253,7 @@ class _Plan:
             kept.append(col)
             fields.append((name, mirror.field(name).type))
             conv.append(mcol)
+            hashed.append(rules.key if rule(col.name) == "hash" else None)
         notes = []
         if absent:
             notes.append("source column(s) " + ", ".join(f"`{n}`" for n in absent) + " not in the mirror")
@@ -260,7 +271,7 @@ class _Plan:
             else:
                 notes.append("primary key column(s) not in the mirror: rows compared as a multiset")
         return cls(replace(schema, columns=tuple(kept)), flavor, tuple(fields), tuple(conv), key, tuple(notes),
-                   bool(absent or extra))
+                   bool(absent or extra), tuple(hashed))
 
 
 def _quote(name: str) -> str:
@@ -314,8 +325,11 @@ class _SourceSide:
             return
         self.rows += len(rows)
         columns = []
-        for values, mcol, (name, mtype) in zip(zip(*rows, strict=True), plan.columns, plan.mirror_fields,
-                                                strict=True):
+        keys = plan.hashed or (None,) * len(plan.columns)
+        for values, mcol, (name, mtype), key in zip(zip(*rows, strict=True), plan.columns, plan.mirror_fields, keys,
+                                                     strict=True):
+            if key is not None:  # a hashed column: the source's value hashed as the pipeline hashes it
+                values = tuple(hash_value(key, v) for v in values)
             convert = mcol.convert  # _IDENTITY only maps ABSENT, which the text never yields
             converted = list(values) if convert is _IDENTITY else [None if v is None else convert(v) for v in values]
             array = column_array(mcol, converted)
