@@ -44,6 +44,7 @@ from deltalake import DeltaTable
 from sluice.dsn import parse_dsn
 from sluice.io.connection import Connection
 from sluice.lake.layout import Lake, open_lake
+from sluice.lake.mirror.commits import MirrorCommits
 from sluice.lake.mirror.pending import PendingChanges, mirror_bytes
 from sluice.lake.sink import DeltaLake
 from sluice.sandbox.s3 import S3Sandbox
@@ -59,7 +60,7 @@ TABLES = ("accounts", "events")
 PHASES = (
     (Pipeline, "_write", "write"),
     (DeltaLake, "committed_batch", "committed_batch"),
-    (DeltaLake, "_commit_table", "commit_table"),
+    (MirrorCommits, "commit_table", "commit_table"),
     (DeltaLake, "_commit_changelog", "commit_changelog"),
     (Upkeep, "after_batch", "maintenance"),
 )

@@ -9,7 +9,8 @@ and ``ROOT/_sluice/changes`` the append-only change log.
 fold to the last state per primary key, the mirror's schema, the MERGE source), so a
 ``SchemaError`` leaves the lake untouched, then commits them, several tables at once
 (``sluice.lake.at_once``): per table one MERGE, with the rows pending for it, or, when
-``MirrorCadence.due`` says the MERGE can wait, an append to its pending table. Every commit carries
+``MirrorCadence.due`` says the MERGE can wait, an append to its pending table
+(``sluice.lake.mirror.commits``). Every commit carries
 the Delta app transaction ``(app_id, batch_id)``: a table whose mirror or pending table records a
 version ``>= batch_id`` is skipped, so a batch replayed after a crash between two commits writes
 only what is missing. The change log is committed last; its recorded version is the highest batch
@@ -21,11 +22,8 @@ from __future__ import annotations
 import gc
 import json
 import os
-import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from functools import partial
-from typing import Any
 
 import pyarrow as pa
 from deltalake import (
@@ -46,16 +44,10 @@ from sluice.lake.changelog.sequence import ChangeSequence, numbered
 from sluice.lake.kept_table import KeptTables
 from sluice.lake.layout import open_lake
 from sluice.lake.maintenance.change_feed import mirror_configuration
-from sluice.lake.mirror.batch import BatchResult, TableBatch, TableResult
-from sluice.lake.mirror.merge import TablePlan, commit_error, merge_into, plan
-from sluice.lake.mirror.merge_source import DELETE_FLAG, last_per_key
-from sluice.lake.mirror.pending import (
-    MirrorCadence,
-    PendingChanges,
-    combine,
-    mirror_bytes,
-    primary_key_of,
-)
+from sluice.lake.mirror.batch import BatchResult, TableBatch
+from sluice.lake.mirror.commits import MirrorCommits, Planned
+from sluice.lake.mirror.merge import commit_error
+from sluice.lake.mirror.pending import MirrorCadence
 from sluice.lake.storage import LakeStore
 from sluice.lake.types.columns import MirrorColumn, mirror_schema
 
@@ -83,12 +75,15 @@ class DeltaLake:
         self.changelog_path = self.store.changes
         self.mirror_configuration = mirror_configuration(change_feed)
         self.cadence = cadence or MirrorCadence()
-        self._pending: set[tuple[str, str]] | None = None  # tables with a pending table (listed once)
-        #: ``db.table`` -> when the oldest change pending for its mirror was written (epoch seconds): what
-        #: a plain reader of the mirror has not seen yet, for the tables this writer committed to.
-        self.waiting: dict[str, float] = {}
         self._kept = KeptTables(self.options)  # the change log, mirrors and pending tables, until ``forget``
+        self.mirrors = MirrorCommits(self.store, self._kept, app_id, self.cadence, self.mirror_configuration)
         self.seq = ChangeSequence()  # the change log's numbering (sluice.lake.changelog.sequence)
+
+    @property
+    def waiting(self) -> dict[str, float]:
+        """``db.table`` -> when the oldest change pending for its mirror was written (epoch seconds):
+        what a plain reader of the mirror has not seen yet, for the tables this writer committed to."""
+        return self.mirrors.waiting
 
     def table(self, path: str) -> DeltaTable | None:
         """The Delta table at ``path`` in the lake, None when there is none (one read of its log)."""
@@ -174,31 +169,14 @@ class DeltaLake:
         # Every commit lands on the version its table was read at, or fails: a writer that lost the
         # lake after its fence never commits over the new writer's commits (sluice.spark.pipeline.fence).
         txn = CommitProperties(app_transactions=[Transaction(self.app_id, batch_id)], max_commit_retries=0)
-        plans: list[tuple[TablePlan, PendingChanges | None] | TableResult] = []
+        plans: list[Planned] = []
         for tb in tables:
-            n = tb.change_count
             if tb.source is not None and changelog is None and files is None:
                 raise ConfigError(
                     f"{tb.db}.{tb.table} comes with a MERGE source instead of its changes: give the batch's "
                     "change log too"
                 )
-            if not tb.primary_key:
-                plans.append(TableResult(tb.db, tb.table, "unmirrorable", n))
-                continue
-            path = self.table_path(tb.db, tb.table)
-            if not n:
-                plans.append(TableResult(tb.db, tb.table, "empty", 0))
-                continue
-            dt = self.current(path)
-            pending = self._pending_of(tb.db, tb.table)
-            if dt is not None and (self._done(path, batch_id)
-                                   or (pending is not None and self._done(pending.path, batch_id))):
-                plans.append(TableResult(tb.db, tb.table, "skipped", n))
-                continue
-            current = None
-            if pending is not None and pending.rows:
-                current = self._current(tb, path, pending, dt, batch_id)
-            plans.append((plan(tb, path, dt, self.store, self.mirror_configuration, current), pending))
+            plans.append(self.mirrors.plan_table(tb, batch_id))
         committed = self.committed_batch()
         done = committed is not None and committed >= batch_id
         existing = self._kept.get(self.changelog_path).last_read  # as committed_batch() just read it
@@ -210,9 +188,9 @@ class DeltaLake:
         if not done and log is not None and log.num_rows:
             log = numbered(log, self.seq.next(existing))
         # commits from here on: the mirrors, side by side, then the change log (its version is the last
-        # whole batch). Planning a commit read the set of tables with pending changes (_pending_of), so
+        # whole batch). Planning a commit read the set of tables with pending changes (MirrorCommits.pending_of), so
         # the threads share it and never list it themselves.
-        results = tuple(run_at_once([self._step(p, batch_id, txn) for p in plans], self.cadence.commits_at_once))
+        results = tuple(run_at_once([self.mirrors.step(p, batch_id, txn) for p in plans], self.cadence.commits_at_once))
         if done:
             return BatchResult(batch_id, results, 0, True, dict(self.waiting))
         # The change log's commit says where the stream stands, atomically with it, and lands on the
@@ -229,125 +207,19 @@ class DeltaLake:
             assert log is not None
             self._append_changelog(batch_id, log, txn, existing)
             rows = log.num_rows
-        self._remember(self.changelog_path, before, batch_id)
+        self.mirrors.remember(self.changelog_path, before, batch_id)
         self.seq.committed(-1 if before is None else before, high)
         return BatchResult(batch_id, results, rows, False, dict(self.waiting))
-
-    def _step(self, p: tuple[TablePlan, PendingChanges | None] | TableResult, batch_id: int,
-              txn: CommitProperties) -> Callable[[], TableResult]:
-        """A table's commit, to run beside the others' (a table with nothing to commit: its result)."""
-        if isinstance(p, TableResult):
-            return lambda: p
-        return partial(self._commit_table, p[0], p[1], batch_id, txn)
-
-    def _commit_table(self, p: TablePlan, pending: PendingChanges | None, batch_id: int,
-                      txn: CommitProperties) -> TableResult:
-        """MERGE one table's plan, with the rows pending for it; or, when the cadence says the MERGE
-        can wait, append its source to the pending rows."""
-        tb = p.tb
-        full = not p.partial and set(p.source.column_names) == {c.name for c in tb.columns} | {DELETE_FLAG}
-        waiting = pending.rows if pending is not None else 0
-        if full and p.dt is not None and not p.add and p.dt.file_uris():
-            oldest = pending.oldest if pending is not None else None
-            if not self.cadence.due(mirror_bytes(p.dt), waiting + p.source.num_rows, oldest, time.time()):
-                held = pending or self._pending_table(tb.db, tb.table)
-                before = held.version
-                self._guard(f"the pending changes of {tb.db}.{tb.table}", batch_id,
-                            lambda: held.append(p.source, tb.primary_key, txn))
-                self._remember(held.path, before, batch_id)
-                self._known_pending().add((tb.db, tb.table))
-                self.waiting[f"{tb.db}.{tb.table}"] = held.oldest or time.time()
-                return TableResult(tb.db, tb.table, "pending", tb.change_count)
-        self.waiting.pop(f"{tb.db}.{tb.table}", None)  # MERGEd below, with what was pending
-        if pending is None or not waiting:
-            return self._execute(p, batch_id, txn)
-        if not full:  # a source with presence flags patches the mirror's rows: those pending go first
-            self._flush_table(tb.db, tb.table, pending, p.dt, batch_id)
-            p.dt = self.current(p.path)
-            return self._execute(p, batch_id, txn)
-        p.source = combine(pending.read(), p.source, tb.primary_key)
-        result = self._execute(p, batch_id, txn)
-        before = pending.version
-        self._guard(f"the pending changes of {tb.db}.{tb.table}", batch_id, lambda: pending.clear(txn))
-        self._remember(pending.path, before, batch_id)
-        return result
-
-    def _execute(self, p: TablePlan, batch_id: int, txn: CommitProperties) -> TableResult:
-        """Run a table's MERGE; the kept mirror remembers the batch when the MERGE is its one commit."""
-        before = None if p.dt is None or p.add else p.dt.version()  # columns added first: two commits
-        result = p.execute(batch_id, txn)
-        self._remember(p.path, before, batch_id)
-        return result
-
-    def _remember(self, path: str, before: int | None, batch_id: int) -> None:
-        """After a commit of ``batch_id`` to the table at ``path``, at version ``before`` until then
-        (None or -1: no table then), have its kept table remember the batch's app transaction."""
-        if before is not None and before >= 0:
-            self._kept.get(path).committed(before, self.app_id, batch_id)
-
-    def _done(self, path: str, batch_id: int) -> bool:
-        """Whether the table at ``path`` records ``batch_id`` (or a later batch) as committed."""
-        version = self._kept.get(path).transaction_version(self.app_id)
-        return version is not None and version >= batch_id
-
-    def _current(self, tb: TableBatch, path: str, pending: PendingChanges, dt: DeltaTable | None,
-                 batch_id: int) -> Any:
-        """For a fold that reads mirror rows: MERGE the pending changes first, then the mirror."""
-        def current() -> DeltaTable | None:
-            self._flush_table(tb.db, tb.table, pending, dt, batch_id)
-            return self.current(path)
-        return current
 
     def flush_all(self) -> int:
         """MERGE the pending changes of every table into its mirror (the pipeline stops), several
         tables at once; the rows MERGEd."""
-        return sum(run_at_once([partial(self.flush, db, table) for db, table in sorted(self._known_pending())],
-                               self.cadence.commits_at_once))
+        return self.mirrors.flush_all()
 
     def flush(self, db: str, table: str) -> int:
         """MERGE the pending changes of ``db.table`` into its mirror, before something else writes
         the mirror; the rows MERGEd."""
-        pending = self._pending_of(db, table)
-        if pending is None or not pending.rows:
-            return 0
-        rows = pending.rows
-        self._flush_table(db, table, pending, self.current(self.table_path(db, table)), None)
-        return rows
-
-    def _flush_table(self, db: str, table: str, pending: PendingChanges, dt: DeltaTable | None,
-                     batch_id: int | None) -> None:
-        """MERGE what is pending for a mirror, then empty the pending table (no app transaction:
-        MERGEd again after a kill between the two, the rows leave the mirror as they found it)."""
-        rows = pending.read()
-        if rows is not None and dt is not None:
-            key = primary_key_of(rows.schema)
-            names = [n for n in rows.column_names if n != DELETE_FLAG]
-            source = last_per_key(rows, key)
-            self._guard(f"the mirror of {db}.{table}", batch_id,
-                        lambda: merge_into(dt, source, key, names, (), None))
-        self._guard(f"the pending changes of {db}.{table}", batch_id, lambda: pending.clear(None))
-        self.waiting.pop(f"{db}.{table}", None)
-
-    def _guard(self, what: str, batch_id: int | None, step: Any) -> None:
-        try:
-            step()
-        except DeltaError as exc:
-            raise commit_error(what, batch_id, exc) from exc
-
-    def _known_pending(self) -> set[tuple[str, str]]:
-        if self._pending is None:
-            self._pending = set(self.store.pending_tables())
-        return self._pending
-
-    def _pending_of(self, db: str, table: str) -> PendingChanges | None:
-        """The pending table of a mirror, None when it has none (no read of the lake then)."""
-        if (db, table) not in self._known_pending():
-            return None
-        return self._pending_table(db, table)
-
-    def _pending_table(self, db: str, table: str) -> PendingChanges:
-        """The pending table of ``db.table`` as of its newest version (kept between batches)."""
-        return PendingChanges(self.store, db, table, kept=self._kept.get(self.store.pending(db, table)))
+        return self.mirrors.flush(db, table)
 
     def _commit_changelog(self, batch_id: int, files: Sequence[AddAction], txn: CommitProperties,
                           table: DeltaTable | None) -> None:

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from sluice.errors import ConfigError
-from sluice.lake import sink
 from sluice.lake.layout import open_lake
+from sluice.lake.mirror import commits
 from sluice.lake.mirror.batch import TableBatch
 from sluice.lake.mirror.pending import MirrorCadence, PendingChanges, mirror_bytes, read_mirror
 from sluice.lake.sink import DeltaLake
@@ -79,7 +79,7 @@ def test_a_clean_stop_merges_the_pending_tables_side_by_side(tmp_path: Path,
     for b in range(2):
         lake.write_batch(b, [TableBatch("shop", log.table, ITEMS, ("id",), [log.insert(id=b, name="x", qty=b)])
                              for log in logs])
-    barrier, real_merge = threading.Barrier(3, timeout=10), sink.merge_into
+    barrier, real_merge = threading.Barrier(3, timeout=10), commits.merge_into
 
     def meet(*args: Any) -> Any:
         barrier.wait()
@@ -89,7 +89,7 @@ def test_a_clean_stop_merges_the_pending_tables_side_by_side(tmp_path: Path,
         return [PendingChanges(lake.store, "shop", log.table).rows for log in logs]
 
     assert waiting() == [1, 1, 1]  # the second batch's row of each table
-    monkeypatch.setattr(sink, "merge_into", meet)
+    monkeypatch.setattr(commits, "merge_into", meet)
     assert lake.flush_all() == 3
     assert [read(lake.table_path("shop", log.table)) for log in logs] == [
         [{"id": 0, "name": "x", "qty": 0}, {"id": 1, "name": "x", "qty": 1}]] * 3
