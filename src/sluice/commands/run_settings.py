@@ -25,6 +25,7 @@ from sluice.commands.config_file import lake_settings, maintenance_config, read_
 from sluice.commands.filter_options import EXCLUDE_TABLES, SKIP_INCIDENTS, TABLES, FilterOption
 from sluice.dsn import DEFAULT_READ_TIMEOUT
 from sluice.errors import ConfigError
+from sluice.spark.pipeline.modes import SNAPSHOT_MODES
 
 __all__ = ["SETTINGS", "RunHelp", "Setting", "add_run_options", "field_defaults", "pipeline_config"]
 
@@ -215,7 +216,7 @@ SETTINGS: tuple[Setting, ...] = (
             "and stop; when-needed: as initial, and when the binlog the stream would go on from was purged "
             "(binlog_expire_logs_seconds while sluice was stopped), say so, snapshot every captured table again and "
             "stream on from that snapshot, instead of stopping with the error",
-            choices=("initial", "never", "only", "when-needed"), run_default=_snapshot_default),
+            choices=SNAPSHOT_MODES, run_default=_snapshot_default),
     Setting("chunk_rows", "--chunk-rows", "rows per snapshot chunk (default: 64 MiB of the table's average row, "
             "1,000 to 1,000,000 rows; a running chunk holds its rows a few times over in its task's memory)",
             metavar="N", value_type=int, convert=_whole("chunk_rows")),

@@ -18,6 +18,7 @@ from sluice.lake.layout import Lake, open_lake
 from sluice.lake.lease import DEFAULT_TTL
 from sluice.lake.maintenance.steps import MaintenanceConfig
 from sluice.lake.mirror.pending import MirrorCadence
+from sluice.spark.pipeline.modes import SNAPSHOT_MODES
 
 __all__ = ["ONCE", "PipelineConfig", "interval"]
 
@@ -66,8 +67,9 @@ class PipelineConfig:
             object.__setattr__(self, "source", with_read_timeout(self.source, self.stall_timeout))
         if self.trigger not in ONCE:
             interval(self.trigger)  # a bad trigger fails here, before Spark starts
-        if self.snapshot not in ("initial", "never", "only", "when-needed"):
-            raise ConfigError(f"--snapshot is initial, never, only or when-needed; found {self.snapshot!r}")
+        if self.snapshot not in SNAPSHOT_MODES:
+            raise ConfigError(f"--snapshot is {', '.join(SNAPSHOT_MODES[:-1])} or {SNAPSHOT_MODES[-1]}; "
+                              f"found {self.snapshot!r}")
         if not self.writer_lease > 0:
             raise ConfigError(f"--writer-lease is a number of seconds above 0; found {self.writer_lease!r}")
         if self.snapshot_connections is not None and self.snapshot_connections < 1:
