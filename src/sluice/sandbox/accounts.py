@@ -14,10 +14,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from sluice.sandbox.server import Sandbox
+from typing import Protocol
 
 __all__ = ["PASSWORDS", "REPL_GRANTS", "create_users"]
 
@@ -27,7 +24,26 @@ PASSWORDS: Mapping[str, str] = {"root": "sluice-root", "repl": "sluice-repl", "e
 REPL_GRANTS = "REPLICATION SLAVE, REPLICATION CLIENT, SELECT"
 
 
-def create_users(box: Sandbox) -> None:
+class Server(Protocol):
+    """What making the accounts needs of a sandbox server (``sluice.sandbox.server.Sandbox``)."""
+
+    has_ed25519_user: bool
+
+    @property
+    def is_mariadb(self) -> bool:
+        """Whether the server is MariaDB (it then gets the ``ed25519`` user too)."""
+        ...
+
+    def sql(self, statement: str, *, database: str | None = None, timeout: float = 120.0) -> str:
+        """Run SQL as root over the socket; its rows as text."""
+        ...
+
+    def write_client_config(self, password: str | None) -> None:
+        """Write the client option file the server's own tools log in with."""
+        ...
+
+
+def create_users(box: Server) -> None:
     """Give root its password, drop anonymous users, create ``repl`` (and ``ed`` on MariaDB);
     none of it is written to the binlog."""
     statements = ["SET sql_log_bin = 0"]
@@ -46,7 +62,7 @@ def create_users(box: Sandbox) -> None:
     if box.is_mariadb:
         _create_ed25519_user(box)
 
-def _create_ed25519_user(box: Sandbox) -> None:
+def _create_ed25519_user(box: Server) -> None:
     plugin_dir = Path(box.sql("SELECT @@plugin_dir"))
     if not (plugin_dir / "auth_ed25519.so").exists():
         log.warning("no auth_ed25519.so in %s: the sandbox has no ed25519 user 'ed'", plugin_dir)
