@@ -15,8 +15,9 @@ from sluice.cdc.schema.ddl import is_ddl
 from sluice.cdc.schema.history import SchemaHistory
 from sluice.cdc.schema.model import ColumnDef, TableSchema
 from sluice.cdc.schema.session_charsets import SessionCharsets
+from sluice.cdc.schema.table_map_fit import check_table_map, expected_binlog_type
 from sluice.cdc.schema.tracker import Correction, ResolvedTable, SchemaTracker
-from sluice.cdc.schema.typemap import check_table_map, collation_id, expected_binlog_type
+from sluice.cdc.schema.typemap import collation_id
 
 if TYPE_CHECKING:
     from sluice.cdc.schema.bootstrap import bootstrap_catalog

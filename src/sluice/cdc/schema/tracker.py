@@ -59,11 +59,8 @@ from sluice.cdc.schema.logged_columns import merged, refreshed, with_schema_type
 from sluice.cdc.schema.map_columns import column_from_map
 from sluice.cdc.schema.model import TableSchema
 from sluice.cdc.schema.session_charsets import SessionCharsets
-from sluice.cdc.schema.typemap import (
-    CHARACTER_TYPES,
-    check_column,
-    check_table_map,
-)
+from sluice.cdc.schema.table_map_fit import check_column, check_table_map
+from sluice.cdc.schema.typemap import CHARACTER_TYPES
 from sluice.errors import SchemaError
 
 if TYPE_CHECKING:
