@@ -95,6 +95,28 @@ def test_no_import_cycle_between_modules():
     assert not cycles, "import cycles:\n" + "\n".join(cycles)
 
 
+def _annotation_imports(path: Path) -> set[str]:
+    """The modules ``path`` imports under ``if TYPE_CHECKING:`` (for its annotations only)."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            for child in ast.walk(node):
+                if isinstance(child, ast.ImportFrom) and child.module and child.module.startswith("sluice"):
+                    found.add(child.module)
+    return found
+
+
+def test_no_cycle_hidden_behind_type_checking():
+    """An import kept for annotations only still says the two modules need each other: a module
+    that the other imports at load time names what it needs as a Protocol, or the shared part
+    moves below both."""
+    modules = _modules()
+    hidden = [f"{name} -> {target} (annotations) -> {name}"
+              for name, path in modules.items() for target in _annotation_imports(path)
+              if target in modules and name in _imports(modules[target], top_level_only=True)]
+    assert not hidden, "cycles behind TYPE_CHECKING:\n" + "\n".join(sorted(hidden))
+
+
 # The roles inside spark/ and lake/, lowest first: a role imports only from those below it (and itself).
 ROLES = {
     "spark": {"source": 1, "runtime": 2, "snapshot": 3, "verify": 3, "ddl": 4, "pipeline": 5},
