@@ -185,3 +185,37 @@ def test_a_full_disk_under_the_lake_says_so_and_the_next_run_is_exact(mariadb_se
     finally:
         server.sql(f"DROP DATABASE {db}")
         subprocess.run(["umount", "-l", str(volume)], capture_output=True)
+
+
+@pytest.mark.mariadb
+def test_a_server_error_in_a_snapshot_chunk_is_the_typed_line_with_no_traceback(mariadb_server, tmp_path):
+    """The source's user loses its account while the snapshot's chunks are read on Spark: the next
+    chunk's task cannot connect, and the run ends with the server's error in one line, exit status
+    1, and no traceback of the task on standard error (Spark's executor log included)."""
+    server = mariadb_server
+    db, user = f"se_{uuid.uuid4().hex[:8]}", f"u{uuid.uuid4().hex[:8]}"
+    server.sql(f"CREATE DATABASE {db}; CREATE TABLE {db}.t (id INT PRIMARY KEY, v INT)")
+    server.sql("INSERT INTO t SELECT seq, seq FROM seq_1_to_60000", database=db)
+    server.sql(f"CREATE USER '{user}'@'%' IDENTIFIED BY 'pw-{user}';"
+               f"GRANT REPLICATION SLAVE, REPLICATION CLIENT, SELECT ON *.* TO '{user}'@'%'")
+    lake = tmp_path / "lake"
+    proc = subprocess.Popen(_run(server, lake, db, user, "--trigger", "once", "--chunk-rows", "1000"),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 300
+        # version 0: the mirror created when the table is planned; 1: its first chunk
+        while not (lake / db / "t" / "_delta_log" / f"{1:020d}.json").exists() and proc.poll() is None:
+            assert time.monotonic() < deadline, "the snapshot's first chunk never reached the lake"
+            time.sleep(0.05)
+        server.sql(f"DROP USER '{user}'@'%'")
+        _, stderr = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        server.sql(f"DROP DATABASE {db}")
+    assert proc.returncode == 1, stderr[-4000:]
+    chunks = sorted((lake / db / "t" / "_delta_log").glob("*.json"))
+    assert len(chunks) - 1 < 60, "the snapshot ended before the user was dropped"
+    line = _error_line(stderr)
+    assert line.startswith("sluice: error: ") and "Access denied for user" in line, stderr[-4000:]

@@ -34,7 +34,7 @@ from sluice.cdc.snapshot.reader import (
 )
 from sluice.cdc.snapshot.reconcile import key_order, reconcile, reconcile_keys
 from sluice.dsn import parse_dsn
-from sluice.errors import SchemaError, ServerError
+from sluice.errors import SchemaError, ServerError, SluiceError, carry, storage_full
 from sluice.io.connection import Connection
 from sluice.lake.data_files import write_data_file
 from sluice.lake.layout import open_lake
@@ -67,7 +67,8 @@ class ChunkResult:
     """What a chunk task found: the chunk, its watermarks and row count, and its rows: the data file
     it wrote into the mirror's folder (``appended``: its add fields, empty for no rows) or the decoded
     rows to MERGE (``merged``). No watermarks: the table no longer fits its plan (renamed, dropped or
-    altered since), and ``error`` says which value did not fit, if that was why."""
+    altered since), and ``error`` says which value did not fit, if that was why; or ``failure``
+    holds the sluice error that ends the snapshot."""
 
     chunk: dict[str, Any]
     low: dict[str, Any] | None
@@ -76,6 +77,7 @@ class ChunkResult:
     appended: dict[str, Any] | None = None
     merged: list[dict[str, Any]] | None = None
     error: str | None = None
+    failure: str | None = None  # a sluice error that ends the snapshot, as ``carry``'s line
 
     @property
     def stale(self) -> bool:
@@ -110,9 +112,19 @@ def read_and_reconcile(task: ChunkTask) -> ChunkResult:
     except ServerError as exc:
         if exc.errno in TABLE_CHANGED:  # renamed, dropped or altered since it was planned: plan it again
             return ChunkResult(task.chunk, None, None)
-        raise
+        typed: SluiceError = exc
     except SchemaError as exc:  # values that do not fit the planned columns: the runner asks the binlog why
         return ChunkResult(task.chunk, None, None, error=str(exc))
+    except SluiceError as exc:
+        typed = exc
+    except OSError as exc:
+        full = storage_full(exc, str(exc.filename or task.append.get("folder") or "the lake"))
+        if full is None:
+            raise
+        typed = full
+    # Returned, not raised: a task that fails has Spark's executor log its Python traceback on
+    # standard error. The driver raises it, typed, from the chunk's result (``waves.in_waves``).
+    return ChunkResult(task.chunk, None, None, failure=carry(typed))
 
 
 def _on_source(config: Any, read: Any) -> Any:

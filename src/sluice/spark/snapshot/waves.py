@@ -3,7 +3,9 @@ one runs, so that a job's start is paid per wave and not per chunk.
 
 ``chunk_waves`` says how many chunks a job holds and how many jobs are in flight, from the cores
 and the connections the source may take; ``in_waves`` runs the chunk tasks so and yields their
-results in plan order, taking each later chunk's low watermark a wave ahead of it (MySQL).
+results in plan order, taking each later chunk's low watermark a wave ahead of it (MySQL). A
+chunk task returns its sluice error in its result rather than failing (Spark's executor would log a
+failed task's Python traceback on standard error); ``in_waves`` raises it, typed, at that chunk.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import Any
 
 from sluice.cdc.snapshot.reader import LowMark, low_mark
 from sluice.dsn import parse_dsn
-from sluice.errors import SluiceError
+from sluice.errors import SluiceError, carried
 from sluice.io.connection import Connection
 from sluice.spark.runtime.query_error import query_error
 from sluice.spark.snapshot.task import ChunkResult, ChunkTask, read_and_reconcile
@@ -90,7 +92,10 @@ def in_waves(spark: Any, source: str, payloads: list[ChunkTask], first: LowMark 
                 raise
             except Exception as exc:  # a task's sluice error arrives inside Spark's: the typed one again
                 raise query_error(exc) from exc
-            yield from results
+            for result in results:
+                if result.failure is not None:  # a chunk task's sluice error, returned as its result
+                    raise carried(result.failure) or SluiceError(result.failure)
+                yield result
     finally:
         if futures:  # stopped, or a chunk's write failed: the waves in flight are not waited for
             sc.cancelJobGroup(jobs)
