@@ -8,7 +8,10 @@ there what it has taken and what comes after. ``check_gtid_start`` compares befo
   them: those transactions are in the lake and not on the server), and ``gtid_purged`` must be
   within the set (else the server's binlog no longer holds transactions the stream has not read:
   purged, or applied with ``log_replica_updates`` OFF, which writes them to no binlog).
-- MariaDB: for each domain of the position, ``gtid_binlog_state`` must reach its sequence number.
+- MariaDB: for each GTID of the position, ``gtid_binlog_state`` must have logged its domain and
+  server up to its sequence number. The domain's number alone says too little: a replica that ran
+  with ``log_slave_updates`` OFF and was promoted logs its own transactions on from the numbers it
+  applied, past the position, with none of the old primary's in its binlog.
 
 Either way ``SourceBehindError`` names the transactions and the remedy (``BinlogPurgedError`` for
 purged ones, whose remedy is a new snapshot); nothing is read.
@@ -52,11 +55,12 @@ def check_gtid_start(conn: Connection, gtids: str, server: str) -> None:
 
 def _check_mariadb(conn: Connection, held: MariadbGtidPosition, server: str) -> None:
     state = str(conn.query("SELECT @@GLOBAL.gtid_binlog_state").rows[0][0] or "").replace("\n", "")
-    reached: dict[int, int] = {}
+    reached: dict[tuple[int, int], int] = {}  # (domain, server_id) -> the last sequence number logged
     for text in filter(None, (t.strip() for t in state.split(","))):
         gtid = MariadbGtid.parse(text)
-        reached[gtid.domain] = max(reached.get(gtid.domain, 0), gtid.seq)
-    lacking = [str(g) for g in held if reached.get(g.domain, 0) < g.seq]
+        key = (gtid.domain, gtid.server_id)
+        reached[key] = max(reached.get(key, 0), gtid.seq)
+    lacking = [str(g) for g in held if reached.get((g.domain, g.server_id), 0) < g.seq]
     if lacking:
         raise SourceBehindError(
             f"the binlog of the server at {conn.config.redacted()} ({server}) lacks transactions the stream has "
