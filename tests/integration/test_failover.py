@@ -7,7 +7,8 @@ promoted and written to, and the stream (``follow``, and ``sluice tail --checkpo
 from the primary's checkpoint on the new server:
 every change once, by GTID, never by the old file and offset (the two servers' binlog files have the
 same names and other contents). A promoted replica that lacks transactions the stream has taken stops
-it with ``SourceBehindError``, and without GTIDs another server at the address stops it with
+it with ``SourceBehindError``, as does one that ran with ``log_replica_updates`` OFF (its binlog
+lacks what it applied), and without GTIDs another server at the address stops it with
 ``SourceChangedError``.
 """
 
@@ -27,7 +28,7 @@ from sluice.dsn import parse_dsn
 from sluice.errors import SourceBehindError, SourceChangedError
 from sluice.io.connection import Connection
 from sluice.io.replication import server_identity
-from sluice.sandbox.replication import promote, wait_caught_up
+from sluice.sandbox.replication import ReplicationOptions, promote, wait_caught_up
 from tests.conftest import TWO_FLAVORS
 from tests.integration.failover import first_binlog, insert, pair
 
@@ -83,6 +84,29 @@ def test_a_promoted_replica_that_lacks_what_was_taken_is_a_typed_error(flavor, s
             assert lacking and str(lacking).replace("\n", "") in message
         else:
             assert at.gtid_set in message  # the one domain's last GTID the replica never had
+
+
+@pytest.mark.parametrize("flavor", TWO_FLAVORS)
+def test_a_promoted_replica_that_ran_without_log_replica_updates_is_a_typed_error(flavor, sandbox_factory):
+    """It applied every transaction, but wrote none of them to its binlog: the stream cannot read
+    there the ones it has not taken yet."""
+    primary, replica = pair(flavor, sandbox_factory, ReplicationOptions(log_replica_updates=False))
+    seen, at = _rows(primary, first_binlog(primary))
+    assert seen == [1, 2, 3]
+    insert(primary, range(4, 7))  # applied by the replica, in no binlog of it
+    wait_caught_up(replica, primary)
+    assert replica.sql("SELECT COUNT(*) FROM f.t") == "6"
+    primary.stop()
+    promote(replica)
+    insert(replica, range(7, 9))
+    with pytest.raises(SourceBehindError) as info:
+        _rows(replica, at)
+    message = str(info.value)
+    assert "snapshot" in message
+    if flavor == "mysql":  # in its gtid_executed, and so in gtid_purged: in no binlog of the server
+        assert "no longer holds transactions" in message and "log_replica_updates OFF" in message
+    else:  # its binlog never reached the domain's position the stream holds
+        assert "lacks transactions" in message and at.gtid_set in message
 
 
 def server_identity_of(server):
