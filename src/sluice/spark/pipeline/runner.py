@@ -43,10 +43,11 @@ from sluice.errors import BinlogPurgedError, ConfigError, LakeBusyError, SluiceE
 from sluice.lake.sink import DeltaLake
 from sluice.spark.ddl.batch import DdlStage
 from sluice.spark.pipeline.batches import BatchCommits
-from sluice.spark.pipeline.config import ONCE, PipelineConfig, interval
+from sluice.spark.pipeline.config import PipelineConfig
 from sluice.spark.pipeline.fence import BatchFence
 from sluice.spark.pipeline.interrupts import StopSignals
 from sluice.spark.pipeline.lake_state import LakeState, drop_unfinished_writes
+from sluice.spark.pipeline.query import pipeline_session, stream_writer
 from sluice.spark.pipeline.source_tables import check_source
 from sluice.spark.pipeline.stats import PipelineStats
 from sluice.spark.pipeline.stream_resume import (
@@ -58,12 +59,10 @@ from sluice.spark.pipeline.stream_resume import (
 )
 from sluice.spark.pipeline.upkeep import Upkeep
 from sluice.spark.runtime.query_error import query_error
-from sluice.spark.runtime.session import kill_driver, spark_session, start_python_workers
+from sluice.spark.runtime.session import kill_driver, start_python_workers
 from sluice.spark.snapshot.filter import SnapshotFilter
 from sluice.spark.snapshot.state import SnapshotState, stream_start
 from sluice.spark.source.in_flight import in_flight_file, read_in_flight, remove_in_flight
-from sluice.spark.source.options import column_options
-from sluice.spark.source.staging import STAGE_SCHEMA
 
 __all__ = ["Pipeline", "PipelineConfig", "PipelineStats"]
 
@@ -158,15 +157,10 @@ class Pipeline(BatchCommits):
         self.state.load_history()
         self.upkeep.metrics = self.metrics
         self.upkeep.start(change_feed=cfg.change_feed)
-        conf = dict(cfg.conf)
-        # The driver JVM plans and commits; the rows never pass through it. With its client
-        # compiler alone the query starts sooner (a later -XX:TieredStopAtLevel wins).
-        mine = conf.get("spark.driver.extraJavaOptions", "")
-        conf["spark.driver.extraJavaOptions"] = f"-XX:TieredStopAtLevel=1 {mine}".strip()
         check_source(cfg.source, cfg.tables, cfg.exclude_tables, self.progress)
         if not log.isEnabledFor(logging.DEBUG):  # a batch's error is reported once, by run(), not by py4j too
             logging.getLogger("py4j.clientserver").setLevel(logging.CRITICAL)
-        spark = spark_session(cfg.master, conf=conf)
+        spark = pipeline_session(cfg)
         if self._signals is not None:
             self._signals.install()  # in place of the SIGINT handler PySpark's SparkContext installed
         self._spark = spark
@@ -195,38 +189,9 @@ class Pipeline(BatchCommits):
         if not (str(starting).strip().lower() == "latest" and not self.state.streamed()):
             start_python_workers(spark, ("sluice.spark.source.datasource", "sluice.spark.source.staging"))
         self._in_flight = in_flight_file()
-        reader = (
-            spark.readStream.format("binlog")
-            .schema(STAGE_SCHEMA)  # given, not asked of the source: a Python worker less at start
-            .option("dsn", cfg.source)
-            .option("startingPosition", starting)
-            .option("schemaHistory", str(self.history_path))
-            .option("includeDdl", "true")
-            .option("stageTo", self.lake.root)
-            .option("inFlightTo", self._in_flight)
-            .option("partBytes", str(cfg.part_bytes))
-        )
-        if cfg.tables:
-            reader = reader.option("tables", cfg.tables)
-        if cfg.exclude_tables:
-            reader = reader.option("excludeTables", cfg.exclude_tables)
-        if cfg.max_rows_per_batch:
-            reader = reader.option("maxRowsPerBatch", str(cfg.max_rows_per_batch))
-        if cfg.max_bytes_per_batch:
-            reader = reader.option("maxBytesPerBatch", str(cfg.max_bytes_per_batch))
-        if cfg.skip_incidents:
-            reader = reader.option("skipIncidents", "true")
-        # The hash key reaches the tasks in a file of this user's (removed when run ends), not as an option.
-        options, self._key_file = column_options(cfg.columns)
-        for name, value in options.items():
-            reader = reader.option(name, value)
-        writer = reader.load().writeStream.foreachBatch(self._batch).option(
-            "checkpointLocation", str(self.checkpoint_path)
-        )
-        if cfg.trigger in ONCE:
-            writer = writer.trigger(availableNow=True)
-        else:
-            writer = writer.trigger(processingTime=interval(cfg.trigger))
+        writer, self._key_file = stream_writer(
+            spark, cfg, starting=str(starting), history=self.history_path, stage_to=self.lake.root,
+            in_flight=self._in_flight, batch=self._batch, checkpoint=self.checkpoint_path)
         self._query = writer.start()
         return self._query
 
