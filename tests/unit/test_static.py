@@ -1,5 +1,5 @@
 """The code stays lint-clean (ruff), type-correct (mypy, settings in pyproject.toml), and in pieces one
-can read: no source module over 400 lines, no function over 100."""
+can read: no source module over 400 lines, no Python class over 250, no function over 100."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ SRC = ROOT / "src" / "sluice"
 
 MAX_MODULE_LINES = 400
 MAX_FUNCTION_LINES = 100
+MAX_CLASS_LINES = 250
 
 # A def/cdef/cpdef that opens a function: a parenthesis before any ``=`` (a cdef variable has none),
 # and not a cdef class.
@@ -91,6 +92,13 @@ def test_no_function_is_over_100_lines() -> None:
     long = [f"{p.relative_to(ROOT)}:{line}: {name} ({n} lines)" for p in _sources()
             for line, n, name in _functions(p) if n > MAX_FUNCTION_LINES]
     assert not long, f"functions over {MAX_FUNCTION_LINES} lines (split them into named steps):\n" + "\n".join(long)
+
+
+def test_no_class_is_over_250_lines() -> None:
+    long = [f"{p.relative_to(ROOT)}:{node.lineno}: {node.name} ({n} lines)" for p in _sources() if p.suffix == ".py"
+            for node in ast.walk(ast.parse(p.read_text())) if isinstance(node, ast.ClassDef)
+            if (n := node.end_lineno - node.lineno + 1) > MAX_CLASS_LINES]  # type: ignore[operator]
+    assert not long, f"classes over {MAX_CLASS_LINES} lines (split them by responsibility):\n" + "\n".join(long)
 
 
 def test_the_function_lengths_are_measured() -> None:
