@@ -203,7 +203,7 @@ class ChangeCapture:
         event: Any = self.parser.parse(data, file=self.label or file, offset=pos)
         kind = type(event)
         if kind is QueryEvent:
-            self.tables.on_query(event, file, pos, self.assembler.open_gtid)
+            self.tables.on_query(event, file, pos, self.assembler)
         elif kind is IncidentEvent and event.incident:
             on_incident(event, f"{self.label or file}:{pos}", skip=self.config.skip_incidents)
             self.incidents_skipped += 1

@@ -21,6 +21,7 @@ from sluice.cdc.schema import ResolvedTable, SchemaTracker, SessionCharsets, is_
 
 if TYPE_CHECKING:
     from sluice.cdc.schema.ddl import DdlOutcome
+    from sluice.cdc.transactions import TransactionAssembler
 
 __all__ = ["CapturedTables"]
 
@@ -68,12 +69,14 @@ class CapturedTables:
         """A system-versioned table's row end column, None for other tables."""
         return self.resolve(table_map).row_end
 
-    def on_query(self, event: Any, file: str, pos: int, gtid: str | None) -> None:
-        """Replay a QUERY event's DDL on the tracker now; its outcome waits for ``ddl_at``."""
+    def on_query(self, event: Any, file: str, pos: int, stream: TransactionAssembler) -> None:
+        """Replay a QUERY event's DDL on the tracker now, with the GTID of its transaction and the
+        boundary that transaction starts at (``stream``'s); its outcome waits for ``ddl_at``."""
         sql = event.sql
         if not is_ddl(sql):
             return
-        outcome = self.tracker.on_query(sql, event.schema, file, pos, gtid, SessionCharsets.of(event))
+        outcome = self.tracker.on_query(sql, event.schema, file, pos, stream.open_gtid, SessionCharsets.of(event),
+                                        stream.boundary)
         if outcome is not None:
             self._ddl[(file, pos)] = outcome
 

@@ -160,5 +160,5 @@ def tracker_at(conn: Connection, start: Checkpoint, history: SchemaHistory | Non
         catalog, now = Catalog(), Checkpoint("", 4)
     read_at = (now.file, now.pos) if now.file else None
     if history is not None:
-        history.record_bootstrap(start.file, start.pos, catalog, read_at)
+        history.record_bootstrap(start.file, start.pos, catalog, read_at, at=start)
     return SchemaTracker(catalog, history, flavor=flavor, read_at=read_at)

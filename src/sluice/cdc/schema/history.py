@@ -6,6 +6,10 @@ position; ``read_at`` is where the server stood when it was read, when that is l
 between the two is already in the catalog, see ``SchemaTracker``) or
 a ``change`` (the new definitions of the tables a DDL statement, or a FULL-metadata correction,
 touched at its position; ``null`` for a dropped table; plus the database defaults when they changed).
+Each entry also names, when known, the transaction boundary it belongs to in the ``Checkpoint``
+form every position of sluice has (``at``: file, offset, the executed GTID set there and the
+server): a bootstrap its capture's start, a change the boundary its DDL's transaction starts at.
+Lines written before entries carried it still load (``at`` None).
 ``catalog_at(file, pos)`` rebuilds the catalog an event at that position was written under: the
 last bootstrap at or before it, then every change from the bootstrap's position up to, but not
 including, the event's position, in binlog order (``sluice.binlog.position.position_key``). Recording
@@ -24,7 +28,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from sluice.binlog.position import position_key
+from sluice.binlog.position import Checkpoint, position_key
 from sluice.cdc.schema.catalog import Catalog, DbDefaults
 from sluice.cdc.schema.model import TableSchema
 from sluice.errors import ConfigError
@@ -49,6 +53,7 @@ class HistoryEntry:
     tables: tuple[tuple[str, str, TableSchema | None], ...] = ()  # change: new definitions, None = dropped
     databases: dict[str, DbDefaults] | None = None  # change: database defaults after it, when changed
     read_at: tuple[str, int] | None = None  # bootstrap: the server's position when the catalog was read
+    at: Checkpoint | None = None  # the transaction boundary, GTIDs and server included (module docstring)
 
     @property
     def key(self) -> tuple[tuple[str, int, int], int]:
@@ -58,6 +63,8 @@ class HistoryEntry:
     def to_json(self) -> dict[str, Any]:
         """The entry as its JSON line's object."""
         out: dict[str, Any] = {"kind": self.kind, "file": self.file, "pos": self.pos}
+        if self.at is not None:
+            out["at"] = self.at.to_json()
         if self.kind == "bootstrap":
             assert self.catalog is not None
             out["catalog"] = self.catalog.to_json()
@@ -80,13 +87,14 @@ class HistoryEntry:
         kind, file, pos = d.get("kind"), d.get("file"), d.get("pos")
         if kind not in ("bootstrap", "change") or not isinstance(file, str) or not isinstance(pos, int):
             raise ConfigError("expected 'kind' (bootstrap or change), a string 'file' and an integer 'pos'")
+        at = None if d.get("at") is None else Checkpoint.from_json(d["at"])
         if kind == "bootstrap":
-            at = d.get("read_at")
-            if at is not None and not (isinstance(at, dict) and isinstance(at.get("file"), str)
-                                       and isinstance(at.get("pos"), int)):
-                raise ConfigError(f"'read_at' must be {{'file': ..., 'pos': ...}}, found {at!r:.200}")
-            read_at = None if at is None else (at["file"], at["pos"])
-            return cls(kind, file, pos, catalog=Catalog.from_json(d.get("catalog")), read_at=read_at)
+            server = d.get("read_at")
+            if server is not None and not (isinstance(server, dict) and isinstance(server.get("file"), str)
+                                           and isinstance(server.get("pos"), int)):
+                raise ConfigError(f"'read_at' must be {{'file': ..., 'pos': ...}}, found {server!r:.200}")
+            read_at = None if server is None else (server["file"], server["pos"])
+            return cls(kind, file, pos, catalog=Catalog.from_json(d.get("catalog")), read_at=read_at, at=at)
         tables = []
         for t in d.get("tables") or []:
             if not isinstance(t, dict) or not isinstance(t.get("db"), str) or not isinstance(t.get("table"), str):
@@ -102,7 +110,7 @@ class HistoryEntry:
         gtid, sql = d.get("gtid"), d.get("sql")
         if any(v is not None and not isinstance(v, str) for v in (gtid, sql)):
             raise ConfigError("'gtid' and 'sql' must be strings or null")
-        return cls(kind, file, pos, gtid=gtid, sql=sql, tables=tuple(tables), databases=databases)
+        return cls(kind, file, pos, gtid=gtid, sql=sql, tables=tuple(tables), databases=databases, at=at)
 
     def apply(self, catalog: Catalog) -> Catalog:
         """The catalog after this change."""
@@ -156,9 +164,10 @@ class SchemaHistory:
     # ------------------------------------------------------------------ writing
 
     def record(self, file: str, pos: int, gtid: str | None, catalog: Catalog, *, sql: str | None,
-               tables: Iterable[tuple[str, str]]) -> None:
+               tables: Iterable[tuple[str, str]], at: Checkpoint | None = None) -> None:
         """Append the definitions of ``tables`` in ``catalog`` (null when dropped) as the change made
-        at ``(file, pos)``; nothing when a change at that position is already recorded."""
+        at ``(file, pos)``, in the transaction that starts at the boundary ``at``; nothing when a
+        change at that position is already recorded."""
         if ("change", file, pos) in self._seen:
             return
         names = list(dict.fromkeys((db, t) for db, t in tables))
@@ -167,18 +176,20 @@ class SchemaHistory:
         dbs = catalog.database_defaults()
         changed_dbs = dbs if before is None or before.database_defaults() != dbs else None
         entry = HistoryEntry("change", file, pos, gtid=gtid, sql=sql,
-                             tables=tuple((db, t, catalog.get(db, t)) for db, t in names), databases=changed_dbs)
+                             tables=tuple((db, t, catalog.get(db, t)) for db, t in names), databases=changed_dbs,
+                             at=at)
         self._append(entry)
 
-    def record_bootstrap(self, file: str, pos: int, catalog: Catalog, read_at: tuple[str, int] | None = None) -> None:
-        """Append a whole catalog for events from ``(file, pos)`` on, read from a server standing at
-        ``read_at`` (None: at ``(file, pos)`` itself); nothing when a bootstrap at that position is
-        already recorded."""
+    def record_bootstrap(self, file: str, pos: int, catalog: Catalog, read_at: tuple[str, int] | None = None,
+                         at: Checkpoint | None = None) -> None:
+        """Append a whole catalog for events from ``(file, pos)`` on (the start ``at``, when known),
+        read from a server standing at ``read_at`` (None: at ``(file, pos)`` itself); nothing when a
+        bootstrap at that position is already recorded."""
         if ("bootstrap", file, pos) in self._seen:
             return
         if read_at is not None and position_key(*read_at) <= position_key(file, pos):
             read_at = None
-        self._append(HistoryEntry("bootstrap", file, pos, catalog=catalog, read_at=read_at))
+        self._append(HistoryEntry("bootstrap", file, pos, catalog=catalog, read_at=read_at, at=at))
 
     def _append(self, entry: HistoryEntry) -> None:
         line = json.dumps(entry.to_json(), separators=(",", ":")) + "\n"

@@ -51,7 +51,7 @@ from typing import TYPE_CHECKING
 from sluice.binlog.columns import ColumnInfo, inspection_columns
 from sluice.binlog.constants import ColumnType
 from sluice.binlog.events import TableMapEvent
-from sluice.binlog.position import position_key
+from sluice.binlog.position import Checkpoint, position_key
 from sluice.cdc.schema.catalog import Catalog
 from sluice.cdc.schema.ddl import is_ddl
 from sluice.cdc.schema.history import SchemaHistory
@@ -175,9 +175,10 @@ class SchemaTracker:
     # ------------------------------------------------------------------ DDL
 
     def on_query(self, sql: str, default_db: str, file: str, pos: int, gtid: str | None = None,
-                 session: SessionCharsets | None = None) -> DdlOutcome | None:
+                 session: SessionCharsets | None = None, at: Checkpoint | None = None) -> DdlOutcome | None:
         """Replay a QUERY event's statement if it is DDL, with the server defaults of ``session``
-        (the event's own, ``SessionCharsets.of``); None for anything else."""
+        (the event's own, ``SessionCharsets.of``); None for anything else. ``at``: the boundary its
+        transaction starts at, recorded with the change in the history."""
         if not is_ddl(sql):
             return None
         from sluice.cdc.schema.ddl import apply_ddl  # sqlglot, imported at the first DDL
@@ -189,7 +190,7 @@ class SchemaTracker:
 
         new, outcome = apply_ddl(self.catalog, sql, default_db)
         if self.read_later is not None or (self._ahead is not None and position_key(file, pos) < self._ahead):
-            new, outcome = self._replay_ahead(new, outcome, sql, default_db, file, pos, gtid)
+            new, outcome = self._replay_ahead(new, outcome, sql, default_db, file, pos, gtid, at)
         else:
             self._ahead = None
         if not outcome.understood:
@@ -197,11 +198,11 @@ class SchemaTracker:
         if new is not self.catalog:
             self._set(new)
             if self.history is not None:
-                self.history.record(file, pos, gtid, new, sql=sql, tables=outcome.tables)
+                self.history.record(file, pos, gtid, new, sql=sql, tables=outcome.tables, at=at)
         return outcome
 
     def _replay_ahead(self, new: Catalog, outcome: DdlOutcome, sql: str, default_db: str, file: str,
-                      pos: int, gtid: str | None) -> tuple[Catalog, DdlOutcome]:
+                      pos: int, gtid: str | None, at: Checkpoint | None) -> tuple[Catalog, DdlOutcome]:
         """A DDL logged before the catalog was read (module docstring)."""
         from sluice.cdc.schema.ddl import apply_ddl
 
@@ -235,7 +236,7 @@ class SchemaTracker:
             # Today's definition already has this change (and every later one up to read_at). The
             # history still gets the statement: a restart after it knows the table was met.
             if self.history is not None:
-                self.history.record(file, pos, gtid, self.catalog, sql=sql, tables=outcome.tables)
+                self.history.record(file, pos, gtid, self.catalog, sql=sql, tables=outcome.tables, at=at)
             return self.catalog, replace(outcome, understood=True, message=None)
         self._later.difference_update(outcome.tables)
         return new, outcome

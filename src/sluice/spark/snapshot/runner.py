@@ -167,7 +167,7 @@ class SnapshotRunner:
                 start = executed_at(FollowConfig(config, retries=8),
                                     Checkpoint(read_at.file, read_at.pos, None, server_identity(conn)))
                 if self.history is not None:
-                    self.history.record_bootstrap(start.file, start.pos, everything)
+                    self.history.record_bootstrap(start.file, start.pos, everything, at=start)
                 state.start = start.to_json()
                 state.save(self.store)
             # MySQL: the first wave's low watermark is taken here, so its settle passes while the

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from sluice.binlog.position import Checkpoint, SourceIdentity
 from sluice.cdc.schema import Catalog, SchemaHistory, apply_ddl
 from sluice.errors import ConfigError
 
@@ -169,3 +170,21 @@ def test_unterminated_last_line_is_dropped(tmp_path: Path) -> None:
 def test_unwritable_place_is_a_config_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="cannot create"):
         SchemaHistory.open(tmp_path / "missing-dir" / "h.jsonl")
+
+
+def test_positions_carry_the_checkpoint_form_and_older_lines_still_load(tmp_path: Path) -> None:
+    path = tmp_path / "schema.jsonl"
+    history = build(path)  # lines without the Checkpoint form, as older sluice wrote them
+    server = SourceIdentity("mysql", "3e11fa47-71ca-11e1-9e33-c80aa9429562")
+    start = Checkpoint("binlog.1000001", 4, "3e11fa47-71ca-11e1-9e33-c80aa9429562:1-40", server)
+    catalog, _ = ddl(BASE, "CREATE TABLE t (a int)")
+    history.record_bootstrap(start.file, start.pos, catalog, at=start)
+    boundary = Checkpoint("binlog.1000001", 700, "3e11fa47-71ca-11e1-9e33-c80aa9429562:1-52", server)
+    catalog, tables = ddl(catalog, "ALTER TABLE t ADD d int")
+    history.record("binlog.1000001", 777, "3e11fa47-71ca-11e1-9e33-c80aa9429562:53", catalog,
+                   sql="ALTER TABLE t ADD d int", tables=tables, at=boundary)
+    assert json.loads(lines(path)[-1])["at"] == boundary.to_json()
+    reopened = SchemaHistory.open(path)
+    assert [e.at for e in reopened.entries] == [None, None, None, None, start, boundary]
+    assert reopened.entries[-1].at.source == server  # type: ignore[union-attr]
+    assert names(reopened.catalog_at("binlog.1000001", 778)) == ("a", "d")
