@@ -56,7 +56,7 @@ def _error_line(done: subprocess.CompletedProcess[str]) -> str:
 def _write(server, first: int) -> None:
     """Rows into p.t and p.u from ``first`` on, some updated and deleted."""
     ids = range(first, first + 30)
-    server.sql(";".join(f"INSERT INTO p.t VALUES ({i}, {i})" for i in ids) + ";"
+    server.sql(";".join(f"INSERT INTO p.t (id, v) VALUES ({i}, {i})" for i in ids) + ";"
                + ";".join(f"INSERT INTO p.u (id, w) VALUES ({i}, 'w{i}')" for i in ids))
     server.sql(f"UPDATE p.t SET v = v * 10 WHERE id % 3 = 0; DELETE FROM p.u WHERE id % 4 = 0 AND id >= {first}")
 
@@ -89,7 +89,8 @@ def _lake_versions(lake: Path) -> dict[str, int]:
 def _purged_lake(flavor, sandbox_factory, tmp_path):
     """A server, a lake that streamed from it, and its binlogs purged past the stream's position
     while more was written; (server, lake, the stream's position)."""
-    server = sandbox_factory(flavor)
+    # FULL: the binlog names its columns, so sluice tail (the check's reference) reads across the DDLs
+    server = sandbox_factory(flavor, settings={"binlog-row-metadata": "FULL"})
     begin = _files(server)[0]
     server.sql("CREATE DATABASE p; CREATE TABLE p.t (id INT PRIMARY KEY, v INT);"
                "CREATE TABLE p.u (id INT PRIMARY KEY, w VARCHAR(20))")
@@ -147,6 +148,22 @@ def _snapshot_start(lake: Path) -> str:
     return f"{start.file}:{start.pos}"
 
 
+def _history_has_checkpoints(lake: Path) -> None:
+    """Every position of the schema history is in the Checkpoint form: a DDL's the boundary its
+    transaction starts at, GTIDs and server included; a bootstrap its start as known then (a FILE:POS
+    given: no GTIDs yet); the bootstrap at the new snapshot's start is that start, GTIDs included."""
+    entries = [json.loads(line) for line in (lake / "_sluice" / "schema-history.jsonl").read_text().splitlines()[1:]]
+    for entry in entries:
+        at = Checkpoint.from_json(entry["at"])
+        assert (at.file, at.pos) == (entry["file"], entry["pos"]) if entry["kind"] == "bootstrap" else (
+            at.source is not None and at.key <= position_key(entry["file"], entry["pos"])), entry
+    start = json.loads((lake / "_sluice" / "snapshot.json").read_text())["start"]
+    after = [Checkpoint.from_json(e["at"]) for e in entries
+             if e["kind"] == "change" and position_key(e["file"], e["pos"]) > Checkpoint.from_json(start).key]
+    assert after and all(at.gtid_set for at in after), after  # the ALTER streamed after the snapshot
+    assert [e["at"] for e in entries if e["kind"] == "bootstrap"][-1] == start
+
+
 @pytest.mark.parametrize("flavor", TWO_FLAVORS)
 def test_a_purged_position_stops_the_run_and_a_snapshot_of_every_table_goes_on_exactly_once(
         flavor, sandbox_factory, tmp_path):
@@ -175,11 +192,13 @@ def test_a_purged_position_stops_the_run_and_a_snapshot_of_every_table_goes_on_e
     assert every.returncode == 0, every.stderr[-4000:]
     start = _snapshot_start(lake)
     _write(server, 300)  # after the snapshot: the stream goes on from its start
+    server.sql("ALTER TABLE p.t ADD COLUMN z INT NOT NULL DEFAULT 3; INSERT INTO p.t VALUES (399, 1, 4)")
     server.sql("UPDATE p.u SET x = id WHERE id < 150")
     again = _run(server, lake)
     assert again.returncode == 0, again.stderr[-4000:]
     assert "the stream goes on from the snapshot's start" in again.stderr, again.stderr[-4000:]
     assert _snapshot_start(lake) == start  # its GTID set against the changes after it too
+    _history_has_checkpoints(lake)
     assert exactly_once(server, lake, "p", start, older_kept=True) > 0
     verify = _sluice("verify", "--source", server.dsn("repl"), "--lake", str(lake))
     assert verify.returncode == 0, verify.stdout + verify.stderr[-4000:]

@@ -224,6 +224,8 @@ class Pipeline(BatchCommits):
         a new Spark checkpoint (the old one's offsets lead back to ``at``) and app id, from ``start``."""
         self.app_id = self.lake.app_id = self.state.new_checkpoint()
         self.resume_at = None
+        # The DDL journal names a batch of the old numbering; the new one's batch of that number is another
+        self.store.delete(self.store.DDL_JOURNAL)
         self.progress(f"the stream goes on from the snapshot's start {start_checkpoint(start, 'the snapshot')}, not "
                       f"from {at}: the snapshot of every captured table replaces it (Spark's checkpoint "
                       f"{self.checkpoint_path} started over)")
