@@ -30,7 +30,7 @@ from tests.unit.binlog.encoders import (
 )
 
 from sluice.binlog import rowplan
-from sluice.binlog.columns import ColumnInfo
+from sluice.binlog.column_info import ColumnInfo
 from sluice.binlog.constants import ColumnType as T
 
 

@@ -122,7 +122,7 @@ def snapshot(box: Sandbox, rows: int, table: str) -> dict[str, object]:
 def phase(box: Sandbox, repeat: int, table: str) -> dict[str, float]:
     from sluice.lake.layout import open_lake
     from sluice.spark.runtime.session import spark_session
-    from sluice.spark.snapshot.runner import SnapshotRunner
+    from sluice.spark.snapshot.driver import SnapshotRunner
 
     started = time.perf_counter()
     spark = spark_session()

@@ -31,8 +31,8 @@ import decode
 import snapshot
 
 from sluice.cdc.schema.given import load_schema
-from sluice.cdc.snapshot.chunks import Chunk
-from sluice.cdc.snapshot.reader import TablePlan, prepare_session, read_chunk_raw
+from sluice.cdc.table_read.chunks import Chunk
+from sluice.cdc.table_read.reader import TablePlan, prepare_session, read_chunk_raw
 from sluice.dsn import parse_dsn
 from sluice.io.connection import Connection
 from sluice.lake.data_files import write_data_file

@@ -21,10 +21,10 @@ from typing import Any
 from sluice.binlog.parser import EventParser, ParserConfig
 from sluice.binlog.position import Checkpoint
 from sluice.cdc.capture import CaptureConfig, ChangeCapture
+from sluice.cdc.capture_start import StartRequest, prepare_capture
 from sluice.cdc.filters import table_filter
 from sluice.cdc.follow import FollowConfig, follow
 from sluice.cdc.records import RowChange
-from sluice.cdc.session import StartRequest, prepare_capture
 from sluice.dsn import parse_dsn
 from sluice.io.binlog_file import iter_events, iter_raw_spans
 from sluice.io.replication import ReplicationStream, StreamConfig

@@ -24,7 +24,7 @@ from typing import Any
 
 from sluice.binlog.absent import ABSENT
 from sluice.binlog.colplan import type_name
-from sluice.binlog.columns import ColumnInfo, inspection_columns
+from sluice.binlog.column_info import ColumnInfo, inspection_columns
 from sluice.binlog.constants import ColumnType as T
 from sluice.binlog.constants import EventType
 from sluice.binlog.decoders.table_map import string_meta

@@ -21,9 +21,9 @@ import pytest
 
 from sluice.binlog.position import binlog_file_key
 from sluice.cdc.capture import CaptureConfig, ChangeCapture, DdlRecord
+from sluice.cdc.capture_start import StartRequest, prepare_capture
 from sluice.cdc.follow import FollowConfig, follow
 from sluice.cdc.jsonl import record_line
-from sluice.cdc.session import StartRequest, prepare_capture
 from sluice.dsn import parse_dsn
 from sluice.io.connection import Connection
 from sluice.io.replication import server_binlog_status

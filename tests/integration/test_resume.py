@@ -363,8 +363,8 @@ def test_follow_reports_each_reconnect_and_loses_nothing(server):
     """A replication connection killed on the server: ``follow`` reconnects at the last boundary,
     tells ``on_retry`` (the pipeline's reconnect count comes from it) and yields every change once."""
     from sluice.cdc.capture import CaptureConfig, ChangeCapture
+    from sluice.cdc.capture_start import StartRequest, prepare_capture
     from sluice.cdc.follow import FollowConfig, follow
-    from sluice.cdc.session import StartRequest, prepare_capture
 
     db = f"retry_{uuid.uuid4().hex[:8]}"
     with _root(server) as conn:

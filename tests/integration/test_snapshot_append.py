@@ -19,11 +19,11 @@ from typing import Any
 import deltalake
 import pytest
 
-from sluice.cdc.snapshot.chunks import Chunk
+from sluice.cdc.table_read.chunks import Chunk
 from sluice.dsn import parse_dsn
 from sluice.io.connection import Connection
 from sluice.lake.layout import open_lake
-from sluice.spark.snapshot.runner import SnapshotRunner
+from sluice.spark.snapshot.driver import SnapshotRunner
 from sluice.spark.snapshot.state import SnapshotState
 from sluice.spark.verify.check import verify_lake
 

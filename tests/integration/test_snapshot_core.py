@@ -21,13 +21,13 @@ import pytest
 
 from sluice.binlog.position import position_key
 from sluice.cdc.capture import CaptureConfig, ChangeCapture
+from sluice.cdc.capture_start import StartRequest, prepare_capture
 from sluice.cdc.follow import FollowConfig, follow
 from sluice.cdc.records import RowChange
 from sluice.cdc.schema import bootstrap_catalog
-from sluice.cdc.session import StartRequest, prepare_capture
-from sluice.cdc.snapshot.consistent import consistent_scan
-from sluice.cdc.snapshot.reader import binlog_position, low_mark, plan_table, prepare_session, read_chunk
-from sluice.cdc.snapshot.reconcile import after_high, in_window, key_order, reconcile, split_key_move
+from sluice.cdc.table_read.consistent import consistent_scan
+from sluice.cdc.table_read.reader import binlog_position, low_mark, plan_table, prepare_session, read_chunk
+from sluice.cdc.table_read.reconcile import after_high, in_window, key_order, reconcile, split_key_move
 from sluice.dsn import parse_dsn
 from sluice.errors import AccessDeniedError, ServerError
 from sluice.io.connection import Connection
@@ -197,7 +197,7 @@ def test_chunks_reconciled_with_the_binlog_equal_the_tables(server) -> None:
         if server.flavor == "mysql":  # its low watermark is read a chunk ahead of the SELECT: wide windows
             assert len(within) >= 50, len(within)
         # Whether reconciling altered some chunk is a matter of timing (a change between the SELECT and
-        # the high watermark); that it alters them right is what tests/unit/cdc/snapshot/test_snapshot_reconcile.py
+        # the high watermark); that it alters them right is what tests/unit/cdc/table_read/test_snapshot_reconcile.py
         # checks, and the mirror == SELECT comparison above holds either way.
         # the keyless table: the scan plus every change after its position, as a multiset
         bag = Counter(_frozen(r) for r in scan.rows)

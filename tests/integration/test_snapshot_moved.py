@@ -18,7 +18,7 @@ import pytest
 from sluice.dsn import parse_dsn
 from sluice.io.connection import Connection
 from sluice.lake.layout import open_lake
-from sluice.spark.snapshot.runner import SnapshotRunner
+from sluice.spark.snapshot.driver import SnapshotRunner
 from sluice.spark.verify.check import verify_lake
 
 pytestmark = [pytest.mark.spark]

@@ -33,7 +33,7 @@ from sluice.io.connection import Connection
 from sluice.io.replication import server_binlog_status
 from sluice.lake.mirror.batch import TableBatch
 from sluice.lake.sink import DeltaLake
-from sluice.lake.types.columns import to_arrow_table
+from sluice.lake.types.mirror_columns import to_arrow_table
 from sluice.lake.types.table_layout import mirror_columns_for_schema
 from sluice.spark.verify import check as verify_module
 from sluice.spark.verify.check import TableVerdict, verify_lake

@@ -164,8 +164,8 @@ def test_the_lake_needs_no_spark():
 # The orchestration shell of cdc: the modules that talk to servers and files. The rest of cdc is its
 # core (capture, transactions, records, the schema model and DDL replay, reconciliation), sans-I/O.
 CDC_SHELL = {
-    "sluice.cdc.follow", "sluice.cdc.session", "sluice.cdc.schema_start", "sluice.cdc.schema.bootstrap",
-    "sluice.cdc.schema.history", "sluice.cdc.snapshot.reader", "sluice.cdc.snapshot.consistent",
+    "sluice.cdc.follow", "sluice.cdc.capture_start", "sluice.cdc.schema_start", "sluice.cdc.schema.bootstrap",
+    "sluice.cdc.schema.history", "sluice.cdc.table_read.reader", "sluice.cdc.table_read.consistent",
     "sluice.cdc.source_checks", "sluice.cdc.schema.given",
 }
 _IO_MODULES = ("sluice.io", "socket", "ssl", "subprocess", "select", "os", "shutil", "tempfile")

@@ -1,7 +1,7 @@
 # Included by _rowcore.pyx: row changes in the change log's columns, built in C.
 #
-# The twin is ``sluice.spark.source.change_schema.record_batch`` over ``RowChange`` / ``DdlRecord`` records. Here
-# a rows event's rows go straight into the buffers of the Arrow columns (``sluice.spark.source.change_schema``
+# The twin is ``sluice.spark.source.change_frame.record_batch`` over ``RowChange`` / ``DdlRecord`` records. Here
+# a rows event's rows go straight into the buffers of the Arrow columns (``sluice.spark.source.change_frame``
 # makes the arrays from them without copying): the before / after images as UTF-8 JSON text with
 # int32 offsets and a validity bitmap, and the per-row numbers. Everything that is the same for all
 # rows of an event (op, db, table, pk, file; ``ddl`` for a DDL record) is one "meta" tuple, and a

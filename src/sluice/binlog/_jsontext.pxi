@@ -3,7 +3,7 @@
 #
 # The reference is the per-value path of ``sluice.spark.snapshot.chunk_arrow``: ``json.loads`` with
 # ``sluice.cdc.textvalues.json_number`` for a number that is not an integer, then
-# ``sluice.lake.types.columns.json_text`` (compact, non-ASCII kept, a DECIMAL as its printed digits).
+# ``sluice.lake.types.mirror_columns.json_text`` (compact, non-ASCII kept, a DECIMAL as its printed digits).
 # ``json_texts`` walks each document once and writes that text: whitespace dropped; strings with
 # their escapes resolved and written again as ``_out_utf8`` writes them; integers as Python prints
 # them; any other number as its double's shortest text when that is its printed text or it has an

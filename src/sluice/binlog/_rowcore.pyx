@@ -10,7 +10,7 @@ writes the JSON lines of decoded rows; its twin is ``sluice.cdc.jsonl``. ``RowPr
 (``_rowjson.pxi``) writes the same lines from the row bytes themselves. The objects of single
 values (integers, floats, SET members, text in its character set) are made in ``_rowobjects.pxi``.
 ``ChangeRows`` (``_changerows.pxi``) holds row changes as the change log's Arrow column buffers; its
-twin is ``sluice.spark.source.change_schema.record_batch``. Beside them, ``TypedImages``
+twin is ``sluice.spark.source.change_frame.record_batch``. Beside them, ``TypedImages``
 (``_typedimages.pxi``, its values in ``_typedvalues.pxi``) keeps each table's images as typed
 columns for the pipeline's MERGE sources; the reference it is held to is the same images parsed
 back from their JSON (``sluice.lake.mirror.merge_source.merge_source``).

@@ -12,7 +12,7 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
-from sluice.binlog.columns import BINARY_COLLATION, ColumnInfo, string_real_type
+from sluice.binlog.column_info import BINARY_COLLATION, ColumnInfo, string_real_type
 from sluice.binlog.constants import ColumnType
 from sluice.binlog.values.charsets import (
     charmap_table,

@@ -44,7 +44,7 @@ from typing import Any
 
 from sluice.binlog.absent import ABSENT
 from sluice.binlog.colplan import Col, column
-from sluice.binlog.columns import ColumnInfo, TableShape
+from sluice.binlog.column_info import ColumnInfo, TableShape
 from sluice.binlog.rowgen import compile_loops
 from sluice.binlog.values.geometry import Geometry
 from sluice.binlog.values.json_binary import JsonDiff, JsonDiffs

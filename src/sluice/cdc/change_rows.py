@@ -4,7 +4,7 @@ texts, as the compiled core's ``ChangeRows`` holds them.
 A row change's ``before`` / ``after`` / ``json_diffs`` are JSON text in the contract's value
 encoding (``cdc.jsonl``); op, db, table, pk and file are the same for every row of a rows event and
 travel as one meta tuple ``(op, db, table, pk, file, ddl)``. A DDL record's row names its first
-table, has no images and carries ``ddl_json``. ``sluice.spark.source.change_schema`` turns these rows into the
+table, has no images and carries ``ddl_json``. ``sluice.spark.source.change_frame`` turns these rows into the
 change DataFrame's Arrow batches.
 """
 

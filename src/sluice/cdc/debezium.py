@@ -29,7 +29,7 @@ from decimal import Decimal
 from typing import Any
 
 from sluice import __version__
-from sluice.binlog.columns import ColumnInfo, may_mark, string_real_type
+from sluice.binlog.column_info import ColumnInfo, may_mark, string_real_type
 from sluice.binlog.constants import ColumnType as T
 from sluice.binlog.values.json_binary import JsonDecimal
 from sluice.cdc.jsonl import json_text

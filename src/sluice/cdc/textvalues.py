@@ -27,7 +27,7 @@ from decimal import Decimal, InvalidOperation
 from ipaddress import AddressValueError, IPv4Address, IPv6Address
 from typing import Any
 
-from sluice.binlog.columns import BINARY_COLLATION
+from sluice.binlog.column_info import BINARY_COLLATION
 from sluice.binlog.values.geometry import decode_geometry, decode_vector
 from sluice.binlog.values.json_binary import JsonDecimal
 from sluice.binlog.values.mariadb_types import inet4_text, inet6_text, uuid_text

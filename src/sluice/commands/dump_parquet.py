@@ -5,7 +5,7 @@ Under the output folder (which must be new or empty):
     tables/<db>/<table>/part-00000.parquet   a table's changes in binlog order, part after part
     ddl.parquet                              the schema changes, with --ddl
 
-A table's file holds ``sluice.lake.mirror.typed_changes.change_schema``: ``op``, ``before`` and
+A table's file holds ``sluice.lake.mirror.typed_changes.typed_change_schema``: ``op``, ``before`` and
 ``after`` as structs of the table's columns in the types of its Delta mirror, ``absent`` for the
 columns a minimal image left out, and the change's binlog coordinates. A column whose values the
 binlog leaves unsure (read by position: an integer of unknown signedness, text of an unknown
@@ -32,15 +32,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from sluice.binlog.columns import may_mark
+from sluice.binlog.column_info import may_mark
 from sluice.cdc.capture import ChangeCapture, CommittedTransaction
 from sluice.cdc.jsonl import json_text
 from sluice.cdc.records import RowChange
 from sluice.errors import ConfigError
 from sluice.lake.mirror.typed_changes import change_table
-from sluice.lake.types.columns import MirrorColumn, mirror_columns
+from sluice.lake.types.mirror_columns import MirrorColumn, mirror_columns
 from sluice.lake.types.typed_images import typed_rows
-from sluice.spark.source.change_schema import columns_batch, record_batch
+from sluice.spark.source.change_frame import columns_batch, record_batch
 
 __all__ = ["ParquetDump", "output_folder"]
 

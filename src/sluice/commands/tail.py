@@ -125,9 +125,9 @@ def run(args: argparse.Namespace) -> int:
             raise ConfigError("--events prints raw events, values and all: drop --exclude-columns / --hash-columns")
         return _run_events(args)
     from sluice.cdc.capture import CaptureConfig, CaptureOutput, ChangeCapture
+    from sluice.cdc.capture_start import StartRequest, prepare_capture
     from sluice.cdc.filters import parse_ops, table_filter
     from sluice.cdc.follow import FollowConfig, follow
-    from sluice.cdc.session import StartRequest, prepare_capture
 
     connection = parse_dsn(args.dsn)
     keep = table_filter(args.tables, args.exclude_tables)

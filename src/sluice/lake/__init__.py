@@ -22,7 +22,7 @@ _HOMES = {  # each exported name's module
     "DeltaLake": "sink",
     "Lake": "layout",
     "LakeStore": "storage",
-    "MirrorColumn": "types.columns",
+    "MirrorColumn": "types.mirror_columns",
     "TableBatch": "mirror.batch",
     "mirror_columns_for_schema": "types.table_layout",
 }

@@ -3,7 +3,7 @@ as its pending changes, ``sluice.lake.mirror.pending``) and append every change 
 exactly once.
 
 A lake is a root folder or an object-store prefix (``sluice.lake.storage``): ``ROOT/<db>/<table>``
-is the typed mirror of a table (one row per primary key, columns per ``sluice.lake.types.columns``)
+is the typed mirror of a table (one row per primary key, columns per ``sluice.lake.types.mirror_columns``)
 and ``ROOT/_sluice/changes`` the append-only change log.
 ``DeltaLake.write_batch`` plans every table's MERGE first (``sluice.lake.mirror.merge``: the
 fold to the last state per primary key, the mirror's schema, the MERGE source), so a
@@ -49,7 +49,7 @@ from sluice.lake.mirror.commits import MirrorCommits, Planned
 from sluice.lake.mirror.merge import commit_error
 from sluice.lake.mirror.pending import MirrorCadence
 from sluice.lake.storage import LakeStore
-from sluice.lake.types.columns import MirrorColumn, mirror_schema
+from sluice.lake.types.mirror_columns import MirrorColumn, mirror_schema
 
 __all__ = [
     "BatchResult", "DeltaLake",

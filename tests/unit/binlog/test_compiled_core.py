@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sluice.binlog import rowplan
-from sluice.binlog.columns import ColumnInfo
+from sluice.binlog.column_info import ColumnInfo
 from sluice.binlog.constants import ColumnType as T
 from sluice.binlog.rowplan import RowPlan, plan_for
 from sluice.cli import main as sluice_main

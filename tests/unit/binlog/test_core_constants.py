@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from sluice.binlog import colplan, rowplan
-from sluice.binlog.columns import ColumnInfo
+from sluice.binlog.column_info import ColumnInfo
 from sluice.binlog.constants import ColumnType
 from sluice.errors import SluiceError
 

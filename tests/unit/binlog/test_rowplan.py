@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sluice.binlog import rowplan
-from sluice.binlog.columns import ColumnInfo
+from sluice.binlog.column_info import ColumnInfo
 from sluice.binlog.constants import ColumnType as T
 from sluice.binlog.rowplan import ABSENT, Geometry, JsonDiff, JsonDiffs, plan_for
 from sluice.binlog.values.charsets import CharsetDecodeError

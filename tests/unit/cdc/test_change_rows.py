@@ -20,7 +20,7 @@ from sluice.binlog.position import Checkpoint
 from sluice.cdc.capture import CaptureConfig, CaptureOutput, ChangeCapture
 from sluice.errors import SluiceError
 from sluice.io.binlog_file import iter_raw_spans
-from sluice.spark.source.change_schema import arrow_batches, columns_batch
+from sluice.spark.source.change_frame import arrow_batches, columns_batch
 from tests.unit.binlog.test_event_run import cut_variants
 
 pytestmark = [

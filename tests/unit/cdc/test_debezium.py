@@ -13,7 +13,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from sluice.binlog.columns import ColumnInfo
+from sluice.binlog.column_info import ColumnInfo
 from sluice.binlog.constants import ColumnType as T
 from sluice.binlog.position import Checkpoint
 from sluice.cdc.capture import CaptureConfig, CaptureOutput, ChangeCapture

@@ -6,7 +6,7 @@ from decimal import Decimal
 
 import pytest
 
-from sluice.binlog.columns import ColumnInfo
+from sluice.binlog.column_info import ColumnInfo
 from sluice.binlog.events import GtidEvent, MariadbGtidEvent, RowsEvent, TableMapEvent, TransactionPayloadEvent
 from sluice.binlog.header import EventHeader
 from sluice.binlog.rowplan import ABSENT

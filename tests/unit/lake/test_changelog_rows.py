@@ -10,7 +10,7 @@ import pytest
 
 from sluice.cdc.records import RowChange
 from sluice.cdc.schema import Catalog, apply_ddl
-from sluice.lake.changelog.rows import change_batch, changelog_rows, changelog_table, row_changes
+from sluice.lake.changelog.rows import change_batch, changelog_from_rows, changelog_table, to_row_changes
 from sluice.lake.changelog.schema import CHANGE_ARROW_SCHEMA, CHANGELOG_SCHEMA
 from sluice.lake.types.table_layout import mirror_columns_for_schema
 
@@ -38,7 +38,7 @@ def test_change_rows_read_back_as_the_same_changes():
     batch = change_batch(changes, [1_700_000_000_000_001, None, 7])
     assert batch.schema == CHANGE_ARROW_SCHEMA
     assert batch.column("commit_ts").cast(pa.int64()).to_pylist() == [1_700_000_000_000_001, None, 7]
-    assert row_changes(_columns(), pa.Table.from_batches([batch])) == changes
+    assert to_row_changes(_columns(), pa.Table.from_batches([batch])) == changes
 
 
 def test_changelog_rows_are_the_change_rows_with_the_batch_and_in_binlog_order():
@@ -46,5 +46,5 @@ def test_changelog_rows_are_the_change_rows_with_the_batch_and_in_binlog_order()
     log = changelog_table(9, list(reversed(changes)))
     assert log.schema == CHANGELOG_SCHEMA
     assert log.column("batch_id").to_pylist() == [9, 9, 9]
-    assert log.to_pylist() == changelog_rows(pa.Table.from_batches([change_batch(changes)]), 9).to_pylist()
-    assert row_changes(_columns(), log) == changes
+    assert log.to_pylist() == changelog_from_rows(pa.Table.from_batches([change_batch(changes)]), 9).to_pylist()
+    assert to_row_changes(_columns(), log) == changes

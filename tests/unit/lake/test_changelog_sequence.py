@@ -13,9 +13,9 @@ from deltalake import CommitProperties, DeltaTable, write_deltalake
 
 from sluice.binlog.position import Checkpoint
 from sluice.cdc.records import RowChange
-from sluice.cdc.snapshot.consistent import ConsistentRead
+from sluice.cdc.table_read.consistent import ConsistentRead
 from sluice.errors import UnsupportedError
-from sluice.lake.changelog.rows import changelog_rows, changelog_table
+from sluice.lake.changelog.rows import changelog_from_rows, changelog_table
 from sluice.lake.changelog.schema import CHANGELOG_SCHEMA
 from sluice.lake.changelog.sequence import (
     RANGE_STRIDE,
@@ -67,7 +67,7 @@ def test_rows_are_numbered_in_their_order_and_a_missing_column_is_added() -> Non
     assert numbered(log, 7).column("seq").to_pylist() == [7, 8, 9]
     assert numbered(log, 7).schema == CHANGELOG_SCHEMA
     assert numbered(log.drop_columns(["seq"]), 0).column("seq").to_pylist() == [0, 1, 2]
-    staged = changelog_rows(log.drop_columns(["seq"]).append_column("commit_ts", log.column("ts")), 4, 2**40)
+    staged = changelog_from_rows(log.drop_columns(["seq"]).append_column("commit_ts", log.column("ts")), 4, 2**40)
     assert staged.column("seq").to_pylist() == [2**40, 2**40 + 1, 2**40 + 2]
 
 
@@ -85,7 +85,7 @@ def test_each_commit_records_the_highest_seq_and_every_later_writer_goes_on_afte
     # the tasks' files of batch 1: two ranges, numbered from the batch's first number
     first = lake.next_seq()
     assert first == 3
-    files = [write_data_file(changelog_rows(changelog_table(1, _changes(10 * (i + 1), 2)).append_column(
+    files = [write_data_file(changelog_from_rows(changelog_table(1, _changes(10 * (i + 1), 2)).append_column(
         "commit_ts", pa.nulls(2, pa.timestamp("us", tz="UTC"))), 1, range_first(first, i, 2)), lake.changelog_path)
         for i in range(2)]
     lake.write_batch(1, [], changelog_files=[add_action(f) for f in files],

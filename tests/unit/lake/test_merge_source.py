@@ -21,13 +21,13 @@ from deltalake import DeltaTable
 
 from sluice.cdc.records import RowChange
 from sluice.cdc.schema import Catalog, TableSchema, apply_ddl
-from sluice.lake.changelog.rows import changelog_rows as _changelog
-from sluice.lake.changelog.rows import row_changes as _row_changes
+from sluice.lake.changelog.rows import changelog_from_rows as _changelog
+from sluice.lake.changelog.rows import to_row_changes as _row_changes
 from sluice.lake.mirror.batch import TableBatch
 from sluice.lake.mirror.merge_source import merge_source
 from sluice.lake.sink import DeltaLake
 from sluice.lake.types.table_layout import mirror_columns_for_schema
-from sluice.spark.source.change_schema import record_batch
+from sluice.spark.source.change_frame import record_batch
 
 pytestmark = pytest.mark.unit
 

@@ -25,7 +25,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import sluice
-from sluice.binlog.columns import ColumnInfo
+from sluice.binlog.column_info import ColumnInfo
 from sluice.binlog.constants import ColumnType as T
 from sluice.binlog.events import TableMapEvent
 from sluice.binlog.values.json_binary import JsonDecimal, JsonDiff, JsonDiffs
@@ -36,7 +36,7 @@ from sluice.lake.mirror import merge as mirror_merge
 from sluice.lake.mirror.batch import TableBatch
 from sluice.lake.mirror.pending import MirrorCadence
 from sluice.lake.sink import DeltaLake
-from sluice.lake.types.columns import MirrorColumn, mirror_columns
+from sluice.lake.types.mirror_columns import MirrorColumn, mirror_columns
 from tests.conftest import examples
 
 pytestmark = pytest.mark.unit

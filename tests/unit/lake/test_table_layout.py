@@ -29,8 +29,8 @@ from sluice.cdc.jsonl import json_text, json_texts
 from sluice.cdc.records import RowChange
 from sluice.cdc.schema import Catalog, TableSchema, apply_ddl, check_table_map
 from sluice.errors import ProtocolError, SchemaError
-from sluice.lake.types.columns import MirrorColumn, mirror_columns, to_arrow_table
 from sluice.lake.types.images import decode_image, image_decoder, row_change_from_record
+from sluice.lake.types.mirror_columns import MirrorColumn, mirror_columns, to_arrow_table
 from sluice.lake.types.table_layout import mirror_columns_for_schema, table_map_for_schema
 from tests.conftest import examples
 

@@ -22,13 +22,13 @@ from sluice.binlog.absent import ABSENT
 from sluice.cdc.change_rows import kind_metas
 from sluice.cdc.jsonl import line_parts, value_bytes
 from sluice.cdc.schema import TableSchema
-from sluice.lake.changelog.rows import changelog_rows, row_changes
+from sluice.lake.changelog.rows import changelog_from_rows, to_row_changes
 from sluice.lake.mirror.batch import TableBatch
 from sluice.lake.mirror.merge_source import merge_source, typed_merge_source
 from sluice.lake.sink import DeltaLake
 from sluice.lake.types.table_layout import mirror_columns_for_schema
 from sluice.lake.types.typed_images import typed_rows
-from sluice.spark.source.change_schema import columns_batch
+from sluice.spark.source.change_frame import columns_batch
 from tests.unit.lake.test_merge_source import mirror, schema_of
 
 pytestmark = pytest.mark.unit
@@ -203,9 +203,9 @@ def test_floats_binary_strings_sets_and_json_documents_make_the_per_row_mirror(t
         assert all(kind in (pa.null(), pa.binary()) for kind in (kinds["bl"], kinds["bn"])), kinds
         source = typed_merge_source(columns, ("id",), rows, images)
         assert source is not None, "the typed images stepped aside"
-        slow.write_batch(batch_id, [TableBatch("db", "t", columns, ("id",), row_changes(columns, rows))])
+        slow.write_batch(batch_id, [TableBatch("db", "t", columns, ("id",), to_row_changes(columns, rows))])
         fast.write_batch(batch_id, [TableBatch("db", "t", columns, ("id",), (), source, rows.num_rows)],
-                         changelog=changelog_rows(rows, batch_id))
+                         changelog=changelog_from_rows(rows, batch_id))
         assert mirror(tmp_path / "rows", "db", "t", ("id",)) == mirror(tmp_path / "typed", "db", "t", ("id",))
 
 

@@ -27,8 +27,8 @@ from sluice.cdc.records import RowChange, current_ends, versioned_op
 from sluice.cdc.schema.catalog import Catalog
 from sluice.cdc.schema.ddl import apply_ddl, strip_versioning
 from sluice.cdc.schema.model import SystemTime, TableSchema
-from sluice.cdc.snapshot.chunks import Chunk
-from sluice.cdc.snapshot.reconcile import key_order, reconcile_keys
+from sluice.cdc.table_read.chunks import Chunk
+from sluice.cdc.table_read.reconcile import key_order, reconcile_keys
 from sluice.cli import main as sluice_main
 from sluice.errors import ConfigError, SchemaError
 from sluice.lake.mirror.versioned import mirror_rows

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from sluice.binlog.columns import ColumnInfo
+from sluice.binlog.column_info import ColumnInfo
 from sluice.binlog.constants import ColumnType as T
 from sluice.binlog.decoders._reader import U16, U32, packed_int, take
 from sluice.binlog.events import TableMapEvent

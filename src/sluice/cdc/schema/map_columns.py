@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sluice.binlog.columns import BINARY_COLLATION, ColumnInfo
+from sluice.binlog.column_info import BINARY_COLLATION, ColumnInfo
 from sluice.binlog.constants import ColumnType as T
 from sluice.binlog.decoders.table_map import string_meta
 from sluice.binlog.values.charsets import COLLATION_CHARSETS

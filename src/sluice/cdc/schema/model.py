@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
-from sluice.binlog.columns import BINARY_COLLATION, ColumnInfo
+from sluice.binlog.column_info import BINARY_COLLATION, ColumnInfo
 from sluice.cdc.schema.period import SystemTime
 from sluice.cdc.schema.typemap import (
     BINARY_TYPES,

@@ -48,7 +48,7 @@ import logging
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from sluice.binlog.columns import ColumnInfo, inspection_columns
+from sluice.binlog.column_info import ColumnInfo, inspection_columns
 from sluice.binlog.constants import ColumnType
 from sluice.binlog.events import TableMapEvent
 from sluice.binlog.position import Checkpoint, position_key

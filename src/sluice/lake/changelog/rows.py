@@ -1,8 +1,8 @@
 """Change rows and ``RowChange``s, both ways: the one writing of ``RowChange``s as rows of the
 change schema (``change_batch``, what the ``binlog`` source yields for them) and as change-log rows
 (``changelog_table``); the change-log rows of a range whose images are JSON already
-(``changelog_rows``); and a table's rows read back from the staged change-log files as
-``RowChange``s for the per-row MERGE path (``staged_rows``, ``row_changes``).
+(``changelog_from_rows``); and a table's rows read back from the staged change-log files as
+``RowChange``s for the per-row MERGE path (``staged_rows``, ``to_row_changes``).
 """
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ from sluice.lake.changelog.schema import CHANGE_ARROW_SCHEMA, CHANGELOG_SCHEMA
 from sluice.lake.storage import LakeStore
 from sluice.lake.types.images import image_decoder, row_change_from_record
 
-__all__ = ["change_batch", "changelog_rows", "changelog_table", "row_changes", "staged_rows"]
+__all__ = ["change_batch", "changelog_from_rows", "changelog_table", "staged_rows", "to_row_changes"]
 
 
-def row_changes(columns: tuple[Any, ...], rows: Any) -> list[RowChange]:
+def to_row_changes(columns: tuple[Any, ...], rows: Any) -> list[RowChange]:
     """The table's rows of the change DataFrame as ``RowChange``s with typed images, column-wise."""
 
     decode = image_decoder(columns)
@@ -65,7 +65,7 @@ def staged_rows(changelog: str, paths: list[str], store: LakeStore | None = None
     return rows_of
 
 
-def changelog_rows(table: Any, batch_id: int, first_seq: int | None = None) -> Any:
+def changelog_from_rows(table: Any, batch_id: int, first_seq: int | None = None) -> Any:
     """The change-log rows straight from the batch's Arrow columns: the images are already JSON.
     ``seq`` runs from ``first_seq`` in the rows' order (None: null, for the writer to number)."""
 
@@ -104,7 +104,7 @@ def change_batch(changes: Sequence[RowChange], commit_us: Sequence[int | None] |
 
 def changelog_table(batch_id: int, changes: Sequence[RowChange]) -> pa.Table:
     """The change-log rows of a batch's changes, ordered by ``(file, pos, row)``."""
-    table = changelog_rows(pa.Table.from_batches([change_batch(changes)]), batch_id)
+    table = changelog_from_rows(pa.Table.from_batches([change_batch(changes)]), batch_id)
     if len(changes) > 1:
         table = table.sort_by([("file", "ascending"), ("pos", "ascending"), ("row", "ascending")])
     return table

@@ -7,7 +7,7 @@ The change log's columns are the change rows' but ``commit_ts``, with the batch 
 own order, ``sluice.lake.changelog.sequence``), in the order ``CHANGELOG_COLUMNS`` gives: the order
 of its Delta tables on disk, where the columns added later (``json_diffs``, ``ddl``, ``seq``) come
 last. Each column has the change rows' type; the source's Spark DDL
-is derived from ``CHANGE_ARROW_SCHEMA`` as well (``sluice.spark.source.change_schema``).
+is derived from ``CHANGE_ARROW_SCHEMA`` as well (``sluice.spark.source.change_frame``).
 
 Each change-log commit of a batch records where the stream stands (``POSITION_KEY``: the
 ``Checkpoint``'s JSON document, the GTID set and the source server included), which
@@ -32,7 +32,7 @@ __all__ = ["CHANGELOG_COLUMNS", "CHANGELOG_SCHEMA", "CHANGE_ARROW_SCHEMA", "POSI
 _TS = pa.timestamp("us", tz="UTC")
 
 #: The change rows, in the order the source yields their columns (the table of their meaning is in
-#: ``sluice.spark.source.change_schema``).
+#: ``sluice.spark.source.change_frame``).
 CHANGE_ARROW_SCHEMA: Final = pa.schema([
     ("op", pa.string()),
     ("db", pa.string()),

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 
 from sluice.cdc.records import RowChange
-from sluice.lake.types.columns import MirrorColumn
+from sluice.lake.types.mirror_columns import MirrorColumn
 
 __all__ = ["BatchResult", "TableBatch", "TableResult"]
 

@@ -30,7 +30,7 @@ from sluice.lake.mirror.fold import DELETE, MOVE, PATCH, Entry, fold, from_mirro
 from sluice.lake.mirror.merge_source import DELETE_FLAG, key_bounds
 from sluice.lake.mirror.merge_source import quote_name as _quote
 from sluice.lake.storage import LakeStore
-from sluice.lake.types.columns import MirrorColumn, column_array, mirror_schema
+from sluice.lake.types.mirror_columns import MirrorColumn, column_array, mirror_schema
 
 __all__ = ["TablePlan", "commit_error", "merge_into", "plan"]
 

@@ -24,7 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pa_json
 
-from sluice.lake.types.columns import MirrorColumn
+from sluice.lake.types.mirror_columns import MirrorColumn
 from sluice.lake.types.read_plans import ReadPlan, as_read, column_plans, read_plan
 from sluice.lake.types.typed_images import TypedRows
 

@@ -2,12 +2,12 @@
 
 ``change_table`` takes a table's rows of the change schema (``sluice.lake.changelog.schema``:
 JSON images, all of one column layout) and, where the compiled core kept them, the same changes'
-typed images (``TypedRows``), and returns one row per change (``change_schema``):
+typed images (``TypedRows``), and returns one row per change (``typed_change_schema``):
 
 | column | type | meaning |
 |---|---|---|
 | op, db, table | string | as in the change schema |
-| before, after | struct | the image's columns in their mirror types (``sluice.lake.types.columns``); null: no image |
+| before, after | struct | the image's columns in their mirror types (``lake.types.mirror_columns``); null: no image |
 | absent | list<string> | what a minimal image left out, as ``before.NAME`` / ``after.NAME``; null: images whole |
 | json_diffs, file, pos, row, gtid, ts, commit_ts | | as in the change schema |
 
@@ -28,19 +28,19 @@ import pyarrow.compute as pc
 
 from sluice.lake.changelog.schema import CHANGE_ARROW_SCHEMA
 from sluice.lake.mirror.merge_source import all_full, read_texts, text_buffers
-from sluice.lake.types.columns import MirrorColumn, to_arrow_table
 from sluice.lake.types.images import image_decoder
+from sluice.lake.types.mirror_columns import MirrorColumn, to_arrow_table
 from sluice.lake.types.read_plans import ReadPlan, as_read, column_plans
 from sluice.lake.types.typed_images import TypedRows
 
-__all__ = ["change_schema", "change_table"]
+__all__ = ["change_table", "typed_change_schema"]
 
 _KEPT = ("json_diffs", "file", "pos", "row", "gtid", "ts", "commit_ts")  # change-schema columns kept as they are
 _SIDES = ("before", "after")
 _OPS = pa.array(["insert", "update", "delete"])  # the typed images' op codes 0, 1, 2
 
 
-def change_schema(columns: Sequence[MirrorColumn]) -> pa.Schema:
+def typed_change_schema(columns: Sequence[MirrorColumn]) -> pa.Schema:
     """The schema of ``change_table`` for a table of ``columns``."""
     image = pa.struct([pa.field(c.name, c.arrow_type) for c in columns])
     return pa.schema([
@@ -59,7 +59,7 @@ def change_table(columns: Sequence[MirrorColumn], rows: pa.Table, typed: TypedRo
     before, after, absent = images
     arrays = [rows.column("op"), rows.column("db"), rows.column("table"), before, after, absent,
               *(rows.column(name) for name in _KEPT)]
-    return pa.Table.from_arrays(arrays, schema=change_schema(columns))
+    return pa.Table.from_arrays(arrays, schema=typed_change_schema(columns))
 
 
 def _columnwise(columns: Sequence[MirrorColumn], rows: pa.Table,

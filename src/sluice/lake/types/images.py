@@ -25,7 +25,7 @@ from sluice.binlog.values.geometry import Geometry
 from sluice.binlog.values.json_binary import JsonDecimal, JsonDiff, JsonDiffs
 from sluice.cdc.records import ROW_OPS, RowChange
 from sluice.errors import ProtocolError, SchemaError
-from sluice.lake.types.columns import GEOMETRY_TYPE, MirrorColumn
+from sluice.lake.types.mirror_columns import GEOMETRY_TYPE, MirrorColumn
 
 __all__ = ["ImageDecoder", "decode_image", "image_decoder", "json_document", "row_change_from_record"]
 

@@ -3,7 +3,7 @@
 A column's values come either from the change log's JSON images, parsed by Arrow's JSON reader as
 one type and then converted to the mirror's (``read_plan``: integers, text, ENUM, TIME, DECIMAL
 from its digits, DATE / DATETIME / TIMESTAMP from their text, zero and partial dates to NULL as
-``sluice.lake.types.columns`` does), or from the images the compiled core typed as it wrote them
+``sluice.lake.types.mirror_columns`` does), or from the images the compiled core typed as it wrote them
 (``sluice.lake.types.typed_images``), read the same way (``as_read``). ``column_plans`` adds the
 conversions that are exact for more types (FLOAT and DOUBLE, binary strings, SET, and JSON
 documents from the typed images). A plan's conversion returns None, never a guess, where a value does not convert
@@ -18,8 +18,8 @@ from collections.abc import Callable
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sluice.lake.types import columns as t
-from sluice.lake.types.columns import MirrorColumn
+from sluice.lake.types import mirror_columns as t
+from sluice.lake.types.mirror_columns import MirrorColumn
 
 __all__ = ["ReadPlan", "as_read", "column_plans", "read_plan"]
 

@@ -5,7 +5,7 @@ history (``sluice.cdc.schema.TableSchema``) and receives row images as JSON text
 JSON-lines value encoding (DESIGN.md, "Value encoding"). ``table_map_for_schema`` packs a declared
 table into what a TABLE_MAP of it would say — one binlog type code and one metadata value per
 column, after the server's ``Field::binlog_type`` and ``Field::do_save_field_metadata``
-(``sql/field.cc``) — so that ``mirror_columns_for_schema`` is exactly ``sluice.lake.types.columns.
+(``sql/field.cc``) — so that ``mirror_columns_for_schema`` is exactly ``sluice.lake.types.mirror_columns.
 mirror_columns`` of that map.
 """
 
@@ -15,7 +15,7 @@ import json
 from dataclasses import astuple, dataclass, replace
 from typing import Any
 
-from sluice.binlog.columns import BINARY_COLLATION, ColumnInfo
+from sluice.binlog.column_info import BINARY_COLLATION, ColumnInfo
 from sluice.binlog.constants import ColumnType as T
 from sluice.cdc.schema.model import ColumnDef, TableSchema
 from sluice.cdc.schema.typemap import (
@@ -29,7 +29,7 @@ from sluice.cdc.schema.typemap import (
 )
 from sluice.dsn import Flavor
 from sluice.errors import SchemaError
-from sluice.lake.types.columns import MirrorColumn, mirror_columns
+from sluice.lake.types.mirror_columns import MirrorColumn, mirror_columns
 
 __all__ = ["SchemaTableMap", "mirror_columns_for_schema", "table_map_for_schema"]
 

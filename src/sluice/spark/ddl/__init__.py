@@ -7,7 +7,7 @@ from __future__ import annotations
 from sluice.lazy import lazy_exports
 
 _HOMES = {  # each exported name's module
-    "DdlStage": "batch",
+    "BatchDdl": "batch",
     "MirrorDdl": "apply",
     "MirrorStep": "plan",
     "plan_ddl": "plan",

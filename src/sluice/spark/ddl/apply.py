@@ -32,7 +32,7 @@ from deltalake.exceptions import DeltaError
 from sluice.errors import DataLossError
 from sluice.lake.data_files import LAKE_WRITER
 from sluice.lake.sink import DeltaLake
-from sluice.lake.types.columns import column_array
+from sluice.lake.types.mirror_columns import column_array
 from sluice.spark.ddl.plan import MirrorStep
 from sluice.spark.snapshot.state import SnapshotState
 

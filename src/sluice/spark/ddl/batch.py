@@ -1,4 +1,4 @@
-"""The pipeline's DDL stage: the ``ddl`` rows of a micro-batch, turned into mirror changes.
+"""The DDL of a micro-batch: the ``ddl`` rows of a micro-batch, turned into mirror changes.
 
 For each ``ddl`` row (a DDL starts a batch of its own, in order with the DDLs after it) the catalog
 in force just before it comes from the schema history, ``plan_ddl`` decides the mirror steps and
@@ -25,12 +25,12 @@ from sluice.lake.sink import DeltaLake
 from sluice.spark.ddl.apply import MirrorDdl
 from sluice.spark.ddl.plan import MirrorStep, plan_ddl
 
-__all__ = ["DdlStage"]
+__all__ = ["BatchDdl"]
 
 log = logging.getLogger(__name__)
 
 
-class DdlStage:
+class BatchDdl:
     """Applies the DDL rows of micro-batches to the lake of one pipeline."""
 
     def __init__(self, lake: DeltaLake, history_path: Path, tables: str | None,

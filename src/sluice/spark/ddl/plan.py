@@ -28,7 +28,7 @@ from typing import Any
 
 from sluice.cdc.schema import Catalog, ColumnDef, TableSchema, apply_ddl
 from sluice.cdc.schema.lineage import ColumnOrigin
-from sluice.lake.types.columns import MirrorColumn
+from sluice.lake.types.mirror_columns import MirrorColumn
 from sluice.lake.types.table_layout import mirror_columns_for_schema
 
 __all__ = ["MirrorStep", "plan_ddl"]

@@ -29,15 +29,15 @@ from sluice.lake.changelog.rows import staged_rows
 from sluice.lake.changelog.sequence import SEQ_PROPERTY, files_high
 from sluice.lake.layout import Lake
 from sluice.lake.sink import DeltaLake
-from sluice.spark.ddl.batch import DdlStage
+from sluice.spark.ddl.batch import BatchDdl
 from sluice.spark.pipeline.config import PipelineConfig
 from sluice.spark.pipeline.fence import BatchFence
 from sluice.spark.pipeline.lake_state import LakeState
 from sluice.spark.pipeline.staged_batch import StagedBatch, table_batch
 from sluice.spark.pipeline.stats import BatchWritten, PipelineStats
 from sluice.spark.pipeline.upkeep import Upkeep
+from sluice.spark.snapshot.driver import SnapshotRunner
 from sluice.spark.snapshot.filter import SnapshotFilter
-from sluice.spark.snapshot.runner import SnapshotRunner
 from sluice.spark.source.staging import BATCH_PROPERTY, STORAGE_PROPERTY
 
 __all__ = ["BatchCommits"]
@@ -56,7 +56,7 @@ class BatchCommits:
     store: Lake
     lake: DeltaLake
     upkeep: Upkeep
-    ddl: DdlStage
+    ddl: BatchDdl
     history_path: Any
     pipeline_id: str
     _stop: threading.Event

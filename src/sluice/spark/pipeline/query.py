@@ -18,7 +18,7 @@ from typing import Any
 from sluice.spark.pipeline.config import ONCE, PipelineConfig, interval
 from sluice.spark.runtime.session import spark_session
 from sluice.spark.source.options import column_options
-from sluice.spark.source.staging import STAGE_SCHEMA
+from sluice.spark.source.staging import DESCRIPTOR_SPARK_SCHEMA
 
 __all__ = ["pipeline_session", "stream_writer"]
 
@@ -40,7 +40,7 @@ def stream_writer(spark: Any, cfg: PipelineConfig, *, starting: str, history: Pa
     no key), which the caller removes when the query ends."""
     reader = (
         spark.readStream.format("binlog")
-        .schema(STAGE_SCHEMA)  # given, not asked of the source: a Python worker less at start
+        .schema(DESCRIPTOR_SPARK_SCHEMA)  # given, not asked of the source: a Python worker less at start
         .option("dsn", cfg.source)
         .option("startingPosition", starting)
         .option("schemaHistory", str(history))

@@ -41,7 +41,7 @@ from sluice.cdc.schema import SchemaHistory
 from sluice.dsn import parse_dsn
 from sluice.errors import BinlogPurgedError, ConfigError, LakeBusyError, SluiceError
 from sluice.lake.sink import DeltaLake
-from sluice.spark.ddl.batch import DdlStage
+from sluice.spark.ddl.batch import BatchDdl
 from sluice.spark.pipeline.batches import BatchCommits
 from sluice.spark.pipeline.config import PipelineConfig
 from sluice.spark.pipeline.fence import BatchFence
@@ -109,7 +109,7 @@ class Pipeline(BatchCommits):
         self.lake = DeltaLake(self.store, self.app_id, change_feed=config.change_feed, cadence=config.mirror)
         self.upkeep = Upkeep(self.lake.store, config.maintenance, progress=self.progress,
                              open_table=self.lake.current)
-        self.ddl = DdlStage(self.lake, self.history_path, config.tables, config.exclude_tables, self.progress,
+        self.ddl = BatchDdl(self.lake, self.history_path, config.tables, config.exclude_tables, self.progress,
                             config.columns)
         self._spark: Any = None
         self._in_flight = ""  # the file the source reports what it reads and has not committed yet to

@@ -21,7 +21,7 @@ from deltalake.transaction import AddAction
 from sluice.binlog.position import Checkpoint, furthest, position_key
 from sluice.cdc.schema import SchemaHistory
 from sluice.errors import ConfigError
-from sluice.lake.changelog.rows import row_changes
+from sluice.lake.changelog.rows import to_row_changes
 from sluice.lake.data_files import add_action
 from sluice.lake.mirror.batch import TableBatch
 from sluice.lake.mirror.merge_source import fold_sources, without_positions
@@ -126,7 +126,7 @@ def table_batch(history: SchemaHistory, store: LakeStore, db: str, name: str, pa
     if any(p.path and p.layout != layout for p in parts):
         log.warning("%s.%s: a task typed its changes as %s, the schema history as %s; taking the per-row path",
                     db, name, next(p.layout for p in parts if p.path and p.layout != layout), layout)
-    changes = row_changes(columns, rows_of(db, name))
+    changes = to_row_changes(columns, rows_of(db, name))
     if snapshot_filter:
         if covering is not None:
             log.debug("%s.%s: the snapshot filter judges the batch's changes one by one", db, name)

@@ -5,7 +5,7 @@ bytes of each text value, null for SQL NULL); ``chunk_table`` turns them straigh
 mirror's Arrow table (``sluice.lake.types.table_layout.mirror_columns_for_schema``), holding exactly the values
 the binlog path writes for the same rows: each value's text (``texts``) goes through its column's
 text converter (``sluice.cdc.textvalues``) and then the mirror column's converter
-(``sluice.lake.types.columns``). Common simple types skip the per-value Python: character text is cast
+(``sluice.lake.types.mirror_columns``). Common simple types skip the per-value Python: character text is cast
 to the Arrow string (UTF-8 checked), binary strings are the bytes sent, integers, DECIMALs of up to
 38 digits, DOUBLEs and FLOATs are parsed by Arrow's cast from the text, and DATE, DATETIME,
 TIMESTAMP and SET texts take the binlog path's column-wise conversions of the same texts
@@ -32,10 +32,10 @@ from sluice.binlog import rowplan
 from sluice.cdc.jsonl import json_text
 from sluice.cdc.schema.model import ColumnDef, TableSchema
 from sluice.cdc.schema.typemap import BINARY_TYPES, INTEGER_TYPES, TEXT_TYPES
-from sluice.cdc.snapshot.chunks import key_columns
+from sluice.cdc.table_read.chunks import key_columns
 from sluice.cdc.textvalues import text_converter
 from sluice.errors import SchemaError
-from sluice.lake.types.columns import MirrorColumn, column_array, mirror_schema
+from sluice.lake.types.mirror_columns import MirrorColumn, column_array, mirror_schema
 from sluice.lake.types.read_plans import column_plans, read_plan
 from sluice.lake.types.typed_images import string_array
 

@@ -22,8 +22,8 @@ from sluice.cdc.records import RowChange
 from sluice.cdc.schema import TableSchema
 from sluice.cdc.schema.model import ColumnDef
 from sluice.cdc.schema.typemap import INTEGER_TYPES
-from sluice.cdc.snapshot.chunks import Chunk, ChunkRead, key_columns
-from sluice.cdc.snapshot.reconcile import KeyOrder, after_high, key_order, split_key_move
+from sluice.cdc.table_read.chunks import Chunk, ChunkRead, key_columns
+from sluice.cdc.table_read.reconcile import KeyOrder, after_high, key_order, split_key_move
 from sluice.lake.mirror.merge_source import CHANGE_FILE, CHANGE_POS
 from sluice.spark.snapshot.state import SnapshotState
 

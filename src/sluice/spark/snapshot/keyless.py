@@ -2,7 +2,7 @@
 
 Such a table has no mirror (rows without a key cannot be merged), so the change log is where a
 consumer rebuilds it. ``snapshot_keyless`` reads the table in one consistent scan
-(``sluice.cdc.snapshot.consistent``: MariaDB's ``binlog_snapshot_*`` status, MySQL's backup lock
+(``sluice.cdc.table_read.consistent``: MariaDB's ``binlog_snapshot_*`` status, MySQL's backup lock
 or ``FLUSH TABLES WITH READ LOCK``) and appends every row to the change log as a ``read`` record
 at the scan's binlog position ``P``: the table's contents at ``P``. The stream starts at the
 snapshot's start, before ``P``, so the change log also holds the table's changes between the two;
@@ -27,8 +27,8 @@ from deltalake.exceptions import DeltaError
 from sluice.binlog.position import Checkpoint
 from sluice.cdc.jsonl import json_texts
 from sluice.cdc.schema import TableSchema
-from sluice.cdc.snapshot.consistent import ConsistentRead, consistent_scan
-from sluice.cdc.snapshot.reader import prepare_session
+from sluice.cdc.table_read.consistent import ConsistentRead, consistent_scan
+from sluice.cdc.table_read.reader import prepare_session
 from sluice.dsn import parse_dsn
 from sluice.errors import AccessDeniedError, DataLossError
 from sluice.io.connection import Connection

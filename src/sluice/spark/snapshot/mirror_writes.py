@@ -24,7 +24,7 @@ from sluice.lake.data_files import add_action
 from sluice.lake.layout import Lake
 from sluice.lake.mirror.batch import TableBatch
 from sluice.lake.sink import DeltaLake
-from sluice.lake.types.columns import mirror_schema
+from sluice.lake.types.mirror_columns import mirror_schema
 from sluice.lake.types.table_layout import mirror_columns_for_schema
 from sluice.spark.snapshot.state import SnapshotState
 

@@ -2,7 +2,7 @@
 
 ``SnapshotState`` is the file's content: the binlog position the stream starts at, each captured
 table's chunk plan with its finished chunks and watermarks, and whether the snapshot is complete
-(``sluice.spark.snapshot.runner`` writes it as it goes). ``forget_tables`` drops tables from it (``sluice
+(``sluice.spark.snapshot.driver`` writes it as it goes). ``forget_tables`` drops tables from it (``sluice
 snapshot --tables``), ``stream_start`` is where the stream starts after it.
 """
 

@@ -23,8 +23,8 @@ from sluice.cdc.capture import CaptureConfig, ChangeCapture
 from sluice.cdc.follow import FollowConfig, follow, retrying
 from sluice.cdc.records import RowChange
 from sluice.cdc.schema import Catalog, SchemaTracker, TableSchema
-from sluice.cdc.snapshot.chunks import Chunk
-from sluice.cdc.snapshot.reader import (
+from sluice.cdc.table_read.chunks import Chunk
+from sluice.cdc.table_read.reader import (
     TABLE_CHANGED,
     LowMark,
     TablePlan,
@@ -32,13 +32,13 @@ from sluice.cdc.snapshot.reader import (
     read_chunk,
     read_chunk_raw,
 )
-from sluice.cdc.snapshot.reconcile import key_order, reconcile, reconcile_keys
+from sluice.cdc.table_read.reconcile import key_order, reconcile, reconcile_keys
 from sluice.dsn import parse_dsn
 from sluice.errors import SchemaError, ServerError, SluiceError, carry, storage_full
 from sluice.io.connection import Connection
 from sluice.lake.data_files import write_data_file
 from sluice.lake.layout import open_lake
-from sluice.lake.types.columns import to_arrow_table
+from sluice.lake.types.mirror_columns import to_arrow_table
 from sluice.lake.types.table_layout import mirror_columns_for_schema
 from sluice.spark.snapshot.chunk_arrow import chunk_table, column_builders, integer_keys_in_order, key_values
 from sluice.spark.snapshot.text_rows import split_rows

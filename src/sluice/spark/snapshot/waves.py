@@ -16,7 +16,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any
 
-from sluice.cdc.snapshot.reader import LowMark, low_mark
+from sluice.cdc.table_read.reader import LowMark, low_mark
 from sluice.dsn import parse_dsn
 from sluice.errors import SluiceError, carried
 from sluice.io.connection import Connection
@@ -55,7 +55,7 @@ def in_waves(spark: Any, source: str, payloads: list[ChunkTask], first: LowMark 
     that a job's start is paid per wave, not per chunk.
     ``first`` (MySQL): the low watermark taken when the tables were planned, the first wave's;
     every later chunk's is taken a wave ahead of it. So the settle after a mark
-    (``sluice.cdc.snapshot.reader``) has passed when its task runs, not holding a slot idle (an
+    (``sluice.cdc.table_read.reader``) has passed when its task runs, not holding a slot idle (an
     older mark only widens the window the chunk is reconciled with). ``stopping()`` ends it at a wave's
     boundary; ``jobs`` names the Spark job group its waves run in, cancelled when it ends early."""
     sc = spark.sparkContext

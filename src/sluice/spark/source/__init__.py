@@ -1,6 +1,6 @@
 """The ``binlog`` PySpark data source: its options (``options``), the driver's planning of
-micro-batches on transaction boundaries (``scout``), the stream and file readers (``datasource``,
-``file_reader``), the change DataFrame's schema (``change_schema``; its Spark DDL derived from Arrow
+micro-batches on transaction boundaries (``planner``), the stream and file readers (``datasource``,
+``file_reader``), the change DataFrame's schema (``change_frame``; its Spark DDL derived from Arrow
 by ``spark_ddl``) and the executors' staging of a range into the lake (``staging``).
 """
 

@@ -1,15 +1,15 @@
 """The ``binlog`` PySpark data source: a streaming reader that follows a server, a batch reader for files.
 
 ``spark.readStream.format("binlog").option("dsn", ...).load()`` — the driver follows the server
-(``sluice.spark.source.scout``) and plans micro-batches on transaction boundaries; its offsets are
-checkpoints as JSON (``Checkpoint.to_json``); while Spark runs a batch, the scout reads the next
+(``sluice.spark.source.planner``) and plans micro-batches on transaction boundaries; its offsets are
+checkpoints as JSON (``Checkpoint.to_json``); while Spark runs a batch, the planner reads the next
 one's worth in a thread. A micro-batch never spans a schema change: a DDL transaction starts a batch
 of its own (with the DDLs right after it that change no captured rows), so every batch has one
 layout per table. A batch is split into ranges of about ``rowsPerPartition`` rows /
 ``bytesPerPartition`` bytes, and into at least one range per core when it is smaller. Transactions
-that change no captured table are in no range (``Scout.ranges``). Executors replay their range with
+that change no captured table are in no range (``BatchPlanner.ranges``). Executors replay their range with
 a replication connection of their own, from the range's start to its end, and decode it into Arrow
-batches of ``sluice.spark.source.change_schema.ARROW_SCHEMA``; the same offsets always give the same
+batches of ``sluice.spark.source.change_frame.ARROW_SCHEMA``; the same offsets always give the same
 rows.
 
 ``spark.read.format("binlog").load(path_or_paths)`` — archived binlog files
@@ -52,20 +52,20 @@ from pyspark.sql.streaming.datasource import (
 
 from sluice.binlog.position import Checkpoint, precedes, same_place
 from sluice.cdc.capture import CaptureConfig, CaptureOutput, ChangeCapture, CommittedTransaction
+from sluice.cdc.capture_start import tracker_at
 from sluice.cdc.executed_at import executed_at
 from sluice.cdc.follow import follow, retrying
 from sluice.cdc.schema import Catalog, SchemaHistory, SchemaTracker
-from sluice.cdc.session import tracker_at
 from sluice.errors import ConfigError, DataLossError
 from sluice.io.connection import Connection
 from sluice.io.heap import keep_batch_memory
 from sluice.io.replication import server_binlog_files, server_binlog_status
-from sluice.spark.source.change_schema import CHANGE_SCHEMA, arrow_batches
+from sluice.spark.source.change_frame import CHANGE_SCHEMA, arrow_batches
 from sluice.spark.source.failures import typed_failures
 from sluice.spark.source.file_reader import BinlogFileReader
 from sluice.spark.source.options import SourceOptions
-from sluice.spark.source.scout import RangePartition, Scout, offset_checkpoint
-from sluice.spark.source.staging import STAGE_SCHEMA, part_writer, stage_range, task_batch_id, task_seq
+from sluice.spark.source.planner import BatchPlanner, RangePartition, offset_checkpoint
+from sluice.spark.source.staging import DESCRIPTOR_SPARK_SCHEMA, part_writer, stage_range, task_batch_id, task_seq
 
 __all__ = ["BinlogDataSource", "SourceOptions"]
 
@@ -96,12 +96,12 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def __init__(self, options: SourceOptions) -> None:
         self.options = options
-        self._scout: Scout | None = None
+        self._planner: BatchPlanner | None = None
         self._target: Checkpoint | None = None
 
     def __getstate__(self) -> dict[str, Any]:
-        # Executors get plain data: the options. The scout lives on the driver only.
-        return {"options": self.options, "_scout": None, "_target": None}
+        # Executors get plain data: the options. The planner lives on the driver only.
+        return {"options": self.options, "_planner": None, "_target": None}
 
     # -- driver ----------------------------------------------------------------------------------
     @typed_failures
@@ -112,7 +112,7 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             return named.to_json()
         if self.options.starting.strip().lower() == "latest":
             status = _on_server(self.options, "reading the binlog's end", server_binlog_status)
-            # Its GTID set is read apart from its position: the scout establishes it (executed_at).
+            # Its GTID set is read apart from its position: the planner establishes it (executed_at).
             return Checkpoint(status.file, status.pos).to_json()
         files = _on_server(self.options, "listing the binlogs", server_binlog_files)
         if not files:
@@ -143,18 +143,18 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             max_bytes = self.options.max_bytes
         else:  # ReadAllAvailable: the engine asks for everything (e.g. Trigger.Once)
             max_rows = max_bytes = None
-        if self._scout is not None:
-            self._scout.wait_for_batch(begin, max_rows, max_bytes, self._target)
-            if self._scout.reading:  # it has read this batch whole and reads on while the batch runs
-                return self._scout.choose_end(begin, max_rows, max_bytes, self._target).to_json()
-            self._scout.join()
-        scout = self._scout_at(begin)
-        scout.drop_before(begin)
-        scout.read_ahead(max_rows, max_bytes, self._target)
-        end = scout.choose_end(begin, max_rows, max_bytes, self._target)
+        if self._planner is not None:
+            self._planner.wait_for_batch(begin, max_rows, max_bytes, self._target)
+            if self._planner.reading:  # it has read this batch whole and reads on while the batch runs
+                return self._planner.choose_end(begin, max_rows, max_bytes, self._target).to_json()
+            self._planner.join()
+        planner = self._planner_at(begin)
+        planner.drop_before(begin)
+        planner.read_ahead(max_rows, max_bytes, self._target)
+        end = planner.choose_end(begin, max_rows, max_bytes, self._target)
         target = self._target
-        if not scout.at_end and (target is None or precedes(end, target)):
-            scout.read_ahead_later(max_rows, max_bytes, target, since=end)  # the next batch's, while this one runs
+        if not planner.at_end and (target is None or precedes(end, target)):
+            planner.read_ahead_later(max_rows, max_bytes, target, since=end)  # the next batch's, while this one runs
         return end.to_json()
 
     @typed_failures
@@ -163,9 +163,9 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         begin, finish = offset_checkpoint(start), offset_checkpoint(end)
         if begin == finish:
             return []
-        scout = self._scout
-        if scout is not None:
-            parts = scout.ranges(begin, finish, self.options.rows_per_partition, self.options.bytes_per_partition)
+        planner = self._planner
+        if planner is not None:
+            parts = planner.ranges(begin, finish, self.options.rows_per_partition, self.options.bytes_per_partition)
             if parts is not None:
                 return parts
         # A batch planned before a restart: one range, with the schema persisted at its start.
@@ -175,22 +175,22 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     @typed_failures
     def commit(self, end: dict[str, Any]) -> None:
-        """Forget what the scout planned before ``end``: Spark committed it."""
-        if self._scout is not None:
-            self._scout.drop_before(offset_checkpoint(end))
+        """Forget what the planner planned before ``end``: Spark committed it."""
+        if self._planner is not None:
+            self._planner.drop_before(offset_checkpoint(end))
 
     def stop(self) -> None:
-        """Let go of the scout: a read-ahead under way ends after its current transaction."""
-        scout, self._scout = self._scout, None
-        if scout is not None:
-            scout._stopping = True
+        """Let go of the planner: a read-ahead under way ends after its current transaction."""
+        planner, self._planner = self._planner, None
+        if planner is not None:
+            planner._stopping = True
 
-    def _scout_at(self, start: Checkpoint) -> Scout:
-        scout = self._scout
-        if scout is not None and (same_place(scout.origin, start) or any(same_place(p.start, start)
-                                                                          for p in scout.pending)
-                                  or same_place(scout.capture.boundary, start)):
-            return scout
+    def _planner_at(self, start: Checkpoint) -> BatchPlanner:
+        planner = self._planner
+        if planner is not None and (same_place(planner.origin, start) or any(same_place(p.start, start)
+                                                                          for p in planner.pending)
+                                  or same_place(planner.capture.boundary, start)):
+            return planner
         # Every offset after this one carries the executed GTIDs, established exactly: a failover
         # goes on by them.
         start = executed_at(self.options.follow_config(), start)
@@ -209,10 +209,10 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                                      skip_incidents=self.options.skip_incidents)
             counts = False
         capture = ChangeCapture(planning, start, tracker)
-        if scout is not None:
-            scout._stopping = True  # its in-flight reports end with it
-        self._scout = Scout(self.options, start, capture, flavor, counts_captured=counts)
-        return self._scout
+        if planner is not None:
+            planner._stopping = True  # its in-flight reports end with it
+        self._planner = BatchPlanner(self.options, start, capture, flavor, counts_captured=counts)
+        return self._planner
 
     # -- executors -------------------------------------------------------------------------------
     @typed_failures
@@ -270,7 +270,7 @@ class BinlogDataSource(DataSource):
         """The change schema, or the staged-file descriptor schema with ``stageTo``."""
         if any(k.lower() == "stageto" and v for k, v in self.options.items()):
 
-            return STAGE_SCHEMA
+            return DESCRIPTOR_SPARK_SCHEMA
         return CHANGE_SCHEMA
 
     @typed_failures

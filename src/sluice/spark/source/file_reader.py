@@ -27,7 +27,7 @@ from sluice.cdc.schema.given import archived_tracker, load_schema
 from sluice.errors import ConfigError
 from sluice.io.binlog_file import iter_raw_spans
 from sluice.io.heap import keep_batch_memory
-from sluice.spark.source.change_schema import arrow_batches
+from sluice.spark.source.change_frame import arrow_batches
 from sluice.spark.source.failures import typed_failures
 from sluice.spark.source.options import SourceOptions
 

@@ -1,6 +1,6 @@
 """What the ``binlog`` source has read that is not in the lake yet, told to the pipeline's progress.
 
-The scout (``sluice.spark.source.scout``) lives where Spark runs the stream reader, a Python
+The planner (``sluice.spark.source.planner``) lives where Spark runs the stream reader, a Python
 process of its own; with ``option("inFlightTo", PATH)`` a thread of it writes ``PATH`` (a small
 JSON file, replaced whole) every second: the transaction it is reading, if any (where it began, its
 binlog bytes and the rows counted so far), and the largest transaction read and not yet committed

@@ -43,7 +43,7 @@ class SourceOptions:
     skip_incidents: bool = False
     include_ddl: bool = False  # rows with op "ddl" for schema changes on captured tables (the pipeline's)
     stage_to: str | None = None  # a lake: tasks write its files and yield descriptors (sluice.spark.source.staging)
-    in_flight_to: str | None = None  # a local file the scout writes what it reads to (sluice.spark.source.in_flight)
+    in_flight_to: str | None = None  # a local file the planner writes what it reads to (sluice.spark.source.in_flight)
     part_bytes: int = PART_BYTES  # stageTo: a task's range in parts of about this many bytes (source.parts)
     schema: str | None = None  # archived files: the tables' definitions, a DSN or a SQL file
     positional: bool = False  # archived files: every table by position

@@ -38,7 +38,7 @@ import pyarrow.compute as pc
 from sluice.binlog.position import Checkpoint
 from sluice.cdc.schema import Catalog
 from sluice.errors import ConfigError
-from sluice.lake.changelog.rows import changelog_rows
+from sluice.lake.changelog.rows import changelog_from_rows
 from sluice.lake.changelog.sequence import range_first
 from sluice.lake.data_files import write_data_file
 from sluice.lake.layout import Lake
@@ -46,7 +46,7 @@ from sluice.lake.mirror.merge_source import merge_source, no_changes, typed_merg
 from sluice.lake.mirror.versioned import mirror_rows
 from sluice.lake.types.table_layout import mirror_columns_for_schema
 from sluice.lake.types.typed_images import typed_rows
-from sluice.spark.source.change_schema import columns_batch
+from sluice.spark.source.change_frame import columns_batch
 from sluice.spark.source.descriptors import ChangelogFile, DdlMet, Descriptor, TableSource
 
 __all__ = ["HeldPart", "PartWriter", "layout_key"]
@@ -85,7 +85,7 @@ class PartWriter:
         self._parts = 0
 
     def write(self, rows: pa.Table, typed: Sequence[dict[Any, Any]]) -> list[Descriptor]:
-        """A part of committed changes (``change_schema.ARROW_SCHEMA``, commit times set) and the
+        """A part of committed changes (``change_frame.ARROW_SCHEMA``, commit times set) and the
         typed images the compiled core kept of them: its change-log file, sources and DDL."""
         if not rows.num_rows:
             return []
@@ -130,7 +130,7 @@ class PartWriter:
         batch_first, index, done = self._seq
         first = range_first(batch_first, index, done + rows.num_rows) + done
         self._seq = (batch_first, index, done + rows.num_rows)
-        written = write_data_file(changelog_rows(rows, self.batch_id, first), self.store.changes,
+        written = write_data_file(changelog_from_rows(rows, self.batch_id, first), self.store.changes,
                                   plain=("before", "after", "json_diffs", "ddl"), bounded=_BOUNDED, store=self.store)
         commits = rows.column("commit_ts").cast(pa.int64()).to_numpy()
         starts = np.concatenate([[0], np.flatnonzero(np.diff(commits)) + 1])

@@ -12,7 +12,7 @@ the binlog position of each key's last change) as an Arrow IPC file in
 parts while it is read (``CaptureConfig.hold_columns``), so a task holds about a part, whatever the
 size of a transaction.
 
-The task yields one small row per file (``STAGE_SCHEMA``): Spark carries these descriptors, not the
+The task yields one small row per file (``DESCRIPTOR_SPARK_SCHEMA``): Spark carries these descriptors, not the
 rows. The driver folds a table's sources in binlog order, MERGEs, and commits the change log last.
 A file that an attempt wrote and the driver never committed (a task retried, a batch replayed after
 a crash, a transaction rolled back) belongs to no table: the staging folder goes after every batch,
@@ -42,7 +42,7 @@ from sluice.spark.source.parts import PartWriter, layout_key
 from sluice.spark.source.spark_ddl import spark_ddl
 
 __all__ = [
-    "BATCH_PROPERTY", "STAGE_ARROW_SCHEMA", "STAGE_SCHEMA", "STORAGE_PROPERTY", "layout_key", "part_writer",
+    "BATCH_PROPERTY", "DESCRIPTOR_SCHEMA", "DESCRIPTOR_SPARK_SCHEMA", "STORAGE_PROPERTY", "layout_key", "part_writer",
     "stage_range", "task_batch_id", "task_seq", "task_store",
 ]
 
@@ -52,9 +52,8 @@ BATCH_PROPERTY: Final = "sluice.batch"
 STORAGE_PROPERTY: Final = "sluice.storage"
 
 #: The descriptors' Arrow schema (``sluice.spark.source.descriptors``), what the tasks yield.
-STAGE_ARROW_SCHEMA: Final = DESCRIPTOR_SCHEMA
 #: The same schema in Spark's DDL: the stream's schema, which the pipeline gives its reader.
-STAGE_SCHEMA: Final = spark_ddl(STAGE_ARROW_SCHEMA)
+DESCRIPTOR_SPARK_SCHEMA: Final = spark_ddl(DESCRIPTOR_SCHEMA)
 
 
 
@@ -109,7 +108,7 @@ def part_writer(lake: str, batch_id: int, start: Checkpoint, tracker: SchemaTrac
 def stage_range(items: Iterable[pa.RecordBatch | tuple[Any, int]], writer: PartWriter, *,
                 part_bytes: int = PART_BYTES, reconnects: Callable[[], int] = lambda: 0,
                 typed: list[dict[Any, Any]] | None = None, end: Checkpoint | None = None) -> Iterator[pa.RecordBatch]:
-    """Write a range's change batches (``sluice.spark.source.change_schema.ARROW_SCHEMA``, binlog
+    """Write a range's change batches (``sluice.spark.source.change_frame.ARROW_SCHEMA``, binlog
     order, as ``arrow_batches`` yields them) to the lake's staging files in parts of about
     ``part_bytes``; the descriptors of what was written. ``typed``: the list ``arrow_batches`` adds
     the typed images of each batch the compiled core built to; a part takes those of its batches

@@ -41,8 +41,8 @@ from sluice.io.connection import Connection
 from sluice.lake.layout import Lake, open_lake
 from sluice.lake.mirror.pending import PendingChanges, with_pending
 from sluice.lake.storage import LakeStore
-from sluice.lake.types import columns as _mc
-from sluice.lake.types.columns import MirrorColumn, column_array, mirror_schema
+from sluice.lake.types import mirror_columns as _mc
+from sluice.lake.types.mirror_columns import MirrorColumn, column_array, mirror_schema
 from sluice.lake.types.table_layout import mirror_columns_for_schema
 from sluice.spark.verify.rows import canonical_column, row_checksums
 from sluice.spark.verify.scope import captured_tables

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sluice.binlog.columns import ColumnInfo
+from sluice.binlog.column_info import ColumnInfo
 from sluice.cdc.schema import Catalog, ColumnDef, TableSchema, apply_ddl, is_ddl
 from sluice.cdc.schema.ddl import enum_members
 from sluice.errors import SchemaError

@@ -13,7 +13,7 @@ import pytest
 
 import sluice
 from sluice.binlog import rowplan
-from sluice.binlog.columns import ColumnInfo
+from sluice.binlog.column_info import ColumnInfo
 from sluice.binlog.events import QueryEvent, RowsEvent, TableMapEvent
 from sluice.binlog.parser import EventParser, ParserConfig
 from sluice.cdc.schema import Catalog, SchemaHistory, SchemaTracker, apply_ddl, check_table_map

@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 from sluice.cdc.schema.model import ColumnDef, TableSchema
 from sluice.cdc.textvalues import text_converter
 from sluice.errors import SchemaError
-from sluice.lake.types.columns import column_array
+from sluice.lake.types.mirror_columns import column_array
 from sluice.lake.types.table_layout import mirror_columns_for_schema
 from sluice.spark.snapshot.chunk_arrow import (
     chunk_table,
@@ -257,8 +257,8 @@ def test_integer_keys_in_order_agrees_with_reconcile_keys(keys: list[int], sort:
     """Where the column-wise check says the rows are in order, reconcile_keys (no changes in the window)
     finds nothing to do; where reconcile_keys refuses the rows, the column-wise check says no."""
     from sluice.binlog.position import Checkpoint
-    from sluice.cdc.snapshot.chunks import Chunk
-    from sluice.cdc.snapshot.reconcile import key_order, reconcile_keys
+    from sluice.cdc.table_read.chunks import Chunk
+    from sluice.cdc.table_read.reconcile import key_order, reconcile_keys
 
     if sort:
         keys = sorted(set(keys))

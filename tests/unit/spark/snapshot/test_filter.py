@@ -16,7 +16,7 @@ import pytest
 from sluice.binlog.position import Checkpoint
 from sluice.cdc.records import RowChange
 from sluice.cdc.schema.model import ColumnDef, TableSchema
-from sluice.cdc.snapshot.chunks import Chunk
+from sluice.cdc.table_read.chunks import Chunk
 from sluice.lake.mirror.merge_source import fold_sources, merge_source, without_positions
 from sluice.lake.types.table_layout import mirror_columns_for_schema
 from sluice.spark.snapshot.filter import SnapshotFilter

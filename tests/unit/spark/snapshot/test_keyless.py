@@ -10,7 +10,7 @@ from deltalake import DeltaTable
 
 from sluice.binlog.position import Checkpoint
 from sluice.cdc.schema.model import ColumnDef, TableSchema
-from sluice.cdc.snapshot.consistent import ConsistentRead
+from sluice.cdc.table_read.consistent import ConsistentRead
 from sluice.lake.changelog.schema import CHANGELOG_SCHEMA
 from sluice.lake.sink import DeltaLake
 from sluice.spark.snapshot.keyless import read_records, snapshot_keyless

@@ -1,5 +1,5 @@
 """What the source reports of the transactions it reads and has not committed (``in_flight``): the
-capture's open transaction as its events come in, the scout's largest transaction, the report file
+capture's open transaction as its events come in, the planner's largest transaction, the report file
 the pipeline reads for its progress line and its metrics, all without a server."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from sluice.spark.pipeline.stats import PipelineStats
 from sluice.spark.source import in_flight
 from sluice.spark.source.datasource import SourceOptions
 from sluice.spark.source.in_flight import InFlight, in_flight_file, read_in_flight, remove_in_flight, report_in_flight
-from sluice.spark.source.scout import Scout, _Planned
+from sluice.spark.source.planner import BatchPlanner, _Planned
 
 pytestmark = pytest.mark.unit
 
@@ -60,22 +60,22 @@ def test_the_open_transaction_shows_its_bytes_and_rows_so_far(output: CaptureOut
     assert [s[3] for s in seen] == [7, 1]  # the three-table transaction, then the one-row one
 
 
-def test_the_scout_reports_the_largest_transaction_read_and_not_committed() -> None:
+def test_the_planner_reports_the_largest_transaction_read_and_not_committed() -> None:
     catalog = Catalog(flavor="mysql")
     pending = [_Planned(Checkpoint("b.000001", 4), Checkpoint("b.000001", 504), 7, 500, False, catalog),
                _Planned(Checkpoint("b.000001", 504), Checkpoint("b.000001", 20504), 90, 20000, False, catalog)]
     data = (DATA / "mysql-multitable.binlog").read_bytes()
     capture = ChangeCapture(CaptureConfig(output=CaptureOutput.COUNTS), Checkpoint("f", 4))
-    scout = Scout(SourceOptions(dsn="mysql://u@127.0.0.1:3306/"), pending[0].start, capture, "mysql",
+    planner = BatchPlanner(SourceOptions(dsn="mysql://u@127.0.0.1:3306/"), pending[0].start, capture, "mysql",
                   pending=pending)
-    assert scout.in_flight() == {"open": None, "largest_bytes": 20000, "largest_rows": 90}
+    assert planner.in_flight() == {"open": None, "largest_bytes": 20000, "largest_rows": 90}
     for offset, event in _events(data)[:13]:  # into the first transaction, before its XID
         capture.feed("f", offset, offset + len(event), event)
-    state = scout.in_flight()
+    state = planner.in_flight()
     assert state["open"] == {"file": "f", "pos": 198, "bytes": 1078 - 198, "rows": 6}
     assert (state["largest_bytes"], state["largest_rows"]) == (20000, 90)
-    scout.drop_before(Checkpoint("b.000001", 20504))  # committed: not in flight any more
-    assert (scout.in_flight()["largest_bytes"], scout.in_flight()["largest_rows"]) == (880, 6)
+    planner.drop_before(Checkpoint("b.000001", 20504))  # committed: not in flight any more
+    assert (planner.in_flight()["largest_bytes"], planner.in_flight()["largest_rows"]) == (880, 6)
 
 
 def test_the_report_file_reaches_the_progress_line_and_the_metrics(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from sluice.binlog.position import Checkpoint
 from sluice.errors import ConfigError
 from sluice.spark.source.datasource import BinlogStreamReader, SourceOptions
-from sluice.spark.source.scout import offset_checkpoint
+from sluice.spark.source.planner import offset_checkpoint
 
 pytestmark = pytest.mark.unit
 

@@ -26,7 +26,7 @@ from sluice.cdc.capture import CaptureConfig, CaptureOutput, ChangeCapture
 from sluice.io.binlog_file import iter_raw_spans
 from sluice.lake.layout import open_lake
 from sluice.lake.mirror.merge_source import fold_sources
-from sluice.spark.source.change_schema import arrow_batches
+from sluice.spark.source.change_frame import arrow_batches
 from sluice.spark.source.parts import PartWriter
 from sluice.spark.source.staging import stage_range
 

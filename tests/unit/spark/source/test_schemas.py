@@ -1,6 +1,6 @@
 """Each schema of the change rows has one home and its other forms are derived from it: the Spark
 DDL the source declares is its Arrow schema's, the change log's columns are the change rows' in the
-order of the Delta tables already on disk, and the table in ``change_schema``'s docstring lists the
+order of the Delta tables already on disk, and the table in ``change_frame``'s docstring lists the
 columns the source yields."""
 
 import re
@@ -12,14 +12,14 @@ from deltalake import DeltaTable, write_deltalake
 from pyspark.sql.pandas.types import from_arrow_type
 
 from sluice.cdc.records import RowChange
-from sluice.lake.changelog.rows import changelog_rows
+from sluice.lake.changelog.rows import changelog_from_rows
 from sluice.lake.changelog.schema import CHANGE_ARROW_SCHEMA, CHANGELOG_SCHEMA
 from sluice.lake.data_files import add_action, write_data_file
 from sluice.lake.sink import DeltaLake
-from sluice.spark.source import change_schema
-from sluice.spark.source.change_schema import ARROW_SCHEMA, CHANGE_SCHEMA, record_batch
+from sluice.spark.source import change_frame
+from sluice.spark.source.change_frame import ARROW_SCHEMA, CHANGE_SCHEMA, record_batch
 from sluice.spark.source.spark_ddl import spark_type
-from sluice.spark.source.staging import STAGE_ARROW_SCHEMA, STAGE_SCHEMA
+from sluice.spark.source.staging import DESCRIPTOR_SCHEMA, DESCRIPTOR_SPARK_SCHEMA
 
 pytestmark = pytest.mark.unit
 
@@ -39,8 +39,8 @@ def _ddl_columns(ddl: str) -> list[tuple[str, str]]:
     return [(m.group(1), m.group(2)) for m in re.finditer(r"`([^`]+)` ([A-Z_]+(?:<[A-Z_]+>)?)(?:, |$)", ddl)]
 
 
-@pytest.mark.parametrize(("ddl", "arrow"), [(CHANGE_SCHEMA, ARROW_SCHEMA), (STAGE_SCHEMA, STAGE_ARROW_SCHEMA)],
-                         ids=["change", "stage"])
+@pytest.mark.parametrize(("ddl", "arrow"), [(CHANGE_SCHEMA, ARROW_SCHEMA),
+                                            (DESCRIPTOR_SPARK_SCHEMA, DESCRIPTOR_SCHEMA)], ids=["change", "descriptor"])
 def test_the_spark_ddl_is_the_arrow_schemas(ddl, arrow):
     """Column for column, as pyspark itself maps the Arrow types of the source's batches."""
     assert _ddl_columns(ddl) == [(f.name, from_arrow_type(f.type).simpleString().upper()) for f in arrow]
@@ -71,9 +71,9 @@ def test_a_change_log_written_before_keeps_taking_batches(tmp_path):
                            1711670400)
         return pa.Table.from_batches([record_batch([change], [1711670400 * 1_000_000])])
 
-    staged = write_data_file(changelog_rows(change_rows(200), 1, lake.next_seq()), lake.changelog_path)
+    staged = write_data_file(changelog_from_rows(change_rows(200), 1, lake.next_seq()), lake.changelog_path)
     lake.write_batch(1, [], changelog_files=[add_action(staged)])
-    lake.write_batch(2, [], changelog=changelog_rows(change_rows(300), 2))
+    lake.write_batch(2, [], changelog=changelog_from_rows(change_rows(300), 2))
     log = DeltaTable(lake.changelog_path)
     assert log.schema().to_arrow().names == CHANGELOG_SCHEMA.names
     rows = sorted(log.to_pyarrow_table().to_pylist(), key=lambda r: r["pos"])
@@ -82,7 +82,7 @@ def test_a_change_log_written_before_keeps_taking_batches(tmp_path):
 
 
 def test_the_docstring_table_lists_the_columns_the_source_yields():
-    rows = re.findall(r"^\| ([\w, ]+) \| ([\w<>, ]+) \|", change_schema.__doc__ or "", re.MULTILINE)
+    rows = re.findall(r"^\| ([\w, ]+) \| ([\w<>, ]+) \|", change_frame.__doc__ or "", re.MULTILINE)
     listed = []
     for names, types in rows[1:]:  # after the header
         kinds = [t.strip() for t in types.split(",")]

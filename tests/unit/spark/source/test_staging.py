@@ -22,14 +22,14 @@ from deltalake import DeltaTable, write_deltalake
 from sluice.binlog.position import Checkpoint
 from sluice.cdc.records import RowChange
 from sluice.cdc.schema import SchemaTracker, apply_ddl
-from sluice.lake.changelog.rows import changelog_rows, row_changes, staged_rows
+from sluice.lake.changelog.rows import changelog_from_rows, staged_rows, to_row_changes
 from sluice.lake.changelog.schema import CHANGELOG_SCHEMA
 from sluice.lake.data_files import add_action, delta_stats
 from sluice.lake.mirror.batch import TableBatch
 from sluice.lake.mirror.merge_source import _fold_grouped, fold_sources, merge_source, without_positions
 from sluice.lake.sink import DeltaLake
 from sluice.lake.types.table_layout import mirror_columns_for_schema
-from sluice.spark.source.staging import STAGE_ARROW_SCHEMA, layout_key, part_writer, stage_range
+from sluice.spark.source.staging import DESCRIPTOR_SCHEMA, layout_key, part_writer, stage_range
 from tests.unit.lake.test_merge_source import (
     CATALOG,
     COMPOSITE,
@@ -97,7 +97,7 @@ def stage_all(lake: Path, rows: pa.Table, ranges: list[tuple[int, int]], tracker
         writer = part_writer(str(lake), batch_id, Checkpoint("binlog.000001", 4 + a), tracker, seq_first=seq_first,
                              range_index=index)
         for batch in stage_range(rows.slice(a, b - a).to_batches(max_chunksize=7), writer, part_bytes=part_bytes):
-            assert batch.schema == STAGE_ARROW_SCHEMA
+            assert batch.schema == DESCRIPTOR_SCHEMA
             out.extend(batch.to_pylist())
     return out
 
@@ -115,7 +115,7 @@ def commit_staged(lake: DeltaLake, batch_id: int, staged: list[dict[str, Any]], 
                            sum(d["rows"] for d in tables))
     else:
         rows = staged_rows(lake.changelog_path, [f["path"] for f in files])("db", tables[0]["table"])
-        batch = TableBatch("db", tables[0]["table"], columns, pk, row_changes(columns, rows))
+        batch = TableBatch("db", tables[0]["table"], columns, pk, to_row_changes(columns, rows))
     actions = [add_action(f) for f in files]
     return lake.write_batch(batch_id, [batch], changelog_files=actions)
 
@@ -136,7 +136,7 @@ def test_staged_batches_give_the_driver_only_lake(tmp_path: Path, seed: int, par
     staged_lake, plain_lake = DeltaLake(tmp_path / "staged", "app"), DeltaLake(tmp_path / "plain", "app")
     for batch_id in range(3):
         rows = arrow_rows(random_changes(rng, "p", pk, composite_row, new_key, live, 90, 10 + batch_id))
-        plain_lake.write_batch(batch_id, [TableBatch("db", "p", columns, pk, row_changes(columns, rows))])
+        plain_lake.write_batch(batch_id, [TableBatch("db", "p", columns, pk, to_row_changes(columns, rows))])
         ranges = cuts(rng, rows.num_rows)
         staged = stage_all(tmp_path / "staged", rows, ranges, tracker, batch_id, staged_lake.next_seq(), part_bytes)
         files = [d for d in staged if d["kind"] == "changes"]
@@ -188,7 +188,7 @@ def test_change_log_stats_and_an_older_change_log(tmp_path: Path) -> None:
         RowChange("insert", "db", "t" * 40, None, {"a": 1}, ("a",), "binlog.000001", 4, 0, None, 0),
         RowChange("insert", "db", "t" * 40, None, {"a": 2}, ("a",), "binlog.000003", 77, 1, None, 0),
     ])
-    log = changelog_rows(rows, 5)
+    log = changelog_from_rows(rows, 5)
     stats = json.loads(delta_stats(log, log.column_names))
     assert stats["numRecords"] == 2
     assert stats["minValues"]["file"] == "binlog.000001" and stats["maxValues"]["pos"] == 77
@@ -198,7 +198,7 @@ def test_change_log_stats_and_an_older_change_log(tmp_path: Path) -> None:
     assert "before" not in stats["minValues"] and stats["nullCount"]["before"] == 2
     # A change log written before its ``ddl`` column existed gains it before staged files land.
     lake = DeltaLake(tmp_path, "app")
-    old = changelog_rows(rows, 0).drop_columns(["ddl"])
+    old = changelog_from_rows(rows, 0).drop_columns(["ddl"])
     write_deltalake(lake.changelog_path, old)
     staged = stage_all(tmp_path, rows, [(0, 2)], tracker_with("CREATE TABLE " + "t" * 40 + " (a INT PRIMARY KEY)"), 1)
     files = [d for d in staged if d["kind"] == "changes"]
@@ -224,7 +224,7 @@ def test_the_change_log_descriptor_carries_the_tasks_retries(tmp_path: Path) -> 
             staged.extend(batch.to_pylist())
     files = [d for d in staged if d["kind"] == "changes"]
     assert [(d["reconnects"], d["attempt"]) for d in files] == [(2, 0), (0, 0)]  # attempt 0 outside a Spark task
-    batch = StagedBatch(pa.Table.from_pylist([*staged, {**files[1], "attempt": 3}], schema=STAGE_ARROW_SCHEMA))
+    batch = StagedBatch(pa.Table.from_pylist([*staged, {**files[1], "attempt": 3}], schema=DESCRIPTOR_SCHEMA))
     assert batch.retries() == (2, 3)
     metrics = PipelineMetrics("p")
     metrics.retried(*batch.retries())

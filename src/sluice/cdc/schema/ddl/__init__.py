@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from sluice.lazy import lazy_exports
 
 if TYPE_CHECKING:  # the names as the type checker sees them; at run time each loads on first use
-    from sluice.cdc.schema.ddl.columns import enum_members
+    from sluice.cdc.schema.ddl.column_defs import enum_members
     from sluice.cdc.schema.ddl.detect import is_ddl
     from sluice.cdc.schema.ddl.replay import DdlOutcome, apply_ddl
     from sluice.cdc.schema.ddl.sequence import sequence_columns
@@ -29,7 +29,7 @@ _HOMES = {  # each exported name's module
     "DdlOutcome": "replay",
     "IMPLICIT_PERIOD": "versioning",
     "apply_ddl": "replay",
-    "enum_members": "columns",
+    "enum_members": "column_defs",
     "is_ddl": "detect",
     "quoted_end": "text",
     "sequence_columns": "sequence",

@@ -15,7 +15,7 @@ from sqlglot import exp
 from sqlglot.tokens import TokenType
 
 from sluice.cdc.schema.catalog import Catalog
-from sluice.cdc.schema.ddl.columns import (
+from sluice.cdc.schema.ddl.column_defs import (
     column_def,
     converted,
     db_defaults,

@@ -3,7 +3,7 @@
 ``apply_ddl`` replays one statement on a catalog and reports what it did as a ``DdlOutcome``,
 with the lineage of every table it changed (``lineage``). It dispatches on the statement's verb and
 object: CREATE / DROP / TRUNCATE / RENAME TABLE and the database statements are here, ALTER TABLE
-in ``ddl.alter``, MariaDB's sequences in ``ddl.sequence``, column definitions in ``ddl.columns``,
+in ``ddl.alter``, MariaDB's sequences in ``ddl.sequence``, column definitions in ``ddl.column_defs``,
 the dialect and token helpers in ``ddl.text``. Pre-processing of the text is limited to
 unwrapping executable comments, cutting partition clauses and MySQL's ``START TRANSACTION``
 suffix, and re-shaping what sqlglot reads as opaque commands into statements it parses. Temporary
@@ -25,7 +25,7 @@ from sluice.cdc.schema.catalog import Catalog
 from sluice.cdc.schema.ddl.alter import (
     alter_table,
 )
-from sluice.cdc.schema.ddl.columns import (
+from sluice.cdc.schema.ddl.column_defs import (
     column_def,
     db_defaults,
     name_pair,

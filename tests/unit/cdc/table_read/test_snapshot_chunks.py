@@ -9,7 +9,7 @@ from decimal import Decimal
 import pytest
 
 from sluice.cdc.schema.model import ColumnDef, TableSchema
-from sluice.cdc.snapshot.chunks import (
+from sluice.cdc.table_read.chunks import (
     CHUNK_BYTES,
     DEFAULT_CHUNK_ROWS,
     Chunk,

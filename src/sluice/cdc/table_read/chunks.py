@@ -8,9 +8,9 @@ temporal text), so the same values serve as SQL literals (``chunk_predicate``) a
 checks of reconciliation. ``choose_key`` picks the key (the primary key, else a unique key whose
 columns are all NOT NULL, else none), ``integer_chunks`` splits a single integer key by even ranges
 between its MIN and MAX, and ``boundary_chunks`` turns sampled keys (taken in the server's key order,
-see ``sluice.cdc.snapshot.reader``) into consecutive chunks. ``ChunkRead`` is what reading one chunk
+see ``sluice.cdc.table_read.reader``) into consecutive chunks. ``ChunkRead`` is what reading one chunk
 yields: its rows between a low and a high binlog watermark. Chunks have a JSON form so that the
-pipeline can record the plan and the finished chunks (``sluice.spark.snapshot.runner``).
+pipeline can record the plan and the finished chunks (``sluice.spark.snapshot.driver``).
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ DEFAULT_CHUNK_ROWS = 50_000  # when the server has no size statistics for the ta
 _CHUNK_ROWS_RANGE = (1_000, 1_000_000)
 
 #: Column types a snapshot key may have: their decoded values are SQL literals sluice can write and
-#: compare exactly (strings by the collation rule of ``sluice.cdc.snapshot.reconcile``).
+#: compare exactly (strings by the collation rule of ``sluice.cdc.table_read.reconcile``).
 KEY_TYPES = frozenset({*INTEGER_TYPES, "year", "decimal", "char", "varchar", "binary", "varbinary",
                        "date", "datetime"})
 

@@ -36,7 +36,7 @@ from typing import Any
 from sluice.binlog.position import Checkpoint, position_key
 from sluice.cdc.records import VERSIONED_OPS, RowChange
 from sluice.cdc.schema.model import ColumnDef, TableSchema
-from sluice.cdc.snapshot.chunks import Chunk, ChunkRead, key_columns
+from sluice.cdc.table_read.chunks import Chunk, ChunkRead, key_columns
 from sluice.errors import SchemaError
 
 __all__ = ["KeyOrder", "after_high", "collation_weight", "in_window", "key_order", "reconcile", "reconcile_keys",

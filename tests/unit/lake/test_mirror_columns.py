@@ -1,4 +1,4 @@
-"""MySQL column -> Arrow / Spark type and value conversion (``sluice.lake.types.columns``), no server.
+"""MySQL column -> Arrow / Spark type and value conversion (``sluice.lake.types.mirror_columns``), no server.
 
 The golden binlogs' TABLE_MAPs give the real type codes, metadata and column facts of both servers;
 their decoded rows go through ``to_arrow_table`` and must come out as the exact values. Constructed
@@ -23,14 +23,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import sluice
-from sluice.binlog.columns import ColumnInfo
+from sluice.binlog.column_info import ColumnInfo
 from sluice.binlog.constants import ColumnType as T
 from sluice.binlog.events import TableMapEvent
 from sluice.binlog.values.geometry import Geometry
 from sluice.binlog.values.json_binary import JsonDecimal
 from sluice.cdc.jsonl import change_line, json_text, json_texts
 from sluice.errors import SchemaError
-from sluice.lake.types.columns import (
+from sluice.lake.types.mirror_columns import (
     GEOMETRY_TYPE,
     mirror_columns,
     mirror_schema,

@@ -22,7 +22,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from sluice.binlog.columns import BINARY_COLLATION, ColumnInfo, string_real_type
+from sluice.binlog.column_info import BINARY_COLLATION, ColumnInfo, string_real_type
 from sluice.binlog.constants import ColumnType
 from sluice.binlog.rowplan import ABSENT
 from sluice.binlog.values.geometry import Geometry

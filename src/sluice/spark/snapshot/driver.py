@@ -1,6 +1,6 @@
 """The initial snapshot of ``sluice run``: every captured table read in chunks on Spark, then the stream.
 
-DBLog's watermark method (``sluice.cdc.snapshot``): the driver records the binlog position ``start``
+DBLog's watermark method (``sluice.cdc.table_read``): the driver records the binlog position ``start``
 (with the executed GTID set exactly there, ``sluice.cdc.executed_at``, and the server's identity)
 before anything is read and splits each table into primary-key chunks; Spark tasks read the chunks
 in parallel (Spark jobs of a wave of chunks, the next wave running ahead of the driver's writes; at
@@ -45,8 +45,8 @@ from sluice.cdc.executed_at import executed_at
 from sluice.cdc.follow import FollowConfig, retrying
 from sluice.cdc.schema import Catalog, SchemaHistory, bootstrap_catalog
 from sluice.cdc.schema_start import ddl_between, read_schema
-from sluice.cdc.snapshot.chunks import Chunk
-from sluice.cdc.snapshot.reader import (
+from sluice.cdc.table_read.chunks import Chunk
+from sluice.cdc.table_read.reader import (
     TABLE_CHANGED,
     LowMark,
     binlog_position,

@@ -29,7 +29,7 @@ from typing import Any, TypeVar
 
 from sluice.binlog.position import Checkpoint
 from sluice.cdc.schema.model import TableSchema
-from sluice.cdc.snapshot.chunks import (
+from sluice.cdc.table_read.chunks import (
     Chunk,
     ChunkRead,
     boundary_chunks,

@@ -1,8 +1,8 @@
-"""The driver side of the ``binlog`` stream: offsets, the scout that plans micro-batches, ranges.
+"""The driver side of the ``binlog`` stream: offsets, the planner that plans micro-batches, ranges.
 
 Offsets are transaction-boundary checkpoints as JSON (``Checkpoint.to_json``); ``offset_checkpoint``
 reads them back, and reads the ``{"file", "pos", "gtid"}`` form too, which offsets kept in Spark's
-checkpoints and in the change log's commits may have (``"gtid"`` is ``""`` without GTIDs). ``Scout``
+checkpoints and in the change log's commits may have (``"gtid"`` is ``""`` without GTIDs). ``BatchPlanner``
 follows the server ahead of the query and remembers every transaction boundary it passed (with its
 row count when rows are counted, its size in binlog bytes, whether it was a DDL, and the catalog in
 force at its start); ``choose_end`` picks a batch's end within the read limits (a DDL is a batch of
@@ -31,7 +31,7 @@ from sluice.spark.source.in_flight import report_in_flight
 if TYPE_CHECKING:
     from sluice.spark.source.options import SourceOptions
 
-__all__ = ["RangePartition", "Scout", "offset_checkpoint"]
+__all__ = ["BatchPlanner", "RangePartition", "offset_checkpoint"]
 
 
 def offset_checkpoint(offset: Mapping[str, Any]) -> Checkpoint:
@@ -73,7 +73,7 @@ class _Planned:
 
 
 @dataclass
-class Scout:
+class BatchPlanner:
     """Driver side: follows the server ahead of the query, remembering transaction boundaries.
 
     After each ``latestOffset`` a thread goes on reading the next batch's worth while Spark runs
@@ -112,7 +112,7 @@ class Scout:
 
     def read_ahead(self, want_rows: int | None, want_bytes: int | None, target: Checkpoint | None,
                    since: Checkpoint | None = None, *, through_ddl: bool = False) -> None:
-        """Follow the binlog from the last scouted boundary until enough is planned from ``since``
+        """Follow the binlog from the last boundary read until enough is planned from ``since``
         (default: from what is pending), a DDL transaction (which ends a batch) was seen there
         (unless ``through_ddl``), ``target`` or the binlog's end is reached."""
         with self._lock:
@@ -159,7 +159,7 @@ class Scout:
                 with self._lock:
                     self._lock.notify_all()
 
-        self._thread = threading.Thread(target=run, name="sluice-binlog-scout", daemon=True)
+        self._thread = threading.Thread(target=run, name="sluice-binlog-planner", daemon=True)
         self._thread.start()
 
     @property
@@ -169,7 +169,7 @@ class Scout:
 
     def wait_for_batch(self, start: Checkpoint, max_rows: int | None, max_bytes: int | None,
                        target: Checkpoint | None) -> None:
-        """While a read-ahead thread reads, wait until what it scouted from ``start`` decides the
+        """While a read-ahead thread reads, wait until what it planned from ``start`` decides the
         batch there: it holds a DDL, ``max_rows`` / ``max_bytes`` or reaches ``target``."""
         with self._lock:
             while self.reading and not self._decided(start, max_rows, max_bytes, target):
@@ -184,7 +184,7 @@ class Scout:
             if precedes(p.start, start):
                 continue
             if first and not same_place(p.start, start):
-                return False  # not a boundary this scout passed
+                return False  # not a boundary this planner passed
             first = False
             rows += p.rows
             size += p.size
@@ -203,7 +203,7 @@ class Scout:
             raise failure
 
     def drop_before(self, start: Checkpoint) -> None:
-        """Forget the scouted transactions that start before ``start`` (already in a batch)."""
+        """Forget the planned transactions that start before ``start`` (already in a batch)."""
         with self._lock:
             self.pending = [p for p in self.pending if not precedes(p.start, start)]
 
@@ -243,7 +243,7 @@ class Scout:
 
     def ranges(self, start: Checkpoint, end: Checkpoint, per_partition: int,
                bytes_per_partition: int) -> list[RangePartition] | None:
-        """Partitions for [start, end) from what was scouted, or None if it was not: about
+        """Partitions for [start, end) from what was planned, or None if it was not: about
         ``per_partition`` rows each when rows were counted, else about ``bytes_per_partition``, and
         at least one range per core (of this machine) when the batch has enough transactions and
         each range would still hold 10,000 rows / 1 MiB. Transactions known to change no captured

@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from sluice.binlog.position import Checkpoint
 from sluice.cdc.records import RowChange
 from sluice.cdc.schema.model import ColumnDef, TableSchema
-from sluice.cdc.snapshot.chunks import Chunk, ChunkRead
-from sluice.cdc.snapshot.reconcile import (
+from sluice.cdc.table_read.chunks import Chunk, ChunkRead
+from sluice.cdc.table_read.reconcile import (
     after_high,
     collation_weight,
     key_order,

@@ -29,7 +29,7 @@ from typing import Any
 
 from sluice.binlog.position import Checkpoint
 from sluice.cdc.schema.model import TableSchema
-from sluice.cdc.snapshot.reader import binlog_position, snapshot_position
+from sluice.cdc.table_read.reader import binlog_position, snapshot_position
 from sluice.cdc.textvalues import convert_rows, row_converter, select_list, text_converters
 from sluice.errors import AccessDeniedError, ServerError
 from sluice.io.connection import Connection
@@ -118,7 +118,7 @@ def consistent_scan(conn: Connection, schema: TableSchema, *, attempts: int = 5,
                     prefer_flush: bool = False) -> ConsistentRead:
     """Every row of ``schema``'s table in one consistent snapshot, with its binlog position.
 
-    ``conn`` must be in the session state of ``sluice.cdc.snapshot.reader.prepare_session``.
+    ``conn`` must be in the session state of ``sluice.cdc.table_read.reader.prepare_session``.
     ``attempts`` bounds the MySQL backup-lock tries before falling back to FLUSH TABLES;
     ``prefer_flush`` goes to FLUSH TABLES WITH READ LOCK at once (MySQL).
     """
