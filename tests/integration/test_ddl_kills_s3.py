@@ -21,10 +21,8 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 import uuid
-from typing import Any
 
 import deltalake
 import pytest
@@ -34,6 +32,7 @@ from sluice.io.connection import Connection
 from sluice.lake.layout import Lake, open_lake
 from sluice.spark.verify.check import verify_lake
 from tests.integration.s3_kills import Killer, copied_to, first_commit, folder, objects_deleted
+from tests.integration.workload import Workload
 from tests.s3_proxy import S3Proxy
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -41,39 +40,6 @@ pytestmark = [pytest.mark.spark, pytest.mark.slow]
 FLAVORS = [pytest.param("mariadb_server", marks=pytest.mark.mariadb, id="mariadb"),
            pytest.param("mysql_server", marks=pytest.mark.mysql, id="mysql")]
 ROWS = 20
-
-
-class Workload:
-    """Inserts, updates and deletes on ``db.k`` in a thread, counted by op."""
-
-    def __init__(self, server: Any, db: str) -> None:
-        self.server, self.db = server, db
-        self.tally: collections.Counter[str] = collections.Counter()
-        self.done = threading.Event()
-        self.failure: list[BaseException] = []
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
-
-    def _run(self) -> None:
-        db = self.db
-        try:
-            with Connection.open(parse_dsn(self.server.dsn("root"))) as conn:
-                n = 1000
-                while not self.done.is_set():
-                    self.tally["insert"] += conn.execute(f"INSERT INTO {db}.k VALUES ({n}, {n}), ({n + 1}, {n})"
-                                                         ).affected_rows
-                    self.tally["update"] += conn.execute(f"UPDATE {db}.k SET v = v + 1 WHERE id = {n - 7}"
-                                                         ).affected_rows
-                    self.tally["delete"] += conn.execute(f"DELETE FROM {db}.k WHERE id = {n - 10}").affected_rows
-                    n += 2
-                    time.sleep(0.1)
-        except BaseException as exc:
-            self.failure.append(exc)
-
-    def stop(self) -> None:
-        self.done.set()
-        self.thread.join(60)
-        assert not self.failure, self.failure
 
 
 def _batches(store: Lake) -> int:
@@ -125,7 +91,7 @@ def test_kill_9_across_drop_create_and_rename_on_s3_leaves_whole_mirrors(request
             conn.execute(f"INSERT INTO {db}.{table} VALUES {values}")
         first = subprocess.run([*args, "--snapshot", "only"], capture_output=True, timeout=300, env=env)
         assert first.returncode == 0, first.stderr.decode()[-3000:]
-        workload = Workload(server, db)
+        workload = Workload(server, db, table="k", pause=0.1)
         try:
             for what, match, statements in rounds:
                 proc = subprocess.Popen([*args, "--trigger", "1s"], stdout=subprocess.DEVNULL,

@@ -16,7 +16,6 @@ import signal
 import socket
 import subprocess
 import sys
-import threading
 import time
 import uuid
 from pathlib import Path
@@ -29,45 +28,13 @@ from sluice.dsn import parse_dsn
 from sluice.io.connection import Connection
 from sluice.lake.layout import Lake, open_lake
 from sluice.spark.verify.check import verify_lake
+from tests.integration.workload import Workload
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 FLAVORS = [pytest.param("mariadb_server", marks=pytest.mark.mariadb, id="mariadb"),
            pytest.param("mysql_server", marks=pytest.mark.mysql, id="mysql")]
 WHERE = ["path", "s3"]
-
-
-class Workload:
-    """Inserts, updates and deletes on ``db.t`` in a thread, counted by op."""
-
-    def __init__(self, server: Any, db: str) -> None:
-        self.server, self.db = server, db
-        self.tally: collections.Counter[str] = collections.Counter()
-        self.done = threading.Event()
-        self.failure: list[BaseException] = []
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
-
-    def _run(self) -> None:
-        db = self.db
-        try:
-            with Connection.open(parse_dsn(self.server.dsn("root"))) as conn:
-                n = 1000
-                while not self.done.is_set():
-                    self.tally["insert"] += conn.execute(f"INSERT INTO {db}.t VALUES ({n}, {n}), ({n + 1}, {n})"
-                                                         ).affected_rows
-                    self.tally["update"] += conn.execute(f"UPDATE {db}.t SET v = v + 1 WHERE id = {n - 7}"
-                                                         ).affected_rows
-                    self.tally["delete"] += conn.execute(f"DELETE FROM {db}.t WHERE id = {n - 10}").affected_rows
-                    n += 2
-                    time.sleep(0.05)
-        except BaseException as exc:
-            self.failure.append(exc)
-
-    def stop(self) -> None:
-        self.done.set()
-        self.thread.join(60)
-        assert not self.failure, self.failure
 
 
 def _lake(request: pytest.FixtureRequest, where: str, db: str, tmp_path: Path) -> tuple[str, Lake, dict[str, str]]:
