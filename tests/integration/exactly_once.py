@@ -74,6 +74,8 @@ def seq_in_commit_order(lake: Path, *, older_rows: int = 0) -> list[int]:
     committed before it (read from the Delta log's add actions, a file's bounds in its statistics);
     the numbers, in commit order."""
     log_dir = Path(lake) / "_sluice" / "changes" / "_delta_log"
+    if not log_dir.is_dir():  # no batch committed yet (a snapshot's keyed rows go to the mirrors)
+        return []
     highest: int | None = None
     for entry in sorted(log_dir.glob("*.json")):
         adds = [a["add"] for a in map(json.loads, entry.read_text().splitlines()) if "add" in a]

@@ -60,5 +60,5 @@ def test_spark_reads_every_mapped_type(lake: DeltaLake, spark: Any) -> None:
     log = spark.read.parquet(*DeltaTable(lake.changelog_path).file_uris())
     assert log.schema.simpleString() == (
         "struct<op:string,db:string,table:string,before:string,after:string,pk:array<string>,file:string,"
-        "pos:bigint,row:int,gtid:string,ts:timestamp,batch_id:bigint,json_diffs:string,ddl:string>"
+        "pos:bigint,row:int,gtid:string,ts:timestamp,batch_id:bigint,json_diffs:string,ddl:string,seq:bigint>"
     )
