@@ -191,7 +191,7 @@ class ChangeCapture:
                 counted = run.take_counts()
                 if any(counted):
                     events.append((file, base + start, CountedRows(*counted)))
-            else:
+            elif self.output.grows:
                 self.output.grew(self.assembler.open_transaction, base + stop)
             self._read_to = base + stop
         return stop
@@ -212,7 +212,8 @@ class ChangeCapture:
         self._read_to = next_pos
         tx = self.assembler.feed(file, pos, next_pos, event)
         if tx is None:
-            self.output.grew(self.assembler.open_transaction, next_pos)
+            if self.output.grows:  # per event: no call unless held lines or parts are asked for
+                self.output.grew(self.assembler.open_transaction, next_pos)
             return None
         return self.output.committed(tx)
 

@@ -46,6 +46,8 @@ class TransactionOutput:
         self._hold_after = min(HOLD_AFTER, config.memory // 4) if self.lines else None
         self._part_after = config.part_bytes if self.columns and config.hold_columns else None
         self._parted: tuple[Any, int] = (None, 0)  # (the open transaction's start, where its last part ended)
+        #: whether an open transaction's output moves while it is read (``grew`` has work to do)
+        self.grows = self._hold_after is not None or self._part_after is not None
 
     def restart(self) -> None:
         """A new connection: the transaction whose parts were handed out was cut off."""
