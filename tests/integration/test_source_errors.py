@@ -46,6 +46,28 @@ def _error_line(stderr: str) -> str:
     return lines[-1]
 
 
+def _drop_user_once_in_mirror(server, lake: Path, db: str, user: str, args: tuple[str, ...], *,
+                              then: str = "", poll: float = 0.5) -> tuple[int, str]:
+    """Run sluice as ``user``, drop the user once the mirror of ``db.t`` holds rows (version 0 is the
+    mirror created empty when the snapshot plans it; 1 its first rows) and run ``then``; the run's
+    exit status and standard error. ``db`` is dropped at the end."""
+    proc = subprocess.Popen(_run(server, lake, db, user, *args), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 300
+        while not (lake / db / "t" / "_delta_log" / f"{1:020d}.json").exists() and proc.poll() is None:
+            assert time.monotonic() < deadline, "no rows reached the mirror"
+            time.sleep(poll)
+        server.sql(f"DROP USER '{user}'@'%'" + (f"; {then}" if then else ""))
+        _, stderr = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        server.sql(f"DROP DATABASE {db}")
+    return proc.returncode, stderr
+
+
 @pytest.mark.mysql
 @pytest.mark.mariadb
 def test_a_server_error_while_planning_is_the_typed_one_line_error(server, tmp_path):
@@ -58,22 +80,9 @@ def test_a_server_error_while_planning_is_the_typed_one_line_error(server, tmp_p
                f"GRANT REPLICATION SLAVE, REPLICATION CLIENT, SELECT ON *.* TO '{user}'@'%';"
                f"INSERT INTO {db}.t VALUES (1, 1)")
     lake = tmp_path / "lake"
-    proc = subprocess.Popen(_run(server, lake, db, user, "--trigger", "1s"), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 300
-        # the mirror is created empty when the snapshot plans it (version 0); its rows come with version 1
-        while not (lake / db / "t" / "_delta_log" / f"{1:020d}.json").exists() and proc.poll() is None:
-            assert time.monotonic() < deadline, "the first batch never reached the lake"
-            time.sleep(0.5)
-        server.sql(f"DROP USER '{user}'@'%'; INSERT INTO {db}.t VALUES (2, 2)")
-        _, stderr = proc.communicate(timeout=300)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        server.sql(f"DROP DATABASE {db}")
-    assert proc.returncode == 1, stderr[-4000:]
+    returncode, stderr = _drop_user_once_in_mirror(server, lake, db, user, ("--trigger", "1s"),
+                                                   then=f"INSERT INTO {db}.t VALUES (2, 2)")
+    assert returncode == 1, stderr[-4000:]
     line = _error_line(stderr)
     assert line.startswith("sluice: error: server error 1045 (28000): Access denied for user"), stderr[-4000:]
     assert "REPLICATION SLAVE" in line  # the remedy
@@ -199,22 +208,9 @@ def test_a_server_error_in_a_snapshot_chunk_is_the_typed_line_with_no_traceback(
     server.sql(f"CREATE USER '{user}'@'%' IDENTIFIED BY 'pw-{user}';"
                f"GRANT REPLICATION SLAVE, REPLICATION CLIENT, SELECT ON *.* TO '{user}'@'%'")
     lake = tmp_path / "lake"
-    proc = subprocess.Popen(_run(server, lake, db, user, "--trigger", "once", "--chunk-rows", "1000"),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 300
-        # version 0: the mirror created when the table is planned; 1: its first chunk
-        while not (lake / db / "t" / "_delta_log" / f"{1:020d}.json").exists() and proc.poll() is None:
-            assert time.monotonic() < deadline, "the snapshot's first chunk never reached the lake"
-            time.sleep(0.05)
-        server.sql(f"DROP USER '{user}'@'%'")
-        _, stderr = proc.communicate(timeout=300)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        server.sql(f"DROP DATABASE {db}")
-    assert proc.returncode == 1, stderr[-4000:]
+    returncode, stderr = _drop_user_once_in_mirror(mariadb_server, lake, db, user,
+                                                   ("--trigger", "once", "--chunk-rows", "1000"), poll=0.05)
+    assert returncode == 1, stderr[-4000:]
     chunks = sorted((lake / db / "t" / "_delta_log").glob("*.json"))
     assert len(chunks) - 1 < 60, "the snapshot ended before the user was dropped"
     line = _error_line(stderr)
