@@ -1,11 +1,14 @@
 """Columns kept out or hashed through ``sluice run`` on real servers and real Spark: the snapshot (a
 keyed table merged chunk by chunk, a key-less table's reads), the stream, an ALTER ADD COLUMN whose
 name matches each rule, the mirror's columns and types, the change log, and ``sluice verify``
-comparing the masked mirror with the source. No raw value of a masked column and not the key is
+comparing the masked mirror with the source, by the rules the lake records when given none (a run
+with other rules is refused). No raw value of a masked column and not the key is
 anywhere in the lake, its checkpoint or what the pipeline said."""
 
 from __future__ import annotations
 
+import argparse
+import io
 import json
 import uuid
 from pathlib import Path
@@ -16,6 +19,7 @@ import pyarrow as pa
 import pytest
 
 from sluice.cdc.column_rules import column_rules, hash_value
+from sluice.commands import verify
 from sluice.dsn import parse_dsn
 from sluice.errors import ConfigError
 from sluice.io.connection import Connection
@@ -32,6 +36,12 @@ def _run(server: Any, lake: Path, db: str, rules: Any, said: list[str]) -> None:
     config = PipelineConfig(source=server.dsn("root"), lake=str(lake), tables=rf"{db}\..*", trigger="once",
                             snapshot="initial", columns=rules)
     Pipeline(config, progress=said.append).run(handle_signals=False)
+
+
+def _verify_args(server: Any, lake: Path, db: str, config: Path, **given: str) -> argparse.Namespace:
+    return argparse.Namespace(source=server.dsn("root"), lake=str(lake), tables=rf"{db}\..*", exclude_tables=None,
+                              config=str(config), exclude_columns=given.get("exclude_columns"),
+                              hash_columns=given.get("hash_columns"))
 
 
 def _everything_in(folder: Path) -> bytes:
@@ -89,6 +99,16 @@ def test_run_keeps_columns_out_and_hashes_them_through_snapshot_stream_and_ddl(s
         wrong = verify_lake(parse_dsn(server.dsn("root")), str(lake), tables=lambda d, t: d == db and t == "users",
                             columns=other)
         assert not wrong[0].ok  # a hash under another key is a difference: verify compares the hashes
+        config = tmp_path / "sluice.toml"  # sluice verify takes the rules the lake records, with the key
+        config.write_text(f'[columns]\nhash_key = "{KEY.decode()}"\n')
+        out = io.StringIO()
+        assert verify.run(_verify_args(server, lake, db, config), out) == 0, out.getvalue()
+        assert f"ok   {db}.users  3 rows" in out.getvalue()
+        with pytest.raises(ConfigError, match="other column rules: --exclude-columns none") as mismatch:
+            verify.run(_verify_args(server, lake, db, config, hash_columns="x"), out)
+        assert "--hash-columns 'x' (the lake's: " in str(mismatch.value) and KEY.decode() not in str(mismatch.value)
+        with pytest.raises(ConfigError, match=r"other column rules than this run's: --exclude-columns none"):
+            _run(server, lake, db, column_rules(None, rules.hashed.pattern, KEY), said)
 
         refused = column_rules(None, rf"{db}\.users\.id", KEY, hash_keys=False)
         with pytest.raises(ConfigError, match="primary key column id"):

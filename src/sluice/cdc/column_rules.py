@@ -14,6 +14,10 @@ of them (JSON lines, Debezium events, change-log rows, the mirrors' MERGE source
 A primary-key column may be hashed (its mirror is then keyed on the hash) but not excluded: rows
 without their key cannot be told apart. A partial JSON update of a hashed column cannot be hashed
 (the document is not in the binlog): it is a ``SchemaError``. The key is never part of a repr.
+
+A lake records the rules its mirrors were written with (``rules_record``: the two regexes and a
+check of the key, 16 hex digits of its HMAC of a fixed text, from which the key cannot be found), and
+``rules_difference`` says how other rules differ from that record.
 """
 
 from __future__ import annotations
@@ -29,7 +33,9 @@ from sluice.cdc.records import RowChange
 from sluice.cdc.schema.model import ColumnDef, TableSchema
 from sluice.errors import ConfigError, SchemaError
 
-__all__ = ["ColumnRules", "column_rules", "hash_value"]
+__all__ = ["ColumnRules", "column_rules", "hash_value", "rules_difference", "rules_record"]
+
+_KEY_CHECK = b"sluice: the check of a column hash key"
 
 
 def hash_value(key: bytes, value: Any) -> str | None:
@@ -162,3 +168,29 @@ def column_rules(exclude: str | None, hashed: str | None, key: bytes | None, *,
             raise ConfigError(f"{flag} {text!r} is not a regular expression: {exc}") from None
     return ColumnRules(patterns["--exclude-columns"], patterns["--hash-columns"], key or b"", hash_keys=hash_keys)
 
+
+
+def rules_record(rules: ColumnRules | None) -> dict[str, str | None]:
+    """What a lake records of the rules its mirrors are written with (module docstring)."""
+    if rules is None:
+        return {"exclude": None, "hash": None, "key_check": None}
+    check = hmac.new(rules.key, _KEY_CHECK, hashlib.sha256).hexdigest()[:16] if rules.hashed is not None else None
+    return {"exclude": rules.exclude.pattern if rules.exclude is not None else None,
+            "hash": rules.hashed.pattern if rules.hashed is not None else None, "key_check": check}
+
+
+def rules_difference(recorded: dict[str, Any], rules: ColumnRules | None) -> str | None:
+    """How ``rules`` differ from a lake's ``rules_record``, in words (None: they do not). The key is
+    compared only when both hash the same columns."""
+    mine = rules_record(rules)
+    said = []
+    for name, flag in (("exclude", "--exclude-columns"), ("hash", "--hash-columns")):
+        if recorded.get(name) != mine[name]:
+            said.append(f"{flag} {_shown(mine[name])} (the lake's: {_shown(recorded.get(name))})")
+    if not said and recorded.get("key_check") not in (None, mine["key_check"]):
+        said.append("another hash key than the lake's")
+    return "; ".join(said) or None
+
+
+def _shown(pattern: str | None) -> str:
+    return "none" if pattern is None else repr(pattern)

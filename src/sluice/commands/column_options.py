@@ -5,6 +5,9 @@ The regexes may also be given in a config file's ``[columns]`` table (``exclude`
 key only there: ``hash_key = "..."`` or ``hash_key_env = "NAME"``, an environment variable holding
 it. A key is never an option: a command line shows in ``ps`` and in shell histories. Nothing prints
 the key, and an error about it names the setting, never the value (``sluice.cdc.column_rules``).
+
+A command that reads what a lake's ``sluice run`` wrote (``verify``, ``snapshot``) takes the rules the
+lake records (``capture.json``) when it is given none, and refuses others (``rules_for_lake``).
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from typing import Any
 from sluice.commands.config_file import read_config
 from sluice.errors import ConfigError
 
-__all__ = ["COLUMNS_HELP", "add_column_options", "column_settings", "rules_from_args"]
+__all__ = ["COLUMNS_HELP", "add_column_options", "column_settings", "rules_for_lake", "rules_from_args"]
 
 COLUMNS_HELP = """\
 --exclude-columns and --hash-columns match 'db.table.column' in full. An excluded column is in no
@@ -75,8 +78,37 @@ def rules_from_args(args: argparse.Namespace, *, hash_keys: bool = True) -> Any:
     ``hash_keys``: whether a primary-key column may be hashed (not into a lake's mirrors)."""
     from sluice.cdc.column_rules import column_rules
 
+    return column_rules(*_settings(args), hash_keys=hash_keys)
+
+
+def rules_for_lake(args: argparse.Namespace, store: Any, *, hash_keys: bool = True) -> Any:
+    """The ``ColumnRules`` of a command that reads the lake ``store`` (a ``sluice.lake.layout.Lake``):
+    the lake's recorded rules when the arguments give none, with the key of the config file; rules
+    other than the lake's are a ``ConfigError``. A lake that records none takes the arguments'."""
+    from sluice.cdc.column_rules import column_rules, rules_difference
+
+    exclude, hashed, key = _settings(args)
+    doc = store.get_json(store.CAPTURE)
+    recorded = doc.get("columns") if isinstance(doc, dict) else None
+    if not isinstance(recorded, dict):
+        return column_rules(exclude, hashed, key, hash_keys=hash_keys)
+    if exclude is None and hashed is None:
+        exclude, hashed = recorded.get("exclude"), recorded.get("hash")
+        if hashed is not None and key is None:
+            raise ConfigError(
+                f"the lake {store.uri} hashes the columns its sluice run's --hash-columns {hashed!r} matches: give "
+                "the same key in the config file's [columns] table (hash_key, or hash_key_env naming an "
+                "environment variable that holds it) with --config")
+    rules = column_rules(exclude, hashed, key, hash_keys=hash_keys)
+    differ = rules_difference(recorded, rules)
+    if differ:
+        raise ConfigError(f"the lake {store.uri} is written with other column rules: {differ}. Give the options "
+                          "and key its sluice run was given, or none of the options to take the lake's")
+    return rules
+
+
+def _settings(args: argparse.Namespace) -> tuple[str | None, str | None, bytes | None]:
     path = getattr(args, "config", None)
     table = read_config(path).get("columns")
-    exclude, hashed, key = column_settings(table, f"{path}: [columns]" if path else "[columns]",
-                                           args.exclude_columns, args.hash_columns)
-    return column_rules(exclude, hashed, key, hash_keys=hash_keys)
+    return column_settings(table, f"{path}: [columns]" if path else "[columns]", args.exclude_columns,
+                           args.hash_columns)

@@ -7,7 +7,7 @@ import re
 import sys
 from typing import Any
 
-from sluice.commands.column_options import add_column_options, rules_from_args
+from sluice.commands.column_options import add_column_options, rules_for_lake
 from sluice.errors import ConfigError
 
 HELP = """\
@@ -16,6 +16,8 @@ primary-key chunks on Spark, consistent with the binlog (the same method as the 
 sluice run). Stop the pipeline first; when it starts again it streams on from where it stopped and
 skips, for these tables, the changes the new snapshot already holds. Ctrl-C stops after the wave of
 chunks being read (a second Ctrl-C at once); the next sluice run resumes the snapshot there.
+Columns follow the rules the lake records (its sluice run's --exclude-columns / --hash-columns):
+give the config file that holds the hash key with --config, and no column options or the same.
 
 When the binlog the pipeline would go on from was purged while it was stopped (sluice run stops
 with an error naming the missing binlog file or GTIDs), the changes in between are gone and this
@@ -45,7 +47,7 @@ def register(sub: Any) -> None:
                         help="chunks read from the source at once, each on a connection of its own (default: one "
                         "per Spark core, at most 8)")
     parser.add_argument("--master", metavar="URL", help="Spark master (default local[*])")
-    add_column_options(parser)  # give them as sluice run has them: the tables read again follow them
+    add_column_options(parser)  # the lake's by default (capture.json): the tables read again follow them
     parser.set_defaults(handler=run)
 
 
@@ -69,12 +71,13 @@ def run(args: argparse.Namespace) -> int:
         print(f"sluice snapshot: {text}", file=sys.stderr, flush=True)
 
     # The pipeline's own table filter (what its runs capture) stays the lake's record.
-    recorded = open_lake(args.lake).get_json(Lake.CAPTURE)
+    lake = open_lake(args.lake)
+    recorded = lake.get_json(Lake.CAPTURE)
     tables, exclude = ((recorded.get("tables"), recorded.get("exclude_tables")) if isinstance(recorded, dict)
                        else (args.tables, None))
     config = PipelineConfig(source=args.source, lake=args.lake, tables=tables, exclude_tables=exclude,
                             snapshot="only", chunk_rows=args.chunk_rows, snapshot_connections=args.connections,
-                            master=args.master, columns=rules_from_args(args, hash_keys=False))
+                            master=args.master, columns=rules_for_lake(args, lake, hash_keys=False))
     pipeline = Pipeline(config, progress=say)
     _, purged = pipeline.purged()
     if purged is None:

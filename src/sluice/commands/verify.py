@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any, TextIO
 
-from sluice.commands.column_options import add_column_options, rules_from_args
+from sluice.commands.column_options import add_column_options, rules_for_lake
 from sluice.commands.filter_options import EXCLUDE_TABLES, TABLES, add_filter_options
 
 HELP = """\
@@ -18,6 +18,9 @@ missing or unreadable differs; one without a primary key has no mirror by design
 the change log) and is listed as not compared. --tables / --exclude-tables here narrow the
 comparison. A lake written before sluice recorded its run's filter has none until its next run:
 verify then compares the lake's mirrors (and the source tables --tables takes) and says so.
+Columns the lake's sluice run kept out or hashed (--exclude-columns / --hash-columns, recorded in
+the lake) are left out or compared as hashes: give the config file with the hash key (--config),
+and no column options, or the same ones.
 Prints one line per table and a summary; exits 0 when every table is equal, 1 when any differs (or
 cannot be compared).
 
@@ -57,7 +60,7 @@ def register(sub: Any) -> None:
                         help="the lake sluice run writes to: a directory, or s3://, abfss://, gs:// (options from "
                         "the AWS_* / AZURE_* / GOOGLE_* environment)")
     add_filter_options(parser, TABLES, EXCLUDE_TABLES)
-    add_column_options(parser)  # as sluice run was given them: excluded columns not compared, hashed ones hashed
+    add_column_options(parser)  # the lake's by default: excluded columns not compared, hashed ones hashed
     parser.set_defaults(handler=run)
 
 
@@ -101,7 +104,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     connection = parse_dsn(args.source)
     store = open_lake(args.lake)
     narrowed = table_filter(args.tables, args.exclude_tables)
-    verdicts = verify_lake(connection, store, tables=narrowed, columns=rules_from_args(args))
+    verdicts = verify_lake(connection, store, tables=narrowed, columns=rules_for_lake(args, store))
     for v in verdicts:
         print(verdict_line(v), file=out)
     if not capture_recorded(store):

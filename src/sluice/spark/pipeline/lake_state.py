@@ -4,7 +4,10 @@ checkpoint goes on from.
 
 - ``_sluice/pipeline.json`` names the pipeline (created once, only if absent).
 - ``_sluice/capture.json`` holds the run's table filter (``--tables`` / ``--exclude-tables``), so that
-  ``sluice verify`` knows which source tables must have a mirror; each run writes its own.
+  ``sluice verify`` knows which source tables must have a mirror; each run writes its own. It also
+  holds the column rules the lake is written with (``--exclude-columns`` / ``--hash-columns``,
+  ``sluice.cdc.column_rules.rules_record``): once the lake holds a mirror or its change log, a run
+  with other rules is refused, since its rows would sit beside rows written under the old ones.
 - Spark numbers batches per checkpoint, so a new checkpoint on a lake that already holds batches
   gets an app id of its own (the pipeline id and a suffix), kept in the checkpoint folder
   (``APP_MARKER``); a checkpoint of a version before that marker keeps the pipeline id.
@@ -27,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from sluice.binlog.position import Checkpoint, position_key
+from sluice.cdc.column_rules import rules_difference, rules_record
 from sluice.errors import ConfigError
 from sluice.io.atomic import write_atomically
 from sluice.lake.changelog.schema import committed_position
@@ -42,7 +46,7 @@ class LakeState:
     """The lake's and the checkpoint's account of a pipeline (module docstring)."""
 
     def __init__(self, store: Lake, checkpoint_path: Path, source: str,
-                 capture: tuple[str | None, str | None] = (None, None)) -> None:
+                 capture: tuple[str | None, str | None] = (None, None), columns: Any = None) -> None:
         self.store = store
         self.checkpoint_path = checkpoint_path
         self._source = source  # the source DSN, redacted: recorded in pipeline.json
@@ -62,7 +66,7 @@ class LakeState:
         self._history_saved = -1  # bytes of the schema history in the lake
         self._history_seen = -1  # the source's file's size when it was last copied
         self.pipeline_id = self._pipeline_id()
-        self._record_capture(*capture)
+        self._record_capture(*capture, columns)
         self._had_offsets = _has_offsets(checkpoint_path)
         # The change log, read once, only for a checkpoint that has no offset yet.
         log = None if self._had_offsets else DeltaLake(store, self.pipeline_id).table(store.changes)
@@ -87,11 +91,23 @@ class LakeState:
             return self._pipeline_id()  # another run made it first
         return pid
 
-    def _record_capture(self, tables: str | None, exclude_tables: str | None) -> None:
-        """Record the run's table filter in the lake (``capture.json``) when it is not there already."""
-        doc = {"tables": tables, "exclude_tables": exclude_tables}
-        if self.store.get_json(self.store.CAPTURE) != doc:
-            self.store.put_json(self.store.CAPTURE, doc)
+    def _record_capture(self, tables: str | None, exclude_tables: str | None, columns: Any) -> None:
+        """Record the run's table filter and column rules (``columns``, its ``ColumnRules`` or None) in
+        the lake (``capture.json``) when they are not there already; rules other than those of a lake
+        already written are a ``ConfigError``."""
+        store = self.store
+        doc = {"tables": tables, "exclude_tables": exclude_tables, "columns": rules_record(columns)}
+        found = store.get_json(store.CAPTURE)
+        if found == doc:
+            return
+        lake_rules = found.get("columns") if isinstance(found, dict) else None
+        differ = rules_difference(lake_rules, columns) if isinstance(lake_rules, dict) else None
+        if differ and (store.is_delta(store.changes) or store.mirrors()):
+            raise ConfigError(
+                f"the lake {store.uri} is written with other column rules than this run's: {differ}. Rows under "
+                "both would sit side by side in its mirrors and change log: give the options and key its runs were "
+                "given, or write to a new lake")
+        store.put_json(store.CAPTURE, doc)
 
     def _stream_app_id(self, *, new_on_a_used_lake: bool) -> str:
         """The Delta app id of the stream's batches: Spark numbers batches per checkpoint, so a new
