@@ -150,11 +150,13 @@ def _snapshot_start(lake: Path) -> str:
 
 def _history_has_checkpoints(lake: Path) -> None:
     """Every position of the schema history is in the Checkpoint form: a DDL's the boundary its
-    transaction starts at, GTIDs and server included; a bootstrap its start as known then (a FILE:POS
-    given: no GTIDs yet); the bootstrap at the new snapshot's start is that start, GTIDs included."""
+    transaction starts at, GTIDs and server included; a bootstrap its start, with the executed GTIDs
+    there (the Spark source's first, at the FILE:POS given, too); the bootstrap at the new snapshot's
+    start is that start, GTIDs included."""
     entries = [json.loads(line) for line in (lake / "_sluice" / "schema-history.jsonl").read_text().splitlines()[1:]]
     for entry in entries:
         at = Checkpoint.from_json(entry["at"])
+        assert at.gtid_set is not None, entry
         assert (at.file, at.pos) == (entry["file"], entry["pos"]) if entry["kind"] == "bootstrap" else (
             at.source is not None and at.key <= position_key(entry["file"], entry["pos"])), entry
     start = json.loads((lake / "_sluice" / "snapshot.json").read_text())["start"]

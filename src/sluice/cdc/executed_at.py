@@ -6,7 +6,10 @@ set at two moments, so neither says which GTIDs were executed at ``POS``. ``exec
 ``FILE`` from its first event up to ``POS``: the file's PREVIOUS_GTIDS / GTID_LIST plus the GTID of
 every transaction before ``POS`` is the set a replica stopped there would hold. Positions between
 two transactions share the set of the boundary before the next one. A position inside a
-transaction is a ``ConfigError``; a server without GTIDs leaves the checkpoint as it was.
+transaction is a ``ConfigError``; a server without GTIDs leaves the checkpoint as it was. MySQL
+writes a PREVIOUS_GTIDS event whether GTIDs are on or not, so an empty one before the position and
+no GTID since say nothing by themselves: on a server with ``gtid_mode`` ON the set there is the
+empty set (``""``), which a failover goes on from as from any other.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from sluice.binlog.position import Checkpoint
 from sluice.cdc.capture import CaptureConfig, CaptureOutput, ChangeCapture, CommittedTransaction
 from sluice.cdc.follow import FollowConfig, follow
 from sluice.errors import BinlogPurgedError, ConfigError
+from sluice.io.connection import Connection
 
 __all__ = ["executed_at"]
 
@@ -59,7 +63,17 @@ def executed_at(config: FollowConfig, start: Checkpoint) -> Checkpoint:
     else:
         if capture.boundary.key <= goal:
             found = capture.boundary.gtid_set
-    if found is None:
+    if found is None and not _gtids_on(config):
         return start
+    found = found or ""
     log.info("the executed GTIDs at %s:%d, read from the start of the file: %s", start.file, start.pos, found)
     return Checkpoint(start.file, start.pos, found, start.source)
+
+
+def _gtids_on(config: FollowConfig) -> bool:
+    """Whether the server is a MySQL with ``gtid_mode`` ON (a MariaDB's GTID_LIST always says its
+    position, so it never asks)."""
+    with Connection.open(config.connection) as conn:
+        if conn.is_mariadb:
+            return False
+        return str(conn.query("SELECT @@GLOBAL.gtid_mode").rows[0][0] or "").upper() == "ON"

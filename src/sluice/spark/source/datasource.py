@@ -168,7 +168,9 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             parts = planner.ranges(begin, finish, self.options.rows_per_partition, self.options.bytes_per_partition)
             if parts is not None:
                 return parts
-        # A batch planned before a restart: one range, with the schema persisted at its start.
+        # A batch planned before a restart: one range, with the schema persisted at its start (a
+        # bootstrap there is recorded with the executed GTIDs, as the planner's is).
+        begin = executed_at(self.options.follow_config(), begin)
         tracker, flavor = _on_server(self.options, "reading the schema",
                                      lambda conn: (_tracker_at(self.options, conn, begin), conn.flavor))
         return [RangePartition(start, end, tracker.catalog.to_json(), flavor)]
