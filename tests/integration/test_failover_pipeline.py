@@ -23,77 +23,20 @@ import random
 import signal
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
 import pytest
 
-from sluice.dsn import parse_dsn
-from sluice.io.connection import Connection
 from sluice.sandbox.replication import promote, wait_caught_up
 from tests.conftest import TWO_FLAVORS
 from tests.integration.exactly_once import changes_in_log, exactly_once, wait_for
-from tests.integration.failover import first_binlog, pair
+from tests.integration.failover import Writer, fail_over, first_binlog, pair
 from tests.tcp_proxy import TcpProxy
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 SAID = "source changed: server"
-
-
-class Writer:
-    """Transactions of an insert and an update into f.t, against whichever server is the primary."""
-
-    def __init__(self, server) -> None:
-        self.written = 0  # transactions committed
-        self._lock = threading.Lock()  # held while a transaction is in flight
-        self._conn: Connection | None = None
-        self._server = server
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True, name="failover-writer")
-        self._thread.start()
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            with self._lock:
-                if self._conn is None:
-                    self._conn = Connection.open(parse_dsn(self._server.dsn("root")))
-                i = self.written + 4  # f.t holds 1..3 from the start
-                self._conn.execute("BEGIN")
-                self._conn.execute(f"INSERT INTO f.t VALUES ({i}, {i})")
-                self._conn.execute(f"UPDATE f.t SET v = v + 1 WHERE id = {i // 2 + 1}")
-                self._conn.execute("COMMIT")
-                self.written += 1
-            time.sleep(0.02)
-
-    def pause(self) -> None:
-        """Stop writing once the transaction in flight has committed (until ``resume``)."""
-        self._lock.acquire()
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
-
-    def resume(self, server) -> None:
-        """Go on writing, to ``server`` from now on."""
-        self._server = server
-        self._lock.release()
-
-    def until(self, more: int) -> None:
-        """Wait until ``more`` transactions more are written."""
-        target = self.written + more
-        deadline = time.monotonic() + 120
-        while self.written < target:
-            assert time.monotonic() < deadline and self._thread.is_alive(), "the writer stalled"
-            time.sleep(0.05)
-
-    def stop(self) -> int:
-        """Stop writing; the number of transactions written."""
-        self._stop.set()
-        self._thread.join(60)
-        if self._conn is not None:
-            self._conn.close()
-        return self.written
 
 
 def _run(dsn: str, lake: Path, start: str) -> subprocess.Popen[str]:
@@ -117,18 +60,6 @@ def _kill(proc: subprocess.Popen[str]) -> str:
     proc.kill()
     _, stderr = proc.communicate(timeout=120)
     return stderr
-
-
-def _fail_over(primary, replica, writer: Writer, proxy: TcpProxy | None = None) -> None:
-    """Pause the writer, let the replica catch up, kill the primary, promote the replica, move the
-    address to it (``proxy``) and write on there."""
-    writer.pause()
-    wait_caught_up(replica, primary)
-    primary.stop()  # its process killed: a crash, not a shutdown
-    promote(replica)
-    if proxy is not None:
-        proxy.move_to(replica.host, replica.port)
-    writer.resume(replica)
 
 
 def _caught_up(proc: subprocess.Popen[str], lake: Path, writer: Writer) -> int:
@@ -156,7 +87,7 @@ def test_a_failover_through_a_moving_address_while_sluice_run_runs(flavor, sandb
         try:
             wait_for(lambda: changes_in_log(lake, "f") > 3, proc, timeout=300)  # batches commit
             writer.until(20)
-            _fail_over(primary, replica, writer, proxy)
+            fail_over(primary, replica, writer, proxy)
             writer.until(40)
             written = _caught_up(proc, lake, writer)
             stderr = _stop(proc)
@@ -180,7 +111,7 @@ def test_a_failover_with_the_new_servers_dsn_given_at_restart(flavor, sandbox_fa
         wait_for(lambda: changes_in_log(lake, "f") > 3, proc, timeout=300)
         writer.until(20)
         before = _stop(proc)  # the user stops it, fails over, and starts it with the new DSN
-        _fail_over(primary, replica, writer)
+        fail_over(primary, replica, writer)
         proc = _run(replica.dsn("repl"), lake, at)  # the same command, the new server's DSN
         writer.until(40)
         written = _caught_up(proc, lake, writer)
