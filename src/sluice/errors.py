@@ -15,6 +15,7 @@ what was found, where (file and offset, host, table) and what to do::
     │   ├── AccessDeniedError      wrong user / password / missing privilege
     │   └── BinlogUnavailableError the requested binlog position is gone (purged) or never existed
     ├── TransportError             sockets, TLS, timeouts: always retried when following a server
+    │   └── SourceMovedError       the address reached another server in the middle of a read
     ├── AuthError                  the authentication exchange itself failed on our side
     ├── SchemaError                the schema at an event's position is unknown or disagrees
     ├── ConfigError                bad DSN, option, path or missing installation
@@ -129,6 +130,11 @@ class BinlogUnavailableError(ServerError):
 
 class TransportError(SluiceError):
     """The connection failed: refused, reset, timed out, TLS failure. Retryable."""
+
+
+class SourceMovedError(TransportError):
+    """The source's address reached another server in the middle of a read whose positions must all
+    be one server's (a snapshot chunk and its watermarks): the read is done again, there. Retryable."""
 
 
 class AuthError(SluiceError):

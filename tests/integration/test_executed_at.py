@@ -4,7 +4,8 @@ A new server's first binlog starts with an empty PREVIOUS_GTIDS (MySQL) or GTID_
 At its first event, before any GTID, the set is the empty set when the server has GTIDs, not
 unknown: the Spark source's first offset and the bootstrap it records in the schema history at a
 ``--from FILE:POS`` there (``tracker_at``, the source's planner path) carry it. A MySQL server with
-``gtid_mode`` OFF writes the same empty PREVIOUS_GTIDS, and there no set is known.
+``gtid_mode`` OFF writes the same empty PREVIOUS_GTIDS, and there no set is known. Reading forward
+from an exact boundary (``since``) gives what reading from the file's start gives.
 """
 
 from __future__ import annotations
@@ -52,3 +53,21 @@ def test_a_mysql_server_without_gtids_has_no_set(sandbox_factory):
         end = server_binlog_status(conn)
     assert executed_at(FollowConfig(config, retries=2), first).gtid_set is None
     assert executed_at(FollowConfig(config, retries=2), Checkpoint(end.file, end.pos)).gtid_set is None
+
+
+@pytest.mark.parametrize("flavor", TWO_FLAVORS)
+def test_reading_forward_from_an_exact_boundary_gives_what_the_files_start_gives(flavor, sandbox_factory):
+    server = sandbox_factory(flavor)
+    config = parse_dsn(server.dsn("root"))
+    server.sql("CREATE DATABASE g; CREATE TABLE g.t (id INT PRIMARY KEY)")
+    with Connection.open(config) as conn:
+        middle = server_binlog_status(conn)
+    server.sql(";".join(f"INSERT INTO g.t VALUES ({i})" for i in range(1, 6)))
+    with Connection.open(config) as conn:
+        end = server_binlog_status(conn)
+    follow_config = FollowConfig(config, retries=2)
+    known = executed_at(follow_config, Checkpoint(middle.file, middle.pos))
+    whole = executed_at(follow_config, Checkpoint(end.file, end.pos))
+    forward = executed_at(follow_config, Checkpoint(end.file, end.pos), since=known)
+    assert whole.gtid_set and forward.gtid_set == whole.gtid_set
+    assert known.gtid_set != whole.gtid_set  # five transactions lie between

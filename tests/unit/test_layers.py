@@ -166,7 +166,8 @@ def test_the_lake_needs_no_spark():
 CDC_SHELL = {
     "sluice.cdc.follow", "sluice.cdc.capture_start", "sluice.cdc.schema_start", "sluice.cdc.schema.bootstrap",
     "sluice.cdc.schema.history", "sluice.cdc.table_read.reader", "sluice.cdc.table_read.consistent",
-    "sluice.cdc.source_checks", "sluice.cdc.schema.given", "sluice.cdc.executed_at",
+    "sluice.cdc.source_checks", "sluice.cdc.schema.given", "sluice.cdc.table_read.watermarks",
+    "sluice.cdc.executed_at",
 }
 _IO_MODULES = ("sluice.io", "socket", "ssl", "subprocess", "select", "os", "shutil", "tempfile")
 _FILE_CALLS = {"read_bytes", "read_text", "write_bytes", "write_text", "mkdir", "unlink", "fsync"}

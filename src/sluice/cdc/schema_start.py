@@ -53,14 +53,18 @@ class LoggedDdl:
 
 
 def ddl_between(conn: Connection, start: Checkpoint, end: Checkpoint) -> list[LoggedDdl]:
-    """Every DDL statement logged from ``start`` up to (not including) ``end``, in binlog order."""
-    if not start.file or position_key(start.file, start.pos) >= position_key(end.file, end.pos):
+    """Every DDL statement logged from ``start`` up to (not including) ``end``, in binlog order.
+    A ``start`` read on another server than ``conn`` reaches (``end``'s) is read there from its GTID
+    set (``SourceChangedError`` without one)."""
+    moved = start.source is not None and end.source is not None and not start.source.same_server(end.source)
+    if not start.file or (not moved and position_key(start.file, start.pos) >= position_key(end.file, end.pos)):
         return []
     from sluice.cdc.schema.ddl import apply_ddl  # sqlglot: loaded only when there is a range to check
 
     found: list[LoggedDdl] = []
     parser = EventParser(ParserConfig(table_filter=lambda _db, _table: False))
-    config = StreamConfig(connection=conn.config, file=start.file, pos=start.pos, until_end=True, server_id=0)
+    config = StreamConfig(connection=conn.config, file=start.file, pos=start.pos, gtid=start.gtid_set,
+                          source=start.source, until_end=True, server_id=0)
     with ReplicationStream(config) as stream:
         for raw in _statements(stream, end):
             parser.checksum_alg = int(stream.checksum_algorithm)

@@ -16,7 +16,9 @@ such status: its binlog position moves when a transaction is written to the binl
 its storage-engine commit, so the low watermark is read ``settle`` seconds before the snapshot
 starts, which lets transactions already in the binlog finish committing (reconciliation is correct
 for any low watermark at or before the ``SELECT``). The user needs ``SELECT`` on the tables and
-``REPLICATION CLIENT`` (the binlog status).
+``REPLICATION CLIENT`` (the binlog status). Both watermarks name the server they were read on
+(``server_identity``, read once per chunk on the chunk's connection); a low watermark taken ahead
+on another server (the address moved since) is not used: the chunk takes its own.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, TypeVar
 
-from sluice.binlog.position import Checkpoint
+from sluice.binlog.position import Checkpoint, SourceIdentity
 from sluice.cdc.schema.model import TableSchema
 from sluice.cdc.table_read.chunks import (
     Chunk,
@@ -44,7 +46,7 @@ from sluice.cdc.table_read.chunks import (
 from sluice.cdc.textvalues import convert_rows, row_converter, select_list, text_converter, text_converters
 from sluice.errors import ConfigError
 from sluice.io.connection import Connection
-from sluice.io.replication import server_binlog_status
+from sluice.io.replication import server_binlog_status, server_identity
 from sluice.wire.commands import com_query
 from sluice.wire.resultset import RawResultSet, RawResultSetReader
 
@@ -156,10 +158,11 @@ def plan_table(conn: Connection, schema: TableSchema, chunk_rows: int | None = N
     return TablePlan(schema, key, tuple(boundary_chunks(db, name, key, boundaries)), estimate)
 
 
-def binlog_position(conn: Connection) -> Checkpoint:
-    """The end of the server's binlog now, with its executed GTIDs."""
+def binlog_position(conn: Connection, source: SourceIdentity | None = None) -> Checkpoint:
+    """The end of the server's binlog now, with its executed GTIDs as the server reports them (read
+    apart from the position: ``sluice.cdc.table_read.watermarks`` makes them exact), on ``source``."""
     status = server_binlog_status(conn)
-    return Checkpoint(status.file, status.pos, status.gtid_executed or None)
+    return Checkpoint(status.file, status.pos, status.gtid_executed or None, source)
 
 
 def snapshot_position(conn: Connection) -> Checkpoint:
@@ -182,10 +185,11 @@ def _query_raw(conn: Connection, sql: str) -> RawResultSet:
     return RawResultSet((), [])
 
 
-def low_mark(conn: Connection) -> LowMark:
-    """A low watermark taken now, ahead of the chunk that will use it (MySQL): the binlog's end,
-    then the server's clock, so that the chunk's task waits only for what is left of the settle."""
-    low = binlog_position(conn)
+def low_mark(conn: Connection, source: SourceIdentity | None = None) -> LowMark:
+    """A low watermark taken now on ``source`` (the server ``conn`` reaches), ahead of the chunk that
+    will use it (MySQL): the binlog's end, then the server's clock, so that the chunk's task waits
+    only for what is left of the settle."""
+    low = binlog_position(conn, source)
     return LowMark(low, _server_seconds(conn))
 
 
@@ -215,10 +219,13 @@ def _read(conn: Connection, plan: TablePlan, chunk: Chunk, settle: float,
     schema = plan.schema
     sql = (f"SELECT {select_list(schema)} FROM {_quote(schema.db)}.{_quote(schema.name)} "
            f"WHERE {chunk_predicate(schema, chunk)} ORDER BY {order_by(chunk)}")
+    source = server_identity(conn)
+    if early is not None and early.low.source is not None and not early.low.source.same_server(source):
+        early = None  # taken on the server the address reached before: its position means nothing here
     if conn.is_mariadb:
         conn.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY")
         try:
-            low = snapshot_position(conn)
+            low = snapshot_position(conn).on(source)
             result = query(sql)
         finally:
             conn.execute("COMMIT")
@@ -228,7 +235,7 @@ def _read(conn: Connection, plan: TablePlan, chunk: Chunk, settle: float,
         # seconds of the server's clock after the low watermark (a mark taken ahead by the driver
         # has usually waited them out already).
         if early is None:
-            low = binlog_position(conn)
+            low = binlog_position(conn, source)
             if settle > 0:
                 time.sleep(settle)
         else:
@@ -237,7 +244,7 @@ def _read(conn: Connection, plan: TablePlan, chunk: Chunk, settle: float,
             if left > 0:
                 time.sleep(left)
         result = query(sql)
-    high = binlog_position(conn)
+    high = binlog_position(conn, source)
     return low, high, result
 
 

@@ -115,12 +115,18 @@ class BatchCommits:
         batch = StagedBatch(staged)
         if not batch.files:
             return None
+        # the servers the ranges were read on: on another than the snapshot's chunks, compare by GTID set
+        servers = [f.read_on for f in batch.files] + [f.range_end.source for f in batch.files if f.range_end]
+        if self._filter:
+            self._filter.stream_read_on(servers, self.fence.before)
         if batch.ddls:  # a DDL batch: a run of DDLs, or one with the rows of CREATE ... SELECT
             try:
                 self._reread(self.ddl.apply(batch_id, batch.ddls, self._filter),
                              files_high([f.stats for f in batch.files]))
             finally:
                 self.lake.forget()  # a mirror archived, moved or read again is a new table at its path
+            if self._filter:  # a table read again made the filter anew
+                self._filter.stream_read_on(servers, self.fence.before)
         rows_of = staged_rows(self.lake.changelog_path, [f.path for f in batch.files], self.store)
         history = SchemaHistory.open(self.history_path)  # once per batch, after its DDL
         tables = [table_batch(history, self.store, db, name, parts, rows_of, self._filter, self.config.columns)

@@ -7,9 +7,13 @@ in parallel (Spark jobs of a wave of chunks, the next wave running ahead of the 
 most ``connections`` at once, one per core up to 8 by default: ``waves.chunk_waves``), each between a
 low and a high binlog watermark with a connection of its own, and reconcile the chunk with the
 table's binlog changes between the two, so every chunk holds the table's rows as of its high
-watermark. Every keyed table's mirror is created, empty and with its columns, when the table is
-planned (a table with no rows has one too). A mirror with no rows when its snapshot is planned
-gets its chunks, disjoint key ranges, as appends: the task cuts the text rows into the mirror's Arrow columns
+watermark. Each watermark names the server it was read on and carries the executed GTID set there,
+established by reading forward from the nearest boundary the driver knows exactly (the start, the
+high watermarks of the chunks done: ``cdc.table_read.watermarks``), so that chunks read on two
+servers (a failover in the middle of the snapshot) and the stream compare by GTID set. Every
+keyed table's mirror is created, empty and with its columns, when the table is planned (a table
+with no rows has one too). A mirror with no rows when its snapshot is planned gets its chunks,
+disjoint key ranges, as appends: the task cuts the text rows into the mirror's Arrow columns
 (``sluice.spark.snapshot.text_rows``, ``snapshot_arrow``) and writes the mirror's data file, which the
 driver commits in plan order; only the keys of the rows meet the binlog changes. A mirror that
 holds rows gets each chunk as a MERGE of decoded rows. Tables without a primary key are read in
@@ -54,6 +58,7 @@ from sluice.cdc.table_read.reader import (
     plan_table,
     prepare_session,
 )
+from sluice.cdc.table_read.watermarks import recent
 from sluice.dsn import Flavor, parse_dsn
 from sluice.errors import SchemaError, ServerError
 from sluice.io.connection import Connection
@@ -172,8 +177,9 @@ class SnapshotRunner:
                 state.save(self.store)
             # MySQL: the first wave's low watermark is taken here, so its settle passes while the
             # tables are planned (an older mark only widens a chunk's reconcile window; _in_order)
-            first = low_mark(conn) if conn.flavor == Flavor.MYSQL else None
-            planned_at = first.low if first is not None else binlog_position(conn)
+            on = server_identity(conn)
+            first = low_mark(conn, on) if conn.flavor == Flavor.MYSQL else None
+            planned_at = first.low if first is not None else binlog_position(conn, on)
             catalog = bootstrap_catalog(conn, self.include)
             for name in only or ():
                 if name not in state.tables and catalog.get(*name.split(".", 1)) is None:
@@ -226,12 +232,7 @@ class SnapshotRunner:
         if self.stopping() and self._pending(state):
             raise _Stopped
         if reading:  # DDL on a table between its planning and its last chunk makes its read stale
-            since = min((Checkpoint.from_json(state.tables[n]["planned_at"]) for n in reading
-                         if state.tables[n].get("planned_at")),
-                        key=lambda c: position_key(c.file, c.pos), default=planned_at)
-            with Connection.open(config) as conn:
-                touched = {f"{db}.{t}" for ddl in ddl_between(conn, since, binlog_position(conn))
-                           for db, t in ddl.tables}
+            touched = _touched_since(config, state, reading, planned_at)
             stale |= touched & reading
             unexplained = {n: why for n, why in self._failed.items() if n not in touched}
             if unexplained:
@@ -284,7 +285,9 @@ class SnapshotRunner:
         started = time.monotonic()
         rows_done = 0
         done = total - len(pending)
-        for result in in_waves(self.spark, self.source, tasks, first, self.connections, self.stopping, self._jobs):
+        known = _exact_points(state)  # and each chunk's high watermark as it comes
+        for result in in_waves(self.spark, self.source, tasks, first, self.connections, self.stopping, self._jobs,
+                               lambda: tuple(p.to_json() for p in recent(known))):
             chunk = Chunk.from_json(result.chunk)
             name = f"{chunk.db}.{chunk.table}"
             table = state.tables[name]
@@ -294,6 +297,8 @@ class SnapshotRunner:
                     self._failed[name] = result.error  # stale if DDL explains it, else this error stands
                 continue
             low, high, count = result.low, result.high, result.rows
+            if high is not None:
+                known.append(Checkpoint.from_json(high))
             seq = self._seq(state, name, chunk)
             table["writing"] = {"chunk": chunk.id, "seq": seq, "low": low, "high": high, "rows": count}
             state.save(self.store)
@@ -330,3 +335,31 @@ class SnapshotRunner:
     def _seq(self, state: SnapshotState, name: str, chunk: Chunk) -> int:
         """A chunk's number in the plan: its Delta app-transaction version (increasing per table)."""
         return [Chunk.from_json(c).id for c in state.tables[name]["chunks"]].index(chunk.id)
+
+
+def _exact_points(state: SnapshotState) -> list[Checkpoint]:
+    """The boundaries the snapshot knows exactly: its start and its chunks' high watermarks."""
+    known = [Checkpoint.from_json(d["high"]) for t in state.tables.values() for d in t["done"].values()
+             if d.get("high")]
+    return [*known, Checkpoint.from_json(state.start)] if state.start else known
+
+
+def _touched_since(config: Any, state: SnapshotState, reading: set[str], planned_at: Checkpoint) -> set[str]:
+    """The ``db.table`` names a DDL logged since the tables ``reading`` were planned touches."""
+    planned = [Checkpoint.from_json(state.tables[n]["planned_at"]) for n in reading
+               if state.tables[n].get("planned_at")]
+    with Connection.open(config) as conn:
+        now = binlog_position(conn, server_identity(conn))
+        since = _earliest(planned or [planned_at], now, state)
+        return {f"{db}.{t}" for ddl in ddl_between(conn, since, now) for db, t in ddl.tables}
+
+
+def _earliest(points: list[Checkpoint], now: Checkpoint, state: SnapshotState) -> Checkpoint:
+    """Where the check for DDL under the chunks reads from: the earliest of the tables' planning
+    points, when they were read on the server read now (``now``'s); else (a failover while the
+    tables were read) the snapshot's start, whose GTID set is exact: a planning point's, read apart
+    from its position, is not."""
+    here = now.source
+    if all(p.source is None or here is None or p.source.same_server(here) for p in points):
+        return min(points, key=lambda c: position_key(c.file, c.pos))
+    return Checkpoint.from_json(state.start) if state.start is not None else points[0]

@@ -5,6 +5,15 @@ the stream leaves out of the mirror a change of the same table, with a key insid
 position before that high watermark (the change log still gets it). A table whose snapshot found it
 gone (renamed or dropped before it could be read) is "lost": none of its changes reach a mirror
 until the stream meets the DDL that removed it (``sluice.spark.ddl.batch``).
+
+Positions compare by file and offset while the chunks and the stream are read on one server. Once
+they are not (chunks read on two servers, or a batch read on another server than the chunks: a
+failover), a change lies before a high watermark when its transaction's GTID is in the watermark's
+executed set, which names the same transactions on every server; the column-wise path, whose
+staged rows carry positions only, then gives way to the per-row one. A change without a GTID, or a
+watermark without its exact set, cannot be placed so: ``SourceChangedError``, naming the servers
+and the remedy. A table whose every high watermark the lake's committed position holds is passed:
+none of its later changes is in the snapshot.
 """
 
 from __future__ import annotations
@@ -17,13 +26,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sluice.binlog.position import Checkpoint, binlog_file_key, position_key
+from sluice.binlog.position import Checkpoint, SourceIdentity, binlog_file_key, gtid_covers, parse_gtids, position_key
 from sluice.cdc.records import RowChange
 from sluice.cdc.schema import TableSchema
 from sluice.cdc.schema.model import ColumnDef
 from sluice.cdc.schema.typemap import INTEGER_TYPES
 from sluice.cdc.table_read.chunks import Chunk, ChunkRead, key_columns
 from sluice.cdc.table_read.reconcile import KeyOrder, after_high, key_order, split_key_move
+from sluice.errors import SourceChangedError
 from sluice.lake.mirror.merge_source import CHANGE_FILE, CHANGE_POS
 from sluice.spark.snapshot.state import SnapshotState
 
@@ -42,6 +52,10 @@ class SnapshotFilter:
         # lower bound with their bounds as order keys (None when two chunks overlap)
         self._placing: dict[tuple[str, str], tuple[tuple[ColumnDef, ...], _Bounds | None]] = {}
         self._lost = {tuple(name.split(".", 1)) for name, table in state.tables.items() if table.get("lost")}
+        start = Checkpoint.from_json(state.start) if state.start else None
+        self._servers: list[SourceIdentity] = [start.source] if start is not None and start.source else []
+        self.by_gtid = False  # positions of two servers met: compare by GTID set (module docstring)
+        self._parsed: dict[str, Any] = {}  # high watermarks' GTID sets, parsed once
         for table in state.tables.values():
             if not table["key"]:
                 continue
@@ -54,6 +68,7 @@ class SnapshotFilter:
                 if done is not None:
                     low, high = Checkpoint.from_json(done["low"]), Checkpoint.from_json(done["high"])
                     reads.append(ChunkRead(chunk, low, high, []))
+                    self._met(low.source, high.source)
             if reads:
                 last = max(position_key(r.high.file, r.high.pos) for r in reads)
                 name = (schema.db, schema.name)
@@ -62,6 +77,46 @@ class SnapshotFilter:
 
     def __bool__(self) -> bool:
         return bool(self._tables or self._lost)
+
+    def _met(self, *sources: SourceIdentity | None) -> None:
+        for source in sources:
+            if source is None or any(source.same_server(s) for s in self._servers):
+                continue
+            self._servers.append(source)
+            self.by_gtid = self.by_gtid or len(self._servers) > 1
+
+    def stream_read_on(self, servers: Sequence[SourceIdentity | None], committed: Checkpoint | None) -> None:
+        """A batch's ranges were read on ``servers`` (None: not known); ``committed``: the lake's last
+        committed position. Positions of another server turn to GTID sets, and a table whose high
+        watermarks ``committed`` all holds is dropped (module docstring)."""
+        self._met(*servers)
+        if not self.by_gtid or committed is None or not committed.gtid_set:
+            return
+        for name, (_order, reads, _last) in list(self._tables.items()):
+            if all(r.high.gtid_set and gtid_covers(committed.gtid_set, r.high.gtid_set) for r in reads):
+                del self._tables[name]
+                self._placing.pop(name, None)
+
+    def _unplaced(self, what: str) -> SourceChangedError:
+        servers = " and ".join(str(s) for s in self._servers) or "two servers"
+        return SourceChangedError(
+            f"the snapshot's chunks and the stream were read on {servers} (a failover), and {what}, so "
+            "nothing says whether the snapshot holds it. Take a new snapshot of the captured tables on the "
+            "new server (sluice snapshot, or a new lake)")
+
+    def _before_high(self, read: ChunkRead, change: RowChange) -> bool:
+        """By GTID set: whether ``change``'s transaction is in the set at ``read``'s high watermark."""
+        if read.high.gtid_set is None:
+            raise self._unplaced(f"the chunk {read.chunk.id}'s high watermark carries no GTID set")
+        if change.gtid is None:
+            raise self._unplaced(f"the change at {change.file}:{change.pos} has no GTID")
+        if not read.high.gtid_set:
+            return False  # the empty set: nothing was executed there
+        high: Any = self._parsed.get(read.high.gtid_set)
+        if high is None:
+            high = self._parsed[read.high.gtid_set] = parse_gtids(read.high.gtid_set)
+        mine: Any = parse_gtids(change.gtid)  # of the high watermark's flavor
+        return bool(mine.issubset(high))
 
     def lost(self, db: str, table: str) -> bool:
         """Whether the table vanished (renamed or dropped) before its snapshot could read it: it has
@@ -73,6 +128,8 @@ class SnapshotFilter:
         later: a DDL there is in the snapshot already); False when only some chunks were; None when
         the snapshot did not read the table or finished before ``file:pos``."""
         entry = self._tables.get((db, table))
+        if entry is not None and self.by_gtid:
+            raise self._unplaced(f"a DDL on {db}.{table} at {file}:{pos} is logged without its GTID set")
         if entry is None or position_key(file, pos) >= entry[2]:
             return None
         return all(position_key(file, pos) < position_key(r.low.file, r.low.pos) for r in entry[1])
@@ -83,7 +140,7 @@ class SnapshotFilter:
         if (db, table) in self._lost:
             return True
         entry = self._tables.get((db, table))
-        return entry is not None and position_key(file, pos) < entry[2]
+        return entry is not None and (self.by_gtid or position_key(file, pos) < entry[2])
 
     def keep(self, changes: Sequence[RowChange]) -> list[RowChange]:
         """The changes the mirror still needs (key moves split into a delete and an insert)."""
@@ -92,12 +149,15 @@ class SnapshotFilter:
             if (change.db, change.table) in self._lost:
                 continue
             entry = self._tables.get((change.db, change.table))
-            if entry is None or position_key(change.file, change.pos) >= entry[2]:
+            if entry is None or (not self.by_gtid and position_key(change.file, change.pos) >= entry[2]):
                 out.append(change)
                 continue
             order, reads, _ = entry
             for part in split_key_move(change, order):
-                if all(after_high(read, part, order) for read in reads):
+                if self.by_gtid:
+                    if all(_outside(read, part, order) or not self._before_high(read, part) for read in reads):
+                        out.append(part)
+                elif all(after_high(read, part, order) for read in reads):
                     out.append(part)
         return out
 
@@ -117,6 +177,8 @@ class SnapshotFilter:
         entry = self._tables.get((db, table))
         if entry is None or not source.num_rows:
             return source
+        if self.by_gtid:  # the staged rows carry positions, not GTIDs
+            return None
         order = entry[0]
         columns, bounds = self._placing[(db, table)]
         names = {n.lower(): n for n in source.column_names}
@@ -134,6 +196,15 @@ class SnapshotFilter:
         chunk = _chunks_of(order, keys, lowers, uppers)
         before = _before_highs(source, chunk, [r.high for r in ordered])
         return source.filter(pa.array(~before))
+
+
+def _outside(read: ChunkRead, change: RowChange, order: KeyOrder) -> bool:
+    """Whether ``change`` touches no key of ``read``'s chunk (another table, or keys outside it)."""
+    chunk = read.chunk
+    if change.db != chunk.db or change.table != chunk.table:
+        return True
+    images = [i for i in (change.before, change.after) if i is not None]
+    return not any(order.contains(chunk, order.of(i)) for i in images)
 
 
 def _comparable(column: ColumnDef, values: pa.ChunkedArray) -> pa.ChunkedArray | None:

@@ -8,7 +8,9 @@ since it was planned (the chunk's ``SELECT`` fails with one of ``TABLE_CHANGED``
 columns return the error's text too: the runner re-plans when the binlog shows DDL on the table,
 else raises it. The driver hands each task a ``ChunkTask`` and gets a ``ChunkResult`` back. A
 connection lost or stalled (``ConnectionConfig.deadline``) is made again and the chunk read from
-its start.
+its start, as it is when the address reached another server between the chunk's ``SELECT`` and
+the end of its binlog window (``SourceMovedError``): a chunk's watermarks and its window are one
+server's, each watermark with the executed GTID set there (``cdc.table_read.watermarks``).
 """
 
 from __future__ import annotations
@@ -18,12 +20,10 @@ from typing import Any
 
 import pyarrow as pa
 
-from sluice.binlog.position import Checkpoint, position_key
-from sluice.cdc.capture import CaptureConfig, ChangeCapture
-from sluice.cdc.follow import FollowConfig, follow, retrying
-from sluice.cdc.records import RowChange
-from sluice.cdc.schema import Catalog, SchemaTracker, TableSchema
-from sluice.cdc.table_read.chunks import Chunk
+from sluice.binlog.position import Checkpoint
+from sluice.cdc.follow import FollowConfig, retrying
+from sluice.cdc.schema import Catalog, TableSchema
+from sluice.cdc.table_read.chunks import Chunk, ChunkRead
 from sluice.cdc.table_read.reader import (
     TABLE_CHANGED,
     LowMark,
@@ -33,6 +33,7 @@ from sluice.cdc.table_read.reader import (
     read_chunk_raw,
 )
 from sluice.cdc.table_read.reconcile import key_order, reconcile, reconcile_keys
+from sluice.cdc.table_read.watermarks import chunk_window
 from sluice.dsn import parse_dsn
 from sluice.errors import SchemaError, ServerError, SluiceError, carry, storage_full
 from sluice.io.connection import Connection
@@ -60,6 +61,9 @@ class ChunkTask:
     #: "storage": its options}``; empty for a chunk that is MERGEd.
     append: dict[str, Any]
     mark: dict[str, Any] | None = None  # MySQL: the low watermark the driver took ahead (``LowMark.to_json``)
+    #: Boundaries the driver knows exactly (``Checkpoint.to_json``: the snapshot's start, chunks' high
+    #: watermarks), from which the chunk's window is read forward (``watermarks.chunk_window``)
+    known: tuple[dict[str, Any], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,25 +89,6 @@ class ChunkResult:
         return self.low is None
 
 
-def _window_changes(config: Any, catalog_json: dict[str, Any], schema: TableSchema, flavor: str,
-                    low: Checkpoint, high: Checkpoint) -> list[RowChange]:
-    """The table's row changes committed in ``[low, high)``, read from the binlog."""
-    changes: list[RowChange] = []
-    if position_key(low.file, low.pos) >= position_key(high.file, high.pos):
-        return changes
-    tracker = SchemaTracker(Catalog.from_json(catalog_json), None, flavor=flavor)
-    only = (schema.db, schema.name)
-    capture = ChangeCapture(
-        CaptureConfig(table_filter=lambda d, t: (d, t) == only), Checkpoint(low.file, low.pos), tracker
-    )
-    end = position_key(high.file, high.pos)
-    for committed in follow(FollowConfig(config, until_end=True, heartbeat_period=0, retries=8), capture):
-        if position_key(committed.start.file, committed.start.pos) >= end:
-            break
-        changes.extend(r for r in committed.records if type(r) is RowChange)
-    return changes
-
-
 def read_and_reconcile(task: ChunkTask) -> ChunkResult:
     """A Spark task: read one chunk between watermarks and reconcile it with the binlog between them
     (``ChunkResult`` says what it found)."""
@@ -127,14 +112,21 @@ def read_and_reconcile(task: ChunkTask) -> ChunkResult:
     return ChunkResult(task.chunk, None, None, failure=carry(typed))
 
 
-def _on_source(config: Any, read: Any) -> Any:
-    """``read(conn)`` on a connection of its own in the snapshot's session state, read again from the
-    start on a new connection while the connection is lost or stalls (``retrying``)."""
+def _on_source(task: ChunkTask, schema: TableSchema, read: Any) -> Any:
+    """``read(conn)`` on a connection of its own in the snapshot's session state, then the chunk's
+    window: ``(low, high, rows, changes)`` with both watermarks exact. Read again from the start on a
+    new connection while the connection is lost or stalls or the address reaches another server
+    (``retrying``)."""
+    config = parse_dsn(task.dsn)
+    known = [Checkpoint.from_json(p) for p in task.known]
 
     def attempt() -> Any:
         with Connection.open(config) as conn:
             prepare_session(conn)
-            return read(conn)
+            low, high, rows = read(conn)
+        low, high, changes = chunk_window(config, Catalog.from_json(task.catalog), schema, task.flavor, low, high,
+                                          known)
+        return low, high, rows, changes
 
     return retrying(FollowConfig(config, retries=8), "reading a snapshot chunk", attempt)
 
@@ -144,20 +136,19 @@ def _read_chunk_task(task: ChunkTask) -> ChunkResult:
     flavor, key = task.flavor, task.key
     schema = TableSchema.from_json(task.schema)
     chunk = Chunk.from_json(task.chunk)
-    config = parse_dsn(task.dsn)
     plan = TablePlan(schema, key, (chunk,), 0)
     order = key_order(schema, key)
     if not task.append:
-        read = _on_source(config, lambda conn: read_chunk(conn, plan, chunk, early=early))
-        changes = _window_changes(config, task.catalog, schema, flavor, read.low, read.high)
-        rows = reconcile(read, changes, order)
-        return ChunkResult(task.chunk, read.low.to_json(), read.high.to_json(), len(rows), merged=rows)
+        low, high, read, changes = _on_source(task, schema, lambda conn: _as_window(
+            read_chunk(conn, plan, chunk, early=early)))
+        rows = reconcile(ChunkRead(chunk, low, high, read), changes, order)
+        return ChunkResult(task.chunk, low.to_json(), high.to_json(), len(rows), merged=rows)
     columns = mirror_columns_for_schema(schema, flavor or None)
     builders = column_builders(schema, columns, flavor or None)
-    low, high, result = _on_source(config, lambda conn: read_chunk_raw(conn, plan, chunk, early=early))
+    low, high, result, changes = _on_source(task, schema, lambda conn: read_chunk_raw(conn, plan, chunk,
+                                                                                       early=early))
     values = split_rows(result.blocks, len(schema.columns))
     del result
-    changes = _window_changes(config, task.catalog, schema, flavor, low, high)
     if changes or not integer_keys_in_order(schema, key, chunk.lower, chunk.upper, values):
         keep, images = reconcile_keys(chunk, low, high, key_values(schema, key, flavor or None, values), changes, order)
     else:  # nothing to reconcile and the rows in order: what reconcile_keys finds, without a tuple per row
@@ -174,6 +165,10 @@ def _read_chunk_task(task: ChunkTask) -> ChunkResult:
     store = open_lake(task.append["lake"], task.append["storage"])
     written = write_data_file(table, task.append["folder"], store=store)
     return ChunkResult(task.chunk, low.to_json(), high.to_json(), table.num_rows, appended=written)
+
+
+def _as_window(read: ChunkRead) -> tuple[Checkpoint, Checkpoint, list[dict[str, Any]]]:
+    return read.low, read.high, read.rows
 
 
 def _check_keys(schema: TableSchema, pk: tuple[str, ...], rows: pa.Table) -> None:

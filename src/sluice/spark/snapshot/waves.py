@@ -3,7 +3,8 @@ one runs, so that a job's start is paid per wave and not per chunk.
 
 ``chunk_waves`` says how many chunks a job holds and how many jobs are in flight, from the cores
 and the connections the source may take; ``in_waves`` runs the chunk tasks so and yields their
-results in plan order, taking each later chunk's low watermark a wave ahead of it (MySQL). A
+results in plan order, taking each later chunk's low watermark a wave ahead of it (MySQL) and
+handing each task the boundaries the driver knows exactly then (``known``). A
 chunk task returns its sluice error in its result rather than failing (Spark's executor would log a
 failed task's Python traceback on standard error); ``in_waves`` raises it, typed, at that chunk.
 """
@@ -20,6 +21,7 @@ from sluice.cdc.table_read.reader import LowMark, low_mark
 from sluice.dsn import parse_dsn
 from sluice.errors import SluiceError, carried
 from sluice.io.connection import Connection
+from sluice.io.replication import server_identity
 from sluice.spark.runtime.query_error import query_error
 from sluice.spark.snapshot.task import ChunkResult, ChunkTask, read_and_reconcile
 
@@ -49,7 +51,8 @@ def chunk_waves(cores: int, connections: int | None) -> tuple[int, int]:
 
 
 def in_waves(spark: Any, source: str, payloads: list[ChunkTask], first: LowMark | None, connections: int | None,
-         stopping: Callable[[], bool], jobs: str) -> Iterator[ChunkResult]:
+             stopping: Callable[[], bool], jobs: str,
+             known: Callable[[], tuple[dict[str, Any], ...]] = tuple) -> Iterator[ChunkResult]:
     """The chunks' task results in plan order. Chunks run as Spark jobs of a wave of chunks
     (``chunk_waves``), one task per chunk, and the next wave is submitted while one runs, so
     that a job's start is paid per wave, not per chunk.
@@ -57,7 +60,8 @@ def in_waves(spark: Any, source: str, payloads: list[ChunkTask], first: LowMark 
     every later chunk's is taken a wave ahead of it. So the settle after a mark
     (``sluice.cdc.table_read.reader``) has passed when its task runs, not holding a slot idle (an
     older mark only widens the window the chunk is reconciled with). ``stopping()`` ends it at a wave's
-    boundary; ``jobs`` names the Spark job group its waves run in, cancelled when it ends early."""
+    boundary; ``jobs`` names the Spark job group its waves run in, cancelled when it ends early;
+    ``known()``: the exact boundaries a wave's tasks read their windows from, asked at its submission."""
     sc = spark.sparkContext
     wave, ahead = chunk_waves(int(sc.defaultParallelism), connections)
     pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="sluice-snapshot")
@@ -68,6 +72,7 @@ def in_waves(spark: Any, source: str, payloads: list[ChunkTask], first: LowMark 
     if first is not None and payloads:
         marks.extend([first] * min(wave, len(payloads)))
         conn = Connection.open(parse_dsn(source))
+        on = server_identity(conn)
 
     def run_wave(rdd: Any) -> list[ChunkResult]:
         sc.setJobGroup(jobs, "sluice snapshot chunks")  # this thread's jobs, for cancelJobGroup
@@ -78,10 +83,11 @@ def in_waves(spark: Any, source: str, payloads: list[ChunkTask], first: LowMark 
             if stopping():  # the chunks of the waves read so far are written; the others wait
                 break
             while submitted < len(payloads) and len(futures) < ahead:
-                group = payloads[submitted:submitted + wave]
+                points = known()
+                group = [replace(task, known=points) for task in payloads[submitted:submitted + wave]]
                 if conn is not None:
                     while len(marks) < len(group) + wave:
-                        marks.append(low_mark(conn))
+                        marks.append(low_mark(conn, on))
                     group = [replace(task, mark=marks.popleft().to_json()) for task in group]
                 rdd = sc.parallelize(group, len(group)).map(read_and_reconcile)
                 futures.append(pool.submit(run_wave, rdd))

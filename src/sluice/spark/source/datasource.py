@@ -250,7 +250,8 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if writer is not None:
             typed: list[dict[Any, Any]] = []
             yield from stage_range(arrow_batches(until_end(), typed), writer, part_bytes=self.options.part_bytes,
-                                   reconnects=lambda: len(reconnects), typed=typed, end=end)
+                                   reconnects=lambda: len(reconnects), typed=typed, end=end,
+                                   read_on=lambda: capture.boundary.source)
         else:
             yield from arrow_batches(until_end())
         if not reached:

@@ -4,8 +4,9 @@ A task of ``sluice.spark.source.staging`` writes its range into the lake and yie
 per thing the driver must commit or apply (``DESCRIPTOR_SCHEMA``), never the rows themselves:
 
 - ``ChangelogFile``: the range's change-log Parquet file, its Delta ``add`` fields, where its
-  changes begin and end, each transaction's commit time and rows, the range's end offset, and how
-  often the task's replication connection was made again and which attempt of the task it is;
+  changes begin and end, each transaction's commit time and rows, the range's end offset, the
+  server the range was read on, and how often the task's replication connection was made again and
+  which attempt of the task it is;
 - ``TableSource``: one table's MERGE source (an Arrow IPC file; no path when the per-row path must
   build it), the layout it was typed in, where its changes begin and its op counts;
 - ``DdlMet``: a schema change on a captured table, the statement as the change log holds it.
@@ -22,7 +23,7 @@ from typing import Any, Final
 
 import pyarrow as pa
 
-from sluice.binlog.position import Checkpoint, position_key
+from sluice.binlog.position import Checkpoint, SourceIdentity, position_key
 from sluice.errors import ConfigError
 
 __all__ = ["DESCRIPTOR_SCHEMA", "ChangelogFile", "DdlMet", "Descriptor", "TableSource", "from_row", "to_row"]
@@ -37,7 +38,7 @@ DESCRIPTOR_SCHEMA: Final = pa.schema([
     ("stats", pa.string()), ("layout", pa.string()), ("ddl", pa.string()),
     ("commit_us", pa.list_(pa.field("element", pa.int64()))),
     ("commit_rows", pa.list_(pa.field("element", pa.int64()))),
-    ("reconnects", pa.int32()), ("attempt", pa.int32()), ("range_end", pa.string()),
+    ("reconnects", pa.int32()), ("attempt", pa.int32()), ("range_end", pa.string()), ("read_on", pa.string()),
 ])
 
 
@@ -60,6 +61,8 @@ class ChangelogFile:
     reconnects: int = 0  # the range's replication connection made again
     attempt: int = 0  # the task's attempt (0: its first)
     range_end: Checkpoint | None = None  # the stream offset the range ends at
+    #: the server the range was read on (its positions are that server's), when known
+    read_on: SourceIdentity | None = None
 
     @property
     def first(self) -> tuple[tuple[str, int, int], int]:
@@ -123,7 +126,8 @@ def to_row(d: Descriptor) -> dict[str, Any]:
                 "rows": d.rows, "first_file": d.first_file, "first_pos": d.first_pos, "first_row": d.first_row,
                 "last_file": d.last_file, "last_pos": d.last_pos, "commit_us": list(d.commit_us),
                 "commit_rows": list(d.commit_rows), "reconnects": d.reconnects, "attempt": d.attempt,
-                "range_end": None if d.range_end is None else d.range_end.to_text()}
+                "range_end": None if d.range_end is None else d.range_end.to_text(),
+                "read_on": None if d.read_on is None else json.dumps(d.read_on.to_json())}
     if isinstance(d, TableSource):
         return {"kind": "table", "db": d.db, "table": d.table, "rows": d.rows, "first_file": d.first_file,
                 "first_pos": d.first_pos, "first_row": d.first_row, "inserts": d.inserts, "updates": d.updates,
@@ -136,12 +140,13 @@ def from_row(row: dict[str, Any]) -> Descriptor:
     """The descriptor a row of ``DESCRIPTOR_SCHEMA`` holds; ``ConfigError`` for a kind no task writes."""
     kind = row.get("kind")
     if kind == "changes":
-        end = row.get("range_end")
+        end, on = row.get("range_end"), row.get("read_on")
         return ChangelogFile(
             row["path"], row["size"], row["mtime"], row["stats"], row["rows"], row["first_file"], row["first_pos"],
             row["first_row"] or 0, row["last_file"], row["last_pos"], tuple(row["commit_us"] or ()),
             tuple(row["commit_rows"] or ()), row["reconnects"] or 0, row["attempt"] or 0,
-            None if not end else Checkpoint.from_json(json.loads(end)))
+            None if not end else Checkpoint.from_json(json.loads(end)),
+            None if not on else SourceIdentity.from_json(json.loads(on)))
     if kind == "table":
         return TableSource(row["db"], row["table"], row["rows"], row["first_file"], row["first_pos"],
                            row["first_row"] or 0, row["inserts"] or 0, row["updates"] or 0, row["deletes"] or 0,

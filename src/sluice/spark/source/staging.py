@@ -31,7 +31,7 @@ from typing import Any, Final
 
 import pyarrow as pa
 
-from sluice.binlog.position import Checkpoint
+from sluice.binlog.position import Checkpoint, SourceIdentity
 from sluice.cdc.capture import PART_BYTES
 from sluice.cdc.schema import SchemaTracker
 from sluice.errors import ConfigError
@@ -107,7 +107,8 @@ def part_writer(lake: str, batch_id: int, start: Checkpoint, tracker: SchemaTrac
 
 def stage_range(items: Iterable[pa.RecordBatch | tuple[Any, int]], writer: PartWriter, *,
                 part_bytes: int = PART_BYTES, reconnects: Callable[[], int] = lambda: 0,
-                typed: list[dict[Any, Any]] | None = None, end: Checkpoint | None = None) -> Iterator[pa.RecordBatch]:
+                typed: list[dict[Any, Any]] | None = None, end: Checkpoint | None = None,
+                read_on: Callable[[], SourceIdentity | None] = lambda: None) -> Iterator[pa.RecordBatch]:
     """Write a range's change batches (``sluice.spark.source.change_frame.ARROW_SCHEMA``, binlog
     order, as ``arrow_batches`` yields them) to the lake's staging files in parts of about
     ``part_bytes``; the descriptors of what was written. ``typed``: the list ``arrow_batches`` adds
@@ -115,8 +116,9 @@ def stage_range(items: Iterable[pa.RecordBatch | tuple[Any, int]], writer: PartW
     and empties it. A ``(part, commit µs)`` item is a part of a transaction the capture handed out
     before its commit (``PartWriter.hold``). The range's last change-log file also says how often
     the range's replication connection was made again (``reconnects``, asked once the range is
-    read), which attempt of the Spark task this is, and the range's end offset (``end``), which the
-    batch's commit records as where the stream stands."""
+    read), which attempt of the Spark task this is, the range's end offset (``end``), which the
+    batch's commit records as where the stream stands, and the server it was read on (``read_on``,
+    asked at the end too: its positions are that server's)."""
 
     kept = typed if typed is not None else []
     pending: list[pa.RecordBatch] = []
@@ -147,7 +149,8 @@ def stage_range(items: Iterable[pa.RecordBatch | tuple[Any, int]], writer: PartW
     if not files:
         return
     last = files[-1]
-    out[last] = replace(out[last], reconnects=reconnects(), attempt=_task_attempt(), range_end=end)  # type: ignore[arg-type]
+    on = read_on()
+    out[last] = replace(out[last], reconnects=reconnects(), attempt=_task_attempt(), range_end=end, read_on=on)  # type: ignore[arg-type]
     yield pa.RecordBatch.from_pylist([to_row(d) for d in out], schema=DESCRIPTOR_SCHEMA)
 
 
