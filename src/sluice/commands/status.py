@@ -151,7 +151,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     if not tables:
         raise ConfigError(f"--lake {lake.uri}: no Delta tables there (is it the directory sluice run writes?)")
     now = time.time()
-    lines = [table_status(lake, t, now) for t in tables if t.kind in ("mirror", "changes")]
+    lines = [table_status(lake, t, now) for t in tables if t.kind in ("mirror", "history", "changes")]
     report = {"lake": lake.uri, "writer": _writer(lake, now), "stream": _stream(lake), "tables": lines}
     if args.json:
         print(json.dumps(report, indent=1), file=out)

@@ -4,6 +4,8 @@ the lake holds. ``Lake`` owns it; no other module spells a path under a lake.
 Under a lake's root:
 
 - ``<db>/<table>``: the Delta mirror of each captured table;
+- ``<db>/<table>__history``: the table's history, every version of each row (``sluice run --history``,
+  ``sluice.lake.mirror.history``); no mirror ends in ``__history``, so the two never meet;
 - ``_sluice/``: sluice's own parts, a folder no source database can take:
 
   - ``changes``: the change log (Delta);
@@ -33,16 +35,18 @@ from typing import Any, ClassVar, Final
 from sluice.errors import SchemaError
 from sluice.lake.storage import LakeStore, lake_store
 
-__all__ = ["OWN", "Lake", "LakeTable", "open_lake"]
+__all__ = ["HISTORY_SUFFIX", "OWN", "Lake", "LakeTable", "open_lake"]
 
 OWN: Final = "_sluice"  # sluice's own folder under the root; no database of the source may be named so
+HISTORY_SUFFIX: Final = "__history"  # a table's history beside its mirror; no mirrored table may end so
 _DELTA_LOG: Final = "_delta_log"
 
 
 @dataclass(frozen=True, slots=True)
 class LakeTable:
     """One Delta table of the lake: its URI and its name in output (``db.table``, ``_sluice.changes``,
-    ``_sluice.archive/<db>/<table>@<file>-<pos>``); ``kind`` is mirror, changes, archive or pending."""
+    ``_sluice.archive/<db>/<table>@<file>-<pos>``, ``db.table__history``); ``kind`` is mirror, changes,
+    archive, pending or history."""
 
     uri: str
     name: str
@@ -71,13 +75,20 @@ class Lake(LakeStore):
     # -- places ------------------------------------------------------------------------------------
     def mirror(self, db: str, table: str) -> str:
         """``ROOT/<db>/<table>``, the mirror of ``db.table``; a name that cannot be a folder of the
-        lake, or the database ``_sluice``, is a ``SchemaError``."""
+        lake, the database ``_sluice`` or a table name ending in ``__history`` is a ``SchemaError``."""
         for part in (db, table):
             if not part or part in (".", "..") or "/" in part or "\\" in part:
                 raise SchemaError(f"the table name {db}.{table} cannot be a folder of the lake; exclude the table")
         if db == OWN:
             raise SchemaError(f"the database name {OWN} is where the lake keeps its change log; exclude it")
+        if table.endswith(HISTORY_SUFFIX):
+            raise SchemaError(f"the table name {db}.{table} ends in {HISTORY_SUFFIX}, where the lake keeps a table's "
+                              "history beside its mirror; exclude the table (--exclude-tables)")
         return self.join(db, table)
+
+    def history(self, db: str, table: str) -> str:
+        """``ROOT/<db>/<table>__history``, the history of ``db.table`` (``sluice run --history``)."""
+        return self.mirror(db, table) + HISTORY_SUFFIX
 
     @property
     def changes(self) -> str:
@@ -131,16 +142,24 @@ class Lake(LakeStore):
 
     def mirrors(self) -> list[tuple[str, str]]:
         """``(db, table)`` of every mirror, sorted."""
-        return [(db, t) for db in self.folders("") if not self.reserved(db) for t in self._deltas(db)]
+        return [(db, t) for db in self.folders("") if not self.reserved(db) for t in self._deltas(db)
+                if not t.endswith(HISTORY_SUFFIX)]
+
+    def histories(self) -> list[tuple[str, str]]:
+        """``(db, table)`` of every table that has a history (``<db>/<table>__history``), sorted."""
+        return [(db, t[: -len(HISTORY_SUFFIX)]) for db in self.folders("") if not self.reserved(db)
+                for t in self._deltas(db) if t.endswith(HISTORY_SUFFIX) and len(t) > len(HISTORY_SUFFIX)]
 
     def pending_tables(self) -> list[tuple[str, str]]:
         """``(db, table)`` of every mirror that has a pending table."""
         return [(db, t) for db in self.folders(self._PENDING) for t in self.folders(f"{self._PENDING}/{db}")]
 
     def tables(self) -> list[LakeTable]:
-        """Every Delta table of the lake: the mirrors, the change log, the archived mirrors and the
-        mirrors' pending tables, in that order. A lake that does not exist yet has none."""
+        """Every Delta table of the lake: the mirrors, the histories, the change log, the archived
+        mirrors and the mirrors' pending tables, in that order. A lake that does not exist yet has none."""
         found = [LakeTable(self.join(db, t), f"{db}.{t}", "mirror") for db, t in self.mirrors()]
+        found += [LakeTable(self.join(db, t + HISTORY_SUFFIX), f"{db}.{t}{HISTORY_SUFFIX}", "history")
+                  for db, t in self.histories()]
         if self.is_delta(self.changes):
             found.append(LakeTable(self.changes, f"{OWN}.changes", "changes"))
         for folder, kind in ((self._ARCHIVE, "archive"), (self._PENDING, "pending")):

@@ -34,7 +34,8 @@ def test_every_part_has_its_place_under_the_root():
     assert pickle.loads(pickle.dumps(lake)) == lake  # executors rebuild it
 
 
-@pytest.mark.parametrize(("db", "table"), [("_sluice", "t"), ("shop", "a/b"), ("..", "t"), ("shop", "")])
+@pytest.mark.parametrize(("db", "table"), [("_sluice", "t"), ("shop", "a/b"), ("..", "t"), ("shop", ""),
+                                          ("shop", "t__history")])
 def test_a_name_that_cannot_be_a_mirror_is_refused(db, table):
     with pytest.raises(SchemaError, match="exclude"):
         open_lake("/lake").mirror(db, table)
@@ -53,6 +54,17 @@ def test_the_tables_are_the_mirrors_the_change_log_the_archive_and_the_pending_t
     assert lake.mirrors() == [("shop", "items"), ("shop", "orders")]
     assert lake.pending_tables() == [("shop", "items")]
     assert not lake.holds_pipeline()
+
+
+def test_a_history_lives_beside_its_mirror_and_is_listed_as_a_history_not_a_mirror(tmp_path):
+    lake = open_lake(tmp_path)
+    assert lake.history("shop", "t") == lake.mirror("shop", "t") + "__history"
+    for uri in (lake.mirror("shop", "t"), lake.history("shop", "t"), lake.history("shop", "gone")):
+        _table(Path(uri))
+    assert lake.mirrors() == [("shop", "t")]
+    assert lake.histories() == [("shop", "gone"), ("shop", "t")]
+    assert [(t.name, t.kind) for t in lake.tables()] == [
+        ("shop.t", "mirror"), ("shop.gone__history", "history"), ("shop.t__history", "history")]
 
 
 def test_a_lake_not_yet_written_has_no_tables_and_is_not_made(tmp_path):
