@@ -24,6 +24,7 @@ import json
 import os
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from functools import partial
 
 import pyarrow as pa
 from deltalake import (
@@ -46,6 +47,7 @@ from sluice.lake.layout import open_lake
 from sluice.lake.maintenance.change_feed import mirror_configuration
 from sluice.lake.mirror.batch import BatchResult, TableBatch
 from sluice.lake.mirror.commits import MirrorCommits, Planned
+from sluice.lake.mirror.history import HistoryBatch, HistoryCommits
 from sluice.lake.mirror.merge import commit_error
 from sluice.lake.mirror.pending import MirrorCadence
 from sluice.lake.storage import LakeStore
@@ -77,6 +79,7 @@ class DeltaLake:
         self.cadence = cadence or MirrorCadence()
         self._kept = KeptTables(self.options)  # the change log, mirrors and pending tables, until ``forget``
         self.mirrors = MirrorCommits(self.store, self._kept, app_id, self.cadence, self.mirror_configuration)
+        self.histories = HistoryCommits(self.store, self.mirrors)  # the tables' histories (lake.mirror.history)
         self.seq = ChangeSequence()  # the change log's numbering (sluice.lake.changelog.sequence)
 
     @property
@@ -135,7 +138,7 @@ class DeltaLake:
     def write_batch(
         self, batch_id: int, tables: Sequence[TableBatch], *, changelog: pa.Table | None = None,
         changelog_files: Sequence[AddAction] | None = None, position: Checkpoint | None = None,
-        fence: Callable[[DeltaTable | None], None] | None = None,
+        fence: Callable[[DeltaTable | None], None] | None = None, histories: Sequence[HistoryBatch] = (),
     ) -> BatchResult:
         """MERGE every table's changes into its mirror (or append them to its pending changes, when
         the MERGE can wait), then append all changes to the change log.
@@ -150,15 +153,18 @@ class DeltaLake:
         with the highest ``seq`` it then holds (rows built here are numbered after it). ``fence``: called
         with the change log as read before the first commit, it raises when the batch must not commit;
         the change log's commit then lands on exactly that version or fails (``LakeBusyError``).
+        ``histories``: the batch's versions for the tables that keep a history, committed before the
+        mirrors (``sluice.lake.mirror.history``).
         """
         if isinstance(batch_id, bool) or not isinstance(batch_id, int) or batch_id < 0:
             raise ConfigError(f"batch id must be an integer >= 0, got {batch_id!r}")
         with _gc_paused():
-            return self._write_batch(batch_id, tables, changelog, changelog_files, position, fence)
+            return self._write_batch(batch_id, tables, changelog, changelog_files, position, fence, histories)
 
     def _write_batch(self, batch_id: int, tables: Sequence[TableBatch], changelog: pa.Table | None,
                      files: Sequence[AddAction] | None, position: Checkpoint | None,
-                     fence: Callable[[DeltaTable | None], None] | None) -> BatchResult:
+                     fence: Callable[[DeltaTable | None], None] | None,
+                     histories: Sequence[HistoryBatch] = ()) -> BatchResult:
         seen: set[tuple[str, str]] = set()
         for tb in tables:
             if (tb.db, tb.table) in seen:
@@ -169,6 +175,8 @@ class DeltaLake:
         # Every commit lands on the version its table was read at, or fails: a writer that lost the
         # lake after its fence never commits over the new writer's commits (sluice.spark.pipeline.fence).
         txn = CommitProperties(app_transactions=[Transaction(self.app_id, batch_id)], max_commit_retries=0)
+        # The histories are read and built first, from the mirrors as the batch before left them.
+        history_plans = [p for hb in histories if (p := self.histories.plan(hb, batch_id)) is not None]
         plans: list[Planned] = []
         for tb in tables:
             if tb.source is not None and changelog is None and files is None:
@@ -190,6 +198,8 @@ class DeltaLake:
         # commits from here on: the mirrors, side by side, then the change log (its version is the last
         # whole batch). Planning a commit read the set of tables with pending changes (MirrorCommits.pending_of), so
         # the threads share it and never list it themselves.
+        run_at_once([partial(self.histories.commit, p, batch_id, txn) for p in history_plans],
+                    self.cadence.commits_at_once)  # before any mirror: see sluice.lake.mirror.history
         results = tuple(run_at_once([self.mirrors.step(p, batch_id, txn) for p in plans], self.cadence.commits_at_once))
         if done:
             return BatchResult(batch_id, results, 0, True, dict(self.waiting))
