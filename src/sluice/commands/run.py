@@ -56,7 +56,9 @@ checkpoints and vacuums the lake's tables a little at a time ([maintenance], see
 --help), and mirrors write Delta's change data feed. Ctrl-C (or SIGTERM) stops at the next batch
 boundary (in the snapshot, after the wave of chunks being read) and prints what the run did; a
 second Ctrl-C stops at once, and the next run does the unfinished batch again.
-Read a mirror with e.g.
+--history 'shop\\.orders' keeps every version of each row beside the mirror too, in
+LAKE/shop/orders__history (__start_at, __end_at, __start_seq, __end_seq; the current version's
+__end_at is NULL). Read a mirror with e.g.
   python -c "import deltalake; print(deltalake.DeltaTable('lake/shop/orders').to_pandas())"
 A mirror over 1 MiB is MERGEd once its pending changes pay for the rewrite (--mirror-max-lag); its
 state as of the last batch, pending changes included:

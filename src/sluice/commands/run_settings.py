@@ -185,6 +185,15 @@ def _columns(value: Any, where: str) -> Any:
     return column_rules(*column_settings(value, f"{where}: [columns]", None, None), hash_keys=False)
 
 
+def _history(value: Any, where: str) -> str:
+    from sluice.spark.pipeline.history_feed import history_pattern
+
+    if not isinstance(value, str):
+        raise ConfigError(f"history is a regex on 'db.table'; found {value!r}")
+    history_pattern(value)  # a bad regex fails here, before Spark starts
+    return value
+
+
 def _snapshot_default(fields: Mapping[str, Any]) -> str:
     return "never" if "starting_position" in fields else "initial"
 
@@ -249,6 +258,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("columns", "--exclude-columns", "leave columns whose 'db.table.column' matches this regex in full out "
             "of the mirrors, the change log and the snapshot ([columns] in the config: exclude, hash, hash_key or "
             "hash_key_env; see sluice tail --help)", metavar="REGEX", into="exclude", convert=_columns),
+    Setting("history", "--history", "keep every version of the rows of tables whose 'db.table' matches this regex "
+            "in full, beside the mirror, in the Delta table LAKE/<db>/<table>__history (SCD type 2: __start_at, "
+            "__end_at, __start_seq, __end_seq; the current version's __end_at is NULL)", metavar="REGEX",
+            convert=_history),
     Setting("conf", toml="spark", convert=_spark),
 )
 

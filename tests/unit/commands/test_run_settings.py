@@ -45,6 +45,7 @@ BOTH_WAYS = {
     "writer_lease": (["--writer-lease", "12.5"], "writer_lease = 12.5"),
     "part_bytes": (["--part-size", "512K"], 'part_size = "512K"'),
     "columns": (["--exclude-columns", r".*\.ssn"], "[columns]\nexclude = '.*\\.ssn'"),
+    "history": (["--history", r"shop\.orders"], r'history = "shop\\.orders"'),
 }
 
 
@@ -62,7 +63,7 @@ def test_every_setting_is_declared_once_with_its_key_and_option():
                                    "max_rows_per_batch", "spark", "snapshot", "chunk_rows", "snapshot_connections",
                                    "skip_incidents", "metrics_port", "metrics_host", "checkpoint_dir", "change_feed",
                                    "maintenance", "mirror", "stall_timeout", "writer_lease", "part_size",
-                                   "columns"})
+                                   "columns", "history"})
     fields = {f for s in SETTINGS for f in (s.fields or (s.field,))}
     config_fields = {f.name for f in dataclasses.fields(PipelineConfig)}
     assert fields <= config_fields and config_fields - fields == {"max_bytes_per_batch"}  # not a user's setting
@@ -141,3 +142,12 @@ def test_snapshot_when_needed_is_a_mode_of_the_file_and_the_command_line(tmp_pat
 def test_a_part_size_that_is_no_size_or_under_a_kibibyte_is_refused(tmp_path, value):
     with pytest.raises(ConfigError, match="--part-size"):
         _config(tmp_path, ["--part-size", value])
+
+
+def test_history_is_a_regex_checked_before_spark_starts(tmp_path):
+    assert _config(tmp_path, []).history is None
+    assert "LAKE/<db>/<table>__history" in _help()
+    with pytest.raises(ConfigError, match=r"--history 'shop\(' is not a regular expression"):
+        _config(tmp_path, ["--history", "shop("])
+    with pytest.raises(ConfigError, match="history is a regex"):
+        _config(tmp_path, [], "history = 3")

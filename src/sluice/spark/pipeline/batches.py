@@ -4,7 +4,8 @@
 skips a batch the lake already holds (a replay after a crash), runs the batch's tasks with the batch
 id and the lake's storage options as the job's local properties (``sluice.spark.source.staging``),
 and commits what they staged: the DDL first (re-reading a table a DDL cannot be followed on), then
-each table's MERGE or pending append and the change log last, fenced against another writer
+the histories of the tables that keep one (``sluice.spark.pipeline.history_feed``), each table's
+MERGE or pending append and the change log last, fenced against another writer
 (``sluice.spark.pipeline.fence``). It then counts the batch (``PipelineStats``, the metrics) and
 gives maintenance its turn. The query's lifecycle, the attributes these methods read, is
 ``Pipeline``'s (``sluice.spark.pipeline.runner``).
@@ -32,6 +33,7 @@ from sluice.lake.sink import DeltaLake
 from sluice.spark.ddl.batch import BatchDdl
 from sluice.spark.pipeline.config import PipelineConfig
 from sluice.spark.pipeline.fence import BatchFence
+from sluice.spark.pipeline.history_feed import HistoryFeed
 from sluice.spark.pipeline.lake_state import LakeState
 from sluice.spark.pipeline.staged_batch import StagedBatch, table_batch
 from sluice.spark.pipeline.stats import BatchWritten, PipelineStats
@@ -57,6 +59,7 @@ class BatchCommits:
     lake: DeltaLake
     upkeep: Upkeep
     ddl: BatchDdl
+    history_feed: HistoryFeed
     history_path: Any
     pipeline_id: str
     _stop: threading.Event
@@ -134,8 +137,11 @@ class BatchCommits:
         self.state.save_history()  # before the commit: a batch in the lake is typed by a history in the lake
         position = batch.range_end()
         source = position.source if position is not None else None
+        versions = self.history_feed.batches(batch.files, tables, history, self._filter, ddl=bool(batch.ddls),
+                                             end=batch.end())
         result = self.lake.write_batch(batch_id, tables, changelog_files=batch.changelog_actions(), position=position,
-                                       fence=lambda log: self.fence.check(log, batch.start(), source))
+                                       fence=lambda log: self.fence.check(log, batch.start(), source),
+                                       histories=versions)
         stats = self.stats
         if not result.changelog_skipped:
             self.fence.committed(position)

@@ -59,6 +59,8 @@ class PipelineConfig:
     writer_lease: float = DEFAULT_TTL  # seconds the lake's writer lease lasts unrenewed (sluice.lake.lease)
     # Columns kept out or hashed (sluice.cdc.column_rules.ColumnRules: it holds the key, shown nowhere)
     columns: Any = field(default=None, repr=False)
+    # Tables ('db.table' matched in full) that keep a history beside the mirror (spark.pipeline.history_feed)
+    history: str | None = None
 
     def __post_init__(self) -> None:
         if self.stall_timeout is not None:

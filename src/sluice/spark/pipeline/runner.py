@@ -45,6 +45,7 @@ from sluice.spark.ddl.batch import BatchDdl
 from sluice.spark.pipeline.batches import BatchCommits
 from sluice.spark.pipeline.config import PipelineConfig
 from sluice.spark.pipeline.fence import BatchFence
+from sluice.spark.pipeline.history_feed import HistoryFeed
 from sluice.spark.pipeline.interrupts import StopSignals
 from sluice.spark.pipeline.lake_state import LakeState, drop_unfinished_writes
 from sluice.spark.pipeline.query import pipeline_session, stream_writer
@@ -111,6 +112,7 @@ class Pipeline(BatchCommits):
                              open_table=self.lake.current)
         self.ddl = BatchDdl(self.lake, self.history_path, config.tables, config.exclude_tables, self.progress,
                             config.columns)
+        self.history_feed = HistoryFeed(config.history, self.store, config.columns)  # --history: SCD type 2
         self._spark: Any = None
         self._in_flight = ""  # the file the source reports what it reads and has not committed yet to
 
