@@ -1,11 +1,13 @@
 """Verify a lake: compare every Delta mirror with its table on the source server, row by row.
 
 ``verify_lake`` finds the mirrors under ``LAKE/<db>/<table>`` (the change log's ``_sluice`` folder
-is not one), reads each table's schema from the server (``bootstrap_catalog``) and compares the two
-sides in the same terms: the source's text-protocol values are turned into decoded values
-(``sluice.cdc.textvalues``) and then into the mirror's Arrow values by the same column conversions
-the pipeline uses (``sluice.lake.types.table_layout.mirror_columns_for_schema``), cast to the type the Delta
-table actually holds when that differs. Each row becomes one canonical text (a JSON array of its
+is not one; a history ``LAKE/<db>/<table>__history`` is compared as a mirror too, by its current
+versions, ``sluice.spark.verify.datasets``), reads each table's schema from the server
+(``bootstrap_catalog``) and compares the two sides in the same terms: the source's text-protocol
+values are turned into decoded values (``sluice.cdc.textvalues``) and then into the mirror's Arrow
+values by the same column conversions the pipeline uses
+(``sluice.lake.types.table_layout.mirror_columns_for_schema``), cast to the type the Delta table
+actually holds when that differs. Each row becomes one canonical text (a JSON array of its
 values; DECIMALs with their exact digits, binary values as base64, temporal values in ISO form) and
 a BLAKE2b checksum of it (``sluice.spark.verify.rows``); rows are matched by primary key (without
 one, as multisets of checksums). Only the mirror's key -> checksum map is held in memory; the
@@ -27,8 +29,6 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.fs as pafs
-from deltalake import DeltaTable
 from deltalake.exceptions import DeltaError
 
 from sluice.cdc.column_rules import hash_value
@@ -38,12 +38,12 @@ from sluice.cdc.textvalues import convert_rows, row_converter, select_list, text
 from sluice.dsn import ConnectionConfig
 from sluice.errors import ConfigError, SchemaError
 from sluice.io.connection import Connection
-from sluice.lake.layout import Lake, open_lake
-from sluice.lake.mirror.pending import PendingChanges, with_pending
+from sluice.lake.layout import HISTORY_SUFFIX, Lake, open_lake
 from sluice.lake.storage import LakeStore
 from sluice.lake.types import mirror_columns as _mc
 from sluice.lake.types.mirror_columns import MirrorColumn, column_array, mirror_schema
 from sluice.lake.types.table_layout import mirror_columns_for_schema
+from sluice.spark.verify.datasets import current_versions, lake_mirrors, mirror_dataset
 from sluice.spark.verify.rows import canonical_column, row_checksums
 from sluice.spark.verify.scope import captured_tables
 
@@ -86,15 +86,6 @@ class TableVerdict:
         return f"{self.db}.{self.table}"
 
 
-def _mirrors(store: Lake) -> list[tuple[str, str]]:
-    """``(db, table)`` of every mirror of the lake; ``ConfigError`` when the lake folder does not exist."""
-    if not store.remote and not os.path.isdir(store.uri):
-        raise ConfigError(
-            f"the lake {store.uri!r} is not a directory; give the folder sluice run writes to (its --lake)"
-        )
-    return store.mirrors()
-
-
 def verify_lake(
     connection: ConnectionConfig,
     lake: str | os.PathLike[str] | LakeStore,
@@ -114,7 +105,7 @@ def verify_lake(
     """
     store = open_lake(lake)
     root = store.uri
-    found = _mirrors(store)
+    found = lake_mirrors(store)
     captured = captured_tables(store, tables)
     if not found and captured is None:
         raise ConfigError(
@@ -122,6 +113,7 @@ def verify_lake(
             "run sluice run --lake on it first, or check the path"
         )
     mirrors = {(db, t) for db, t in found if tables is None or tables(db, t)}
+    histories = [(db, t) for db, t in store.histories() if tables is None or tables(db, t)]
     none_match = ConfigError(
         f"none of the {len(found)} tables of the lake {root!r} matches --tables / --exclude-tables "
         f"(the lake has {', '.join(f'{db}.{t}' for db, t in found[:10])}{', ...' if len(found) > 10 else ''})"
@@ -132,8 +124,8 @@ def verify_lake(
         for statement in ("SET NAMES utf8mb4", "SET time_zone = '+00:00'", "SET SESSION sql_mode = ''",
                           "SET SESSION net_write_timeout = 3600"):
             conn.execute(statement)
-        catalog = bootstrap_catalog(conn, lambda db, t: (db, t) in mirrors or (captured is not None
-                                                                               and captured(db, t)))
+        catalog = bootstrap_catalog(conn, lambda db, t: (db, t) in mirrors or (db, t) in histories
+                                    or (captured is not None and captured(db, t)))
         flavor = catalog.flavor
         wanted = sorted(mirrors | {(s.db, s.name) for s in catalog.tables() if captured is not None
                          and captured(s.db, s.name)})
@@ -148,6 +140,8 @@ def verify_lake(
             if schema is not None:
                 schema = schema.selected()  # a system-versioned table's current rows, as its mirror holds them
             verdicts.append(_verify_one(conn, db, table, schema, flavor, store, (db, table) in mirrors, columns))
+        for db, table in histories:  # a history's current versions are the table's rows too
+            verdicts.append(_verify_history(conn, db, table, catalog.get(db, table), flavor, store, columns))
         conn.execute("COMMIT")
     return verdicts
 
@@ -166,10 +160,23 @@ def _verify_one(conn: Connection, db: str, table: str, schema: TableSchema | Non
         note = f"the table has no mirror in the lake (expected a Delta table at {path})"
         return replace(verdict, ok=False, note=f"{note}; {verdict.note}" if verdict.note else note)
     try:
-        dataset = _dataset(store, path, db, table)
+        dataset = mirror_dataset(store, path, db, table)
     except (DeltaError, OSError, pa.ArrowException) as exc:
         return TableVerdict(db, table, 0, 0, 0, 0, 0, False, f"the mirror at {path} cannot be read ({exc})")
     return _verify_table(conn, db, table, schema, flavor, dataset, rules)
+
+
+def _verify_history(conn: Connection, db: str, table: str, schema: TableSchema | None, flavor: str | None,
+                    store: Lake, rules: Any) -> TableVerdict:
+    """The verdict of a table's history: its current versions compared as a mirror, named ``db.table__history``."""
+    name = table + HISTORY_SUFFIX
+    schema = None if schema is None else schema.selected()
+    try:
+        dataset = current_versions(store, db, table, None if schema is None else [c.name for c in schema.columns])
+    except (DeltaError, OSError, pa.ArrowException) as exc:
+        return TableVerdict(db, name, 0, 0, 0, 0, 0, False, f"the history at {store.history(db, table)} cannot be "
+                            f"read ({exc})")
+    return replace(_verify_table(conn, db, table, schema, flavor, dataset, rules), table=name)
 
 
 # -- one table ------------------------------------------------------------------------------------
@@ -203,23 +210,6 @@ def _pads() -> Any:
     import pyarrow.dataset as pads
 
     return pads
-
-
-def _dataset(store: Lake, path: str, db: str, table: str) -> Any:
-    pending = PendingChanges(store, db, table).read()
-    if pending is not None:  # the mirror as of the change log: its pending changes laid over it
-        import pyarrow.dataset as pads
-
-        mirror = DeltaTable(path, storage_options=store.delta_options()).to_pyarrow_table()
-        return pads.dataset(with_pending(mirror, pending))
-    if store.remote:  # the mirror's rows read by delta-rs itself, into memory
-        import pyarrow.dataset as pads
-
-        return pads.dataset(DeltaTable(path, storage_options=store.delta_options()).to_pyarrow_table())
-    # Read through a local pyarrow filesystem: delta-rs' own object store read from pyarrow's threads
-    # can abort the interpreter at exit.
-    fs = pafs.SubTreeFileSystem(os.path.abspath(path), pafs.LocalFileSystem())
-    return DeltaTable(path).to_pyarrow_dataset(filesystem=fs)
 
 
 @dataclass(frozen=True, slots=True)
