@@ -2,7 +2,8 @@
 
 A lake streams from a server of its own; ``sluice run`` stops, more is written (rows and a DDL),
 and the binlogs are purged past the stream's position (FLUSH BINARY LOGS, PURGE BINARY LOGS TO the
-newest: MySQL's ``gtid_purged`` grows, MariaDB's oldest binlog starts with a GTID_LIST past it).
+newest: MySQL's ``gtid_purged`` grows, MariaDB's oldest binlog starts with a GTID_LIST past it);
+that server and lake are made once a flavor, and each test works on a copy of the lake.
 ``sluice run`` then stops with ``BinlogPurgedError`` in one line, naming the first missing file and
 the missing GTIDs and the remedy, exit status 1, and the lake as it was; so do the Spark source and
 ``sluice tail`` told to start there. A ``sluice snapshot`` of
@@ -14,6 +15,7 @@ mirror equal to SELECT, ``sluice verify`` content. ``--snapshot when-needed`` do
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 import time
@@ -166,13 +168,26 @@ def _history_has_checkpoints(lake: Path) -> None:
     assert [e["at"] for e in entries if e["kind"] == "bootstrap"][-1] == start
 
 
-@pytest.mark.parametrize("flavor", TWO_FLAVORS)
-def test_a_purged_position_stops_the_run_and_a_snapshot_of_every_table_goes_on_exactly_once(
-        flavor, sandbox_factory, tmp_path):
-    server, lake, at = _purged_lake(flavor, sandbox_factory, tmp_path)
+@pytest.fixture(scope="module", params=TWO_FLAVORS)
+def purged(request, sandbox_factory, tmp_path_factory):
+    """``_purged_lake`` once a flavor, and the transactions after the stream's position that the
+    server no longer has, as it says right after the purge. Each test works on a copy of the lake
+    (``_copy``); what a test writes to the server comes after the purge, so for the other the
+    position is still purged and the same transactions missing."""
+    server, lake, at = _purged_lake(request.param, sandbox_factory, tmp_path_factory.mktemp(request.param))
+    return server, lake, at, _missing(server, at.gtid_set or "")
+
+
+def _copy(lake: Path, tmp_path: Path) -> Path:
+    """A copy of the purged lake for one test (its Spark checkpoint, inside it, too)."""
+    return Path(shutil.copytree(lake, tmp_path / "lake"))
+
+
+def test_a_purged_position_stops_the_run_and_a_snapshot_of_every_table_goes_on_exactly_once(purged, tmp_path):
+    server, made, at, missing = purged
+    lake = _copy(made, tmp_path)
     versions = _lake_versions(lake)
     line = _error_line(_run(server, lake))
-    missing = _missing(server, at.gtid_set or "")
     assert line.startswith(f"sluice: error: the stream's start {at.file}:{at.pos} is no longer on the server"), line
     assert missing and f"with the transactions {missing}" in line, line
     assert f"sluice snapshot --source {parse_dsn(server.dsn('repl')).redacted()} --lake {lake}" in line, line
@@ -209,9 +224,9 @@ def test_a_purged_position_stops_the_run_and_a_snapshot_of_every_table_goes_on_e
     assert exactly_once(server, lake, "p", start, older_kept=True) > 0
 
 
-@pytest.mark.parametrize("flavor", TWO_FLAVORS)
-def test_snapshot_when_needed_snapshots_again_and_goes_on_in_one_run(flavor, sandbox_factory, tmp_path):
-    server, lake, at = _purged_lake(flavor, sandbox_factory, tmp_path)
+def test_snapshot_when_needed_snapshots_again_and_goes_on_in_one_run(purged, tmp_path):
+    server, made, at, _ = purged
+    lake = _copy(made, tmp_path)
     done = _run(server, lake, "--snapshot", "when-needed")
     assert done.returncode == 0, done.stderr[-4000:]
     said = [line for line in done.stderr.splitlines() if "--snapshot when-needed" in line]
