@@ -9,6 +9,8 @@ DNS name moves at a failover. ``trap(predicate, times)`` makes a connection go s
 command (the first packet of a client exchange, sequence 0) whose payload ``predicate`` accepts,
 the command reaching the server: a planner's ``COM_BINLOG_DUMP``, a task's, a ``SHOW BINARY LOGS``
 (``binlog_dump`` and ``query`` build such predicates); ``trap(..., reset=True)`` closes it instead.
+Several traps can be set at once: a command springs the first set that accepts it and has times
+left, and each ``Trap`` counts the connections it caught (``proxy.trapped`` counts them all).
 Connections must not use TLS (the proxy reads the client's commands): give the DSN ``ssl=disabled``.
 """
 
@@ -22,7 +24,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-__all__ = ["TcpProxy", "binlog_dump", "query"]
+__all__ = ["TcpProxy", "Trap", "binlog_dump", "query"]
 
 COM_QUERY, COM_BINLOG_DUMP, COM_BINLOG_DUMP_GTID = 0x03, 0x12, 0x1E
 
@@ -36,6 +38,22 @@ def query(words: str) -> Callable[[bytes], bool]:
     """A COM_QUERY whose text holds ``words`` (case-insensitive)."""
     return lambda payload: payload[:1] == bytes([COM_QUERY]) and words.lower() in payload[1:].decode(
         "utf-8", "replace").lower()
+
+
+@dataclass
+class Trap:
+    """One ``TcpProxy.trap``: the commands it springs on, how many times more, whether it closes the
+    connection instead of silencing it, and the first bytes of each command it caught."""
+
+    predicate: Callable[[bytes], bool]
+    left: int
+    reset: bool = False
+    caught: list[bytes] = field(default_factory=list)
+
+    @property
+    def sprung(self) -> int:
+        """How many connections this trap caught."""
+        return len(self.caught)
 
 
 @dataclass
@@ -57,7 +75,7 @@ class TcpProxy:
         self.port = self._listener.getsockname()[1]
         self._pairs: list[_Pair] = []
         self._lock = threading.Lock()
-        self._traps: list[list] = []  # [predicate, times left, reset]
+        self._traps: list[Trap] = []
         self.trapped = 0  # connections a trap made silent
         self.commands: list[tuple[int, bytes]] = []  # (connection number, command's first bytes) as sent
         self._opened = 0
@@ -100,11 +118,13 @@ class TcpProxy:
                     s.close()
         return len(pairs)
 
-    def trap(self, predicate: Callable[[bytes], bool], times: int = 1, *, reset: bool = False) -> None:
+    def trap(self, predicate: Callable[[bytes], bool], times: int = 1, *, reset: bool = False) -> Trap:
         """Silence (or with ``reset`` close) the next ``times`` connections that send a command
-        ``predicate`` accepts."""
+        ``predicate`` accepts; the trap, which counts them."""
+        trap = Trap(predicate, times, reset)
         with self._lock:
-            self._traps.append([predicate, times, reset])
+            self._traps.append(trap)
+        return trap
 
     def close(self) -> None:
         self._closed = True
@@ -187,10 +207,11 @@ class TcpProxy:
             self.commands.append((pair.number, payload[:80]))
             with self._lock:
                 for trap in self._traps:
-                    if trap[1] > 0 and trap[0](payload):
-                        trap[1] -= 1
+                    if trap.left > 0 and trap.predicate(payload):
+                        trap.left -= 1
+                        trap.caught.append(payload[:80])
                         self.trapped += 1
-                        pair.doomed = trap[2]
+                        pair.doomed = trap.reset
                         sprung = True
                         break
         return sprung

@@ -2,10 +2,11 @@
 
 ``sluice run`` reaches the server through a proxy (``tests.tcp_proxy``) that silences chosen
 connections at chosen moments, while new connections work: the planner's replication read, the
-tasks' reads, the SQL of positions, schema and snapshot chunks, or every connection open at a
-moment of a running pipeline. With ``--stall-timeout`` short, each stall must be noticed and its
-connection made again, and the lake must end exact: every change in the change log once, every
-mirror equal to SELECT.
+tasks' reads, the SQL of positions, schema and snapshot chunks (one run a flavor silences every
+connection of these kinds that a stream from a position makes, one every kind a snapshot makes),
+or every connection open at a moment of a running pipeline. With ``--stall-timeout`` short, each
+stall must be noticed and its connection made again, and the lake must end exact: every change in
+the change log once, every mirror equal to SELECT.
 """
 
 from __future__ import annotations
@@ -47,30 +48,45 @@ def _workload(server, db: str, rows: int) -> None:
     server.sql(f"UPDATE {db}.t SET v = v + 1 WHERE id % 3 = 0; DELETE FROM {db}.t WHERE id % 7 = 0")
 
 
-MOMENTS = {
-    # what goes silent: (the trap's predicate, how many connections, whether the run starts with a snapshot)
-    "the planner's read": (binlog_dump, 1, False),
-    "the planner's and the tasks' reads": (binlog_dump, 4, False),
-    "a query of positions": (query("status"), 2, False),
-    "a query of the schema": (query("information_schema"), 2, False),
-    "a snapshot chunk's query": (None, 2, True),
-    "a query planning the snapshot": (query("min("), 1, True),
+def _chunk_read(db: str):
+    """A snapshot task's SELECT of a chunk of ``db``.t (not the driver's planning: MIN/MAX, OFFSET)."""
+    table = query(f"from `{db}`.`t`")
+    return lambda payload: table(payload) and b"MIN(" not in payload and b"OFFSET" not in payload
+
+
+# Two runs a flavor, each setting every trap it names at once: what goes silent, and how many
+# connections (the trap's predicate, built for the test's database).
+RUNS = {
+    # From a position, no snapshot. The first replication read is the planner's (latestOffset reads
+    # before any task runs); the next are its own made again, or the tasks'.
+    "streaming": {
+        "the planner's and the tasks' reads": (lambda _db: binlog_dump, 4),
+        "a query of positions": (lambda _db: query("status"), 2),
+        "a query of the schema": (lambda _db: query("information_schema"), 2),
+    },
+    "snapshot": {
+        "a snapshot chunk's query": (_chunk_read, 2),
+        "a query planning the snapshot": (lambda _db: query("min("), 1),
+    },
 }
 
 
 @pytest.mark.mysql
 @pytest.mark.mariadb
-@pytest.mark.parametrize("moment", list(MOMENTS))
-def test_a_connection_that_goes_silent_is_made_again(server, tmp_path, moment):
-    predicate, times, snapshot = MOMENTS[moment]
+@pytest.mark.parametrize("run", list(RUNS))
+def test_connections_that_go_silent_are_made_again(server, tmp_path, run):
+    """One ``sluice run --trigger once`` through the proxy with every trap of ``RUNS[run]`` set:
+    each must catch its connections (a trap that caught fewer silenced nothing of that kind), and
+    the lake must end exact."""
     db = f"sp_{uuid.uuid4().hex[:8]}"
     server.sql(f"CREATE DATABASE {db}")
     start = ":".join(server.sql("SHOW MASTER STATUS" if "MariaDB" in server.sql("SELECT VERSION()")
                                 else "SHOW BINARY LOG STATUS").split("\t")[:2])
     _workload(server, db, 2000)
     lake = tmp_path / "lake"
+    snapshot = run == "snapshot"
     with TcpProxy(server.host, server.port) as proxy:
-        proxy.trap(predicate or _chunk_read(db), times)
+        traps = {what: (proxy.trap(predicate(db), times), times) for what, (predicate, times) in RUNS[run].items()}
         how = ["--snapshot", "initial"] if snapshot else ["--snapshot", "never", "--from", start]
         began = time.monotonic()
         try:
@@ -78,7 +94,8 @@ def test_a_connection_that_goes_silent_is_made_again(server, tmp_path, moment):
                                   text=True, timeout=600)
             took = time.monotonic() - began
             assert done.returncode == 0, done.stderr[-4000:]
-            assert proxy.trapped == times, f"{proxy.trapped} of {times} connections went silent"
+            for what, (trap, times) in traps.items():
+                assert trap.sprung == times, f"{what}: {trap.sprung} of {times} connections went silent: {trap.caught}"
             # Each silent connection costs its deadline and a backoff; one that nothing noticed would
             # hold the run for good (the proxy never closes it).
             assert took < 240, took
@@ -138,12 +155,6 @@ def test_every_open_connection_goes_silent_at_moments_of_a_running_pipeline(serv
                 proc.wait()
             proxy.reset()  # the server's side of a silenced connection may hold a lock on the table
             server.sql(f"DROP DATABASE {db}")
-
-
-def _chunk_read(db: str):
-    """A snapshot task's SELECT of a chunk of ``db``.t (not the driver's planning: MIN/MAX, OFFSET)."""
-    table = query(f"from `{db}`.`t`")
-    return lambda payload: table(payload) and b"MIN(" not in payload and b"OFFSET" not in payload
 
 
 @pytest.mark.mariadb
