@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -58,6 +58,22 @@ class HistoryFeed:
 
     def __bool__(self) -> bool:
         return self.pattern is not None
+
+    def check_lake(self, captured: Callable[[str, str], bool] | None, *, streams: bool = True) -> None:
+        """``ConfigError`` when the lake keeps the history of a table the run captures (``captured``,
+        None: every table) and ``--history`` does not take: the run's changes would be missing from it.
+        Called before the run writes anything; a run that only snapshots (``streams`` False) writes no
+        history, and is let be."""
+        if not streams:
+            return
+        left = [f"{db}.{t}" for db, t in self.store.histories()
+                if (captured is None or captured(db, t)) and not self.wants(db, t)]
+        if left:
+            shown = ", ".join(left[:5]) + (f" and {len(left) - 5} more" if len(left) > 5 else "")
+            raise ConfigError(
+                f"the lake {self.store.uri} keeps the history of {shown}, which this run's --history does not take: "
+                "the history would miss its changes. Give --history a regex that takes them, or, to stop keeping a "
+                "history, move LAKE/<db>/<table>__history out of the lake first")
 
     def wants(self, db: str, table: str) -> bool:
         """Whether ``db.table`` keeps a history."""

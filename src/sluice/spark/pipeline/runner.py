@@ -146,6 +146,7 @@ class Pipeline(BatchCommits):
         is due, then the streaming query (None after a snapshot only)."""
 
         cfg = self.config
+        self.history_feed.check_lake(table_filter(cfg.tables, cfg.exclude_tables), streams=cfg.snapshot != "only")
         at, again = self._going_on()  # before anything is written: a purged position leaves the lake as it was
         self.fence.take(self.store, cfg.writer_lease, self._lost)
         if again:  # --snapshot when-needed: every captured table again, from a new start
