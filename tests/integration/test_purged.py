@@ -9,7 +9,9 @@ the missing GTIDs and the remedy, exit status 1, and the lake as it was; so do t
 ``sluice tail`` told to start there. A ``sluice snapshot`` of
 some captured tables is refused, naming the others; one of every captured table lets the next
 ``sluice run`` go on from that snapshot: every change after its start in the change log once, every
-mirror equal to SELECT, ``sluice verify`` content. ``--snapshot when-needed`` does it in one run.
+mirror equal to SELECT, ``sluice verify`` content. ``--snapshot when-needed`` does it in one run, and a
+kill -9 in the middle of the snapshot it takes leaves the next run to resume that snapshot and go on
+exactly once. Each on MariaDB 10.11, MySQL and MariaDB 11.8 (whose binlogs have a GTID index).
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from sluice.io.connection import Connection
 from sluice.io.purged import missing_mariadb, oldest_gtid_list
 from sluice.io.replication import server_binlog_files, server_binlog_status
 from sluice.spark.pipeline.stream_resume import spark_offset
-from tests.conftest import TWO_FLAVORS
+from tests.conftest import THREE_FLAVORS
 from tests.integration.exactly_once import exactly_once
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -168,7 +170,7 @@ def _history_has_checkpoints(lake: Path) -> None:
     assert [e["at"] for e in entries if e["kind"] == "bootstrap"][-1] == start
 
 
-@pytest.fixture(scope="module", params=TWO_FLAVORS)
+@pytest.fixture(scope="module", params=THREE_FLAVORS)
 def purged(request, sandbox_factory, tmp_path_factory):
     """``_purged_lake`` once a flavor, and the transactions after the stream's position that the
     server no longer has, as it says right after the purge. Each test works on a copy of the lake
@@ -236,4 +238,47 @@ def test_snapshot_when_needed_snapshots_again_and_goes_on_in_one_run(purged, tmp
     exactly_once(server, lake, "p", start, older_kept=True)
     _write(server, 500)
     assert _run(server, lake, "--snapshot", "when-needed").returncode == 0
+    assert exactly_once(server, lake, "p", start, older_kept=True) > 0
+
+
+def _chunks(lake: Path) -> tuple[dict[str, object] | None, int, bool]:
+    """The snapshot's start, its chunks done and whether it is complete, as its state says now."""
+    try:
+        state = json.loads((lake / "_sluice" / "snapshot.json").read_text())
+    except (OSError, ValueError):
+        return None, 0, False
+    return state.get("start"), sum(len(t.get("done", {})) for t in state["tables"].values()), bool(state["complete"])
+
+
+def test_a_kill_in_the_middle_of_the_when_needed_snapshot_resumes_it_exactly_once(purged, tmp_path):
+    server, made, _, _ = purged
+    lake = _copy(made, tmp_path)
+    for first in range(1000, 4000, 1000):  # p.t in some 30 chunks of 100 rows, read one at a time
+        server.sql("INSERT INTO p.t (id, v) VALUES " + ",".join(f"({i}, {i})" for i in range(first, first + 1000)))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "sluice.cli", "run", "--source", server.dsn("repl"), "--lake", str(lake),
+         "--tables", r"p\..*", "--trigger", "once", "--snapshot", "when-needed", "--chunk-rows", "100",
+         "--snapshot-connections", "1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 600
+        while (taken := _chunks(lake))[0] is None or taken[1] < 3:
+            assert proc.poll() is None, proc.communicate()[1][-4000:]
+            assert time.monotonic() < deadline, "the snapshot did not get going"
+            time.sleep(0.1)
+        proc.kill()  # its Spark JVM runs in a session of its own and dies with it
+        _, stderr = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    begun, _, complete = _chunks(lake)
+    assert not complete and begun == taken[0], "killed after the snapshot had ended"
+    assert "snapshotting every captured table again" in stderr, stderr[-4000:]
+    _write(server, 5000)  # while it was down
+    again = _run(server, lake, "--snapshot", "when-needed", "--chunk-rows", "100")
+    assert again.returncode == 0, again.stderr[-4000:]
+    assert "snapshotting every captured table again" not in again.stderr  # the snapshot under way goes on
+    assert "the stream goes on from the snapshot's start" in again.stderr, again.stderr[-4000:]
+    assert _chunks(lake)[0] == begun and _chunks(lake)[2]
+    start = _snapshot_start(lake)
     assert exactly_once(server, lake, "p", start, older_kept=True) > 0
