@@ -11,16 +11,20 @@ some captured tables is refused, naming the others; one of every captured table 
 ``sluice run`` go on from that snapshot: every change after its start in the change log once, every
 mirror equal to SELECT, ``sluice verify`` content. ``--snapshot when-needed`` does it in one run, and a
 kill -9 in the middle of the snapshot it takes leaves the next run to resume that snapshot and go on
-exactly once. Each on MariaDB 10.11, MySQL and MariaDB 11.8 (whose binlogs have a GTID index).
+exactly once. Each on MariaDB 10.11, MySQL and MariaDB 11.8 (whose binlogs have a GTID index); and
+the error and the remedy with the lake on S3 (``s3_server``), where every file of the lake is an
+object.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 import deltalake
@@ -32,6 +36,7 @@ from sluice.dsn import parse_dsn
 from sluice.io.connection import Connection
 from sluice.io.purged import missing_mariadb, oldest_gtid_list
 from sluice.io.replication import server_binlog_files, server_binlog_status
+from sluice.lake.layout import open_lake
 from sluice.spark.pipeline.stream_resume import spark_offset
 from tests.conftest import THREE_FLAVORS
 from tests.integration.exactly_once import exactly_once
@@ -41,13 +46,14 @@ pytestmark = [pytest.mark.spark, pytest.mark.slow]
 NOISE = ("Traceback", "PYTHON_STREAMING_DATA_SOURCE", "SourceFailure", "py4j", "Py4J")
 
 
-def _sluice(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "sluice.cli", *args], capture_output=True, text=True, timeout=900)
+def _sluice(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "sluice.cli", *args], capture_output=True, text=True, timeout=900,
+                          env=env)
 
 
-def _run(server, lake: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+def _run(server, lake: Path | str, *extra: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return _sluice("run", "--source", server.dsn("repl"), "--lake", str(lake), "--tables", r"p\..*",
-                   "--trigger", "once", *extra)
+                   "--trigger", "once", *extra, env=env)
 
 
 def _error_line(done: subprocess.CompletedProcess[str]) -> str:
@@ -282,3 +288,42 @@ def test_a_kill_in_the_middle_of_the_when_needed_snapshot_resumes_it_exactly_onc
     assert _chunks(lake)[0] == begun and _chunks(lake)[2]
     start = _snapshot_start(lake)
     assert exactly_once(server, lake, "p", start, older_kept=True) > 0
+
+
+@pytest.mark.mysql
+def test_the_purge_remedy_with_the_lake_on_s3(sandbox_factory, s3_server):
+    server = sandbox_factory("mysql", settings={"binlog-row-metadata": "FULL"})
+    begin = _files(server)[0]
+    server.sql("CREATE DATABASE p; CREATE TABLE p.t (id INT PRIMARY KEY, v INT);"
+               "CREATE TABLE p.u (id INT PRIMARY KEY, w VARCHAR(20))")
+    _write(server, 1)
+    lake, options = f"s3://{s3_server.bucket}/purged-{uuid.uuid4().hex[:8]}", s3_server.storage_options()
+    env = {**os.environ, **s3_server.env()}
+    first = _run(server, lake, "--snapshot", "never", "--from", f"{begin}:4", env=env)
+    assert first.returncode == 0, first.stderr[-4000:]
+    changes = f"{lake}/_sluice/changes"
+    version = deltalake.DeltaTable(changes, storage_options=options).version()
+    _write(server, 100)
+    _purge(server)
+    line = _error_line(_run(server, lake, env=env))
+    assert line.startswith("sluice: error: the stream's start ") and "is no longer on the server" in line, line
+    assert f"--lake {lake}" in line and "--snapshot when-needed" in line, line
+    assert deltalake.DeltaTable(changes, storage_options=options).version() == version  # nothing written
+    done = _run(server, lake, "--snapshot", "when-needed", env=env)
+    assert done.returncode == 0, done.stderr[-4000:]
+    assert "snapshotting every captured table again" in done.stderr, done.stderr[-4000:]
+    _write(server, 200)
+    assert _run(server, lake, "--snapshot", "when-needed", env=env).returncode == 0
+    verify = _sluice("verify", "--source", server.dsn("repl"), "--lake", lake, env=env)
+    assert verify.returncode == 0, verify.stdout + verify.stderr[-4000:]
+    store = open_lake(lake, options)
+    start = Checkpoint.from_json(store.get_json(store.SNAPSHOT_STATE)["start"])
+    tail = _sluice("tail", server.dsn("repl"), "--from", f"{start.file}:{start.pos}", "--until-end",
+                   "--tables", r"p\..*")
+    assert tail.returncode == 0, tail.stderr[-4000:]
+    expected = sorted((c["file"], c["pos"], c["row"]) for c in map(json.loads, tail.stdout.splitlines()))
+    log = deltalake.DeltaTable(changes, storage_options=options).to_pyarrow_table(
+        columns=["file", "pos", "row", "op"]).to_pylist()
+    taken = sorted((r["file"], r["pos"], r["row"]) for r in log
+                   if r["op"] not in ("ddl", "read") and position_key(r["file"], r["pos"]) >= start.key)
+    assert taken == expected and len(expected) > 0  # every change after the snapshot's start once
