@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import collections
 import os
-import signal
 import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Callable
 
 import deltalake
 import pytest
@@ -30,8 +30,16 @@ import pytest
 from sluice.dsn import parse_dsn
 from sluice.io.connection import Connection
 from sluice.lake.layout import Lake, open_lake
-from sluice.spark.verify.check import verify_lake
-from tests.integration.s3_kills import Killer, copied_to, first_commit, folder, objects_deleted
+from tests.integration.s3_kills import (
+    Killer,
+    caught_up,
+    changes_once,
+    copied_to,
+    first_commit,
+    folder,
+    killed_at,
+    objects_deleted,
+)
 from tests.integration.workload import Workload
 from tests.s3_proxy import S3Proxy
 
@@ -58,6 +66,18 @@ def _wait_streaming(store: Lake, proc: subprocess.Popen[bytes], timeout: float =
             pytest.fail(f"sluice run ended before it streamed: {proc.communicate()[1].decode()[-3000:]}")
         assert time.monotonic() < deadline, f"no change-log commit in {timeout} s"
         time.sleep(0.5)
+
+
+def _once_streaming(store: Lake, conn: Connection, statements: list[str]) -> Callable[[subprocess.Popen[bytes]], None]:
+    """What a round does while its run starts: wait until the run streams (a DDL before it would be
+    snapshotted, not streamed), then run ``statements``."""
+
+    def meanwhile(proc: subprocess.Popen[bytes]) -> None:
+        _wait_streaming(store, proc)
+        for statement in statements:
+            conn.execute(statement)
+
+    return meanwhile
 
 
 @pytest.mark.parametrize("flavor", FLAVORS)
@@ -94,24 +114,12 @@ def test_kill_9_across_drop_create_and_rename_on_s3_leaves_whole_mirrors(request
         workload = Workload(server, db, table="k", pause=0.1)
         try:
             for what, match, statements in rounds:
-                proc = subprocess.Popen([*args, "--trigger", "1s"], stdout=subprocess.DEVNULL,
-                                        stderr=subprocess.PIPE, env=env)
-                killer.arm(proc, match)
-                _wait_streaming(store, proc)  # a DDL before it would be snapshotted, not streamed
-                for statement in statements:
-                    conn.execute(statement)
-                if not killer.fired.wait(180):
-                    proc.kill()
-                    pytest.fail(f"no request of {what} in 180 s: {proc.communicate()[1].decode()[-3000:]}")
-                assert proc.wait(60) == -signal.SIGKILL, f"sluice run ended by itself before {what}"
-                proc.stderr.close()  # type: ignore[union-attr]
+                meanwhile = _once_streaming(store, conn, statements)
+                killed_at([*args, "--trigger", "1s"], env, killer, what, match, meanwhile)
         finally:
             workload.stop()
             proxy.close()
-        final = subprocess.run([*args, "--trigger", "once"], capture_output=True, timeout=600,
-                               env={**env, "AWS_ENDPOINT_URL": s3_server.endpoint})
-        assert final.returncode == 0, final.stderr.decode()[-3000:]
-        verdicts = verify_lake(parse_dsn(server.dsn("root")), store, tables=lambda d, _t: d == db)
+        verdicts = caught_up(args, env, s3_server, server, store, db)
         conn.execute(f"DROP DATABASE {db}")
 
     assert all(v.ok for v in verdicts), verdicts
@@ -126,12 +134,8 @@ def test_kill_9_across_drop_create_and_rename_on_s3_leaves_whole_mirrors(request
     assert sorted(n.split("@")[0] for n in archived) == ["t", "t"], sorted(archived)  # each dropped t once
     shapes = sorted(tuple(a.schema().to_arrow().names) for a in archived.values())
     assert shapes == [("id", "first_shape"), ("id", "v")], shapes
-    log = deltalake.DeltaTable(store.changes, storage_options=options).to_pyarrow_table().to_pylist()
-    changes = [r for r in log if r["op"] not in ("ddl", "read")]
-    keys = [(r["file"], r["pos"], r["row"]) for r in changes]
-    assert len(keys) == len(set(keys)), "a change is in the change log twice"
-    assert collections.Counter(r["op"] for r in changes if r["table"] == "k") == workload.tally
-    assert collections.Counter((r["table"], r["op"]) for r in changes if r["table"] != "k") == {
+    log = changes_once(store, "k", workload.tally)
+    assert collections.Counter((r["table"], r["op"]) for r in log if r["table"] != "k" and r["op"] != "ddl") == {
         ("t", "insert"): 5, ("w", "insert"): 1}
     ddl = [(r["file"], r["pos"]) for r in log if r["op"] == "ddl"]
     assert len(ddl) == len(set(ddl)) == 5, ddl  # two DROPs, two CREATEs, a RENAME: each once

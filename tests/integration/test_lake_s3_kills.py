@@ -16,14 +16,10 @@ the change log once.
 
 from __future__ import annotations
 
-import collections
 import os
 import re
-import signal
 import subprocess
 import sys
-import threading
-import time
 import uuid
 from collections.abc import Callable
 
@@ -33,8 +29,8 @@ import pytest
 from sluice.dsn import parse_dsn
 from sluice.io.connection import Connection
 from sluice.lake.layout import open_lake
-from sluice.spark.verify.check import verify_lake
-from tests.integration.s3_kills import Killer, copied_to, folder, objects_deleted
+from tests.integration.s3_kills import Killer, caught_up, changes_once, copied_to, folder, killed_at, objects_deleted
+from tests.integration.workload import Workload
 from tests.s3_proxy import S3Proxy, S3Request
 
 pytestmark = [pytest.mark.spark, pytest.mark.mysql, pytest.mark.slow]
@@ -64,23 +60,6 @@ def test_kill_9_during_maintenance_and_archive_on_s3_loses_and_repeats_nothing(m
     config.write_text(CONFIG)
     args = [sys.executable, "-m", "sluice.cli", "run", "--source", mysql_server.dsn("repl"), "--lake", lake,
             "--tables", rf"{db}\..*", "--checkpoint-dir", str(tmp_path / "checkpoint"), "--config", str(config)]
-    tally: collections.Counter[str] = collections.Counter()
-    done, failure = threading.Event(), []
-
-    def workload() -> None:
-        try:
-            with Connection.open(parse_dsn(mysql_server.dsn("root"))) as conn:
-                n = 1000
-                while not done.is_set():
-                    added = conn.execute(f"INSERT INTO {db}.t VALUES ({n}, {n}), ({n + 1}, {n})")
-                    tally["insert"] += added.affected_rows
-                    tally["update"] += conn.execute(f"UPDATE {db}.t SET v = v + 1 WHERE id = {n - 7}").affected_rows
-                    tally["delete"] += conn.execute(f"DELETE FROM {db}.t WHERE id = {n - 10}").affected_rows
-                    n += 2
-                    time.sleep(0.1)
-        except BaseException as exc:
-            failure.append(exc)
-
     with Connection.open(parse_dsn(mysql_server.dsn("root"))) as conn:
         conn.execute(f"CREATE DATABASE {db}")
         for table in ("t", "gone1", "gone2"):
@@ -88,8 +67,7 @@ def test_kill_9_during_maintenance_and_archive_on_s3_loses_and_repeats_nothing(m
             conn.execute(f"INSERT INTO {db}.{table} VALUES " + ", ".join(f"({i}, {i})" for i in range(DROPPED_ROWS)))
         first = subprocess.run([*args, "--snapshot", "only"], capture_output=True, timeout=300, env=env)
         assert first.returncode == 0, first.stderr.decode()[-3000:]
-        thread = threading.Thread(target=workload, daemon=True)
-        thread.start()
+        workload = Workload(mysql_server, db, pause=0.1)
         rounds: list[tuple[str, Callable[[S3Request], bool], str | None]] = [
             ("a checkpoint's write", lambda r: r.method == "PUT" and bool(CHECKPOINT.search(r.key)), None),
             ("a compaction's commit", lambda r: r.method == "PUT" and "/_delta_log/" in r.key
@@ -101,25 +79,12 @@ def test_kill_9_during_maintenance_and_archive_on_s3_loses_and_repeats_nothing(m
         ]
         try:
             for what, match, ddl in rounds:
-                proc = subprocess.Popen([*args, "--trigger", "1s"], stdout=subprocess.DEVNULL,
-                                        stderr=subprocess.PIPE, env=env)
-                killer.arm(proc, match)
-                if ddl:
-                    conn.execute(ddl)
-                if not killer.fired.wait(180):
-                    proc.kill()
-                    pytest.fail(f"no request of {what} in 180 s: {proc.communicate()[1].decode()[-3000:]}")
-                assert proc.wait(60) == -signal.SIGKILL, f"sluice run ended by itself before {what}"
-                proc.stderr.close()  # type: ignore[union-attr]
+                killed_at([*args, "--trigger", "1s"], env, killer, what, match,
+                          lambda _proc, ddl=ddl: conn.execute(ddl) if ddl else None)
         finally:
-            done.set()
-            thread.join(60)
+            workload.stop()
             proxy.close()
-        assert not failure, failure
-        final = subprocess.run([*args, "--trigger", "once"], capture_output=True, timeout=600,
-                               env={**env, "AWS_ENDPOINT_URL": s3_server.endpoint})
-        assert final.returncode == 0, final.stderr.decode()[-3000:]
-        verdicts = verify_lake(parse_dsn(mysql_server.dsn("root")), store, tables=lambda d, _t: d == db)
+        verdicts = caught_up(args, env, s3_server, mysql_server, store, db)
         conn.execute(f"DROP DATABASE {db}")
 
     assert [v.table for v in verdicts] == ["t"] and verdicts[0].ok, verdicts
@@ -129,11 +94,7 @@ def test_kill_9_during_maintenance_and_archive_on_s3_loses_and_repeats_nothing(m
         (archived,) = [name for name in store.folders(f"_sluice/archive/{db}") if name.startswith(f"{table}@")]
         rows = deltalake.DeltaTable(f"{lake}/_sluice/archive/{db}/{archived}", storage_options=options)
         assert rows.to_pyarrow_table().num_rows == DROPPED_ROWS, archived
-    log = deltalake.DeltaTable(f"{lake}/_sluice/changes", storage_options=options).to_pyarrow_table().to_pylist()
-    changes = [r for r in log if r["op"] != "ddl"]
-    keys = [(r["file"], r["pos"], r["row"]) for r in changes]
-    assert len(keys) == len(set(keys)), "a change is in the change log twice"
-    assert collections.Counter(r["op"] for r in changes if r["table"] == "t") == tally
+    log = changes_once(store, "t", workload.tally)
     assert sorted(r["table"] for r in log if r["op"] == "ddl") == ["gone1", "gone2"]
     checkpoints = [k for k in store.keys("_sluice/changes/_delta_log") if CHECKPOINT.search("/" + k)]
     assert checkpoints, "no checkpoint of the change log was ever written"
