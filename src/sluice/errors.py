@@ -18,6 +18,7 @@ what was found, where (file and offset, host, table) and what to do::
     │   └── SourceMovedError       the address reached another server in the middle of a read
     ├── AuthError                  the authentication exchange itself failed on our side
     ├── SchemaError                the schema at an event's position is unknown or disagrees
+    │   └── RouteConflictError     tables routed into one mirror disagree (key, a column's type)
     ├── ConfigError                bad DSN, option, path or missing installation
     │   └── GtidSyntaxError        a GTID set in text form that does not parse (binlog.gtid)
     ├── DataLossError              continuing would lose or duplicate data
@@ -143,6 +144,11 @@ class AuthError(SluiceError):
 
 class SchemaError(SluiceError):
     """The schema of a table at an event's position is unknown or disagrees with the binlog."""
+
+
+class RouteConflictError(SchemaError):
+    """Tables ``--route`` sends to one mirror cannot share it: their primary keys differ, or one
+    defines a column with a type the mirror does not hold for the others (both are named)."""
 
 
 class ConfigError(SluiceError):

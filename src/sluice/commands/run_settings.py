@@ -46,6 +46,7 @@ class Setting:
     value_type: Callable[[str], Any] = str  # what the option's text becomes (argparse's type)
     choices: tuple[str, ...] | None = None
     switch: bool | None = None  # an option without a value: the value it sets
+    repeat: bool = False  # an option given several times: its values in a list (a TOML array)
     option: FilterOption | None = None  # an option declared with the other commands' filter options
     into: str | None = None  # a TOML table of settings: the key of it the command-line option sets
     convert: Callable[[Any, str], Any] = _same  # (value, where) -> the field's value; None: its default
@@ -69,7 +70,7 @@ class Setting:
                                 default=None, help=self.help)
         else:
             parser.add_argument(self.flag, dest=self.field, metavar=self.metavar, type=self.value_type,
-                                choices=self.choices, help=self.help)
+                                choices=self.choices, help=self.help, action="append" if self.repeat else "store")
 
     @property
     def dest(self) -> str:
@@ -194,6 +195,12 @@ def _history(value: Any, where: str) -> str:
     return value
 
 
+def _routes(value: Any, where: str) -> Any:
+    from sluice.cdc.routes import parse_routes
+
+    return parse_routes(value, f"{where}: route" if where != "None" else "--route")
+
+
 def _snapshot_default(fields: Mapping[str, Any]) -> str:
     return "never" if "starting_position" in fields else "initial"
 
@@ -262,6 +269,10 @@ SETTINGS: tuple[Setting, ...] = (
             "in full, beside the mirror, in the Delta table LAKE/<db>/<table>__history (SCD type 2: __start_at, "
             "__end_at, __start_seq, __end_seq; the current version's __end_at is NULL)", metavar="REGEX",
             convert=_history),
+    Setting("routes", "--route", "merge the tables whose 'db.table' matches REGEX in full into one mirror, TARGET "
+            "(db.table; \\1 or \\g<name> take the regex's groups), beside two columns _source_db and _source_table "
+            "that join its key; given several times, the first route that matches wins (route = [...] in the "
+            "config)", toml="route", metavar="REGEX=TARGET", repeat=True, convert=_routes),
     Setting("conf", toml="spark", convert=_spark),
 )
 

@@ -46,6 +46,8 @@ BOTH_WAYS = {
     "part_bytes": (["--part-size", "512K"], 'part_size = "512K"'),
     "columns": (["--exclude-columns", r".*\.ssn"], "[columns]\nexclude = '.*\\.ssn'"),
     "history": (["--history", r"shop\.orders"], r'history = "shop\\.orders"'),
+    "routes": (["--route", r"shop_1\.t=shop.t", "--route", r"(\w+)_2\.t=\1.t"],
+               "route = ['shop_1\\.t=shop.t', '(\\w+)_2\\.t=\\1.t']"),
 }
 
 
@@ -63,7 +65,7 @@ def test_every_setting_is_declared_once_with_its_key_and_option():
                                    "max_rows_per_batch", "spark", "snapshot", "chunk_rows", "snapshot_connections",
                                    "skip_incidents", "metrics_port", "metrics_host", "checkpoint_dir", "change_feed",
                                    "maintenance", "mirror", "stall_timeout", "writer_lease", "part_size",
-                                   "columns", "history"})
+                                   "columns", "history", "route"})
     fields = {f for s in SETTINGS for f in (s.fields or (s.field,))}
     config_fields = {f.name for f in dataclasses.fields(PipelineConfig)}
     assert fields <= config_fields and config_fields - fields == {"max_bytes_per_batch"}  # not a user's setting

@@ -61,6 +61,8 @@ class PipelineConfig:
     columns: Any = field(default=None, repr=False)
     # Tables ('db.table' matched in full) that keep a history beside the mirror (spark.pipeline.history_feed)
     history: str | None = None
+    # Tables merged into one mirror (sluice.cdc.routes.Routes), None: every table has its own
+    routes: Any = None
 
     def __post_init__(self) -> None:
         if self.stall_timeout is not None:

@@ -8,6 +8,8 @@ checkpoint goes on from.
   holds the column rules the lake is written with (``--exclude-columns`` / ``--hash-columns``,
   ``sluice.cdc.column_rules.rules_record``): once the lake holds a mirror or its change log, a run
   with other rules is refused, since its rows would sit beside rows written under the old ones.
+  It holds the run's ``--route``s too, which ``sluice snapshot`` and ``sluice verify`` follow; a
+  run with other routes than the lake's mirrors were written by is refused.
 - Spark numbers batches per checkpoint, so a new checkpoint on a lake that already holds batches
   gets an app id of its own (the pipeline id and a suffix), kept in the checkpoint folder
   (``APP_MARKER``); a checkpoint of a version before that marker keeps the pipeline id.
@@ -46,7 +48,8 @@ class LakeState:
     """The lake's and the checkpoint's account of a pipeline (module docstring)."""
 
     def __init__(self, store: Lake, checkpoint_path: Path, source: str,
-                 capture: tuple[str | None, str | None] = (None, None), columns: Any = None) -> None:
+                 capture: tuple[str | None, str | None] = (None, None), columns: Any = None,
+                 routes: Any = None) -> None:
         self.store = store
         self.checkpoint_path = checkpoint_path
         self._source = source  # the source DSN, redacted: recorded in pipeline.json
@@ -66,7 +69,7 @@ class LakeState:
         self._history_saved = -1  # bytes of the schema history in the lake
         self._history_seen = -1  # the source's file's size when it was last copied
         self.pipeline_id = self._pipeline_id()
-        self._record_capture(*capture, columns)
+        self._record_capture(*capture, columns, routes.texts if routes is not None else [])  # routes: Routes
         self._had_offsets = _has_offsets(checkpoint_path)
         # The change log, read once, only for a checkpoint that has no offset yet.
         log = None if self._had_offsets else DeltaLake(store, self.pipeline_id).table(store.changes)
@@ -91,12 +94,16 @@ class LakeState:
             return self._pipeline_id()  # another run made it first
         return pid
 
-    def _record_capture(self, tables: str | None, exclude_tables: str | None, columns: Any) -> None:
-        """Record the run's table filter and column rules (``columns``, its ``ColumnRules`` or None) in
-        the lake (``capture.json``) when they are not there already; rules other than those of a lake
-        already written are a ``ConfigError``."""
+    def _record_capture(self, tables: str | None, exclude_tables: str | None, columns: Any,
+                        routes: list[str]) -> None:
+        """Record the run's table filter, column rules (``columns``, its ``ColumnRules`` or None) and
+        routes in the lake (``capture.json``) when they are not there already; rules other than those
+        of a lake already written are a ``ConfigError``, and so are routes other than those its
+        mirrors were written by (a mirror would mix two layouts)."""
         store = self.store
-        doc = {"tables": tables, "exclude_tables": exclude_tables, "columns": rules_record(columns)}
+        doc: dict[str, Any] = {"tables": tables, "exclude_tables": exclude_tables, "columns": rules_record(columns)}
+        if routes:
+            doc["routes"] = routes
         found = store.get_json(store.CAPTURE)
         if found == doc:
             return
@@ -107,6 +114,14 @@ class LakeState:
                 f"the lake {store.uri} is written with other column rules than this run's: {differ}. Rows under "
                 "both would sit side by side in its mirrors and change log: give the options and key its runs were "
                 "given, or write to a new lake")
+        before = found.get("routes", []) if isinstance(found, dict) else []
+        if before != routes and store.mirrors():
+            def said(texts: list[str]) -> str:
+                return " ".join(f"--route '{t}'" for t in texts) or "no --route"
+
+            raise ConfigError(
+                f"the lake {store.uri} was written with {said(before)}, this run has {said(routes)}: its mirrors "
+                "would mix both. Give the lake's routes, or start a new lake")
         store.put_json(store.CAPTURE, doc)
 
     def _stream_app_id(self, *, new_on_a_used_lake: bool) -> str:
