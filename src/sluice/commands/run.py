@@ -21,6 +21,8 @@ examples:
   sluice run --source mysql://repl@db/ --lake ./lake --trigger once      everything so far, then stop
   sluice run --config pipeline.toml
   sluice run --source mysql://repl@db/ --lake ./lake --metrics-port 9108   Prometheus metrics on :9108/metrics
+  sluice run --source mysql://repl@db/ --lake ./lake --route 'shop_[0-9]+\\.orders=shop.orders'
+                                                  shards into one mirror, keyed with _source_db, _source_table
 
 The same settings in a TOML file (command-line options win):
   source = "mysql://repl@db:3306/?password_env=DB_PASSWORD"

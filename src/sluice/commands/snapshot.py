@@ -8,6 +8,7 @@ import sys
 from typing import Any
 
 from sluice.commands.column_options import add_column_options, rules_for_lake
+from sluice.commands.route_options import add_route_option, routes_of_lake
 from sluice.errors import ConfigError
 
 HELP = """\
@@ -48,6 +49,7 @@ def register(sub: Any) -> None:
                         "per Spark core, at most 8)")
     parser.add_argument("--master", metavar="URL", help="Spark master (default local[*])")
     add_column_options(parser)  # the lake's by default (capture.json): the tables read again follow them
+    add_route_option(parser)  # the lake's by default (capture.json), as sluice run gave them
     parser.set_defaults(handler=run)
 
 
@@ -77,7 +79,8 @@ def run(args: argparse.Namespace) -> int:
                        else (args.tables, None))
     config = PipelineConfig(source=args.source, lake=args.lake, tables=tables, exclude_tables=exclude,
                             snapshot="only", chunk_rows=args.chunk_rows, snapshot_connections=args.connections,
-                            master=args.master, columns=rules_for_lake(args, lake, hash_keys=False))
+                            master=args.master, columns=rules_for_lake(args, lake, hash_keys=False),
+                            routes=routes_of_lake(getattr(args, "routes", None), recorded))
     pipeline = Pipeline(config, progress=say)
     _, purged = pipeline.purged()
     if purged is None:

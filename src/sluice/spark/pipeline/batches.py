@@ -29,13 +29,14 @@ from sluice.io.replication import server_binlog_status
 from sluice.lake.changelog.rows import staged_rows
 from sluice.lake.changelog.sequence import SEQ_PROPERTY, files_high
 from sluice.lake.layout import Lake
+from sluice.lake.mirror.routed import column_names
 from sluice.lake.sink import DeltaLake
 from sluice.spark.ddl.batch import BatchDdl
 from sluice.spark.pipeline.config import PipelineConfig
 from sluice.spark.pipeline.fence import BatchFence
 from sluice.spark.pipeline.history_feed import HistoryFeed
 from sluice.spark.pipeline.lake_state import LakeState
-from sluice.spark.pipeline.staged_batch import StagedBatch, table_batch
+from sluice.spark.pipeline.staged_batch import StagedBatch, table_batches
 from sluice.spark.pipeline.stats import BatchWritten, PipelineStats
 from sluice.spark.pipeline.upkeep import Upkeep
 from sluice.spark.snapshot.driver import SnapshotRunner
@@ -132,8 +133,9 @@ class BatchCommits:
                 self._filter.stream_read_on(servers, self.fence.before)
         rows_of = staged_rows(self.lake.changelog_path, [f.path for f in batch.files], self.store)
         history = SchemaHistory.open(self.history_path)  # once per batch, after its DDL
-        tables = [table_batch(history, self.store, db, name, parts, rows_of, self._filter, self.config.columns)
-                  for (db, name), parts in batch.tables.items()]
+        cfg = self.config
+        tables = table_batches(history, self.store, batch.tables, rows_of, self._filter, cfg.columns, cfg.routes,
+                               table_filter(cfg.tables, cfg.exclude_tables), self._mirror_names)
         self.state.save_history()  # before the commit: a batch in the lake is typed by a history in the lake
         position = batch.range_end()
         source = position.source if position is not None else None
@@ -162,6 +164,10 @@ class BatchCommits:
             stats.lag_bytes = self._lag_bytes(last_file, last_pos)
         return BatchWritten([c for c in counts if c[2]], len(batch.ddls), last_file, last_pos)
 
+    def _mirror_names(self, name: tuple[str, str]) -> list[str] | None:
+        """The column names of a mirror as the lake holds it (kept between batches), None: no mirror."""
+        return column_names(self.lake.current(self.lake.table_path(*name)))
+
     def _reread(self, names: set[str], staged_seq: int | None) -> None:
         """Snapshot these tables again (a DDL the mirror cannot follow exactly), then renew the filter.
         A key-less table's ``read`` rows are numbered after the batch's staged rows (``staged_seq``)."""
@@ -178,7 +184,7 @@ class BatchCommits:
                               table_filter(cfg.tables, cfg.exclude_tables), chunk_rows=cfg.chunk_rows,
                               connections=cfg.snapshot_connections, progress=self.progress,
                               on_chunk=self.metrics and self.metrics.snapshot_progress, change_feed=cfg.change_feed,
-                              columns=cfg.columns, **extra)
+                              columns=cfg.columns, routes=cfg.routes, **extra)
 
     def _lag_bytes(self, file: str, pos: int) -> int | None:
         try:

@@ -160,7 +160,7 @@ class Pipeline(BatchCommits):
         self.state.load_history()
         self.upkeep.metrics = self.metrics
         self.upkeep.start(change_feed=cfg.change_feed)
-        check_source(cfg.source, cfg.tables, cfg.exclude_tables, self.progress)
+        check_source(cfg.source, cfg.tables, cfg.exclude_tables, self.progress, cfg.routes, cfg.columns)
         if not log.isEnabledFor(logging.DEBUG):  # a batch's error is reported once, by run(), not by py4j too
             logging.getLogger("py4j.clientserver").setLevel(logging.CRITICAL)
         spark = pipeline_session(cfg)

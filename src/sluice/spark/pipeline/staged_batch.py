@@ -19,19 +19,21 @@ import pyarrow as pa
 from deltalake.transaction import AddAction
 
 from sluice.binlog.position import Checkpoint, furthest, position_key
+from sluice.cdc.routes import Routes
 from sluice.cdc.schema import SchemaHistory
 from sluice.errors import ConfigError
 from sluice.lake.changelog.rows import to_row_changes
 from sluice.lake.data_files import add_action
 from sluice.lake.mirror.batch import TableBatch
 from sluice.lake.mirror.merge_source import fold_sources, without_positions
+from sluice.lake.mirror.routed import routed_batch, routed_layout
 from sluice.lake.storage import LakeStore
 from sluice.lake.types.table_layout import mirror_columns_for_schema
 from sluice.spark.snapshot.filter import SnapshotFilter
 from sluice.spark.source.descriptors import ChangelogFile, DdlMet, TableSource, from_row
 from sluice.spark.source.staging import layout_key
 
-__all__ = ["StagedBatch", "table_batch"]
+__all__ = ["StagedBatch", "table_batch", "table_batches"]
 
 log = logging.getLogger(__name__)
 
@@ -87,12 +89,13 @@ class StagedBatch:
 
 def table_batch(history: SchemaHistory, store: LakeStore, db: str, name: str, parts: list[TableSource],
                 rows_of: Callable[[str, str], pa.Table], snapshot_filter: SnapshotFilter | None = None,
-                columns: Any = None) -> TableBatch:
+                columns: Any = None, *, per_row: bool = False) -> TableBatch:
     """A table's changes in the batch, typed by the schema in force at its first change: its staged
     MERGE sources folded over the ranges (less what a snapshot holds already, ``keep_source``), or
     its rows read back from the staged change log for the per-row path (no source staged, a layout
     other than the schema history's, a snapshot filter that cannot judge the folded source).
-    ``columns``: the ``ColumnRules`` the table's mirror follows."""
+    ``columns``: the ``ColumnRules`` the table's mirror follows; ``per_row``: take the per-row path
+    (a table routed into a mirror with another table that takes it)."""
 
     first_file, first_pos = parts[0].first_file, parts[0].first_pos
     catalog = history.catalog_at(first_file, first_pos) or history.latest()
@@ -112,7 +115,7 @@ def table_batch(history: SchemaHistory, store: LakeStore, db: str, name: str, pa
     covering = snapshot_filter if snapshot_filter and snapshot_filter.covers(db, name, first_file, first_pos) else None
     layout = layout_key(columns, primary_key)
     staged = [p.path for p in parts if p.path and p.layout == layout]
-    if len(staged) == len(parts):
+    if len(staged) == len(parts) and not per_row:
         sources = [pa.ipc.open_file(store.read_file(path)).read_all() for path in staged]
         folded = fold_sources(sources, primary_key)
         source = folded if covering is None else covering.keep_source(db, name, primary_key, folded)
@@ -123,7 +126,7 @@ def table_batch(history: SchemaHistory, store: LakeStore, db: str, name: str, pa
             if not source.num_rows:  # the snapshot holds every change: no MERGE, as on the per-row path
                 return TableBatch(db, name, columns, primary_key, ())
             return TableBatch(db, name, columns, primary_key, (), without_positions(source), n)
-    if any(p.path and p.layout != layout for p in parts):
+    if not per_row and any(p.path and p.layout != layout for p in parts):
         log.warning("%s.%s: a task typed its changes as %s, the schema history as %s; taking the per-row path",
                     db, name, next(p.layout for p in parts if p.path and p.layout != layout), layout)
     changes = to_row_changes(columns, rows_of(db, name))
@@ -132,3 +135,38 @@ def table_batch(history: SchemaHistory, store: LakeStore, db: str, name: str, pa
             log.debug("%s.%s: the snapshot filter judges the batch's changes one by one", db, name)
         changes = snapshot_filter.keep(changes)
     return TableBatch(db, name, columns, primary_key, changes)
+
+
+def table_batches(history: SchemaHistory, store: LakeStore, tables: dict[tuple[str, str], list[TableSource]],
+                  rows_of: Callable[[str, str], pa.Table], snapshot_filter: SnapshotFilter | None = None,
+                  columns: Any = None, routes: Routes | None = None,
+                  captured: Callable[[str, str], bool] | None = None,
+                  mirror_names: Callable[[tuple[str, str]], list[str] | None] | None = None) -> list[TableBatch]:
+    """Every mirror's ``TableBatch`` of the batch: a table's own (``table_batch``), or, for the
+    tables ``routes`` sends to one mirror, one batch of them all (``sluice.lake.mirror.routed``),
+    typed by the layout the catalog at their first change gives the mirror; ``captured``: the run's
+    table filter (a routed table left out of the capture has no say in the layout); ``mirror_names``:
+    a routed mirror's column names as it stands (None: no mirror yet), whose order the layout keeps."""
+    out: list[TableBatch] = []
+    groups: dict[tuple[str, str], list[tuple[str, str, list[TableSource]]]] = {}
+    for (db, name), parts in tables.items():
+        target = routes.target(db, name) if routes is not None else None
+        if target is None:
+            out.append(table_batch(history, store, db, name, parts, rows_of, snapshot_filter, columns))
+        else:
+            groups.setdefault(target, []).append((db, name, parts))
+    for target, shards in groups.items():
+        assert routes is not None
+        batches = [table_batch(history, store, db, name, parts, rows_of, snapshot_filter, columns)
+                   for db, name, parts in shards]
+        if len({b.source is None for b in batches if b.change_count}) > 1:  # one fold for the mirror
+            batches = [table_batch(history, store, db, name, parts, rows_of, snapshot_filter, columns, per_row=True)
+                       for db, name, parts in shards]
+        first = min((p for _, _, parts in shards for p in parts), key=lambda p: position_key(p.first_file, p.first_pos))
+        catalog = history.catalog_at(first.first_file, first.first_pos) or history.latest()
+        assert catalog is not None  # table_batch found the tables' schemas in it
+        schemas = [s for s in catalog.tables() if captured is None or captured(s.db, s.name)]
+        layout = routed_layout(routes, target, schemas, catalog.flavor, columns and columns.mask_schema,
+                               mirror_names(target) if mirror_names is not None else None)
+        out.append(routed_batch(layout, batches))
+    return out

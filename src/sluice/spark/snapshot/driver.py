@@ -69,6 +69,7 @@ from sluice.lake.types.table_layout import mirror_columns_for_schema
 from sluice.spark.runtime.session import start_python_workers
 from sluice.spark.snapshot.keyless import snapshot_keyless
 from sluice.spark.snapshot.mirror_writes import (
+    RoutedChunks,
     append_chunk,
     append_target,
     merge_chunk,
@@ -98,9 +99,11 @@ class SnapshotRunner:
                  connections: int | None = None,
                  progress: Callable[[str], None] | None = None, history: SchemaHistory | None = None,
                  on_chunk: Callable[[int, int, int], None] | None = None, change_feed: bool = True,
-                 stopping: Callable[[], bool] | None = None, columns: Any = None) -> None:
+                 stopping: Callable[[], bool] | None = None, columns: Any = None, routes: Any = None) -> None:
         self.spark = spark
         self.columns = columns  # ColumnRules: a table it touches is merged chunk by chunk, its rows masked
+        self.routes = routes  # Routes: a routed table is merged chunk by chunk into its mirror (RoutedChunks)
+        self._routed: RoutedChunks | None = None
         self.source = source
         self.store = store
         self.lake = DeltaLake(store, f"{app_id}-snapshot", change_feed=change_feed)
@@ -181,6 +184,7 @@ class SnapshotRunner:
             first = low_mark(conn, on) if conn.flavor == Flavor.MYSQL else None
             planned_at = first.low if first is not None else binlog_position(conn, on)
             catalog = bootstrap_catalog(conn, self.include)
+            self._routed = RoutedChunks.of(self.lake, self.routes, conn.flavor, self.columns, catalog)
             for name in only or ():
                 if name not in state.tables and catalog.get(*name.split(".", 1)) is None:
                     # Gone (renamed or dropped) before it could be read again: its mirror stays away and
@@ -205,7 +209,8 @@ class SnapshotRunner:
                     state.save(self.store)
                     continue
                 self.lake.flush(schema.db, schema.name)  # the stream's changes pending for it: older than the read
-                append = self._mirror_empty(schema.db, schema.name) and not (
+                routed = self._routed is not None and self._routed.plan(schema)  # its rows leave its routed mirror
+                append = not routed and self._mirror_empty(schema.db, schema.name) and not (
                     self.columns is not None and self.columns.touches(schema.db, schema.name,
                                                                       tuple(c.name for c in schema.columns)))
                 try:
@@ -307,7 +312,7 @@ class SnapshotRunner:
             else:
                 assert high is not None and result.merged is not None
                 merge_chunk(self.lake, table, seq, result.merged, Checkpoint.from_json(high), state.flavor,
-                            self.columns)
+                            self.columns, self._routed)
             table["done"][chunk.id] = {"low": low, "high": high, "rows": count}
             table["writing"] = None
             state.save(self.store)
@@ -327,7 +332,7 @@ class SnapshotRunner:
         return mirror_empty(self.lake, db, name)
 
     def _settle_interrupted(self, state: SnapshotState) -> None:
-        settle_interrupted(self.lake, self.store, state)
+        settle_interrupted(self.lake, self.store, state, self._routed)
 
     def _append(self, table: dict[str, Any], seq: int, rows: Any, flavor: str | None) -> None:
         append_chunk(self.lake, self._mirrors, table, seq, rows, flavor)
