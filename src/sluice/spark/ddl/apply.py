@@ -10,7 +10,8 @@ replay finishes the same move) or one Delta commit (``create``: the first of a n
 only when none is there; ``truncate``, ``rewrite``) that carries the
 batch's app transaction, so a step whose commit landed just before a crash is recognised too.
 ``reread`` archives the mirror and removes the table from the snapshot state; the pipeline then
-snapshots it again with the watermark method while the stream goes on from the DDL.
+snapshots it again with the watermark method while the stream goes on from the DDL. A routed
+mirror's ``widen`` and ``unroute`` are ``sluice.spark.ddl.routed``'s.
 
 Archived mirrors stay readable Delta tables under ``LAKE/_sluice/archive/<db>/<table>@<file>-<pos>``
 (the binlog position of the DDL); sluice never deletes them.
@@ -34,6 +35,7 @@ from sluice.lake.data_files import LAKE_WRITER
 from sluice.lake.sink import DeltaLake
 from sluice.lake.types.mirror_columns import column_array
 from sluice.spark.ddl.plan import MirrorStep
+from sluice.spark.ddl.routed import ROUTED_KINDS, run_routed
 from sluice.spark.snapshot.state import SnapshotState
 
 __all__ = ["CannotRewrite", "MirrorDdl"]
@@ -115,6 +117,11 @@ class MirrorDdl:
             # source may have lost its first commit already and read as no table at all, which must
             # neither skip the move nor take a new mirror over the source's leftover objects.
             self._move(moving["from"], moving["to"], batch_id, index)
+        if step.kind in ROUTED_KINDS:  # a routed mirror's (sluice.spark.ddl.routed)
+            run_routed(self.lake, step, self.progress)
+            if step.kind == "unroute":
+                self._snapshot_state(lambda tables: tables.pop(step.name, None))
+            return
         path = self.lake.table_path(step.db, step.table)
         mirror = self.lake.table(path)
         exists = mirror is not None

@@ -18,12 +18,14 @@ from pathlib import Path
 from typing import Any
 
 from sluice.cdc.filters import table_filter
+from sluice.cdc.routes import Routes
 from sluice.cdc.schema import SchemaHistory
 from sluice.cdc.schema.bootstrap import SYSTEM_SCHEMAS
 from sluice.lake.layout import Lake
 from sluice.lake.sink import DeltaLake
 from sluice.spark.ddl.apply import MirrorDdl
 from sluice.spark.ddl.plan import MirrorStep, plan_ddl
+from sluice.spark.ddl.routed import route_steps
 
 __all__ = ["BatchDdl"]
 
@@ -34,9 +36,11 @@ class BatchDdl:
     """Applies the DDL rows of micro-batches to the lake of one pipeline."""
 
     def __init__(self, lake: DeltaLake, history_path: Path, tables: str | None,
-                 exclude_tables: str | None, progress: Callable[[str], None], columns: Any = None) -> None:
+                 exclude_tables: str | None, progress: Callable[[str], None], columns: Any = None,
+                 routes: Routes | None = None) -> None:
         self.lake = lake
         self.columns = columns  # ColumnRules: columns kept out or hashed
+        self.routes = routes  # tables merged into one mirror: their steps are the routed mirror's
         self.history_path = history_path
         keep = table_filter(tables, exclude_tables)
         self.captured = lambda db, t: (db not in SYSTEM_SCHEMAS and not Lake.reserved(db)
@@ -59,8 +63,11 @@ class BatchDdl:
             else:
                 planned = plan_ddl(before, ddl["sql"], ddl.get("default_db"), self.captured, before.flavor,
                                    self.columns)
-            for step in planned:
-                steps += [((file, pos), s) for s in self._against_snapshot(step, file, pos, snapshot_filter)]
+            planned = [s for step in planned for s in self._against_snapshot(step, file, pos, snapshot_filter)]
+            if self.routes is not None and before is not None:
+                planned = route_steps(planned, self.routes, before, ddl["sql"], ddl.get("default_db"), self.captured,
+                                      lambda name: self.lake.table(self.lake.table_path(*name)), self.columns)
+            steps += [((file, pos), s) for s in planned]
         for name in {(s.db, s.table) for _, s in steps} | {s.to for _, s in steps if s.to is not None}:
             self.lake.flush(*name)  # a DDL writes the mirror as of every change before it
         rereads = self.mirror.apply(batch_id, steps)

@@ -40,7 +40,8 @@ Name = tuple[str, str]
 class MirrorStep:
     """One change to one mirror: ``archive``, ``create`` (empty, with ``columns``), ``move`` (to
     ``to``), ``truncate``, ``rewrite`` (into ``columns`` from ``origins``) or ``reread`` (archive,
-    then snapshot the table again)."""
+    then snapshot the table again); for a table routed into the mirror ``to`` of several,
+    ``widen`` (add ``columns``) or ``unroute`` (its rows leave it), ``sluice.spark.ddl.routed``."""
 
     kind: str
     db: str

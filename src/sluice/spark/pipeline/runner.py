@@ -111,7 +111,7 @@ class Pipeline(BatchCommits):
         self.upkeep = Upkeep(self.lake.store, config.maintenance, progress=self.progress,
                              open_table=self.lake.current)
         self.ddl = BatchDdl(self.lake, self.history_path, config.tables, config.exclude_tables, self.progress,
-                            config.columns)
+                            config.columns, config.routes)
         self.history_feed = HistoryFeed(config.history, self.store, config.columns)  # --history: SCD type 2
         self._spark: Any = None
         self._in_flight = ""  # the file the source reports what it reads and has not committed yet to
