@@ -8,6 +8,7 @@ from typing import Any, TextIO
 
 from sluice.commands.column_options import add_column_options, rules_for_lake
 from sluice.commands.filter_options import EXCLUDE_TABLES, TABLES, add_filter_options
+from sluice.commands.route_options import add_route_option, routes_of_lake
 
 HELP = """\
 Compare every mirrored table of a lake (LAKE/<db>/<table>, as sluice run writes them) and every
@@ -61,6 +62,7 @@ def register(sub: Any) -> None:
                         "the AWS_* / AZURE_* / GOOGLE_* environment)")
     add_filter_options(parser, TABLES, EXCLUDE_TABLES)
     add_column_options(parser)  # the lake's by default: excluded columns not compared, hashed ones hashed
+    add_route_option(parser)  # the lake's by default: a routed table compared with its share
     parser.set_defaults(handler=run)
 
 
@@ -104,7 +106,8 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     connection = parse_dsn(args.source)
     store = open_lake(args.lake)
     narrowed = table_filter(args.tables, args.exclude_tables)
-    verdicts = verify_lake(connection, store, tables=narrowed, columns=rules_for_lake(args, store))
+    routes = routes_of_lake(getattr(args, "routes", None), store.get_json(store.CAPTURE))
+    verdicts = verify_lake(connection, store, tables=narrowed, columns=rules_for_lake(args, store), routes=routes)
     for v in verdicts:
         print(verdict_line(v), file=out)
     if not capture_recorded(store):

@@ -44,8 +44,9 @@ from sluice.lake.types import mirror_columns as _mc
 from sluice.lake.types.mirror_columns import MirrorColumn, column_array, mirror_schema
 from sluice.lake.types.table_layout import mirror_columns_for_schema
 from sluice.spark.verify.datasets import current_versions, lake_mirrors, mirror_dataset
+from sluice.spark.verify.routed import routed_into, routed_tables, shard_rows, stray_verdict
 from sluice.spark.verify.rows import canonical_column, row_checksums
-from sluice.spark.verify.scope import captured_tables
+from sluice.spark.verify.scope import captured_tables, recorded_routes
 
 __all__ = ["TableVerdict", "verify_lake"]
 
@@ -92,6 +93,7 @@ def verify_lake(
     *,
     tables: Callable[[str, str], bool] | None = None,
     columns: Any = None,
+    routes: Any = None,
 ) -> list[TableVerdict]:
     """Compare every mirror of ``lake`` and every captured source table (those ``tables(db, table)``
     accepts) with the source.
@@ -101,12 +103,12 @@ def verify_lake(
     ``AuthError``. ``columns``: the ``ColumnRules`` the lake was written with: an excluded column is
     not compared, a hashed one is compared as the hash of the source's value under the same key. A
     table that cannot be compared (a type sluice does not read, a mirror missing or unreadable) gets a
-    verdict that is not ok, saying why.
-    """
+    verdict that is not ok, saying why. ``routes``: the lake's (None: those its run recorded)."""
     store = open_lake(lake)
     root = store.uri
     found = lake_mirrors(store)
     captured = captured_tables(store, tables)
+    routes = routes if routes is not None else recorded_routes(store)
     if not found and captured is None:
         raise ConfigError(
             f"the lake {root!r} holds no Delta tables (expected {root}/<db>/<table>/_delta_log); "
@@ -124,11 +126,12 @@ def verify_lake(
         for statement in ("SET NAMES utf8mb4", "SET time_zone = '+00:00'", "SET SESSION sql_mode = ''",
                           "SET SESSION net_write_timeout = 3600"):
             conn.execute(statement)
-        catalog = bootstrap_catalog(conn, lambda db, t: (db, t) in mirrors or (db, t) in histories
-                                    or (captured is not None and captured(db, t)))
+        catalog = bootstrap_catalog(conn, lambda db, t: (db, t) in mirrors or (db, t) in histories or routed_into(
+            routes, db, t) in mirrors or (captured is not None and captured(db, t)))
         flavor = catalog.flavor
-        wanted = sorted(mirrors | {(s.db, s.name) for s in catalog.tables() if captured is not None
-                         and captured(s.db, s.name)})
+        shards = routed_tables(routes, catalog.tables(), captured)  # a routed table -> its mirror
+        wanted = sorted(mirrors | set(shards) | {(s.db, s.name) for s in catalog.tables() if captured is not None
+                                                 and captured(s.db, s.name)})
         if not wanted:
             raise none_match if found else ConfigError(
                 f"the lake {root!r} holds no mirror and the source has no table it captures "
@@ -139,7 +142,12 @@ def verify_lake(
             schema = catalog.get(db, table)
             if schema is not None:
                 schema = schema.selected()  # a system-versioned table's current rows, as its mirror holds them
-            verdicts.append(_verify_one(conn, db, table, schema, flavor, store, (db, table) in mirrors, columns))
+            if (db, table) in shards.values():  # a routed mirror: its tables are compared on lines of their own
+                verdicts.append(TableVerdict(db, table, *stray_verdict(store, (db, table), shards)))
+            else:
+                verdicts.append(_verify_routed(conn, db, table, schema, flavor, store, shards[(db, table)], columns)
+                                if (db, table) in shards else
+                                _verify_one(conn, db, table, schema, flavor, store, (db, table) in mirrors, columns))
         for db, table in histories:  # a history's current versions are the table's rows too
             verdicts.append(_verify_history(conn, db, table, catalog.get(db, table), flavor, store, columns))
         conn.execute("COMMIT")
@@ -164,6 +172,19 @@ def _verify_one(conn: Connection, db: str, table: str, schema: TableSchema | Non
     except (DeltaError, OSError, pa.ArrowException) as exc:
         return TableVerdict(db, table, 0, 0, 0, 0, 0, False, f"the mirror at {path} cannot be read ({exc})")
     return _verify_table(conn, db, table, schema, flavor, dataset, rules)
+
+
+def _verify_routed(conn: Connection, db: str, table: str, schema: TableSchema | None, flavor: str | None,
+                   store: Lake, target: tuple[str, str], rules: Any) -> TableVerdict:
+    """A routed table against its rows in its routed mirror, where its columns' others are NULL."""
+    path, into = store.mirror(*target), f"in the routed mirror {target[0]}.{target[1]}"
+    try:
+        rows = shard_rows(mirror_dataset(store, path, *target), db, table, schema)
+        verdict, foreign = _verify_table(conn, db, table, schema, flavor, rows, rules), rows.foreign_values()
+    except (DeltaError, OSError, pa.ArrowException) as exc:
+        return TableVerdict(db, table, 0, 0, 0, 0, 0, False, f"{into}: the mirror at {path} cannot be read ({exc})")
+    note = into + (f"; {foreign} of its rows hold values in columns the table does not have" if foreign else "")
+    return replace(verdict, ok=verdict.ok and not foreign, note=f"{note}; {verdict.note}" if verdict.note else note)
 
 
 def _verify_history(conn: Connection, db: str, table: str, schema: TableSchema | None, flavor: str | None,
