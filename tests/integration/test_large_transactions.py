@@ -23,8 +23,8 @@ import pytest
 
 from sluice.dsn import parse_dsn
 from sluice.io.connection import Connection
-from sluice.io.replication import server_binlog_status
 from tests.conftest import THREE_FLAVORS
+from tests.integration.huge_transactions import huge_table, huge_transactions
 
 ROWS = 6000  # a transaction of ROWS updates: about 1.5 MB of JSON lines against a budget of 64K
 
@@ -36,35 +36,6 @@ def server(request):
 
 def _root(server: Any) -> Connection:
     return Connection.open(parse_dsn(server.dsn("root")))
-
-
-def _setup(server: Any, db: str) -> Any:
-    with _root(server) as conn:
-        conn.execute(f"CREATE DATABASE {db}")
-        conn.execute(f"CREATE TABLE {db}.k (id INT PRIMARY KEY, v INT, note VARCHAR(60)) ENGINE=InnoDB")
-        values = ",".join(f"({i}, {i}, 'row {i} {'x' * 30}')" for i in range(1, ROWS + 1))
-        conn.execute(f"INSERT INTO {db}.k VALUES {values}")
-        return server_binlog_status(conn)
-
-
-def _big_transactions(server: Any, db: str) -> int:
-    """Two committed transactions of ROWS updates each, one rolled back in the binlog, one small one;
-    returns the number of changes committed."""
-    with _root(server) as conn:
-        conn.execute("BEGIN")
-        conn.execute(f"UPDATE {db}.k SET v = v + 1, note = CONCAT('first ', id)")
-        conn.execute("COMMIT")
-        conn.execute("XA START 'big'")  # prepared, so its rows are in the binlog; then rolled back
-        conn.execute(f"UPDATE {db}.k SET v = -v, note = 'rolled back'")
-        conn.execute("XA END 'big'")
-        conn.execute("XA PREPARE 'big'")
-        conn.execute("XA ROLLBACK 'big'")
-        conn.execute("BEGIN")
-        conn.execute(f"DELETE FROM {db}.k WHERE id % 3 = 0")
-        conn.execute(f"UPDATE {db}.k SET v = v * 2 WHERE id % 3 = 1")
-        conn.execute("COMMIT")
-        conn.execute(f"INSERT INTO {db}.k VALUES ({ROWS + 1}, 0, 'last')")
-    return ROWS + ROWS // 3 + (ROWS + 2) // 3 + 1
 
 
 def _table(server: Any, db: str) -> dict[int, dict[str, Any]]:
@@ -103,7 +74,7 @@ def _tail(server: Any, db: str, tmp: Path, *extra: str) -> list[str]:
 
 def test_transactions_larger_than_the_budget_print_once_and_rollbacks_not_at_all(server, tmp_path):
     db = f"big_{uuid.uuid4().hex[:8]}"
-    start = _setup(server, db)
+    start = huge_table(server, db, ROWS)
     before = _table(server, db)
     (tmp_path / "spill").mkdir()
     out = tmp_path / "changes.jsonl"
@@ -113,7 +84,7 @@ def test_transactions_larger_than_the_budget_print_once_and_rollbacks_not_at_all
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
     )
     try:
-        expected = _big_transactions(server, db)
+        expected = huge_transactions(server, db, ROWS)
         deadline = time.monotonic() + 120
         while not (out.exists() and out.read_bytes().count(b"\n") >= expected):
             assert proc.poll() is None, proc.stderr.read().decode()  # type: ignore[union-attr]
@@ -137,9 +108,9 @@ def test_transactions_larger_than_the_budget_print_once_and_rollbacks_not_at_all
 @pytest.mark.slow
 def test_kill_9_inside_a_large_transaction_loses_and_repeats_nothing(server, tmp_path):
     db = f"bigkill_{uuid.uuid4().hex[:8]}"
-    start = _setup(server, db)
+    start = huge_table(server, db, ROWS)
     before = _table(server, db)
-    expected = _big_transactions(server, db)
+    expected = huge_transactions(server, db, ROWS)
     (tmp_path / "spill").mkdir()
     out, state = tmp_path / "changes.jsonl", tmp_path / "state"
     rng = random.Random(44)

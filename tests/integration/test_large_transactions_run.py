@@ -31,6 +31,7 @@ from sluice.io.connection import Connection
 from sluice.io.replication import server_binlog_status
 from tests.conftest import TWO_FLAVORS, binlog_row_metadata, kills
 from tests.integration.exactly_once import exactly_once
+from tests.integration.huge_transactions import huge_table, huge_transactions
 
 pytestmark = pytest.mark.spark
 
@@ -45,42 +46,6 @@ def server(request):
     box = request.getfixturevalue(f"{request.param}_server")
     with binlog_row_metadata(box, "FULL"):
         yield box
-
-
-def _root(server: Any) -> Connection:
-    return Connection.open(parse_dsn(server.dsn("root")))
-
-
-def _setup(server: Any, db: str, rows: int) -> None:
-    with _root(server) as conn:
-        conn.execute(f"CREATE DATABASE {db}")
-        conn.execute(f"CREATE TABLE {db}.k (id INT PRIMARY KEY, v INT, note VARCHAR(60)) ENGINE=InnoDB")
-        for first in range(1, rows + 1, 5000):
-            values = ",".join(f"({i}, {i}, 'row {i} {'x' * 30}')" for i in range(first, min(first + 5000, rows + 1)))
-            conn.execute(f"INSERT INTO {db}.k VALUES {values}")
-
-
-def _big_transactions(server: Any, db: str, rows: int) -> int:
-    """A huge UPDATE, a huge one rolled back in the binlog, a huge mix of deletes and updates, an
-    ALTER TABLE right after it, and small changes in the new layout; the number of changes."""
-    with _root(server) as conn:
-        conn.execute("BEGIN")
-        conn.execute(f"UPDATE {db}.k SET v = v + 1, note = CONCAT('first ', id)")
-        conn.execute("COMMIT")
-        conn.execute("XA START 'big'")  # prepared, so its rows are in the binlog; then rolled back
-        conn.execute(f"UPDATE {db}.k SET v = -v, note = 'rolled back'")
-        conn.execute("XA END 'big'")
-        conn.execute("XA PREPARE 'big'")
-        conn.execute("XA ROLLBACK 'big'")
-        conn.execute("BEGIN")
-        conn.execute(f"DELETE FROM {db}.k WHERE id % 3 = 0")
-        conn.execute(f"UPDATE {db}.k SET v = v * 2, id = id + 1000000 WHERE id % 3 = 1")
-        conn.execute("COMMIT")
-        conn.execute(f"ALTER TABLE {db}.k ADD COLUMN extra INT NOT NULL DEFAULT 7")
-        fifths = int(conn.query(f"SELECT COUNT(*) FROM {db}.k WHERE id % 5 = 0").rows[0][0])
-        conn.execute(f"UPDATE {db}.k SET extra = 8 WHERE id % 5 = 0")
-        conn.execute(f"INSERT INTO {db}.k VALUES (0, 0, 'last', 9)")
-    return rows + rows // 3 + (rows + 2) // 3 + fifths + 1
 
 
 def _run(server: Any, lake: Path, db: str, tmp: Path, *extra: str) -> list[str]:
@@ -101,14 +66,14 @@ def _split_transactions(lake: Path, db: str) -> int:
 
 def test_huge_transactions_in_parts_give_the_lake_exactly(server, tmp_path):
     db = f"bigrun_{uuid.uuid4().hex[:8]}"
-    _setup(server, db, ROWS)
+    huge_table(server, db, ROWS)
     lake = tmp_path / "lake"
     first = subprocess.run(_run(server, lake, db, tmp_path, "--trigger", "once"), capture_output=True, timeout=600)
     assert first.returncode == 0, first.stderr.decode()[-3000:]
-    with _root(server) as conn:
+    with Connection.open(parse_dsn(server.dsn("root"))) as conn:
         status = server_binlog_status(conn)
     start = f"{status.file}:{status.pos}"
-    expected = _big_transactions(server, db, ROWS)
+    expected = huge_transactions(server, db, ROWS, keys_move=True, alter=True)
     again = subprocess.run(_run(server, lake, db, tmp_path, "--trigger", "once"), capture_output=True, timeout=600)
     assert again.returncode == 0, again.stderr.decode()[-3000:]
     assert exactly_once(server, lake, db, start) == expected
@@ -125,14 +90,12 @@ def test_huge_transactions_in_parts_give_the_lake_exactly(server, tmp_path):
 def test_kill_9_inside_huge_transactions_in_parts_loses_and_repeats_nothing(server, tmp_path):
     db = f"bigrunkill_{uuid.uuid4().hex[:8]}"
     rows = 4 * ROWS
-    _setup(server, db, rows)
+    status = huge_table(server, db, rows)
     lake = tmp_path / "lake"
-    with _root(server) as conn:
-        status = server_binlog_status(conn)
     start = f"{status.file}:{status.pos}"
     first = subprocess.run(_run(server, lake, db, tmp_path, "--snapshot", "only"), capture_output=True, timeout=600)
     assert first.returncode == 0, first.stderr.decode()[-3000:]
-    expected = _big_transactions(server, db, rows)
+    expected = huge_transactions(server, db, rows, keys_move=True, alter=True)
     rng = random.Random(44)
     env = dict(os.environ)
     for _ in range(kills(3)):
