@@ -7,29 +7,12 @@ from __future__ import annotations
 import pytest
 
 from sluice.cdc.routes import SOURCE_COLUMNS, mirror_key, parse_routes
-from sluice.cdc.schema import Catalog, apply_ddl
 from sluice.errors import ConfigError, RouteConflictError, SchemaError
+from tests.unit.shards import SHARDS, TWO_SHARDS, shard_catalog
 
 pytestmark = pytest.mark.unit
 
-SHARDS = r"shop_[0-9]+\.orders=shop.orders"
-
-
-def _catalog(*statements: str) -> Catalog:
-    cat = Catalog(databases={db: ("utf8mb4", None) for db in ("shop_1", "shop_2", "shop_3")}, flavor="mysql")
-    for sql in statements:
-        cat, outcome = apply_ddl(cat, sql, None)
-        assert outcome.understood, outcome.message
-    return cat
-
-
-BASE = _catalog("CREATE TABLE shop_1.orders (id INT PRIMARY KEY, amount DECIMAL(10,2), note VARCHAR(20))",
-                "CREATE TABLE shop_2.orders (id INT PRIMARY KEY, amount DECIMAL(10,2), note VARCHAR(40))",
-                "CREATE TABLE shop_1.users (id INT PRIMARY KEY)")
-
-
-BASE = _catalog("CREATE TABLE shop_1.orders (id INT PRIMARY KEY, amount DECIMAL(10,2), note VARCHAR(20))",
-                "CREATE TABLE shop_2.orders (id INT PRIMARY KEY, amount DECIMAL(10,2), note VARCHAR(40))")
+BASE = TWO_SHARDS
 
 
 def test_a_route_matches_in_full_and_the_first_that_matches_wins() -> None:
@@ -64,13 +47,13 @@ def test_a_bad_route_is_a_config_error(text: str, message: str) -> None:
 def test_tables_that_cannot_share_a_mirror_are_refused() -> None:
     routes = parse_routes([SHARDS])
     assert routes is not None
-    other_key = _catalog("CREATE TABLE shop_3.orders (id INT, line INT, PRIMARY KEY (id, line))")
+    other_key = shard_catalog("CREATE TABLE shop_3.orders (id INT, line INT, PRIMARY KEY (id, line))")
     schemas = [*BASE.tables(), *other_key.tables()]
     with pytest.raises(RouteConflictError, match=r"shop_1\.orders \(primary key id\) and shop_3\.orders \(primary "
                        r"key id, line\)") as caught:
         routes.check(schemas)
     assert isinstance(caught.value, SchemaError)
-    keyless = _catalog("CREATE TABLE shop_3.orders (id INT)")
+    keyless = shard_catalog("CREATE TABLE shop_3.orders (id INT)")
     with pytest.raises(RouteConflictError, match=r"shop_3\.orders .* has no primary key"):
         routes.check([*BASE.tables(), *keyless.tables()])
     with pytest.raises(RouteConflictError, match=r"also a captured table mirrored as itself"):
@@ -78,7 +61,7 @@ def test_tables_that_cannot_share_a_mirror_are_refused() -> None:
     itself = parse_routes([r"shop(_[0-9]+)?\.orders=shop.orders"])
     assert itself is not None
     with pytest.raises(RouteConflictError, match=r"sends shop\.orders itself"):
-        itself.check([*BASE.tables(), *_catalog("CREATE DATABASE shop",
+        itself.check([*BASE.tables(), *shard_catalog("CREATE DATABASE shop",
                                                 "CREATE TABLE shop.orders (id INT PRIMARY KEY)").tables()])
 
 

@@ -13,45 +13,27 @@ import pytest
 
 from sluice.cdc.records import RowChange
 from sluice.cdc.routes import SOURCE_COLUMNS, parse_routes
-from sluice.cdc.schema import Catalog, apply_ddl
 from sluice.errors import RouteConflictError
 from sluice.lake.mirror.batch import TableBatch
 from sluice.lake.mirror.merge_source import DELETE_FLAG
 from sluice.lake.mirror.routed import routed_batch, routed_layout
 from sluice.lake.types.table_layout import mirror_columns_for_schema
+from tests.unit.shards import SHARDS, WITH_USERS, shard_catalog
 
 pytestmark = pytest.mark.unit
 
-SHARDS = r"shop_[0-9]+\.orders=shop.orders"
-
-
-def _catalog(*statements: str) -> Catalog:
-    cat = Catalog(databases={db: ("utf8mb4", None) for db in ("shop_1", "shop_2", "shop_3")}, flavor="mysql")
-    for sql in statements:
-        cat, outcome = apply_ddl(cat, sql, None)
-        assert outcome.understood, outcome.message
-    return cat
-
-
-BASE = _catalog("CREATE TABLE shop_1.orders (id INT PRIMARY KEY, amount DECIMAL(10,2), note VARCHAR(20))",
-                "CREATE TABLE shop_2.orders (id INT PRIMARY KEY, amount DECIMAL(10,2), note VARCHAR(40))",
-                "CREATE TABLE shop_1.users (id INT PRIMARY KEY)")
-
-
-BASE = _catalog("CREATE TABLE shop_1.orders (id INT PRIMARY KEY, amount DECIMAL(10,2), note VARCHAR(20))",
-                "CREATE TABLE shop_2.orders (id INT PRIMARY KEY, amount DECIMAL(10,2), note VARCHAR(40))",
-                "CREATE TABLE shop_1.users (id INT PRIMARY KEY)")
+BASE = WITH_USERS
 
 
 def test_the_routed_layout_is_the_union_and_a_type_conflict_names_both() -> None:
     routes = parse_routes([SHARDS])
     assert routes is not None
-    wider = _catalog("CREATE TABLE shop_3.orders (id INT PRIMARY KEY, amount DECIMAL(10,2), gift BOOL)")
+    wider = shard_catalog("CREATE TABLE shop_3.orders (id INT PRIMARY KEY, amount DECIMAL(10,2), gift BOOL)")
     layout = routed_layout(routes, ("shop", "orders"), [*BASE.tables(), *wider.tables()], "mysql")
     assert [c.name for c in layout.columns] == ["id", "amount", "note", "gift", *SOURCE_COLUMNS]
     assert layout.primary_key == ("id", *SOURCE_COLUMNS)
     assert layout.tables == (("shop_1", "orders"), ("shop_2", "orders"), ("shop_3", "orders"))
-    clash = _catalog("CREATE TABLE shop_3.orders (id INT PRIMARY KEY, amount VARCHAR(10))")
+    clash = shard_catalog("CREATE TABLE shop_3.orders (id INT PRIMARY KEY, amount VARCHAR(10))")
     with pytest.raises(RouteConflictError) as caught:
         routed_layout(routes, ("shop", "orders"), [*BASE.tables(), *clash.tables()], "mysql")
     assert re.search(r"amount of the routed mirror shop\.orders is decimal\(10,2\) in shop_1\.orders but "

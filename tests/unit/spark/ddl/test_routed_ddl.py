@@ -7,32 +7,14 @@ from __future__ import annotations
 import pytest
 
 from sluice.cdc.routes import parse_routes
-from sluice.cdc.schema import Catalog, apply_ddl
 from sluice.errors import RouteConflictError
 from sluice.spark.ddl.plan import plan_ddl
 from sluice.spark.ddl.routed import route_steps
+from tests.unit.shards import SHARDS, WITH_USERS, shard_catalog
 
 pytestmark = pytest.mark.unit
 
-SHARDS = r"shop_[0-9]+\.orders=shop.orders"
-
-
-def _catalog(*statements: str) -> Catalog:
-    cat = Catalog(databases={db: ("utf8mb4", None) for db in ("shop_1", "shop_2", "shop_3")}, flavor="mysql")
-    for sql in statements:
-        cat, outcome = apply_ddl(cat, sql, None)
-        assert outcome.understood, outcome.message
-    return cat
-
-
-BASE = _catalog("CREATE TABLE shop_1.orders (id INT PRIMARY KEY, amount DECIMAL(10,2), note VARCHAR(20))",
-                "CREATE TABLE shop_2.orders (id INT PRIMARY KEY, amount DECIMAL(10,2), note VARCHAR(40))",
-                "CREATE TABLE shop_1.users (id INT PRIMARY KEY)")
-
-
-BASE = _catalog("CREATE TABLE shop_1.orders (id INT PRIMARY KEY, amount DECIMAL(10,2), note VARCHAR(20))",
-                "CREATE TABLE shop_2.orders (id INT PRIMARY KEY, amount DECIMAL(10,2), note VARCHAR(40))",
-                "CREATE TABLE shop_1.users (id INT PRIMARY KEY)")
+BASE = WITH_USERS
 
 
 def _steps(sql: str) -> list[tuple[str, str, str]]:
@@ -82,7 +64,7 @@ def test_widen_and_unroute_on_a_delta_mirror(tmp_path) -> None:
     layout = routed_layout(routes, target, list(BASE.tables()), "mysql")
     lake = DeltaLake(tmp_path, "app")
     assert lake.create_mirror(*target, layout.columns)
-    wider = _catalog("CREATE TABLE shop_1.orders (id INT PRIMARY KEY, amount DECIMAL(10,2), note VARCHAR(20), "
+    wider = shard_catalog("CREATE TABLE shop_1.orders (id INT PRIMARY KEY, amount DECIMAL(10,2), note VARCHAR(20), "
                      "gift BOOL)", "CREATE TABLE shop_2.orders (id INT PRIMARY KEY, amount DECIMAL(10,2))")
     widened = routed_layout(routes, target, list(wider.tables()), "mysql")
     said: list[str] = []
@@ -94,7 +76,7 @@ def test_widen_and_unroute_on_a_delta_mirror(tmp_path) -> None:
     assert names == ["id", "amount", "note", "_source_db", "_source_table", "gift"] and len(said) == 1
     widened = routed_layout(routes, target, list(wider.tables()), "mysql", order=names)  # as a batch takes it
     assert [c.name for c in widened.columns] == names
-    clash = _catalog("CREATE TABLE shop_1.orders (id INT PRIMARY KEY, amount VARCHAR(9))")
+    clash = shard_catalog("CREATE TABLE shop_1.orders (id INT PRIMARY KEY, amount VARCHAR(9))")
     with pytest.raises(RouteConflictError, match=r"column amount of the routed mirror shop\.orders holds Delta type"):
         check_mirror(DeltaTable(path), routed_layout(routes, target, list(clash.tables()), "mysql"), target)
     one = BASE.get("shop_1", "orders")
