@@ -24,7 +24,6 @@ batch already, so it starts from, and is compared with, the mirror as of the bat
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -50,7 +49,7 @@ from sluice.lake.mirror.versions import (
     resync,
     versions,
 )
-from sluice.lake.types.mirror_columns import MirrorColumn, mirror_schema
+from sluice.lake.types.mirror_columns import MirrorColumn, columns_to_add, mirror_schema
 
 __all__ = ["HistoryBatch", "HistoryCommits", "HistoryPlan"]
 
@@ -147,18 +146,14 @@ def _added(hb: HistoryBatch, dt: DeltaTable | None, name: str) -> list[MirrorCol
     """The table's columns the history lacks (an ADD COLUMN); ``SchemaError`` for a changed type."""
     if dt is None:
         return []
-    have = {f["name"]: f["type"] for f in json.loads(dt.schema().to_json())["fields"]}
-    wanted = json.loads(DeltaSchema.from_arrow(history_schema(hb.columns)).to_json())["fields"]
-    add = []
-    for col, field in zip(hb.columns, wanted, strict=False):
-        if col.name not in have:
-            add.append(col)
-        elif have[col.name] != field["type"]:
-            raise SchemaError(
-                f"column {col.name!r} of {name} is now {col.mysql_type}, but its history holds another Delta type "
-                f"({have[col.name]}), and Delta cannot change a column's type in place: move the history aside "
-                "(it keeps the versions so far) and a new one starts from the mirror")
-    return add
+
+    def conflict(col: MirrorColumn, have: str, _want: str) -> SchemaError:
+        return SchemaError(
+            f"column {col.name!r} of {name} is now {col.mysql_type}, but its history holds another Delta type "
+            f"({have}), and Delta cannot change a column's type in place: move the history aside (it keeps the "
+            "versions so far) and a new one starts from the mirror")
+
+    return columns_to_add(dt, hb.columns, conflict)
 
 
 def _merge(dt: DeltaTable, source: pa.Table, primary_key: Sequence[str], txn: CommitProperties) -> None:

@@ -30,7 +30,7 @@ from sluice.lake.mirror.fold import DELETE, MOVE, PATCH, Entry, fold, from_mirro
 from sluice.lake.mirror.merge_source import DELETE_FLAG, key_bounds
 from sluice.lake.mirror.merge_source import quote_name as _quote
 from sluice.lake.storage import LakeStore
-from sluice.lake.types.mirror_columns import MirrorColumn, column_array, mirror_schema
+from sluice.lake.types.mirror_columns import MirrorColumn, column_array, columns_to_add, mirror_schema
 
 __all__ = ["TablePlan", "commit_error", "merge_into", "plan"]
 
@@ -179,20 +179,14 @@ def _schema_changes(tb: TableBatch, dt: DeltaTable | None, name: str) -> list[Mi
     """Columns the mirror lacks; ``SchemaError`` for a column whose type changed."""
     if dt is None:
         return []
-    existing = {f["name"]: f["type"] for f in json.loads(dt.schema().to_json())["fields"]}
-    wanted = json.loads(DeltaSchema.from_arrow(mirror_schema(tb.columns)).to_json())["fields"]
-    add = []
-    for col, field in zip(tb.columns, wanted, strict=True):
-        have = existing.get(col.name)
-        if have is None:
-            add.append(col)
-        elif have != field["type"]:
-            raise SchemaError(
-                f"column {col.name!r} of {name} is now {col.mysql_type} (Delta type {_type_text(field['type'])}) "
-                f"but its Delta mirror holds {_type_text(have)}, and Delta cannot change a column's type in "
-                f"place. Re-snapshot the table: remove its mirror and capture the table again"
-            )
-    return add
+
+    def conflict(col: MirrorColumn, have: str, want: str) -> SchemaError:
+        return SchemaError(
+            f"column {col.name!r} of {name} is now {col.mysql_type} (Delta type {_type_text(want)}) but its Delta "
+            f"mirror holds {_type_text(have)}, and Delta cannot change a column's type in place. Re-snapshot the "
+            "table: remove its mirror and capture the table again")
+
+    return columns_to_add(dt, tb.columns, conflict)
 
 
 def _type_text(t: Any) -> str:

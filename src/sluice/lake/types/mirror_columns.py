@@ -15,6 +15,7 @@ and one ``pa.array`` call per column, never per row.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
@@ -33,6 +34,7 @@ __all__ = [
     "GEOMETRY_TYPE",
     "MirrorColumn",
     "column_array",
+    "columns_to_add",
     "mirror_columns",
     "mirror_schema",
     "spark_ddl",
@@ -256,6 +258,24 @@ def mirror_columns(table_map: Any, columns: tuple[ColumnInfo, ...]) -> tuple[Mir
 def mirror_schema(cols: Sequence[MirrorColumn]) -> pa.Schema:
     """The Arrow schema of the mirror: one nullable field per column, in table order."""
     return pa.schema([pa.field(c.name, c.arrow_type, nullable=True) for c in cols])
+
+
+def columns_to_add(table: Any, cols: Sequence[MirrorColumn],
+                   conflict: Callable[[MirrorColumn, str, str], Exception]) -> list[MirrorColumn]:
+    """The columns of ``cols`` that the Delta table ``table`` (a ``DeltaTable``) lacks, by name. A
+    column it holds under another Delta type raises ``conflict(column, its type there, the type
+    wanted)``: Delta cannot change a column's type in place."""
+    from deltalake import Schema as DeltaSchema
+
+    have = {f["name"]: f["type"] for f in json.loads(table.schema().to_json())["fields"]}
+    wanted = json.loads(DeltaSchema.from_arrow(mirror_schema(cols)).to_json())["fields"]
+    add = []
+    for col, field in zip(cols, wanted, strict=True):
+        if col.name not in have:
+            add.append(col)
+        elif have[col.name] != field["type"]:
+            raise conflict(col, have[col.name], field["type"])
+    return add
 
 
 def spark_ddl(cols: Sequence[MirrorColumn]) -> str:

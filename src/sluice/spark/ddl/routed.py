@@ -22,7 +22,6 @@ replayed after a crash does them once.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
 
@@ -35,7 +34,7 @@ from sluice.cdc.schema import Catalog, apply_ddl
 from sluice.errors import DataLossError, RouteConflictError
 from sluice.lake.mirror.routed import RoutedLayout, column_names, delete_rows, routed_layout
 from sluice.lake.sink import DeltaLake
-from sluice.lake.types.mirror_columns import MirrorColumn, mirror_schema
+from sluice.lake.types.mirror_columns import MirrorColumn, columns_to_add, mirror_schema
 from sluice.lake.types.table_layout import mirror_columns_for_schema
 from sluice.spark.ddl.plan import MirrorStep
 
@@ -116,20 +115,15 @@ def check_mirror(dt: DeltaTable, layout: RoutedLayout | tuple[MirrorColumn, ...]
     """The columns the routed mirror ``dt`` lacks; a column it holds as another type is a
     ``RouteConflictError`` naming the mirror's type and the new definition."""
     columns = layout.columns if isinstance(layout, RoutedLayout) else layout
-    existing = {f["name"]: f["type"] for f in json.loads(dt.schema().to_json())["fields"]}
-    wanted = json.loads(DeltaSchema.from_arrow(mirror_schema(columns)).to_json())["fields"]
-    missing = []
-    for col, field in zip(columns, wanted, strict=True):
-        have = existing.get(col.name)
-        if have is None:
-            missing.append(col)
-        elif have != field["type"]:
-            raise RouteConflictError(
-                f"column {col.name} of the routed mirror {target[0]}.{target[1]} holds Delta type {have}, and a "
-                f"routed table now defines it as {col.mysql_type} ({field['type']}): one mirror column cannot "
-                "hold both. Give the column its old type again, or start the mirror over (remove it, then sluice "
-                "snapshot every table routed to it)")
-    return missing
+
+    def conflict(col: MirrorColumn, have: str, want: str) -> RouteConflictError:
+        return RouteConflictError(
+            f"column {col.name} of the routed mirror {target[0]}.{target[1]} holds Delta type {have}, and a "
+            f"routed table now defines it as {col.mysql_type} ({want}): one mirror column cannot hold both. Give "
+            "the column its old type again, or start the mirror over (remove it, then sluice snapshot every table "
+            "routed to it)")
+
+    return columns_to_add(dt, columns, conflict)
 
 
 def run_routed(lake: DeltaLake, step: MirrorStep, progress: Callable[[str], None]) -> None:
