@@ -99,6 +99,10 @@ def test_shards_routed_into_one_mirror_through_kill_9_and_ddl(server, tmp_path):
             assert by_source[(shards[1], "orders", 1)]["v"] == 1 and by_source[(shards[0], "orders", 1)]["v"] == 1
             union = sum(int(conn.query(f"SELECT COUNT(*) FROM {s}.orders").rows[0][0]) for s in shards)
             assert len(rows) == union
+            said = subprocess.run([sys.executable, "-m", "sluice.cli", "verify", "--source", server.dsn("root"),
+                                   "--lake", str(lake)], capture_output=True, text=True, timeout=300)
+            assert said.returncode == 0, said.stdout + said.stderr  # each row counted once, on its shard's line
+            assert f"all 3 tables equal the source ({union} rows)" in said.stdout, said.stdout
             log = deltalake.DeltaTable(str(lake / "_sluice" / "changes")).to_pyarrow_table(
                 columns=["db", "table", "op", "file", "pos", "row"]).to_pylist()
             assert {(r["db"], r["table"]) for r in log if r["op"] != "ddl"} == {(s, "orders") for s in shards}
