@@ -96,9 +96,12 @@ class LakeStore:
         return cached
 
     def get(self, key: str) -> bytes | None:
-        """The object ``key`` under the root, None when there is none."""
+        """The object ``key`` under the root, None when there is none (a read makes no folder: a
+        local root that does not exist holds nothing)."""
         import obstore
 
+        if not self.remote and not os.path.isdir(self.uri):
+            return None
         try:
             return bytes(obstore.get(self._store(), key).bytes())
         except FileNotFoundError:
