@@ -107,7 +107,11 @@ def table_rows_estimate(conn: Connection, db: str, table: str) -> int:
 
 
 def _table_statistics(conn: Connection, db: str, table: str) -> tuple[int, int]:
-    """The server's estimates of a table's rows and of their average size in bytes (0 when unknown)."""
+    """The server's estimates of a table's rows and of their average size in bytes (0 when unknown).
+    MySQL 8.0+ answers ``information_schema.TABLES`` from a cache kept for a day
+    (``information_schema_stats_expiry``): the session asks for the storage engine's own figures."""
+    if not conn.is_mariadb and conn.server_version_tuple >= (8, 0, 3):
+        conn.execute("SET SESSION information_schema_stats_expiry = 0")
     rows = conn.query(
         f"SELECT TABLE_ROWS, AVG_ROW_LENGTH FROM information_schema.TABLES WHERE TABLE_SCHEMA = {_string(db)} "
         f"AND TABLE_NAME = {_string(table)}"
