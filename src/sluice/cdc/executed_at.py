@@ -24,13 +24,15 @@ import logging
 from collections.abc import Iterator
 from dataclasses import replace
 
-from sluice.binlog.position import Checkpoint
+from sluice.binlog.position import Checkpoint, SourceIdentity
 from sluice.cdc.capture import CaptureConfig, CaptureOutput, ChangeCapture, CommittedTransaction
 from sluice.cdc.follow import FollowConfig, follow
 from sluice.errors import BinlogPurgedError, ConfigError, SourceChangedError, SourceMovedError
 from sluice.io.connection import Connection
 
 __all__ = ["executed_at", "on_server"]
+
+_GTID_MODE_ON: dict[str, bool] = {}  # server_uuid -> whether gtid_mode is ON (``_gtids_on``)
 
 log = logging.getLogger(__name__)
 
@@ -90,7 +92,7 @@ def executed_at(config: FollowConfig, start: Checkpoint, since: Checkpoint | Non
     else:
         if capture.boundary.key <= goal:
             found = capture.boundary.gtid_set
-    if found is None and not _gtids_on(config):
+    if found is None and not _gtids_on(config, start.source):
         return start
     found = found or ""
     log.info("the executed GTIDs at %s:%d, read from %s:%d: %s", start.file, start.pos, begin.file, begin.pos,
@@ -98,10 +100,16 @@ def executed_at(config: FollowConfig, start: Checkpoint, since: Checkpoint | Non
     return Checkpoint(start.file, start.pos, found, start.source)
 
 
-def _gtids_on(config: FollowConfig) -> bool:
+def _gtids_on(config: FollowConfig, source: SourceIdentity | None) -> bool:
     """Whether the server is a MySQL with ``gtid_mode`` ON (a MariaDB's GTID_LIST always says its
-    position, so it never asks)."""
+    position, so it never asks). Asked once per server and process: a snapshot asks at every chunk's
+    watermarks, and on a server without GTIDs each would otherwise open a connection to learn it."""
+    if source is not None and source.flavor == "mariadb":
+        return False
+    if source is not None and source.server in _GTID_MODE_ON:
+        return _GTID_MODE_ON[source.server]
     with Connection.open(config.connection) as conn:
-        if conn.is_mariadb:
-            return False
-        return str(conn.query("SELECT @@GLOBAL.gtid_mode").rows[0][0] or "").upper() == "ON"
+        on = not conn.is_mariadb and str(conn.query("SELECT @@GLOBAL.gtid_mode").rows[0][0] or "").upper() == "ON"
+    if source is not None:
+        _GTID_MODE_ON[source.server] = on
+    return on
