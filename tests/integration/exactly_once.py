@@ -23,7 +23,7 @@ from sluice.spark.verify.check import verify_lake
 
 
 def exactly_once(server, lake: Path, db: str, start: str | None, *, older_kept: bool = False,
-                 across_servers: bool = False, after_gtids: bool = False) -> int:
+                 across_servers: bool = False, after_gtids: bool = False, columns: Any = None) -> int:
     """Assert that the change log of ``lake`` holds every change of ``db`` since ``start`` (FILE:POS)
     once, as ``sluice tail`` reads them (a snapshot's ``read`` records aside; ``start`` None: only
     the mirrors are checked), and that every mirror of ``db`` equals SELECT; the count of changes.
@@ -33,8 +33,9 @@ def exactly_once(server, lake: Path, db: str, start: str | None, *, older_kept: 
     ``across_servers``: the lake was written on more than one server (a failover), whose binlog
     files and offsets differ, so changes are matched by their transaction's GTID and their place in
     it; ``server`` is the last one, and its binlog from ``start`` must hold every change of ``db``
-    (``log_replica_updates``). ``after_gtids``: ``start`` is a GTID set, the changes are those after it."""
-    verdicts = verify_lake(parse_dsn(server.dsn("root")), str(lake), tables=lambda d, _t: d == db)
+    (``log_replica_updates``). ``after_gtids``: ``start`` is a GTID set, the changes are those after it.
+    ``columns``: the ``ColumnRules`` the lake is written with, which verify compares by."""
+    verdicts = verify_lake(parse_dsn(server.dsn("root")), str(lake), tables=lambda d, _t: d == db, columns=columns)
     assert verdicts and all(v.ok for v in verdicts), verdicts
     seq_in_commit_order(Path(lake))
     if start is None:

@@ -59,9 +59,6 @@ class ColumnRules:
     exclude: re.Pattern[str] | None = None
     hashed: re.Pattern[str] | None = None
     key: bytes = field(default=b"", repr=False, compare=False)
-    #: Whether a primary-key column may be hashed: ``sluice run`` plans its snapshot's chunks on the
-    #: key's values and keeps their bounds in the lake, so it refuses that (``mask_schema``).
-    hash_keys: bool = True
     _rules: dict[tuple[str, str, str], str | None] = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -132,11 +129,6 @@ class ColumnRules:
                         "its rows could not be told apart. Hash the column instead (--hash-columns), or exclude "
                         "the table")
                 continue
-            if rule == "hash" and not self.hash_keys and c.name in schema.primary_key:
-                raise ConfigError(
-                    f"--hash-columns matches the primary key column {c.name} of {schema.db}.{schema.name}: sluice "
-                    "run keeps its snapshot's chunk bounds, key values, in the lake, so it does not hash a key "
-                    "column; leave it out of the regex or the table out of the capture")
             columns.append(ColumnDef(c.name, "varchar", nullable=c.nullable, length=64, charset="ascii",
                                      collation="ascii_general_ci", visible=c.visible) if rule == "hash" else c)
         return replace(schema, columns=tuple(columns))
@@ -154,10 +146,9 @@ class ColumnRules:
         return {n: hash_value(key, v) if n in hashed else v for n, v in image.items() if n not in drop}
 
 
-def column_rules(exclude: str | None, hashed: str | None, key: bytes | None, *,
-                 hash_keys: bool = True) -> ColumnRules | None:
+def column_rules(exclude: str | None, hashed: str | None, key: bytes | None) -> ColumnRules | None:
     """The rules of ``--exclude-columns`` / ``--hash-columns`` (None: neither given); a bad regex or a
-    missing key is a ``ConfigError``. ``hash_keys``: whether a key column may be hashed."""
+    missing key is a ``ConfigError``."""
     if exclude is None and hashed is None:
         return None
     patterns: dict[str, re.Pattern[str] | None] = {}
@@ -166,7 +157,7 @@ def column_rules(exclude: str | None, hashed: str | None, key: bytes | None, *,
             patterns[flag] = None if text is None else re.compile(text)
         except re.error as exc:
             raise ConfigError(f"{flag} {text!r} is not a regular expression: {exc}") from None
-    return ColumnRules(patterns["--exclude-columns"], patterns["--hash-columns"], key or b"", hash_keys=hash_keys)
+    return ColumnRules(patterns["--exclude-columns"], patterns["--hash-columns"], key or b"")
 
 
 

@@ -73,15 +73,14 @@ def column_settings(table: Any, where: str, exclude: str | None, hashed: str | N
     return exclude or table.get("exclude"), hashed or table.get("hash"), key
 
 
-def rules_from_args(args: argparse.Namespace, *, hash_keys: bool = True) -> Any:
-    """The ``ColumnRules`` of a command's parsed arguments (None: no column is excluded or hashed);
-    ``hash_keys``: whether a primary-key column may be hashed (not into a lake's mirrors)."""
+def rules_from_args(args: argparse.Namespace) -> Any:
+    """The ``ColumnRules`` of a command's parsed arguments (None: no column is excluded or hashed)."""
     from sluice.cdc.column_rules import column_rules
 
-    return column_rules(*_settings(args), hash_keys=hash_keys)
+    return column_rules(*_settings(args))
 
 
-def rules_for_lake(args: argparse.Namespace, store: Any, *, hash_keys: bool = True) -> Any:
+def rules_for_lake(args: argparse.Namespace, store: Any) -> Any:
     """The ``ColumnRules`` of a command that reads the lake ``store`` (a ``sluice.lake.layout.Lake``):
     the lake's recorded rules when the arguments give none, with the key of the config file; rules
     other than the lake's are a ``ConfigError``. A lake that records none takes the arguments'."""
@@ -91,7 +90,7 @@ def rules_for_lake(args: argparse.Namespace, store: Any, *, hash_keys: bool = Tr
     doc = store.get_json(store.CAPTURE)
     recorded = doc.get("columns") if isinstance(doc, dict) else None
     if not isinstance(recorded, dict):
-        return column_rules(exclude, hashed, key, hash_keys=hash_keys)
+        return column_rules(exclude, hashed, key)
     if exclude is None and hashed is None:
         exclude, hashed = recorded.get("exclude"), recorded.get("hash")
         if hashed is not None and key is None:
@@ -99,7 +98,7 @@ def rules_for_lake(args: argparse.Namespace, store: Any, *, hash_keys: bool = Tr
                 f"the lake {store.uri} hashes the columns its sluice run's --hash-columns {hashed!r} matches: give "
                 "the same key in the config file's [columns] table (hash_key, or hash_key_env naming an "
                 "environment variable that holds it) with --config")
-    rules = column_rules(exclude, hashed, key, hash_keys=hash_keys)
+    rules = column_rules(exclude, hashed, key)
     differ = rules_difference(recorded, rules)
     if differ:
         raise ConfigError(f"the lake {store.uri} is written with other column rules: {differ}. Give the options "

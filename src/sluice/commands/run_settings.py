@@ -183,7 +183,7 @@ def _columns(value: Any, where: str) -> Any:
     from sluice.cdc.column_rules import column_rules
     from sluice.commands.column_options import column_settings
 
-    return column_rules(*column_settings(value, f"{where}: [columns]", None, None), hash_keys=False)
+    return column_rules(*column_settings(value, f"{where}: [columns]", None, None))
 
 
 def _history(value: Any, where: str) -> str:

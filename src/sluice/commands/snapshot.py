@@ -79,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
                        else (args.tables, None))
     config = PipelineConfig(source=args.source, lake=args.lake, tables=tables, exclude_tables=exclude,
                             snapshot="only", chunk_rows=args.chunk_rows, snapshot_connections=args.connections,
-                            master=args.master, columns=rules_for_lake(args, lake, hash_keys=False),
+                            master=args.master, columns=rules_for_lake(args, lake),
                             routes=routes_of_lake(getattr(args, "routes", None), recorded))
     pipeline = Pipeline(config, progress=say)
     _, purged = pipeline.purged()

@@ -33,7 +33,7 @@ def _catalog(*statements: str) -> Catalog:
 
 
 BASE = _catalog("CREATE TABLE users (id INT PRIMARY KEY, email VARCHAR(80), ssn CHAR(11), age INT)")
-RULES = column_rules(r"shop\.users\.(ssn|phone)", r"shop\.users\.(email|email2|age2)", KEY.encode(), hash_keys=False)
+RULES = column_rules(r"shop\.users\.(ssn|phone)", r"shop\.users\.(email|email2|age2)", KEY.encode())
 
 
 def _plan(sql: str) -> list[tuple[str, str]]:
@@ -46,13 +46,14 @@ def test_the_mirror_is_typed_from_the_masked_table() -> None:
     assert users is not None
     columns = mirror_columns_for_schema(RULES.mask_schema(users), "mysql")
     assert [(c.name, str(c.arrow_type)) for c in columns] == [("id", "int32"), ("email", "string"), ("age", "int32")]
-    keyed = column_rules(None, r"shop\.users\.id", KEY.encode(), hash_keys=False)
-    assert keyed is not None
-    with pytest.raises(ConfigError, match=r"primary key column id of shop\.users"):
-        keyed.mask_schema(users)
-    hashed_key = column_rules(None, r"shop\.users\.id", KEY.encode())  # tail and dump key nothing on it
+    hashed_key = column_rules(None, r"shop\.users\.id", KEY.encode())  # the mirror is then keyed on the hash
     assert hashed_key is not None
     assert hashed_key.mask_schema(users).columns[0].data_type == "varchar"
+    assert hashed_key.mask_schema(users).primary_key == ("id",)
+    excluded_key = column_rules(r"shop\.users\.id", None, None)
+    assert excluded_key is not None
+    with pytest.raises(ConfigError, match=r"primary key column id of shop\.users"):
+        excluded_key.mask_schema(users)
 
 
 def test_ddl_under_the_rules() -> None:
@@ -77,9 +78,7 @@ def test_the_source_takes_the_key_from_a_variable_or_a_file_never_an_option(monk
         SourceOptions.parse({"hashColumns": ".*", "hashKeyEnv": "SLUICE_UNIT_KEY"})
     monkeypatch.setenv("SLUICE_UNIT_KEY", KEY)
     rules = SourceOptions.parse({"hashColumns": ".*", "hashKeyEnv": "SLUICE_UNIT_KEY"}).capture_config().columns
-    assert rules is not None and rules.key == KEY.encode() and rules.hash_keys
-    assert not SourceOptions.parse({"hashColumns": ".*", "hashKeyEnv": "SLUICE_UNIT_KEY",
-                                    "stageTo": str(tmp_path)}).column_rules().hash_keys
+    assert rules is not None and rules.key == KEY.encode()
     options, path = column_options(RULES)
     try:
         assert path is not None and KEY not in repr(options)
@@ -103,7 +102,6 @@ def test_run_settings_read_the_columns_table_and_show_no_key(tmp_path, capsys) -
                                                           r".*\.email"])
     pipeline = load_config(args)
     assert pipeline.columns.rule("a", "b", "email") == "hash" and pipeline.columns.rule("a", "b", "ssn") == "exclude"
-    assert not pipeline.columns.hash_keys
     assert KEY not in repr(pipeline)
     only_exclude = load_config(build_parser().parse_args(["run", "--source", "mysql://r@db/", "--lake", "/l",
                                                           "--exclude-columns", r".*\.ssn"]))

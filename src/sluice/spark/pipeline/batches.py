@@ -41,6 +41,7 @@ from sluice.spark.pipeline.stats import BatchWritten, PipelineStats
 from sluice.spark.pipeline.upkeep import Upkeep
 from sluice.spark.snapshot.driver import SnapshotRunner
 from sluice.spark.snapshot.filter import SnapshotFilter
+from sluice.spark.snapshot.key_places import PlaceReader
 from sluice.spark.source.staging import BATCH_PROPERTY, STORAGE_PROPERTY
 
 __all__ = ["BatchCommits"]
@@ -176,7 +177,12 @@ class BatchCommits:
             return
         runner = self._snapshot_runner(self._spark)
         runner.lake.seq.claim(staged_seq)
-        self._filter = SnapshotFilter(runner.run(only_new=True, only=frozenset(names)))
+        self._filter = SnapshotFilter(runner.run(only_new=True, only=frozenset(names)), self._place_reader())
+
+    def _place_reader(self) -> PlaceReader | None:
+        """What places a hashed snapshot key among its chunks (``sluice.spark.snapshot.key_places``)."""
+        cfg = self.config
+        return PlaceReader(cfg.source, self.history_path, cfg.columns) if cfg.columns is not None else None
 
     def _snapshot_runner(self, spark: Any, **extra: Any) -> SnapshotRunner:
         cfg = self.config

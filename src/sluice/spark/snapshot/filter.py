@@ -14,6 +14,10 @@ staged rows carry positions only, then gives way to the per-row one. A change wi
 watermark without its exact set, cannot be placed so: ``SourceChangedError``, naming the servers
 and the remedy. A table whose every high watermark the lake's committed position holds is passed:
 none of its later changes is in the snapshot.
+
+A table whose snapshot key is hashed (``--hash-columns``) has chunks bounded by the key's own values
+and changes that carry its hash: ``KeyPlaces`` (``sluice.spark.snapshot.key_places``) says which
+chunk each hashed key lies in, and the rest is judged as for any table.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from sluice.cdc.table_read.chunks import Chunk, ChunkRead, key_columns
 from sluice.cdc.table_read.reconcile import KeyOrder, after_high, key_order, split_key_move
 from sluice.errors import SourceChangedError
 from sluice.lake.mirror.merge_source import CHANGE_FILE, CHANGE_POS
+from sluice.spark.snapshot.key_places import KeyPlaces, PlaceReader, hashed_key
 from sluice.spark.snapshot.state import SnapshotState
 
 __all__ = ["SnapshotFilter"]
@@ -46,7 +51,7 @@ _Bounds = tuple[list[ChunkRead], list[tuple[Any, ...]], list[tuple[Any, ...] | N
 class SnapshotFilter:
     """Which streamed changes a finished snapshot already contains (left out of the mirror MERGE)."""
 
-    def __init__(self, state: SnapshotState) -> None:
+    def __init__(self, state: SnapshotState, places: PlaceReader | None = None) -> None:
         self._tables: dict[tuple[str, str], tuple[KeyOrder, list[ChunkRead], tuple[str, int, int]]] = {}
         # keep_source's view of each table: the snapshot key's columns, and its chunk reads by
         # lower bound with their bounds as order keys (None when two chunks overlap)
@@ -56,6 +61,9 @@ class SnapshotFilter:
         self._servers: list[SourceIdentity] = [start.source] if start is not None and start.source else []
         self.by_gtid = False  # positions of two servers met: compare by GTID set (module docstring)
         self._parsed: dict[str, Any] = {}  # high watermarks' GTID sets, parsed once
+        # tables whose snapshot key is hashed: their chunks, by hashed key (``KeyPlaces``)
+        self._hashed: dict[tuple[str, str], KeyPlaces] = {}
+        self._start = start  # where the window of a hashed key's places begins (``stream_read_on`` moves it)
         for table in state.tables.values():
             if not table["key"]:
                 continue
@@ -74,6 +82,10 @@ class SnapshotFilter:
                 name = (schema.db, schema.name)
                 self._tables[name] = (order, reads, last)
                 self._placing[name] = (key_columns(schema, order.key), _ordered_bounds(order, reads))
+                masked = hashed_key(places.rules if places is not None else None, schema, order)
+                if masked is not None:
+                    assert places is not None
+                    self._hashed[name] = KeyPlaces(order, masked, reads, places)
 
     def __bool__(self) -> bool:
         return bool(self._tables or self._lost)
@@ -90,6 +102,8 @@ class SnapshotFilter:
         committed position. Positions of another server turn to GTID sets, and a table whose high
         watermarks ``committed`` all holds is dropped (module docstring)."""
         self._met(*servers)
+        if committed is not None and not self.by_gtid:
+            self._start = committed
         if not self.by_gtid or committed is None or not committed.gtid_set:
             return
         for name, (_order, reads, _last) in list(self._tables.items()):
@@ -153,13 +167,51 @@ class SnapshotFilter:
                 out.append(change)
                 continue
             order, reads, _ = entry
+            places = self._places(change)
+            if places is not None:
+                order = places.masked
             for part in split_key_move(change, order):
-                if self.by_gtid:
+                if places is not None:
+                    inside = self._hashed_chunks(places, part)
+                    if all(read.chunk.index not in inside or not self._before(read, part) for read in reads):
+                        out.append(part)
+                elif self.by_gtid:
                     if all(_outside(read, part, order) or not self._before_high(read, part) for read in reads):
                         out.append(part)
                 elif all(after_high(read, part, order) for read in reads):
                     out.append(part)
         return out
+
+    def _before(self, read: ChunkRead, change: RowChange) -> bool:
+        """Whether ``change`` lies before ``read``'s high watermark (by GTID set once servers differ)."""
+        if self.by_gtid:
+            return self._before_high(read, change)
+        return position_key(change.file, change.pos) < position_key(read.high.file, read.high.pos)
+
+    def _places(self, change: RowChange) -> KeyPlaces | None:
+        """The places of a hashed key's table (``KeyPlaces``), its window read; None for another table."""
+        places = self._hashed.get((change.db, change.table))
+        if places is None:
+            return None
+        if self.by_gtid:
+            raise self._unplaced(f"the key of {change.db}.{change.table} is hashed, and its chunks are placed by "
+                                 "reading the binlog from the chunks' server")
+        if self._start is None:
+            raise self._unplaced("the snapshot has no start")
+        places.read(self._start)
+        return places
+
+    @staticmethod
+    def _hashed_chunks(places: KeyPlaces, change: RowChange) -> set[int]:
+        """The chunks the keys of ``change``'s images lie in; a key the window lacks is an error."""
+        found = set()
+        for image in (change.before, change.after):
+            if image is not None:
+                index = places.chunk_of(image)
+                if index is None:
+                    raise places.missing(change)
+                found.add(index)
+        return found
 
     def keep_source(self, db: str, table: str, primary_key: Sequence[str], source: pa.Table) -> pa.Table | None:
         """``keep`` on a table's staged MERGE source folded over the batch's ranges (the last change
@@ -186,14 +238,23 @@ class SnapshotFilter:
         if (bounds is None or sorted(wanted) != sorted(k.lower() for k in primary_key)
                 or not set(wanted) <= names.keys() or not {CHANGE_FILE, CHANGE_POS} <= set(source.column_names)):
             return None
+        places = self._hashed.get((db, table))
+        hashed = places.reader.rules.of(db, table, order.key, "hash") if places is not None else frozenset()
         keys = []
         for column, name in zip(columns, wanted, strict=True):
-            values = _comparable(column, source.column(names[name]))
+            values = source.column(names[name])
+            values = values if column.name in hashed else _comparable(column, values)
             if values is None:
                 return None
             keys.append(values)
         ordered, lowers, uppers = bounds
-        chunk = _chunks_of(order, keys, lowers, uppers)
+        if places is not None:  # the key is hashed: its chunk is found by its hash (``KeyPlaces``)
+            assert self._start is not None
+            places.read(self._start)
+            chunk = places.source_chunks(source, [names[k] for k in wanted],
+                                         {r.chunk.index: i for i, r in enumerate(ordered)}, entry[2])
+        else:
+            chunk = _chunks_of(order, keys, lowers, uppers)
         before = _before_highs(source, chunk, [r.high for r in ordered])
         return source.filter(pa.array(~before))
 

@@ -138,7 +138,7 @@ class SourceOptions:
         elif self.hash_columns:
             raise ConfigError('option("hashColumns") needs option("hashKeyEnv"), the name of an environment '
                               'variable holding the key, or option("hashKeyFile"): the key itself is never an option')
-        return column_rules(self.exclude_columns, self.hash_columns, key, hash_keys=not self.stage_to)
+        return column_rules(self.exclude_columns, self.hash_columns, key)
 
     def follow_config(self, *, until_end: bool = True) -> FollowConfig:
         """How to follow the server of option ``dsn`` (to its current end by default). A failover is
