@@ -26,7 +26,14 @@ from sluice.lake.storage import LakeStore
 #: zstd at level 1. delta-rs' default, snappy, makes a large MERGE slower and its files larger.
 LAKE_WRITER: Final = WriterProperties(compression="ZSTD", compression_level=1)
 
-__all__ = ["LAKE_WRITER", "add_action", "append_data_files", "delta_stats", "write_data_file"]
+#: The Delta table property that turns the Change Data Feed on (``sluice.lake.maintenance.change_feed``):
+#: whoever writes a table's files writes its change data files too.
+CHANGE_FEED: Final = "delta.enableChangeDataFeed"
+
+__all__ = [
+    "CHANGE_FEED", "LAKE_WRITER", "add_action", "append_data_files", "delta_stats", "has_change_feed",
+    "write_data_file",
+]
 
 _MAX_BOUND_CHARS: Final = 32
 _APPEND_ROWS: Final = 100_000
@@ -88,6 +95,11 @@ def append_data_files(dt: Any, folder: str, rows: pa.Table, txn: Any, keep: pa.A
         added = [a for a in pool.map(write, range(parts)) if a is not None]
     dt.create_write_transaction([add_action(a) for a in added], "append", rows.schema, commit_properties=txn)
     return sum(a["rows"] for a in added)
+
+
+def has_change_feed(dt: Any) -> bool:
+    """Whether the Delta table ``dt`` writes its Change Data Feed."""
+    return bool(dt.metadata().configuration.get(CHANGE_FEED, "false").strip().lower() == "true")
 
 
 def delta_stats(table: pa.Table, bounded: Iterable[str] = ()) -> str:

@@ -179,7 +179,7 @@ class DeltaLake:
         history_plans = [p for hb in histories if (p := self.histories.plan(hb, batch_id)) is not None]
         plans: list[Planned] = []
         for tb in tables:
-            if tb.source is not None and changelog is None and files is None:
+            if (tb.source is not None or tb.pieces) and changelog is None and files is None:
                 raise ConfigError(
                     f"{tb.db}.{tb.table} comes with a MERGE source instead of its changes: give the batch's "
                     "change log too"

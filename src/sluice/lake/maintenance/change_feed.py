@@ -16,27 +16,17 @@ properties, no rows: what a reader sees is unchanged); the feed starts at that c
 
 from __future__ import annotations
 
-from typing import Final
-
 from deltalake import DeltaTable
 from deltalake.exceptions import DeltaError
 
 from sluice.errors import ConfigError
+from sluice.lake.data_files import CHANGE_FEED, has_change_feed
 
 __all__ = ["CHANGE_FEED", "enable_change_feed", "has_change_feed", "mirror_configuration"]
-
-#: The Delta table property that turns the Change Data Feed on.
-CHANGE_FEED: Final = "delta.enableChangeDataFeed"
-
 
 def mirror_configuration(change_feed: bool) -> dict[str, str] | None:
     """The table properties a new mirror is created with (None: none)."""
     return {CHANGE_FEED: "true"} if change_feed else None
-
-
-def has_change_feed(dt: DeltaTable) -> bool:
-    """Whether the table writes its Change Data Feed."""
-    return dt.metadata().configuration.get(CHANGE_FEED, "false").strip().lower() == "true"
 
 
 def enable_change_feed(uri: str, storage_options: dict[str, str] | None = None) -> bool:

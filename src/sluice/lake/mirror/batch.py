@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import pyarrow as pa
 
@@ -29,11 +30,14 @@ class TableBatch:
     # ``source_changes`` changes; ``changes`` is then empty and the change log must be given.
     source: pa.Table | None = None
     source_changes: int = 0
+    # Or, for a source too large to hold at once, its pieces (``sluice.lake.mirror.pieces``), in
+    # binlog order, read when the MERGE in passes needs them (``source`` is then None).
+    pieces: tuple[Any, ...] = ()
 
     @property
     def change_count(self) -> int:
         """Number of row changes of the table in this batch, kept or already folded into ``source``."""
-        return len(self.changes) if self.source is None else self.source_changes
+        return len(self.changes) if self.source is None and not self.pieces else self.source_changes
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,12 +22,17 @@ from deltalake import CommitProperties, DeltaTable
 from deltalake.exceptions import DeltaError
 
 from sluice.lake.at_once import run_at_once
+from sluice.lake.data_files import has_change_feed
 from sluice.lake.kept_table import KeptTables
 from sluice.lake.layout import Lake
 from sluice.lake.mirror.batch import TableBatch, TableResult
 from sluice.lake.mirror.merge import TablePlan, commit_error, merge_into, plan
-from sluice.lake.mirror.merge_source import DELETE_FLAG, last_per_key
+from sluice.lake.mirror.merge_source import DELETE_FLAG, fold_sources, last_per_key, without_positions
+from sluice.lake.mirror.own_commit import unwritable
+from sluice.lake.mirror.passes import merge_in_passes
 from sluice.lake.mirror.pending import MirrorCadence, PendingChanges, combine, mirror_bytes, primary_key_of
+from sluice.lake.mirror.pieces import AFTER_PENDING, TablePiece, integer_key
+from sluice.lake.types.mirror_columns import mirror_schema
 
 __all__ = ["MirrorCommits", "Planned"]
 
@@ -81,6 +86,10 @@ class MirrorCommits:
         """MERGE one table's plan, with the rows pending for it; or, when the cadence says the MERGE
         can wait, append its source to the pending rows."""
         tb = p.tb
+        if p.source is None:  # a source in pieces: MERGEd now, in passes when the mirror takes them
+            if self._passes_take(p):
+                return self._in_passes(p, pending, batch_id, txn)
+            p.source = without_positions(fold_sources([piece.read() for piece in tb.pieces], tb.primary_key))
         full = not p.partial and set(p.source.column_names) == {c.name for c in tb.columns} | {DELETE_FLAG}
         waiting = pending.rows if pending is not None else 0
         if full and p.dt is not None and not p.add and p.dt.file_uris():
@@ -95,6 +104,8 @@ class MirrorCommits:
                 self.waiting[f"{tb.db}.{tb.table}"] = held.oldest or time.time()
                 return TableResult(tb.db, tb.table, "pending", tb.change_count)
         self.waiting.pop(f"{tb.db}.{tb.table}", None)  # MERGEd below, with what was pending
+        if full and waiting + p.source.num_rows > self.cadence.pass_rows and self._passes_take(p):
+            return self._in_passes(p, pending, batch_id, txn)
         if pending is None or not waiting:
             return self._execute(p, batch_id, txn)
         if not full:  # a source with presence flags patches the mirror's rows: those pending go first
@@ -106,6 +117,36 @@ class MirrorCommits:
         before = pending.version
         self._guard(f"the pending changes of {tb.db}.{tb.table}", batch_id, lambda: pending.clear(txn))
         self.remember(pending.path, before, batch_id)
+        return result
+
+    def _passes_take(self, p: TablePlan) -> bool:
+        """Whether ``p`` can be MERGEd in passes (``sluice.lake.mirror.passes``): full rows, a single
+        integer key, a mirror sluice can commit to itself."""
+        return (not p.partial and integer_key(mirror_schema(p.tb.columns), p.tb.primary_key)
+                and (p.dt is None or unwritable(p.dt) is None))
+
+    def _in_passes(self, p: TablePlan, pending: PendingChanges | None, batch_id: int,
+                   txn: CommitProperties) -> TableResult:
+        """MERGE a table's pending rows and its batch's source in passes, then empty its pending table."""
+        tb = p.tb
+        held = pending.pieces() if pending is not None and pending.rows else []
+        pieces = [*held, *(tb.pieces or [TablePiece(p.source, AFTER_PENDING)])]
+
+        def merge(dt: DeltaTable) -> dict[str, Any]:
+            before = dt.version()
+            metrics = merge_in_passes(dt, p.path, self.store, pieces, tb.primary_key[0], app_id=self.app_id,
+                                      batch_id=batch_id, file_rows=self.cadence.pass_rows,
+                                      change_feed=has_change_feed(dt))
+            self.remember(p.path, before, batch_id)
+            return metrics
+
+        result = p.run(batch_id, merge)
+        self.waiting.pop(f"{tb.db}.{tb.table}", None)
+        if held:
+            assert pending is not None
+            before = pending.version
+            self._guard(f"the pending changes of {tb.db}.{tb.table}", batch_id, lambda: pending.clear(txn))
+            self.remember(pending.path, before, batch_id)
         return result
 
     def remember(self, path: str, before: int | None, batch_id: int) -> None:
@@ -160,6 +201,15 @@ class MirrorCommits:
                      batch_id: int | None) -> None:
         """MERGE what is pending for a mirror, then empty the pending table (no app transaction:
         MERGEd again after a kill between the two, the rows leave the mirror as they found it)."""
+        pieces = pending.pieces() if dt is not None and pending.rows > self.cadence.pass_rows else []
+        key = primary_key_of(pieces[0].schema) if pieces else ()
+        if dt is not None and pieces and integer_key(pieces[0].schema, key) and unwritable(dt) is None:
+            self._guard(f"the mirror of {db}.{table}", batch_id, lambda: merge_in_passes(
+                dt, self.store.mirror(db, table), self.store, pieces, key[0], app_id=self.app_id, batch_id=None,
+                file_rows=self.cadence.pass_rows, change_feed=has_change_feed(dt)))
+            self._guard(f"the pending changes of {db}.{table}", batch_id, lambda: pending.clear(None))
+            self.waiting.pop(f"{db}.{table}", None)
+            return
         rows = pending.read()
         if rows is not None and dt is not None:
             key = primary_key_of(rows.schema)

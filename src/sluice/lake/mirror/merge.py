@@ -58,7 +58,7 @@ def commit_error(what: str, batch_id: int | None, exc: Exception) -> DataLossErr
 class TablePlan:
     """One table's MERGE, ready to commit: the source rows and the schema changes it needs."""
 
-    def __init__(self, tb: TableBatch, path: str, dt: DeltaTable | None, source: pa.Table,
+    def __init__(self, tb: TableBatch, path: str, dt: DeltaTable | None, source: pa.Table | None,
                  partial: list[int], add: list[MirrorColumn], store: LakeStore | None = None,
                  configuration: dict[str, str] | None = None) -> None:
         self.tb = tb
@@ -66,13 +66,17 @@ class TablePlan:
         self.store = store  # the lake's storage (None: a local path)
         self.options = store.delta_options() if store is not None else None
         self.dt = dt
-        self.source = source
+        self.source = source  # None: the batch's source comes in pieces (``tb.pieces``)
         self.partial = partial  # indexes of columns some upsert row does not carry
         self.add = add
         self.configuration = configuration  # the table properties of a mirror created here
 
     def execute(self, batch_id: int, txn: CommitProperties) -> TableResult:
         """Create or widen the mirror as needed, run the MERGE with the app transaction ``txn``."""
+        return self.run(batch_id, lambda dt: self._merge(dt, txn))
+
+    def run(self, batch_id: int, merge: Callable[[DeltaTable], dict[str, Any]]) -> TableResult:
+        """Create or widen the mirror as needed, then ``merge`` into it; its metrics as the result."""
         tb = self.tb
         name = f"{tb.db}.{tb.table}"
         try:
@@ -84,7 +88,7 @@ class TablePlan:
                 fields = DeltaSchema.from_arrow(mirror_schema(self.add)).fields
                 dt.alter.add_columns(list(fields))
                 dt = DeltaTable(self.path, storage_options=self.options)
-            metrics = self._merge(dt, txn)
+            metrics = merge(dt)
         except SchemaMismatchError as exc:
             raise SchemaError(
                 f"the Delta mirror of {name} does not take the batch's rows ({exc}); re-snapshot the table: "
@@ -101,6 +105,7 @@ class TablePlan:
 
     def _merge(self, dt: DeltaTable, txn: CommitProperties) -> dict[str, Any]:
         tb = self.tb
+        assert self.source is not None  # a source in pieces is MERGEd in passes (MirrorCommits)
         if not dt.file_uris():
             return self._append(dt, txn)
         return merge_into(dt, self.source, tb.primary_key, [c.name for c in tb.columns], self.partial, txn)
@@ -110,6 +115,7 @@ class TablePlan:
         as Parquet files written a file per core at once, where delta-rs' MERGE and its own writer
         would write them on one core."""
         tb = self.tb
+        assert self.source is not None
         rows = pa.Table.from_arrays([self.source.column(c.name) for c in tb.columns], schema=mirror_schema(tb.columns))
         upserts = pc.invert(self.source.column(_DELETE_FLAG).combine_chunks())
         return {"num_target_rows_inserted": append_data_files(dt, self.path, rows, txn, keep=upserts, store=self.store)}
@@ -165,7 +171,7 @@ def plan(tb: TableBatch, path: str, dt: DeltaTable | None, store: LakeStore | No
                 f"({', '.join(by_name)}); the schema sluice holds for the table is inconsistent — re-read it"
             )
     add = _schema_changes(tb, dt, name)
-    if tb.source is not None:
+    if tb.source is not None or tb.pieces:
         return TablePlan(tb, path, dt, tb.source, [], add, store, configuration)
     entries = fold(tb, name)
     if current is not None and needs_mirror(entries):

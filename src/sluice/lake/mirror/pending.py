@@ -37,10 +37,11 @@ from sluice.errors import ConfigError
 from sluice.lake.kept_table import KeptTable
 from sluice.lake.layout import Lake, open_lake
 from sluice.lake.mirror.merge_source import DELETE_FLAG, fold_sources, last_per_key
+from sluice.lake.mirror.pieces import PendingPiece, table_dataset
 from sluice.lake.storage import LakeStore
 
 __all__ = [
-    "KEY_METADATA", "SEQ", "MirrorCadence", "PendingChanges", "combine", "mirror_bytes", "overlay",
+    "KEY_METADATA", "SEQ", "MirrorCadence", "PendingChanges", "combine", "conform", "mirror_bytes", "overlay",
     "primary_key_of", "read_mirror", "with_pending",
 ]
 
@@ -62,9 +63,10 @@ class MirrorCadence:
     merge_below: int = 1 << 20  # bytes: a mirror smaller than this is MERGEd every batch
     max_pending_rows: int = 2_000_000  # MERGE once this many rows are pending (the driver holds them)
     commits_at_once: int = 4  # mirrors of one batch (or of a clean stop) MERGEd or appended to side by side
+    pass_rows: int = 200_000  # a MERGE of more keys than this is done in passes (sluice.lake.mirror.passes)
 
     def __post_init__(self) -> None:
-        for name in ("bytes_per_change", "merge_below", "max_pending_rows", "commits_at_once"):
+        for name in ("bytes_per_change", "merge_below", "max_pending_rows", "commits_at_once", "pass_rows"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ConfigError(f"mirror {name} must be a whole number >= 1; found {value!r}")
@@ -88,6 +90,7 @@ class PendingChanges:
 
     def __init__(self, store: Lake, db: str, table: str, *, kept: KeptTable | None = None) -> None:
         self.path = store.pending(db, table)
+        self.store = store
         self.options = store.delta_options()
         self.table = (kept or KeptTable(self.path, self.options)).current()  # None: no pending table yet
         self.version = -1  # the pending table's version (-1: none yet)
@@ -126,6 +129,14 @@ class PendingChanges:
         self.version, self.rows = seq, self.rows + source.num_rows
         self.oldest = int(appended * 1000) / 1000.0 if self.oldest is None else self.oldest  # as the table keeps it
 
+    def pieces(self) -> list[PendingPiece]:
+        """The pending rows as pieces of a MERGE in passes: a piece per data file, each row ordered
+        by the batch that appended it."""
+        if self.table is None or not self.rows:
+            return []
+        dataset = table_dataset(self.table, self.path, self.store)
+        return [PendingPiece(f, dataset.schema, SEQ) for f in dataset.get_fragments()]
+
     def clear(self, txn: CommitProperties | None) -> None:
         """Empty the pending table (after a MERGE took its rows), recording ``txn``."""
         if self.table is None:
@@ -139,7 +150,7 @@ def combine(pending: pa.Table | None, source: pa.Table, primary_key: tuple[str, 
     """One MERGE source from the pending rows and a batch's source after them."""
     if pending is None:
         return source
-    return fold_sources([_conform(pending, source.schema), source], primary_key)
+    return fold_sources([conform(pending, source.schema), source], primary_key)
 
 
 def overlay(mirror: pa.Table, pending: pa.Table, primary_key: tuple[str, ...]) -> pa.Table:
@@ -154,8 +165,8 @@ def overlay(mirror: pa.Table, pending: pa.Table, primary_key: tuple[str, ...]) -
     keep = np.ones(mirror.num_rows, dtype=bool)
     keep[hit.column("at").to_numpy()] = False
     upserts = last.filter(pc.invert(last.column(DELETE_FLAG)))
-    return pa.concat_tables([_conform(mirror.filter(pa.array(keep)), mirror.schema),
-                             _conform(upserts, mirror.schema).select(names)])
+    return pa.concat_tables([conform(mirror.filter(pa.array(keep)), mirror.schema),
+                             conform(upserts, mirror.schema).select(names)])
 
 
 def read_mirror(lake: str | LakeStore, db: str, table: str, storage: dict[str, str] | None = None) -> pa.Table:
@@ -190,7 +201,7 @@ def _with_key(source: pa.Table, primary_key: tuple[str, ...]) -> pa.Table:
     return source.cast(pa.schema(fields))
 
 
-def _conform(rows: pa.Table, schema: pa.Schema) -> pa.Table:
+def conform(rows: pa.Table, schema: pa.Schema) -> pa.Table:
     """``rows`` with ``schema``'s columns, in its order (a column it lacks is NULL), metadata dropped."""
     arrays = []
     for f in schema:

@@ -1,0 +1,139 @@
+"""A MERGE in passes: a source too large to hold at once MERGEd into its mirror in bounded memory,
+still one Delta commit.
+
+delta-rs MERGEs through a hash join whose build side is the whole source, which it does not spill:
+a batch of millions of keys holds them all on the driver, about half a kilobyte each. A mirror row
+whose key the source touches is replaced (an upsert brings the whole row) or dropped (a delete), so
+the same MERGE is done here file by file without a join:
+
+1. ``KeyIndex`` reads the source's pieces' key columns (``sluice.lake.mirror.pieces``): the keys
+   touched, which end deleted, which piece wins a key several carry.
+2. Each mirror file whose key bounds (its ``add`` action's statistics) hold a touched key has its key
+   column read; a file with a touched key is rewritten without those rows, batch by batch, into new
+   files of about ``file_rows`` rows, and removed.
+3. Each piece is read again and its winning upserts written as new files.
+4. One commit (``sluice.lake.mirror.own_commit``) removes the old files and adds the new ones, with
+   the batch's app transaction. With Delta's change data feed on, it also adds the change data:
+   the rows dropped (``update_preimage`` or ``delete``) and written (``update_postimage`` or
+   ``insert``), as a MERGE by delta-rs gives.
+
+The driver then holds the key index, a batch of a mirror file, a piece, and the rows of the data
+files being filled, whatever the size of the source. Files are written before the commit: a kill
+leaves only files no commit names (``VACUUM`` removes them), and a replay of the batch finds the
+mirror as it was.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+from deltalake import DeltaTable
+
+from sluice.lake.data_files import write_data_file
+from sluice.lake.mirror.merge_source import DELETE_FLAG
+from sluice.lake.mirror.own_commit import commit_rewrite
+from sluice.lake.mirror.pending import conform
+from sluice.lake.mirror.pieces import KeyIndex, Piece, table_dataset
+from sluice.lake.storage import LakeStore
+
+__all__ = ["merge_in_passes"]
+
+_CHANGE_TYPE = "_change_type"  # Delta's change data column
+_CHANGE_DATA = "_change_data"  # and the folder of its files
+_BATCH_ROWS = 65_536  # rows of a mirror file read at once
+
+
+class _Files:
+    """Rows gathered into data files of about ``rows`` rows each, written as they fill."""
+
+    def __init__(self, folder: str, store: LakeStore, rows: int, prefix: str = "") -> None:
+        self.folder, self.store, self.rows, self.prefix = folder, store, rows, prefix
+        self.held: list[pa.Table] = []
+        self.count = 0
+        self.written: list[dict[str, Any]] = []
+
+    def add(self, rows: pa.Table) -> None:
+        if not rows.num_rows:
+            return
+        self.held.append(rows)
+        self.count += rows.num_rows
+        if self.count >= self.rows:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self.count:
+            return
+        rows = pa.concat_tables(self.held)
+        self.held, self.count = [], 0
+        written = write_data_file(rows, self.folder, store=self.store)
+        self.written.append({**written, "path": self.prefix + written["path"]})
+
+
+def merge_in_passes(dt: DeltaTable, path: str, store: LakeStore, pieces: Sequence[Piece], key: str, *,
+                    app_id: str, batch_id: int | None, file_rows: int, change_feed: bool) -> dict[str, int]:
+    """MERGE ``pieces`` (a MERGE source of full rows and deletes, in order; the single integer
+    ``key``) into the mirror ``dt`` at ``path`` as described in the module; delta-rs' MERGE metrics."""
+    index = KeyIndex(pieces, key)
+    dataset = table_dataset(dt, path, store)
+    schema = dataset.schema
+    fragments = {f.path: f for f in dataset.get_fragments()}
+    data = _Files(path, store, file_rows)
+    feed = _Files(f"{path}/{_CHANGE_DATA}", store, file_rows, f"{_CHANGE_DATA}/") if change_feed else None
+    hit = np.zeros(len(index.keys), dtype=bool)
+    removed: list[dict[str, Any]] = []
+    for file in _candidates(dt, key, index):
+        fragment = fragments[file["path"]]
+        place, found = index.touched(fragment.to_table(columns=[key]).column(key).to_numpy())
+        if not found.any():
+            continue
+        hit[place[found]] = True
+        removed.append(file)
+        at = 0
+        for batch in fragment.to_batches(schema=schema, batch_size=_BATCH_ROWS, batch_readahead=1):
+            rows = pa.Table.from_batches([batch])
+            gone = found[at:at + rows.num_rows]
+            where = place[at:at + rows.num_rows]
+            at += rows.num_rows
+            data.add(rows.filter(pa.array(~gone)))
+            if feed is not None and gone.any():
+                kinds = np.where(index.deleted[where[gone]], "delete", "update_preimage")
+                feed.add(rows.filter(pa.array(gone)).append_column(_CHANGE_TYPE, pa.array(kinds)))
+    upserts = 0
+    for piece in pieces:
+        rows = piece.read()
+        keep = index.wins(piece, rows) & ~rows.column(DELETE_FLAG).to_numpy(zero_copy_only=False)
+        if not keep.any():
+            continue
+        rows = conform(rows.filter(pa.array(keep)), schema)
+        upserts += rows.num_rows
+        data.add(rows)
+        if feed is not None:
+            place, _ = index.touched(rows.column(key).to_numpy())
+            kinds = np.where(hit[place], "update_postimage", "insert")
+            feed.add(rows.append_column(_CHANGE_TYPE, pa.array(kinds)))
+    data.flush()
+    if feed is not None:
+        feed.flush()
+    updated = int((hit & ~index.deleted).sum())
+    metrics = {"num_target_rows_inserted": upserts - updated, "num_target_rows_updated": updated,
+               "num_target_rows_deleted": int((hit & index.deleted).sum()),
+               "num_target_files_removed": len(removed), "num_target_files_added": len(data.written)}
+    commit_rewrite(store, path, dt.version() + 1, removed=removed, added=data.written,
+                   changes=feed.written if feed is not None else (), app_id=app_id, batch_id=batch_id,
+                   metrics=metrics)
+    return metrics
+
+
+def _candidates(dt: DeltaTable, key: str, index: KeyIndex) -> list[dict[str, Any]]:
+    """The mirror's files whose key bounds hold a touched key (all files whose bounds are unknown)."""
+    actions = pa.table(dt.get_add_actions(flatten=True))
+    paths = actions.column("path").to_pylist()
+    sizes = actions.column("size_bytes").to_pylist()
+    names = actions.column_names
+    lows = actions.column(f"min.{key}").to_pylist() if f"min.{key}" in names else [None] * len(paths)
+    highs = actions.column(f"max.{key}").to_pylist() if f"max.{key}" in names else [None] * len(paths)
+    return [{"path": p, "size": s} for p, s, low, high in zip(paths, sizes, lows, highs, strict=True)
+            if low is None or high is None or index.any_between(int(low), int(high))]
