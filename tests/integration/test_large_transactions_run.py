@@ -37,6 +37,7 @@ pytestmark = pytest.mark.spark
 
 ROWS = 3000  # a transaction of ROWS updates: some 300 KB of binlog, against parts of 4 KiB
 PART = "4K"
+PASS = 500
 
 
 @pytest.fixture(params=TWO_FLAVORS)
@@ -49,9 +50,13 @@ def server(request):
 
 
 def _run(server: Any, lake: Path, db: str, tmp: Path, *extra: str) -> list[str]:
+    # A MERGE of more than PASS keys is done in passes: a huge transaction's staged sources stay on the
+    # lake as pieces, and the mirror's files are rewritten and committed by sluice (lake.mirror.passes).
+    config = tmp / "passes.toml"
+    config.write_text(f"[mirror]\npass_rows = {PASS}\n")
     return [sys.executable, "-m", "sluice.cli", "run", "--source", server.dsn("root"), "--lake", str(lake),
             "--tables", rf"{db}\..*", "--checkpoint-dir", str(tmp / "checkpoint"), "--part-size", PART,
-            "--mirror-max-lag", "0", "--no-maintenance", *extra]
+            "--mirror-max-lag", "0", "--no-maintenance", "--config", str(config), *extra]
 
 
 def _split_transactions(lake: Path, db: str) -> int:
@@ -62,6 +67,12 @@ def _split_transactions(lake: Path, db: str) -> int:
         for gtid in {r["gtid"] for r in rows if r["db"] == db}:
             files.setdefault(gtid, set()).add(uri)
     return sum(1 for held in files.values() if len(held) > 1)
+
+
+def _commits_by_sluice(lake: Path, db: str) -> int:
+    """How many commits of ``db``'s mirrors sluice wrote itself (a MERGE in passes)."""
+    logs = (lake / db).glob("*/_delta_log/*.json")
+    return sum(1 for log in logs if b'"clientVersion":"sluice-' in log.read_bytes())
 
 
 def test_huge_transactions_in_parts_give_the_lake_exactly(server, tmp_path):
@@ -79,6 +90,7 @@ def test_huge_transactions_in_parts_give_the_lake_exactly(server, tmp_path):
     assert exactly_once(server, lake, db, start) == expected
     # Parts: each huge transaction's changes are in several change-log files.
     assert _split_transactions(lake, db) >= 2
+    assert _commits_by_sluice(lake, db) >= 1, "no huge batch was MERGEd in passes"
     log = deltalake.DeltaTable(str(lake / "_sluice" / "changes")).to_pyarrow_table().to_pylist()
     assert not any(r["after"] and "rolled back" in r["after"] for r in log if r["db"] == db)
     assert sum(1 for r in log if r["db"] == db and r["op"] == "ddl") == 1

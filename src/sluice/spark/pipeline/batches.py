@@ -136,7 +136,8 @@ class BatchCommits:
         history = SchemaHistory.open(self.history_path)  # once per batch, after its DDL
         cfg = self.config
         tables = table_batches(history, self.store, batch.tables, rows_of, self._filter, cfg.columns, cfg.routes,
-                               table_filter(cfg.tables, cfg.exclude_tables), self._mirror_names)
+                               table_filter(cfg.tables, cfg.exclude_tables), self._mirror_names,
+                               lazy_rows=cfg.mirror.pass_rows)
         self.state.save_history()  # before the commit: a batch in the lake is typed by a history in the lake
         position = batch.range_end()
         source = position.source if position is not None else None

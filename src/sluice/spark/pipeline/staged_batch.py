@@ -26,8 +26,10 @@ from sluice.lake.changelog.rows import to_row_changes
 from sluice.lake.data_files import add_action
 from sluice.lake.mirror.batch import TableBatch
 from sluice.lake.mirror.merge_source import fold_sources, without_positions
+from sluice.lake.mirror.pieces import AFTER_PENDING, StagedPiece, integer_key
 from sluice.lake.mirror.routed import routed_batch, routed_layout
 from sluice.lake.storage import LakeStore
+from sluice.lake.types.mirror_columns import mirror_schema
 from sluice.lake.types.table_layout import mirror_columns_for_schema
 from sluice.spark.snapshot.filter import SnapshotFilter
 from sluice.spark.source.descriptors import ChangelogFile, DdlMet, TableSource, from_row
@@ -89,13 +91,15 @@ class StagedBatch:
 
 def table_batch(history: SchemaHistory, store: LakeStore, db: str, name: str, parts: list[TableSource],
                 rows_of: Callable[[str, str], pa.Table], snapshot_filter: SnapshotFilter | None = None,
-                columns: Any = None, *, per_row: bool = False) -> TableBatch:
+                columns: Any = None, *, per_row: bool = False, lazy_rows: int | None = None) -> TableBatch:
     """A table's changes in the batch, typed by the schema in force at its first change: its staged
     MERGE sources folded over the ranges (less what a snapshot holds already, ``keep_source``), or
     its rows read back from the staged change log for the per-row path (no source staged, a layout
     other than the schema history's, a snapshot filter that cannot judge the folded source).
     ``columns``: the ``ColumnRules`` the table's mirror follows; ``per_row``: take the per-row path
-    (a table routed into a mirror with another table that takes it)."""
+    (a table routed into a mirror with another table that takes it); ``lazy_rows``: a table with more
+    changes than this, staged whole, keyed on one integer column and not judged by a snapshot filter,
+    keeps its sources on the lake as pieces, MERGEd in passes (``sluice.lake.mirror.passes``)."""
 
     first_file, first_pos = parts[0].first_file, parts[0].first_pos
     catalog = history.catalog_at(first_file, first_pos) or history.latest()
@@ -116,6 +120,10 @@ def table_batch(history: SchemaHistory, store: LakeStore, db: str, name: str, pa
     layout = layout_key(columns, primary_key)
     staged = [p.path for p in parts if p.path and p.layout == layout]
     if len(staged) == len(parts) and not per_row:
+        if (lazy_rows is not None and covering is None and n > lazy_rows
+                and integer_key(mirror_schema(columns), primary_key)):
+            pieces = tuple(StagedPiece(store, path, AFTER_PENDING + i) for i, path in enumerate(staged))
+            return TableBatch(db, name, columns, primary_key, (), None, n, pieces)
         sources = [pa.ipc.open_file(store.read_file(path)).read_all() for path in staged]
         folded = fold_sources(sources, primary_key)
         source = folded if covering is None else covering.keep_source(db, name, primary_key, folded)
@@ -141,18 +149,21 @@ def table_batches(history: SchemaHistory, store: LakeStore, tables: dict[tuple[s
                   rows_of: Callable[[str, str], pa.Table], snapshot_filter: SnapshotFilter | None = None,
                   columns: Any = None, routes: Routes | None = None,
                   captured: Callable[[str, str], bool] | None = None,
-                  mirror_names: Callable[[tuple[str, str]], list[str] | None] | None = None) -> list[TableBatch]:
+                  mirror_names: Callable[[tuple[str, str]], list[str] | None] | None = None,
+                  lazy_rows: int | None = None) -> list[TableBatch]:
     """Every mirror's ``TableBatch`` of the batch: a table's own (``table_batch``), or, for the
     tables ``routes`` sends to one mirror, one batch of them all (``sluice.lake.mirror.routed``),
     typed by the layout the catalog at their first change gives the mirror; ``captured``: the run's
     table filter (a routed table left out of the capture has no say in the layout); ``mirror_names``:
-    a routed mirror's column names as it stands (None: no mirror yet), whose order the layout keeps."""
+    a routed mirror's column names as it stands (None: no mirror yet), whose order the layout keeps;
+    ``lazy_rows``: ``table_batch``'s, for the tables not routed."""
     out: list[TableBatch] = []
     groups: dict[tuple[str, str], list[tuple[str, str, list[TableSource]]]] = {}
     for (db, name), parts in tables.items():
         target = routes.target(db, name) if routes is not None else None
         if target is None:
-            out.append(table_batch(history, store, db, name, parts, rows_of, snapshot_filter, columns))
+            out.append(table_batch(history, store, db, name, parts, rows_of, snapshot_filter, columns,
+                                   lazy_rows=lazy_rows))
         else:
             groups.setdefault(target, []).append((db, name, parts))
     for target, shards in groups.items():
