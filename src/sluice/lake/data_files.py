@@ -31,7 +31,14 @@ LAKE_WRITER: Final = WriterProperties(compression="ZSTD", compression_level=1)
 CHANGE_FEED: Final = "delta.enableChangeDataFeed"
 
 __all__ = [
-    "CHANGE_FEED", "LAKE_WRITER", "add_action", "append_data_files", "delta_stats", "has_change_feed",
+    "CHANGE_FEED",
+    "LAKE_WRITER",
+    "DataFileWriter",
+    "FileStats",
+    "add_action",
+    "append_data_files",
+    "delta_stats",
+    "has_change_feed",
     "write_data_file",
 ]
 
@@ -106,22 +113,81 @@ def delta_stats(table: pa.Table, bounded: Iterable[str] = ()) -> str:
     """The Delta ``add`` action's statistics of a data file: row and null counts, and exact
     bounds of the ``bounded`` columns that are integers or short texts (a bound is left out rather
     than truncated; other types' bounds are not written)."""
-    nulls: dict[str, int] = {}
-    low: dict[str, Any] = {}
-    high: dict[str, Any] = {}
-    wanted = set(bounded)
-    for field in table.schema:
-        column = table.column(field.name)
-        if pa.types.is_nested(field.type):
-            continue
-        nulls[field.name] = column.null_count
-        if field.name not in wanted or column.null_count == len(column):
-            continue
-        if not (pa.types.is_integer(field.type) or pa.types.is_string(field.type)):
-            continue
-        bounds = pc.min_max(column)
-        lo, hi = bounds["min"].as_py(), bounds["max"].as_py()
-        if isinstance(lo, str) and max(len(lo), len(hi)) > _MAX_BOUND_CHARS:
-            continue
-        low[field.name], high[field.name] = lo, hi
-    return json.dumps({"numRecords": table.num_rows, "minValues": low, "maxValues": high, "nullCount": nulls})
+    stats = FileStats(bounded)
+    stats.add(table)
+    return stats.json()
+
+
+class FileStats:
+    """``delta_stats`` of a data file written a table at a time."""
+
+    def __init__(self, bounded: Iterable[str] = ()) -> None:
+        self.wanted = set(bounded)
+        self.rows = 0
+        self.nulls: dict[str, int] = {}
+        self.low: dict[str, Any] = {}
+        self.high: dict[str, Any] = {}
+        self.unbounded: set[str] = set()  # a column one of whose parts has no exact bound
+
+    def add(self, table: pa.Table) -> None:
+        """Count in the rows of ``table``."""
+        self.rows += table.num_rows
+        for field in table.schema:
+            column = table.column(field.name)
+            if pa.types.is_nested(field.type):
+                continue
+            self.nulls[field.name] = self.nulls.get(field.name, 0) + column.null_count
+            if field.name not in self.wanted or column.null_count == len(column) or field.name in self.unbounded:
+                continue
+            if not (pa.types.is_integer(field.type) or pa.types.is_string(field.type)):
+                continue
+            bounds = pc.min_max(column)
+            lo, hi = bounds["min"].as_py(), bounds["max"].as_py()
+            if isinstance(lo, str) and max(len(lo), len(hi)) > _MAX_BOUND_CHARS:
+                self.unbounded.add(field.name)
+                self.low.pop(field.name, None)
+                self.high.pop(field.name, None)
+                continue
+            if field.name in self.low:
+                lo, hi = min(lo, self.low[field.name]), max(hi, self.high[field.name])
+            self.low[field.name], self.high[field.name] = lo, hi
+
+    def json(self) -> str:
+        """The statistics as the ``add`` action carries them."""
+        return json.dumps({"numRecords": self.rows, "minValues": self.low, "maxValues": self.high,
+                           "nullCount": self.nulls})
+
+
+class DataFileWriter:
+    """A Parquet data file of the Delta table in ``folder``, written a table at a time (a row group
+    each) as ``write_data_file`` writes it whole: a local file as it goes, an object in one PUT at
+    ``close``. ``close`` gives the ``add`` action's fields."""
+
+    def __init__(self, folder: str, schema: pa.Schema, store: LakeStore | None = None) -> None:
+        import pyarrow.parquet as pq
+
+        self.folder, self.store = folder, store
+        self.name = f"part-00000-{uuid.uuid4()}-c000.zstd.parquet"
+        self.stats = FileStats(schema.names)
+        self.sink: Any = pa.BufferOutputStream() if store is not None and store.remote else None
+        if self.sink is None:
+            os.makedirs(folder, exist_ok=True)
+        self.writer = pq.ParquetWriter(self.sink if self.sink is not None else f"{folder}/{self.name}", schema,
+                                       compression="zstd", compression_level=1)
+
+    def write(self, table: pa.Table) -> None:
+        """Append ``table``'s rows."""
+        self.writer.write_table(table)
+        self.stats.add(table)
+
+    def close(self) -> dict[str, Any]:
+        """Finish the file: its ``add`` action's fields, as ``write_data_file`` gives them."""
+        self.writer.close()
+        if self.sink is not None:
+            assert self.store is not None
+            data = self.sink.getvalue().to_pybytes()
+            self.store.write_file(f"{self.folder}/{self.name}", data)
+            size = len(data)
+        else:
+            size = os.path.getsize(f"{self.folder}/{self.name}")
+        return {"path": self.name, "size": size, "mtime": int(time.time() * 1000), "stats": self.stats.json()}

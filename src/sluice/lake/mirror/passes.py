@@ -9,8 +9,9 @@ the same MERGE is done here file by file without a join:
 1. ``KeyIndex`` reads the source's pieces' key columns (``sluice.lake.mirror.pieces``): the keys
    touched, which end deleted, which piece wins a key several carry.
 2. Each mirror file whose key bounds (its ``add`` action's statistics) hold a touched key has its key
-   column read; a file with a touched key is rewritten without those rows, batch by batch, into new
-   files of about ``file_rows`` rows, and removed.
+   column read; a file with a touched key is rewritten without those rows, read page by page in
+   batches (delta-rs writes row groups of a million rows, which a dataset scan decodes whole),
+   into new files of about ``file_rows`` rows, and removed.
 3. Each piece is read again and its winning upserts written as new files.
 4. One commit (``sluice.lake.mirror.own_commit``) removes the old files and adds the new ones, with
    the batch's app transaction. With Delta's change data feed on, it also adds the change data:
@@ -30,9 +31,10 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 from deltalake import DeltaTable
 
-from sluice.lake.data_files import write_data_file
+from sluice.lake.data_files import DataFileWriter
 from sluice.lake.mirror.merge_source import DELETE_FLAG
 from sluice.lake.mirror.own_commit import commit_rewrite
 from sluice.lake.mirror.pending import conform
@@ -47,28 +49,29 @@ _BATCH_ROWS = 65_536  # rows of a mirror file read at once
 
 
 class _Files:
-    """Rows gathered into data files of about ``rows`` rows each, written as they fill."""
+    """Rows written into data files of about ``rows`` rows each, a table at a time as they come."""
 
     def __init__(self, folder: str, store: LakeStore, rows: int, prefix: str = "") -> None:
         self.folder, self.store, self.rows, self.prefix = folder, store, rows, prefix
-        self.held: list[pa.Table] = []
+        self.file: DataFileWriter | None = None
         self.count = 0
         self.written: list[dict[str, Any]] = []
 
     def add(self, rows: pa.Table) -> None:
         if not rows.num_rows:
             return
-        self.held.append(rows)
+        if self.file is None:
+            self.file = DataFileWriter(self.folder, rows.schema, self.store)
+        self.file.write(rows)
         self.count += rows.num_rows
         if self.count >= self.rows:
             self.flush()
 
     def flush(self) -> None:
-        if not self.count:
+        if self.file is None:
             return
-        rows = pa.concat_tables(self.held)
-        self.held, self.count = [], 0
-        written = write_data_file(rows, self.folder, store=self.store)
+        written = self.file.close()
+        self.file, self.count = None, 0
         self.written.append({**written, "path": self.prefix + written["path"]})
 
 
@@ -86,21 +89,24 @@ def merge_in_passes(dt: DeltaTable, path: str, store: LakeStore, pieces: Sequenc
     removed: list[dict[str, Any]] = []
     for file in _candidates(dt, key, index):
         fragment = fragments[file["path"]]
-        place, found = index.touched(fragment.to_table(columns=[key]).column(key).to_numpy())
-        if not found.any():
-            continue
-        hit[place[found]] = True
-        removed.append(file)
-        at = 0
-        for batch in fragment.to_batches(schema=schema, batch_size=_BATCH_ROWS, batch_readahead=1):
-            rows = pa.Table.from_batches([batch])
-            gone = found[at:at + rows.num_rows]
-            where = place[at:at + rows.num_rows]
-            at += rows.num_rows
-            data.add(rows.filter(pa.array(~gone)))
-            if feed is not None and gone.any():
-                kinds = np.where(index.deleted[where[gone]], "delete", "update_preimage")
-                feed.add(rows.filter(pa.array(gone)).append_column(_CHANGE_TYPE, pa.array(kinds)))
+        with fragment.filesystem.open_input_file(fragment.path) as handle:
+            parquet = pq.ParquetFile(handle, pre_buffer=False)  # page by page: a row group may be 1M rows
+            groups = range(parquet.metadata.num_row_groups)
+            if not any([_touched(parquet, g, key, index, hit)[1].any() for g in groups]):
+                continue
+            removed.append(file)
+            for g in groups:  # a row group's keys at a time: its places in the index, 17 bytes a row
+                place, found = _touched(parquet, g, key, index, hit)
+                at = 0
+                for batch in parquet.iter_batches(batch_size=_BATCH_ROWS, row_groups=[g]):
+                    rows = conform(pa.Table.from_batches([batch]), schema)
+                    gone = found[at:at + rows.num_rows]
+                    where = place[at:at + rows.num_rows]
+                    at += rows.num_rows
+                    data.add(rows.filter(pa.array(~gone)))
+                    if feed is not None and gone.any():
+                        kinds = np.where(index.deleted[where[gone]], "delete", "update_preimage")
+                        feed.add(rows.filter(pa.array(gone)).append_column(_CHANGE_TYPE, pa.array(kinds)))
     upserts = 0
     for piece in pieces:
         rows = piece.read()
@@ -125,6 +131,14 @@ def merge_in_passes(dt: DeltaTable, path: str, store: LakeStore, pieces: Sequenc
                    changes=feed.written if feed is not None else (), app_id=app_id, batch_id=batch_id,
                    metrics=metrics)
     return metrics
+
+
+def _touched(parquet: pq.ParquetFile, group: int, key: str, index: KeyIndex,
+             hit: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The places in ``index`` of a row group's keys and which are touched, marked in ``hit``."""
+    place, found = index.touched(parquet.read_row_group(group, columns=[key]).column(key).to_numpy())
+    hit[place[found]] = True
+    return place, found
 
 
 def _candidates(dt: DeltaTable, key: str, index: KeyIndex) -> list[dict[str, Any]]:

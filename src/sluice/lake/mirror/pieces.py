@@ -47,6 +47,10 @@ class Piece:
         """The piece's rows (only ``columns``, when given)."""
         raise NotImplementedError
 
+    def count(self) -> int:
+        """How many rows the piece holds (its metadata, where it says)."""
+        raise NotImplementedError
+
     def orders(self, rows: pa.Table) -> np.ndarray:
         """The order of each of ``rows`` (read with ``order_columns``' columns)."""
         if self.order_column is None:
@@ -69,6 +73,11 @@ class StagedPiece(Piece):
         table = pa.ipc.open_file(self.store.read_file(self.path)).read_all()
         return table if columns is None else table.select(list(columns))
 
+    def count(self) -> int:
+        """The rows of the file's record batches."""
+        reader = pa.ipc.open_file(self.store.read_file(self.path))
+        return sum(reader.get_batch(i).num_rows for i in range(reader.num_record_batches))
+
 
 class TablePiece(Piece):
     """A MERGE source held in memory (a batch small enough, after pending pieces)."""
@@ -79,6 +88,10 @@ class TablePiece(Piece):
     def read(self, columns: Sequence[str] | None = None) -> pa.Table:
         """The table's rows."""
         return self.table if columns is None else self.table.select(list(columns))
+
+    def count(self) -> int:
+        """The table's rows."""
+        return int(self.table.num_rows)
 
 
 class PendingPiece(Piece):
@@ -93,6 +106,10 @@ class PendingPiece(Piece):
         """The data file's rows, with the pending table's columns."""
         names = list(self.schema.names if columns is None else columns)
         return self.fragment.to_table(schema=self.schema, columns=names)  # type: ignore[attr-defined]
+
+    def count(self) -> int:
+        """The data file's rows, from its Parquet footer."""
+        return int(self.fragment.count_rows())  # type: ignore[attr-defined]
 
 
 def table_dataset(dt: DeltaTable, path: str, store: LakeStore) -> ds.Dataset:
@@ -117,9 +134,12 @@ class KeyIndex:
 
     def __init__(self, pieces: Sequence[Piece], key: str) -> None:
         self.key = key
-        keys = np.concatenate([np.empty(0, dtype=np.int64),
-                               *(piece.read([key]).column(key).to_numpy().astype(np.int64, copy=False)
-                                 for piece in pieces)])  # a null key never reaches a MERGE source
+        keys = np.empty(sum(piece.count() for piece in pieces), dtype=np.int64)
+        at = 0
+        for piece in pieces:
+            column = piece.read([key]).column(key).to_numpy()  # a null key never reaches a MERGE source
+            keys[at:at + len(column)] = column
+            at += len(column)
         keys.sort()
         twice = keys[1:] == keys[:-1]
         if twice.any():
