@@ -89,7 +89,7 @@ class TablePlan:
                 dt.alter.add_columns(list(fields))
                 dt = DeltaTable(self.path, storage_options=self.options)
             metrics = merge(dt)
-        except SchemaMismatchError as exc:
+        except (SchemaMismatchError, pa.ArrowInvalid, pa.ArrowTypeError) as exc:  # Arrow: a MERGE in passes
             raise SchemaError(
                 f"the Delta mirror of {name} does not take the batch's rows ({exc}); re-snapshot the table: "
                 f"remove {self.path} and capture the table again"
