@@ -10,7 +10,8 @@ transaction is in the lake, then runs ONE ``UPDATE bench.big SET k = k + 1`` (N 
                 workers), sampled every 0.25 s from ``ps``; with the baseline before the UPDATE and
                 the peak of each role
   visible       seconds from the UPDATE's COMMIT to the change log commit that holds it (the
-                mirror's MERGE commits before it), polled every 0.2 s
+                mirror's MERGE commits before it), polled every 0.2 s; and the longest batch's
+                split, from sluice run -v: its Spark tasks, then the driver's commits
   binlog tool   ``mysqlbinlog -vv --base64-output=decode-rows FILE`` (``mariadb-binlog`` on MariaDB)
                 of the file holding the transaction, run after the pipeline stopped (one core)
   tail, dump    ``sluice tail --from START --until-end`` and ``sluice dump FILE``, their output to
@@ -112,7 +113,7 @@ def wait_committed(lake: Path, end: tuple[str, int], proc: subprocess.Popen[byte
     target = position_key(*end)
     while time.perf_counter() - started < limit:
         if proc.poll() is not None:
-            raise RuntimeError(f"sluice run exited: {proc.stderr.read().decode()[-2000:]}")  # type: ignore[union-attr]
+            raise RuntimeError(f"sluice run exited: see {lake.parent / 'run.log'}")
         try:
             position = committed_position(DeltaTable(changes), look_back=50)
         except Exception:  # not created yet
@@ -146,9 +147,11 @@ def one(box: Sandbox, rows: int, run_args: list[str], run_only: bool) -> dict[st
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     lake = work / "lake"
-    proc = subprocess.Popen([*decode.SLUICE, "run", "--source", box.dsn("repl"), "--lake", str(lake),
-                             "--tables", TABLES, "--trigger", "1s", *run_args],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    run_log = work / "run.log"  # -v: each batch's tasks and the driver's commits, in seconds
+    with open(run_log, "wb") as logged:
+        proc = subprocess.Popen([*decode.SLUICE, "run", "--source", box.dsn("repl"), "--lake", str(lake),
+                                 "--tables", TABLES, "--trigger", "1s", "-v", *run_args],
+                                stdout=subprocess.DEVNULL, stderr=logged)
     sampler = Sampler(proc.pid)
     sampler.start()
     try:
@@ -188,6 +191,7 @@ def one(box: Sandbox, rows: int, run_args: list[str], run_only: bool) -> dict[st
             proc.kill()
             proc.wait()
     decode.log(f"{box.flavor} {rows:,} rows: visible after {visible:.1f}s; checking")
+    batch = _largest_batch(run_log)
     verify = subprocess.run([*decode.SLUICE, "verify", "--source", box.dsn("root"), "--lake", str(lake),
                              "--tables", r"bench\.big"], capture_output=True, text=True)
     exact = changelog_exact(lake, (begin.file, begin.pos), rows + SMALL)
@@ -212,8 +216,18 @@ def one(box: Sandbox, rows: int, run_args: list[str], run_only: bool) -> dict[st
         "tail_s": tail.seconds, "tail_peak_mb": tail.max_rss_mb, "tail_error": tail.error,
         "dump_s": dump.seconds, "dump_peak_mb": dump.max_rss_mb, "dump_error": dump.error,
         "verify_ok": verify.returncode == 0, "verify": verify.stdout.strip().splitlines()[-1:],
-        "changelog": exact,
+        "changelog": exact, "largest_batch": batch,
     }
+
+
+def _largest_batch(run_log: Path) -> str:
+    """The run log's line of the batch that took longest (tasks and the driver's commits)."""
+    lines = [line for line in run_log.read_text(errors="replace").splitlines() if ": tasks " in line]
+
+    def seconds(line: str) -> float:
+        return sum(float(part.split()[-1].rstrip("s")) for part in line.split(": tasks ")[1].split(", "))
+
+    return max(lines, key=seconds).split("batch ", 1)[-1] if lines else "no batch line"
 
 
 def main() -> int:
@@ -253,6 +267,8 @@ def main() -> int:
               f"| {r['dump_peak_mb']:,.0f} MB{dump_error} "
               f"| {'yes' if r['verify_ok'] else 'NO: ' + ' '.join(r['verify'])} "
               f"| {'yes' if r['changelog']['exact'] else 'NO: ' + json.dumps(r['changelog'])} |")
+    for r in results:
+        print(f"{r['flavor']} {r['rows']:,}: the longest batch, {r['largest_batch']}")
     return 0
 
 

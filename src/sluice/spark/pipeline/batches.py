@@ -14,6 +14,7 @@ gives maintenance its turn. The query's lifecycle, the attributes these methods 
 from __future__ import annotations
 
 import json
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -45,6 +46,8 @@ from sluice.spark.snapshot.key_places import PlaceReader
 from sluice.spark.source.staging import BATCH_PROPERTY, STORAGE_PROPERTY
 
 __all__ = ["BatchCommits"]
+
+log = logging.getLogger(__name__)
 
 
 class BatchCommits:
@@ -107,6 +110,8 @@ class BatchCommits:
         finally:
             self.store.delete_prefix(self.store.key(staging))
         if written is not None:
+            log.info("batch %d: tasks %.2fs, the driver's commits %.2fs", batch_id, committing - started,
+                      time.monotonic() - committing)
             self.stats.first_batch = self.stats.first_batch or started
             self.stats.last_batch = time.monotonic()
             self.stats.driver_seconds += self.stats.last_batch - committing
