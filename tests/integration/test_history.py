@@ -46,12 +46,12 @@ KEY = "history-hash-key-0b7e41d2c9"  # of the config file's [columns] table
 USERS = 400  # rows of the table whose key is hashed, read in chunks of 40
 
 
-def _run(server: Any, lake: Path, db: str, *more: str) -> subprocess.Popen[str]:
+def _run(server: Any, lake: Path, db: str, *more: str, history: str = r"\.(t|u)") -> subprocess.Popen[str]:
     config = lake.parent / "sluice.toml"
     config.write_text(f'[columns]\nhash_key = "{KEY}"\n')
     return subprocess.Popen(
         [sys.executable, "-m", "sluice.cli", "run", "--source", server.dsn("repl"), "--lake", str(lake),
-         "--tables", rf"{db}\..*", "--history", rf"{db}\.(t|u)", "--chunk-rows", "40", "--config", str(config),
+         "--tables", rf"{db}\..*", "--history", db + history, "--chunk-rows", "40", "--config", str(config),
          "--exclude-columns", rf"{db}\.u\.ssn", "--hash-columns", rf"{db}\.u\.email", *more],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 
@@ -237,6 +237,9 @@ def test_history_keeps_every_version_exactly_once_through_a_kill(server, tmp_pat
         assert follows and all(start == end for start, end in follows)
         assert all(r[START_AT] is not None for r in history)
         assert sum(r[END_AT] is None for r in history) == len({r["id"] for r in history if r[END_AT] is None})
+        other = _run(server, lake, db, "--trigger", "once", history=r"\.t")  # the lake records its --history
+        assert other.wait(120) != 0
+        assert "keeps the histories of --history" in other.communicate()[1]
         conn.execute(f"DROP DATABASE {db}")
 
 

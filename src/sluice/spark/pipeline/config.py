@@ -85,6 +85,11 @@ class PipelineConfig:
         return open_lake(self.lake, dict(self.storage))
 
     @property
+    def histories(self) -> tuple[str | None, bool]:
+        """``--history`` and whether the run streams (writes histories): what the lake records of it."""
+        return self.history, self.snapshot != "only"
+
+    @property
     def checkpoint_path(self) -> Path:
         """Spark's checkpoint: ``--checkpoint-dir``, else ``LAKE/_sluice/checkpoint`` for a lake on a file
         system, else a folder named after the lake in the user's state directory."""

@@ -9,7 +9,11 @@ checkpoint goes on from.
   ``sluice.cdc.column_rules.rules_record``): once the lake holds a mirror or its change log, a run
   with other rules is refused, since its rows would sit beside rows written under the old ones.
   It holds the run's ``--route``s too, which ``sluice snapshot`` and ``sluice verify`` follow; a
-  run with other routes than the lake's mirrors were written by is refused.
+  run with other routes than the lake's mirrors were written by is refused. And it holds the
+  ``--history`` regex of the runs that stream: once the lake keeps a table's history, a streaming
+  run with another regex is refused (a table it adds would start its history in the middle of the
+  stream, one it leaves out would miss changes); a run that only snapshots writes no history and
+  keeps the lake's.
 - Spark numbers batches per checkpoint, so a new checkpoint on a lake that already holds batches
   gets an app id of its own (the pipeline id and a suffix), kept in the checkpoint folder
   (``APP_MARKER``); a checkpoint of a version before that marker keeps the pipeline id.
@@ -49,7 +53,7 @@ class LakeState:
 
     def __init__(self, store: Lake, checkpoint_path: Path, source: str,
                  capture: tuple[str | None, str | None] = (None, None), columns: Any = None,
-                 routes: Any = None) -> None:
+                 routes: Any = None, history: tuple[str | None, bool] = (None, True)) -> None:
         self.store = store
         self.checkpoint_path = checkpoint_path
         self._source = source  # the source DSN, redacted: recorded in pipeline.json
@@ -69,7 +73,7 @@ class LakeState:
         self._history_saved = -1  # bytes of the schema history in the lake
         self._history_seen = -1  # the source's file's size when it was last copied
         self.pipeline_id = self._pipeline_id()
-        self._record_capture(*capture, columns, routes.texts if routes is not None else [])  # routes: Routes
+        self._record_capture(*capture, columns, routes.texts if routes is not None else [], history)  # routes: Routes
         self._had_offsets = _has_offsets(checkpoint_path)
         # The change log, read once, only for a checkpoint that has no offset yet.
         log = None if self._had_offsets else DeltaLake(store, self.pipeline_id).table(store.changes)
@@ -95,16 +99,21 @@ class LakeState:
         return pid
 
     def _record_capture(self, tables: str | None, exclude_tables: str | None, columns: Any,
-                        routes: list[str]) -> None:
-        """Record the run's table filter, column rules (``columns``, its ``ColumnRules`` or None) and
-        routes in the lake (``capture.json``) when they are not there already; rules other than those
-        of a lake already written are a ``ConfigError``, and so are routes other than those its
-        mirrors were written by (a mirror would mix two layouts)."""
+                        routes: list[str], history: tuple[str | None, bool]) -> None:
+        """Record the run's table filter, column rules (``columns``, its ``ColumnRules`` or None),
+        routes and ``--history`` regex in the lake (``capture.json``) when they are not there
+        already; rules other than those of a lake already written are a ``ConfigError``, and so are
+        routes other than those its mirrors were written by (a mirror would mix two layouts) and,
+        for a run that streams (``history``: the regex and whether the run streams), another
+        ``--history`` than the one the lake's histories were kept by."""
         store = self.store
         doc: dict[str, Any] = {"tables": tables, "exclude_tables": exclude_tables, "columns": rules_record(columns)}
         if routes:
             doc["routes"] = routes
         found = store.get_json(store.CAPTURE)
+        kept = _check_history(store, found, *history)
+        if kept is not None:
+            doc["history"] = kept
         if found == doc:
             return
         lake_rules = found.get("columns") if isinstance(found, dict) else None
@@ -194,6 +203,23 @@ def _has_offsets(checkpoint: Path) -> bool:
     """Whether Spark's checkpoint records a batch (its offset log has an entry)."""
     offsets = checkpoint / "offsets"
     return offsets.is_dir() and any(p.name.isdigit() for p in offsets.iterdir())
+
+
+def _check_history(store: Lake, found: Any, history: str | None, streams: bool) -> str | None:
+    """The ``--history`` regex ``capture.json`` keeps: the run's when it streams, else the lake's;
+    another than the lake's, once the lake keeps a history, is a ``ConfigError``."""
+    recorded = found.get("history") if isinstance(found, dict) else None
+    if not streams:
+        return recorded
+    if isinstance(found, dict) and "history" in found and recorded != history and store.histories():
+        def said(text: str | None) -> str:
+            return "no --history" if text is None else f"--history {text!r}"
+
+        raise ConfigError(
+            f"the lake {store.uri} keeps the histories of {said(recorded)}, this run has {said(history)}: a table "
+            "it adds would start its history in the middle of the stream, one it leaves out would miss changes. "
+            "Give the lake's --history, or keep other histories in a new lake")
+    return history
 
 
 def drop_unfinished_writes(checkpoint: Path) -> None:

@@ -91,7 +91,7 @@ class Pipeline(BatchCommits):
         parse_dsn(config.source)  # a bad DSN fails here, before Spark starts
         self._key_file: str | None = None  # the hash key for the source's tasks, while the query runs
         self.state = LakeState(config.store, config.checkpoint_path, parse_dsn(config.source).redacted(),
-                               (config.tables, config.exclude_tables), config.columns, config.routes)
+                               (config.tables, config.exclude_tables), config.columns, config.routes, config.histories)
         self.store = self.state.store
         self.checkpoint_path = self.state.checkpoint_path
         self.history_path = self.state.history_path

@@ -1,7 +1,9 @@
-"""``--history`` on the driver (``sluice.spark.pipeline.history_feed``): a bad regex, and a run that
-would leave a history the lake keeps behind."""
+"""``--history`` on the driver (``sluice.spark.pipeline.history_feed``): a bad regex, a run that
+would leave a history the lake keeps behind, and the regex the lake records (``capture.json``)."""
 
 from __future__ import annotations
+
+import json
 
 import pyarrow as pa
 import pytest
@@ -11,6 +13,7 @@ from sluice.cdc.filters import table_filter
 from sluice.errors import ConfigError
 from sluice.lake.layout import open_lake
 from sluice.spark.pipeline.history_feed import HistoryFeed, history_pattern
+from sluice.spark.pipeline.lake_state import LakeState
 
 pytestmark = pytest.mark.unit
 
@@ -32,3 +35,36 @@ def test_a_run_must_take_every_captured_table_whose_history_the_lake_keeps(tmp_p
     with pytest.raises(ConfigError, match=r"shop\.items, shop\.orders"):
         HistoryFeed(None, lake).check_lake(table_filter(r"shop\..*", None))
     HistoryFeed(None, lake).check_lake(None, streams=False)  # sluice snapshot: no batch, no history written
+
+
+def test_the_lake_records_its_history_regex_and_refuses_another_once_it_keeps_one(tmp_path):
+    """capture.json keeps the --history of the runs that stream; once the lake keeps a history, a
+    streaming run with another regex (wider or narrower) is refused, a snapshot-only run is let be
+    and leaves the lake's regex as it was."""
+    lake = open_lake(tmp_path / "lake")
+
+    def run(history: str | None, *, streams: bool = True) -> None:
+        LakeState(lake, tmp_path / "cp", "mysql://u@h/", history=(history, streams))
+
+    def recorded() -> object:
+        return json.loads((tmp_path / "lake" / "_sluice" / "capture.json").read_text()).get("history")
+
+    run(r"shop\.orders")
+    assert recorded() == r"shop\.orders"
+    run(r"shop\.(orders|items)")  # no history kept yet: the new regex
+    assert recorded() == r"shop\.(orders|items)"
+    write_deltalake(lake.history("shop", "orders"), pa.table({"id": [1]}))
+    run(r"shop\.(orders|items)")
+    with pytest.raises(ConfigError, match=r"keeps the histories of --history 'shop\\\\.\(orders\|items\)', this "
+                                          r"run has --history 'shop\\\\..\*'"):
+        run(r"shop\..*")
+    with pytest.raises(ConfigError, match=r"this run has no --history: a table it adds"):
+        run(None)
+    run(None, streams=False)  # sluice run --snapshot only writes no history
+    assert recorded() == r"shop\.(orders|items)"
+    old = open_lake(tmp_path / "old")  # a lake whose capture.json records no --history (written before)
+    old.put_json(old.CAPTURE, {"tables": None, "exclude_tables": None, "columns": None})
+    write_deltalake(old.history("shop", "orders"), pa.table({"id": [1]}))
+    LakeState(old, tmp_path / "cp2", "mysql://u@h/", history=(r"shop\..*", True))
+    assert json.loads((tmp_path / "old" / "_sluice" / "capture.json").read_text())["history"] == r"shop\..*"
+
