@@ -43,6 +43,7 @@ from sluice.spark.pipeline.upkeep import Upkeep
 from sluice.spark.snapshot.driver import SnapshotRunner
 from sluice.spark.snapshot.filter import SnapshotFilter
 from sluice.spark.snapshot.key_places import PlaceReader
+from sluice.spark.snapshot.state import SnapshotState
 from sluice.spark.source.staging import BATCH_PROPERTY, STORAGE_PROPERTY
 
 __all__ = ["BatchCommits"]
@@ -151,6 +152,7 @@ class BatchCommits:
         result = self.lake.write_batch(batch_id, tables, changelog_files=batch.changelog_actions(), position=position,
                                        fence=lambda log: self.fence.check(log, batch.start(), source),
                                        histories=versions)
+        self.history_feed.resynced()
         stats = self.stats
         if not result.changelog_skipped:
             self.fence.committed(position)
@@ -183,7 +185,12 @@ class BatchCommits:
             return
         runner = self._snapshot_runner(self._spark)
         runner.lake.seq.claim(staged_seq)
-        self._filter = SnapshotFilter(runner.run(only_new=True, only=frozenset(names)), self._place_reader())
+        self._snapshot_done(runner.run(only_new=True, only=frozenset(names)))
+
+    def _snapshot_done(self, state: SnapshotState) -> None:
+        """The stream's view of a finished snapshot: its filter, and the tables it read again under a history."""
+        self._filter = SnapshotFilter(state, self._place_reader())
+        self.history_feed.read_again(state)
 
     def _place_reader(self) -> PlaceReader | None:
         """What places a hashed snapshot key among its chunks (``sluice.spark.snapshot.key_places``)."""

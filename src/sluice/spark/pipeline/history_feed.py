@@ -7,6 +7,13 @@ and ``seq``, less those a snapshot already holds (``SnapshotFilter``, as for the
 gets a ``HistoryBatch`` when the batch changes it, when a DDL of the batch names it (its history is
 then compared with the mirror the DDL left, at the DDL's commit time and ``seq``), and, at the first
 batch of a run, when it has a mirror and no history yet (the history starts from the mirror).
+
+A table a snapshot read again while the lake kept its history (``sluice snapshot``, ``--snapshot
+when-needed``, a DDL's re-read: flagged ``RESYNC_HISTORY`` in ``snapshot.json``) has its history
+compared with the mirror the read left at its next batch, at the batch's first commit time and no
+``seq``: a row that changed in between opens a version, one gone closes its version, as after a DDL.
+The flags are cleared once that batch is committed; a kill before leaves them, and the next batch
+compares again, finding nothing more to change.
 """
 
 from __future__ import annotations
@@ -15,6 +22,7 @@ import json
 import re
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -31,6 +39,7 @@ from sluice.lake.mirror.history import HistoryBatch
 from sluice.lake.mirror.versions import Change, converted
 from sluice.lake.types.table_layout import mirror_columns_for_schema
 from sluice.spark.snapshot.filter import SnapshotFilter
+from sluice.spark.snapshot.state import RESYNC_HISTORY, SnapshotState
 from sluice.spark.source.descriptors import ChangelogFile
 
 __all__ = ["HistoryFeed", "history_pattern"]
@@ -55,6 +64,7 @@ class HistoryFeed:
         self.store = store
         self.rules = columns  # ColumnRules: columns kept out or hashed, as in the mirrors
         self._listed = False  # the lake's mirrors without a history were looked for (first batch)
+        self.resync: set[tuple[str, str]] = set()  # tables read again since their history was written
 
     def __bool__(self) -> bool:
         return self.pattern is not None
@@ -112,6 +122,10 @@ class HistoryFeed:
                 if hb is not None:
                     out[(db, table)] = HistoryBatch(hb.db, hb.table, hb.columns, hb.primary_key, hb.changes,
                                                     seed_us, at)
+        for db, table in sorted(self.resync):  # read again by a snapshot: compared with the mirror it left
+            hb = out.get((db, table)) or self._whole(at_end, db, table, seed_us)
+            if hb is not None and hb.resync_at is None and self.store.is_delta(self.store.history(db, table)):
+                out[(db, table)] = replace(hb, resync_at=(seed_us, None))
         if not self._listed:
             self._listed = True
             have = set(self.store.histories())
@@ -121,6 +135,21 @@ class HistoryFeed:
                     if hb is not None:
                         out[(db, table)] = hb
         return list(out.values())
+
+    def read_again(self, state: SnapshotState) -> None:
+        """Take the tables ``state`` flags as read again under a history (module docstring)."""
+        self.resync = state.history_resyncs() if self.pattern is not None else set()
+
+    def resynced(self) -> None:
+        """A batch that compared them is committed: clear the flags in ``snapshot.json``."""
+        if not self.resync:
+            return
+        state = SnapshotState.find(self.store)
+        if state is not None:
+            for db, table in self.resync:
+                state.tables.get(f"{db}.{table}", {}).pop(RESYNC_HISTORY, None)
+            state.save(self.store)
+        self.resync = set()
 
     def _whole(self, catalog: Catalog | None, db: str, table: str, seed_us: int) -> HistoryBatch | None:
         """A ``HistoryBatch`` without changes for a table the history takes and ``catalog`` knows with a key."""

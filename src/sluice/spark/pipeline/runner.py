@@ -135,7 +135,7 @@ class Pipeline(BatchCommits):
             state = runner.run(only_new=self.state.streamed(), only=only)
             self.state.save_history()
         if state.complete:
-            self._filter = SnapshotFilter(state, self._place_reader())
+            self._snapshot_done(state)
             # Always the snapshot's start: Spark takes it only while its checkpoint holds no offset yet,
             # which is also the case after a crash before the first batch committed.
             return stream_start(state)

@@ -47,7 +47,7 @@ from deltalake import DeltaTable
 from sluice.binlog.position import Checkpoint, position_key
 from sluice.cdc.executed_at import executed_at
 from sluice.cdc.follow import FollowConfig, retrying
-from sluice.cdc.schema import Catalog, SchemaHistory, bootstrap_catalog
+from sluice.cdc.schema import Catalog, SchemaHistory, TableSchema, bootstrap_catalog
 from sluice.cdc.schema_start import ddl_between, read_schema
 from sluice.cdc.table_read.chunks import Chunk
 from sluice.cdc.table_read.reader import (
@@ -76,7 +76,7 @@ from sluice.spark.snapshot.mirror_writes import (
     mirror_empty,
     settle_interrupted,
 )
-from sluice.spark.snapshot.state import SnapshotState
+from sluice.spark.snapshot.state import RESYNC_HISTORY, SnapshotState
 from sluice.spark.snapshot.task import ChunkTask
 from sluice.spark.snapshot.waves import in_waves
 
@@ -223,7 +223,7 @@ class SnapshotRunner:
                 state.tables[name] = {
                     "schema": schema.to_json(), "key": list(plan.key), "estimate": plan.rows_estimate,
                     "chunks": [c.to_json() for c in plan.chunks], "done": {}, "writing": None,
-                    "append": append, "planned_at": planned_at.to_json(),
+                    "append": append, "planned_at": planned_at.to_json(), **_under_history(self.store, schema),
                 }
                 state.save(self.store)
                 if append:  # a mirror from the start, with its columns, even for a table with no rows
@@ -368,3 +368,8 @@ def _earliest(points: list[Checkpoint], now: Checkpoint, state: SnapshotState) -
     if all(p.source is None or here is None or p.source.same_server(here) for p in points):
         return min(points, key=lambda c: position_key(c.file, c.pos))
     return Checkpoint.from_json(state.start) if state.start is not None else points[0]
+
+
+def _under_history(store: Lake, schema: TableSchema) -> dict[str, bool]:
+    """A planned table's ``RESYNC_HISTORY`` flag: set when the lake keeps its history (read again)."""
+    return {RESYNC_HISTORY: True} if store.is_delta(store.history(schema.db, schema.name)) else {}

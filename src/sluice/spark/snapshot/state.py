@@ -17,9 +17,12 @@ from sluice.errors import ConfigError
 from sluice.lake.layout import Lake
 from sluice.lake.sink import DeltaLake
 
-__all__ = ["STATE_VERSION", "SnapshotState", "forget_tables", "stream_start"]
+__all__ = ["RESYNC_HISTORY", "STATE_VERSION", "SnapshotState", "forget_tables", "stream_start"]
 
 STATE_VERSION = 1
+#: A table's flag: it was read again while the lake kept its history, which its next batch compares
+#: with the mirror (``sluice.spark.pipeline.history_feed``); cleared once that batch is committed.
+RESYNC_HISTORY = "resync_history"
 
 
 @dataclass
@@ -72,6 +75,11 @@ class SnapshotState:
             self.discarding.append(store.key(store.mirror(db, table)))
         self.save(store)
         self.finish_discards(store)
+
+    def history_resyncs(self) -> set[tuple[str, str]]:
+        """``(db, table)`` of the tables flagged ``RESYNC_HISTORY``."""
+        return {(t[0], t[2]) for name, table in self.tables.items() if table.get(RESYNC_HISTORY)
+                for t in [name.partition(".")]}
 
     def finish_discards(self, store: Lake) -> None:
         """Remove every mirror ``discard`` named (again: a removal is idempotent), then forget them."""

@@ -14,6 +14,7 @@ from sluice.errors import ConfigError
 from sluice.lake.layout import open_lake
 from sluice.spark.pipeline.history_feed import HistoryFeed, history_pattern
 from sluice.spark.pipeline.lake_state import LakeState
+from sluice.spark.snapshot.state import RESYNC_HISTORY, SnapshotState
 
 pytestmark = pytest.mark.unit
 
@@ -68,3 +69,19 @@ def test_the_lake_records_its_history_regex_and_refuses_another_once_it_keeps_on
     LakeState(old, tmp_path / "cp2", "mysql://u@h/", history=(r"shop\..*", True))
     assert json.loads((tmp_path / "old" / "_sluice" / "capture.json").read_text())["history"] == r"shop\..*"
 
+
+def test_tables_read_again_under_a_history_are_taken_then_cleared_once_compared(tmp_path):
+    """The tables ``snapshot.json`` flags as read again under a history are the feed's to compare
+    (none without --history, whose run writes no history); once compared, the flags go."""
+    lake = open_lake(tmp_path)
+    tables = {"shop.orders": {"key": ["id"], RESYNC_HISTORY: True}, "shop.items": {"key": ["id"]}}
+    SnapshotState(None, tables, True).save(lake)
+    feed = HistoryFeed(r"shop\..*", lake)
+    feed.read_again(SnapshotState.load(lake))
+    assert feed.resync == {("shop", "orders")}
+    none = HistoryFeed(None, lake)
+    none.read_again(SnapshotState.load(lake))
+    none.resynced()
+    assert not none.resync and SnapshotState.load(lake).history_resyncs() == {("shop", "orders")}
+    feed.resynced()
+    assert not feed.resync and SnapshotState.load(lake).history_resyncs() == set()
