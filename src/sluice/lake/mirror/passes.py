@@ -9,17 +9,18 @@ the same MERGE is done here file by file without a join:
 1. ``KeyIndex`` reads the source's pieces' key columns (``sluice.lake.mirror.pieces``): the keys
    touched, which end deleted, which piece wins a key several carry.
 2. Each mirror file whose key bounds (its ``add`` action's statistics) hold a touched key has its key
-   column read; a file with a touched key is rewritten without those rows, read page by page in
-   batches (delta-rs writes row groups of a million rows, which a dataset scan decodes whole),
-   into new files of about ``file_rows`` rows, and removed.
-3. Each piece is read again and its winning upserts written as new files.
+   column read, a row group at a time: which touched keys the mirror holds.
+3. Side by side: each file with a touched key is rewritten without those rows, read page by page
+   in batches (delta-rs writes row groups of a million rows, which a dataset scan decodes whole),
+   into new files of about ``file_rows`` rows, and removed; each piece is read again and its
+   winning upserts written as new files.
 4. One commit (``sluice.lake.mirror.own_commit``) removes the old files and adds the new ones, with
    the batch's app transaction. With Delta's change data feed on, it also adds the change data:
    the rows dropped (``update_preimage`` or ``delete``) and written (``update_postimage`` or
    ``insert``), as a MERGE by delta-rs gives.
 
-The driver then holds the key index, a batch of a mirror file, a piece, and the rows of the data
-files being filled, whatever the size of the source. Files are written before the commit: a kill
+The driver then holds the key index, a batch of a mirror file, a piece, and the open row group of
+each data file being written, whatever the size of the source. Files are written before the commit: a kill
 leaves only files no commit names (``VACUUM`` removes them), and a replay of the batch finds the
 mirror as it was.
 """
@@ -27,6 +28,7 @@ mirror as it was.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -55,6 +57,7 @@ class _Files:
         self.folder, self.store, self.rows, self.prefix = folder, store, rows, prefix
         self.file: DataFileWriter | None = None
         self.count = 0
+        self.rows_written = 0
         self.written: list[dict[str, Any]] = []
 
     def add(self, rows: pa.Table) -> None:
@@ -64,6 +67,7 @@ class _Files:
             self.file = DataFileWriter(self.folder, rows.schema, self.store)
         self.file.write(rows)
         self.count += rows.num_rows
+        self.rows_written += rows.num_rows
         if self.count >= self.rows:
             self.flush()
 
@@ -78,59 +82,85 @@ class _Files:
 def merge_in_passes(dt: DeltaTable, path: str, store: LakeStore, pieces: Sequence[Piece], key: str, *,
                     app_id: str, batch_id: int | None, file_rows: int, change_feed: bool) -> dict[str, int]:
     """MERGE ``pieces`` (a MERGE source of full rows and deletes, in order; the single integer
-    ``key``) into the mirror ``dt`` at ``path`` as described in the module; delta-rs' MERGE metrics."""
+    ``key``) into the mirror ``dt`` at ``path`` as described in the module; delta-rs' MERGE metrics.
+    Once the touched keys the mirror holds are known, the rewrite of its files and the writing of
+    the upserts run side by side (Parquet's decoding and encoding leave the GIL)."""
     index = KeyIndex(pieces, key)
     dataset = table_dataset(dt, path, store)
     schema = dataset.schema
     fragments = {f.path: f for f in dataset.get_fragments()}
-    data = _Files(path, store, file_rows)
-    feed = _Files(f"{path}/{_CHANGE_DATA}", store, file_rows, f"{_CHANGE_DATA}/") if change_feed else None
     hit = np.zeros(len(index.keys), dtype=bool)
-    removed: list[dict[str, Any]] = []
-    for file in _candidates(dt, key, index):
-        fragment = fragments[file["path"]]
-        with fragment.filesystem.open_input_file(fragment.path) as handle:
-            parquet = pq.ParquetFile(handle, pre_buffer=False)  # page by page: a row group may be 1M rows
-            groups = range(parquet.metadata.num_row_groups)
-            if not any([_touched(parquet, g, key, index, hit)[1].any() for g in groups]):
+    removed = [file for file in _candidates(dt, key, index) if _holds_touched(fragments[file["path"]], key, index, hit)]
+
+    def outputs() -> tuple[_Files, _Files | None]:
+        feed = _Files(f"{path}/{_CHANGE_DATA}", store, file_rows, f"{_CHANGE_DATA}/") if change_feed else None
+        return _Files(path, store, file_rows), feed
+
+    def rewrite() -> tuple[_Files, _Files | None]:
+        data, feed = outputs()
+        for file in removed:
+            _rewrite(fragments[file["path"]], key, index, schema, data, feed)
+        return data, feed
+
+    def upsert() -> tuple[_Files, _Files | None]:
+        data, feed = outputs()
+        for piece in pieces:
+            rows = piece.read()
+            keep = index.wins(piece, rows) & ~rows.column(DELETE_FLAG).to_numpy(zero_copy_only=False)
+            if not keep.any():
                 continue
-            removed.append(file)
-            for g in groups:  # a row group's keys at a time: its places in the index, 17 bytes a row
-                place, found = _touched(parquet, g, key, index, hit)
-                at = 0
-                for batch in parquet.iter_batches(batch_size=_BATCH_ROWS, row_groups=[g]):
-                    rows = conform(pa.Table.from_batches([batch]), schema)
-                    gone = found[at:at + rows.num_rows]
-                    where = place[at:at + rows.num_rows]
-                    at += rows.num_rows
-                    data.add(rows.filter(pa.array(~gone)))
-                    if feed is not None and gone.any():
-                        kinds = np.where(index.deleted[where[gone]], "delete", "update_preimage")
-                        feed.add(rows.filter(pa.array(gone)).append_column(_CHANGE_TYPE, pa.array(kinds)))
-    upserts = 0
-    for piece in pieces:
-        rows = piece.read()
-        keep = index.wins(piece, rows) & ~rows.column(DELETE_FLAG).to_numpy(zero_copy_only=False)
-        if not keep.any():
-            continue
-        rows = conform(rows.filter(pa.array(keep)), schema)
-        upserts += rows.num_rows
-        data.add(rows)
+            rows = conform(rows.filter(pa.array(keep)), schema)
+            data.add(rows)
+            if feed is not None:
+                place, _ = index.touched(rows.column(key).to_numpy())
+                kinds = np.where(hit[place], "update_postimage", "insert")
+                feed.add(rows.append_column(_CHANGE_TYPE, pa.array(kinds)))
+        return data, feed
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        done = [f.result() for f in [pool.submit(rewrite), pool.submit(upsert)]]
+    added: list[dict[str, Any]] = []
+    changes: list[dict[str, Any]] = []
+    for data, feed in done:
+        data.flush()
+        added += data.written
         if feed is not None:
-            place, _ = index.touched(rows.column(key).to_numpy())
-            kinds = np.where(hit[place], "update_postimage", "insert")
-            feed.add(rows.append_column(_CHANGE_TYPE, pa.array(kinds)))
-    data.flush()
-    if feed is not None:
-        feed.flush()
+            feed.flush()
+            changes += feed.written
+    upserts = done[1][0].rows_written
     updated = int((hit & ~index.deleted).sum())
     metrics = {"num_target_rows_inserted": upserts - updated, "num_target_rows_updated": updated,
                "num_target_rows_deleted": int((hit & index.deleted).sum()),
-               "num_target_files_removed": len(removed), "num_target_files_added": len(data.written)}
-    commit_rewrite(store, path, dt.version() + 1, removed=removed, added=data.written,
-                   changes=feed.written if feed is not None else (), app_id=app_id, batch_id=batch_id,
-                   metrics=metrics)
+               "num_target_files_removed": len(removed), "num_target_files_added": len(added)}
+    commit_rewrite(store, path, dt.version() + 1, removed=removed, added=added, changes=changes, app_id=app_id,
+                   batch_id=batch_id, metrics=metrics)
     return metrics
+
+
+def _holds_touched(fragment: Any, key: str, index: KeyIndex, hit: np.ndarray) -> bool:
+    """Whether a mirror file holds a touched key; those it holds are marked in ``hit``."""
+    with fragment.filesystem.open_input_file(fragment.path) as handle:
+        parquet = pq.ParquetFile(handle, pre_buffer=False)
+        return any([_touched(parquet, g, key, index, hit)[1].any() for g in range(parquet.metadata.num_row_groups)])
+
+
+def _rewrite(fragment: Any, key: str, index: KeyIndex, schema: pa.Schema, data: _Files, feed: _Files | None) -> None:
+    """A mirror file's rows but those of touched keys into ``data``, those into ``feed`` as the
+    change data of the rows the MERGE drops; read page by page (a row group may be a million rows)."""
+    with fragment.filesystem.open_input_file(fragment.path) as handle:
+        parquet = pq.ParquetFile(handle, pre_buffer=False)
+        for g in range(parquet.metadata.num_row_groups):  # a row group's keys at a time: 17 bytes a row
+            place, found = index.touched(parquet.read_row_group(g, columns=[key]).column(key).to_numpy())
+            at = 0
+            for batch in parquet.iter_batches(batch_size=_BATCH_ROWS, row_groups=[g]):
+                rows = conform(pa.Table.from_batches([batch]), schema)
+                gone = found[at:at + rows.num_rows]
+                where = place[at:at + rows.num_rows]
+                at += rows.num_rows
+                data.add(rows.filter(pa.array(~gone)))
+                if feed is not None and gone.any():
+                    kinds = np.where(index.deleted[where[gone]], "delete", "update_preimage")
+                    feed.add(rows.filter(pa.array(gone)).append_column(_CHANGE_TYPE, pa.array(kinds)))
 
 
 def _touched(parquet: pq.ParquetFile, group: int, key: str, index: KeyIndex,
