@@ -11,6 +11,8 @@ the command reaching the server: a planner's ``COM_BINLOG_DUMP``, a task's, a ``
 (``binlog_dump`` and ``query`` build such predicates); ``trap(..., reset=True)`` closes it instead.
 Several traps can be set at once: a command springs the first set that accepts it and has times
 left, and each ``Trap`` counts the connections it caught (``proxy.trapped`` counts them all).
+``TcpProxy(host, port, rate=N)`` hands what the server sends on at most N bytes a second on each
+connection, so that a client reading a long stream is in the middle of it for seconds.
 Connections must not use TLS (the proxy reads the client's commands): give the DSN ``ssl=disabled``.
 """
 
@@ -21,6 +23,7 @@ import selectors
 import socket
 import struct
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -69,8 +72,9 @@ class _Pair:
 class TcpProxy:
     """See the module docstring. Use as a context manager or call ``close()``."""
 
-    def __init__(self, host: str, port: int) -> None:
+    def __init__(self, host: str, port: int, *, rate: int | None = None) -> None:
         self.target = (host, port)
+        self.rate = rate
         self._listener = socket.create_server(("127.0.0.1", 0))
         self.port = self._listener.getsockname()[1]
         self._pairs: list[_Pair] = []
@@ -166,7 +170,9 @@ class TcpProxy:
         try:
             while True:
                 for key, _ in sel.select(timeout=0.5):
-                    data = key.fileobj.recv(1 << 16)  # type: ignore[union-attr]
+                    to_server = key.fileobj is pair.client
+                    size = 1 << 16 if to_server or self.rate is None else max(1, self.rate // 20)
+                    data = key.fileobj.recv(size)  # type: ignore[union-attr]
                     if not data:
                         if not pair.silent:
                             raise OSError("closed")
@@ -174,8 +180,9 @@ class TcpProxy:
                         continue
                     if pair.silent:
                         continue  # swallowed: the other side never hears of it
-                    to_server = key.fileobj is pair.client
                     key.data.sendall(data)
+                    if not to_server and self.rate is not None:
+                        time.sleep(len(data) / self.rate)
                     if to_server and self._sprung(pair, data):
                         if pair.doomed:
                             for s in (pair.client, pair.server):

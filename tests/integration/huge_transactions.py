@@ -1,15 +1,25 @@
 """What the large-transaction tests read: a table ``k`` of ``rows`` rows ``(id, v, note)``
-(``huge_table``) and huge transactions over it (``huge_transactions``)."""
+(``huge_table``) and huge transactions over it (``huge_transactions``); and how their kill -9 tests
+kill (``kill_when``): when the process shows it is where the kill must land, never after a guessed
+number of seconds."""
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
+
+import pytest
 
 from sluice.dsn import parse_dsn
 from sluice.io.connection import Connection
 from sluice.io.replication import BinlogStatus, server_binlog_status
 
-__all__ = ["huge_table", "huge_transactions"]
+__all__ = ["huge_table", "huge_transactions", "kill_when"]
 
 
 def huge_table(server: Any, db: str, rows: int) -> BinlogStatus:
@@ -48,3 +58,22 @@ def huge_transactions(server: Any, db: str, rows: int, *, keys_move: bool = Fals
             conn.execute(f"UPDATE {db}.k SET extra = 8 WHERE id % 5 = 0")
         conn.execute(f"INSERT INTO {db}.k VALUES (0, 0, 'last'{', 9' if alter else ''})")
     return changes
+
+
+def kill_when(proc: subprocess.Popen[bytes], ready: Callable[[], bool], what: str, stderr: Path,
+              timeout: float = 300.0, every: float = 0.02) -> None:
+    """kill -9 ``proc`` as soon as ``ready()`` holds (polled ``every`` seconds). The test fails, saying
+    ``what`` it waited for and the end of the process' ``stderr`` file, if ``proc`` ends first or
+    ``ready()`` does not hold within ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not ready():
+        if proc.poll() is not None:
+            pytest.fail(f"sluice {proc.args[3]} ended (code {proc.returncode}) before {what}; its stderr ends: "
+                        f"{stderr.read_text()[-3000:]}")
+        if time.monotonic() > deadline:
+            proc.kill()
+            proc.wait()
+            pytest.fail(f"not within {timeout:.0f}s: {what}; its stderr ends: {stderr.read_text()[-3000:]}")
+        time.sleep(every)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()

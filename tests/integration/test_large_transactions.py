@@ -2,15 +2,17 @@
 
 With ``--transaction-memory`` set low, a transaction's lines go to the spill directory's anonymous
 temporary file until its COMMIT; the output must be what the table shows, every change once even
-across kill -9, and a transaction that the binlog rolls back (an XA transaction prepared, so
-logged with its rows, then XA ROLLBACK) prints nothing and holds no file.
+across kill -9 while a huge transaction is held (read through a proxy that slows the stream), and
+a transaction that the binlog rolls back (an XA transaction prepared, so logged with its rows,
+then XA ROLLBACK) prints nothing and holds no file.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
-import random
+import re
 import signal
 import subprocess
 import sys
@@ -21,10 +23,12 @@ from typing import Any
 
 import pytest
 
+from sluice.binlog.position import position_key
 from sluice.dsn import parse_dsn
 from sluice.io.connection import Connection
-from tests.conftest import THREE_FLAVORS
-from tests.integration.huge_transactions import huge_table, huge_transactions
+from tests.conftest import THREE_FLAVORS, kills
+from tests.integration.huge_transactions import huge_table, huge_transactions, kill_when
+from tests.tcp_proxy import TcpProxy
 
 ROWS = 6000  # a transaction of ROWS updates: about 1.5 MB of JSON lines against a budget of 64K
 
@@ -67,8 +71,8 @@ def _spill_fds(pid: int, spill: Path) -> list[str]:
     return out
 
 
-def _tail(server: Any, db: str, tmp: Path, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "sluice.cli", "tail", server.dsn("repl"), "--tables", rf"{db}\.k",
+def _tail(server: Any, db: str, tmp: Path, *extra: str, dsn: str | None = None) -> list[str]:
+    return [sys.executable, "-m", "sluice.cli", "tail", dsn or server.dsn("repl"), "--tables", rf"{db}\.k",
             "--transaction-memory", "64K", "--spill-dir", str(tmp / "spill"), *extra]
 
 
@@ -105,6 +109,18 @@ def test_transactions_larger_than_the_budget_print_once_and_rollbacks_not_at_all
     assert list((tmp_path / "spill").iterdir()) == []
 
 
+def _held_at(stderr: str) -> list[tuple[str, int, int]]:
+    """Where each transaction that went on to a temporary file was when it did (-v), in order."""
+    found = re.finditer(r"\(at ([^:\s]+):(\d+), \d+ row changes\): the rest waits for its COMMIT", stderr)
+    return [position_key(m[1], int(m[2])) for m in found]
+
+
+def _holds_huge(stderr: Path, pid: int, spill: Path, n: int) -> bool:
+    """Whether the ``sluice tail -v`` writing ``stderr`` has held ``n`` huge transactions in a temporary
+    file and holds one there now."""
+    return len(_held_at(stderr.read_text())) >= n and bool(_spill_fds(pid, spill))
+
+
 @pytest.mark.slow
 def test_kill_9_inside_a_large_transaction_loses_and_repeats_nothing(server, tmp_path):
     db = f"bigkill_{uuid.uuid4().hex[:8]}"
@@ -112,18 +128,33 @@ def test_kill_9_inside_a_large_transaction_loses_and_repeats_nothing(server, tmp
     before = _table(server, db)
     expected = huge_transactions(server, db, ROWS)
     (tmp_path / "spill").mkdir()
-    out, state = tmp_path / "changes.jsonl", tmp_path / "state"
-    rng = random.Random(44)
-    first = True
-    for _ in range(4):
-        where = ["--from", f"{start.file}:{start.pos}"] if first else []
-        proc = subprocess.Popen(_tail(server, db, tmp_path, *where, "--output", str(out), "--checkpoint", str(state)),
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(rng.uniform(0.3, 1.5))
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait()
-        first = first and not (state / "checkpoint.json").exists()
-    assert not first, "no checkpoint was ever written"
+    out, state, log = tmp_path / "changes.jsonl", tmp_path / "state", tmp_path / "stderr"
+    where = ["--from", f"{start.file}:{start.pos}"]
+    whole = subprocess.run([*_tail(server, db, tmp_path, *where, "--until-end"), "-v"], stdout=subprocess.DEVNULL,
+                           stderr=subprocess.PIPE, timeout=300)
+    assert whole.returncode == 0, whole.stderr.decode()
+    huge = _held_at(whole.stderr.decode())
+    assert len(huge) == 3, whole.stderr.decode()  # the UPDATE, the rolled-back one, the mix
+    # Each run reads the binlog through a proxy that hands it on at 256 KiB a second, so that a huge
+    # transaction takes the run seconds, and is killed while it holds one in its temporary file (the
+    # file open in /proc/PID/fd) once it has said (-v) that its n-th one went there: the first huge
+    # transaction after where it starts, then the second, in turn, as long as one more is left
+    # after it should the run get past the n-th before it is seen holding it.
+    with TcpProxy(server.host, server.port, rate=256 << 10) as proxy:
+        slow = proxy.dsn(server.dsn("repl"))
+        for i in range(max(2, kills(4))):
+            resumed = (state / "checkpoint.json").exists()
+            after = (position_key(*_checkpoint(state)) if resumed else position_key(start.file, start.pos))
+            left = sum(1 for p in huge if p > after)
+            assert left, "every huge transaction is behind the checkpoint: no kill can land inside one"
+            n = min(1 + i % 2, max(1, left - 1))
+            with log.open("wb") as err:
+                proc = subprocess.Popen([*_tail(server, db, tmp_path, *([] if resumed else where), "--output",
+                                                str(out), "--checkpoint", str(state), dsn=slow),
+                                         "-v"], stdout=subprocess.DEVNULL, stderr=err)
+            kill_when(proc, functools.partial(_holds_huge, log, proc.pid, tmp_path / "spill", n),
+                      f"a huge transaction held in a temporary file, the run's number {n} or a later", log)
+    assert (state / "checkpoint.json").exists(), "no checkpoint was ever written"
     final = subprocess.run([*_tail(server, db, tmp_path, "--output", str(out), "--checkpoint", str(state)),
                             "--until-end"], capture_output=True, timeout=300)
     assert final.returncode == 0, final.stderr.decode()
@@ -131,3 +162,8 @@ def test_kill_9_inside_a_large_transaction_loses_and_repeats_nothing(server, tmp
     assert len({(c["file"], c["pos"], c["row"]) for c in changes}) == len(changes) == expected
     assert _replay(changes, before) == _table(server, db)
     assert list((tmp_path / "spill").iterdir()) == []
+
+
+def _checkpoint(state: Path) -> tuple[str, int]:
+    saved = json.loads((state / "checkpoint.json").read_text())["checkpoint"]
+    return saved["file"], int(saved["pos"])
