@@ -6,15 +6,16 @@ MERGE sources go to the staging folder and its change-log rows wait in a tempora
 commit time. The lake must be what it is with no parts at all: each mirror equal to SELECT and
 every change in the change log once (``exactly_once``), a transaction the binlog rolls back (an XA
 transaction prepared, so logged with its rows, then XA ROLLBACK) nowhere, and an ALTER TABLE right
-after a huge transaction applied to the mirror that transaction left. kill -9 at random moments
-while such batches run loses and repeats nothing.
+after a huge transaction applied to the mirror that transaction left; the rolled-back one leaves no
+change-log file and no temporary file. kill -9 while the tasks stage such a batch, and while the
+driver commits it, loses and repeats nothing.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import os
-import random
-import signal
 import subprocess
 import sys
 import time
@@ -31,7 +32,7 @@ from sluice.io.connection import Connection
 from sluice.io.replication import server_binlog_status
 from tests.conftest import TWO_FLAVORS, binlog_row_metadata, kills
 from tests.integration.exactly_once import exactly_once
-from tests.integration.huge_transactions import huge_table, huge_transactions
+from tests.integration.huge_transactions import huge_table, huge_transactions, kill_when
 
 pytestmark = pytest.mark.spark
 
@@ -59,6 +60,15 @@ def _run(server: Any, lake: Path, db: str, tmp: Path, *extra: str) -> list[str]:
             "--mirror-max-lag", "0", "--no-maintenance", "--config", str(config), *extra]
 
 
+def _new_files(folder: Path, pattern: str, since: float, count: int) -> bool:
+    """Whether ``folder`` holds ``count`` files matching ``pattern`` written at ``since`` or later."""
+    found = 0
+    for path in folder.glob(pattern):
+        with contextlib.suppress(FileNotFoundError):  # a staging folder goes after its batch
+            found += path.stat().st_mtime >= since
+    return found >= count
+
+
 def _split_transactions(lake: Path, db: str) -> int:
     """How many of ``db``'s transactions have their changes in more than one change-log file."""
     files: dict[str, set[str]] = {}
@@ -79,13 +89,18 @@ def test_huge_transactions_in_parts_give_the_lake_exactly(server, tmp_path):
     db = f"bigrun_{uuid.uuid4().hex[:8]}"
     huge_table(server, db, ROWS)
     lake = tmp_path / "lake"
-    first = subprocess.run(_run(server, lake, db, tmp_path, "--trigger", "once"), capture_output=True, timeout=600)
+    tmp = tmp_path / "tmp"  # the runs' TMPDIR, where their tasks' temporary files go
+    tmp.mkdir()
+    env = {**os.environ, "TMPDIR": str(tmp)}
+    first = subprocess.run(_run(server, lake, db, tmp_path, "--trigger", "once"), capture_output=True, timeout=600,
+                           env=env)
     assert first.returncode == 0, first.stderr.decode()[-3000:]
     with Connection.open(parse_dsn(server.dsn("root"))) as conn:
         status = server_binlog_status(conn)
     start = f"{status.file}:{status.pos}"
     expected = huge_transactions(server, db, ROWS, keys_move=True, alter=True)
-    again = subprocess.run(_run(server, lake, db, tmp_path, "--trigger", "once"), capture_output=True, timeout=600)
+    again = subprocess.run(_run(server, lake, db, tmp_path, "--trigger", "once"), capture_output=True, timeout=600,
+                           env=env)
     assert again.returncode == 0, again.stderr.decode()[-3000:]
     assert exactly_once(server, lake, db, start) == expected
     # Parts: each huge transaction's changes are in several change-log files.
@@ -96,6 +111,10 @@ def test_huge_transactions_in_parts_give_the_lake_exactly(server, tmp_path):
     assert sum(1 for r in log if r["db"] == db and r["op"] == "ddl") == 1
     staging = lake / "_sluice" / "staging"
     assert not staging.exists() or not any(staging.rglob("*.arrow")), "a batch's staging folder stayed"
+    # Nor did the rolled-back one leave a change-log file that no commit names, nor a temporary file.
+    named = {uri.removeprefix("file://") for uri in deltalake.DeltaTable(str(lake / "_sluice" / "changes")).file_uris()}
+    assert {str(p) for p in (lake / "_sluice" / "changes").glob("*.parquet")} == named
+    assert list(tmp.iterdir()) == []
 
 
 @pytest.mark.slow
@@ -108,17 +127,23 @@ def test_kill_9_inside_huge_transactions_in_parts_loses_and_repeats_nothing(serv
     first = subprocess.run(_run(server, lake, db, tmp_path, "--snapshot", "only"), capture_output=True, timeout=600)
     assert first.returncode == 0, first.stderr.decode()[-3000:]
     expected = huge_transactions(server, db, rows, keys_move=True, alter=True)
-    rng = random.Random(44)
-    env = dict(os.environ)
-    for _ in range(kills(3)):
-        proc = subprocess.Popen(_run(server, lake, db, tmp_path, "--trigger", "1s"), stdout=subprocess.DEVNULL,
-                                stderr=subprocess.PIPE, env=env)
-        time.sleep(rng.uniform(8.0, 20.0))
-        if proc.poll() is not None:
-            pytest.fail(f"sluice run exited by itself: {proc.stderr.read().decode()[-3000:]}")  # type: ignore[union-attr]
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait()
-        proc.stderr.close()  # type: ignore[union-attr]
+    # Each run is killed in the middle of the batch of the huge transactions: the first ones while its
+    # tasks stage it (a number of files of this run in the batch's staging folder, more each time),
+    # the last while the driver commits it (a data file of this run's MERGE in the mirror's folder).
+    log = tmp_path / "stderr"
+    times = kills(3)
+    for i in range(times):
+        since = time.time()
+        with log.open("wb") as err:
+            proc = subprocess.Popen(_run(server, lake, db, tmp_path, "--trigger", "1s"), stdout=subprocess.DEVNULL,
+                                    stderr=err)
+        if i < times - 1:
+            parts = 1 + 8 * i
+            kill_when(proc, functools.partial(_new_files, lake / "_sluice" / "staging", "*/*.arrow", since, parts),
+                      f"{parts} MERGE source files of this run in the batch's staging folder", log)
+        else:
+            kill_when(proc, functools.partial(_new_files, lake / db / "k", "*.parquet", since, 1),
+                      "a data file of this run's MERGE in the mirror's folder", log)
     final = subprocess.run(_run(server, lake, db, tmp_path, "--trigger", "once"), capture_output=True, timeout=900)
     assert final.returncode == 0, final.stderr.decode()[-3000:]
     # The snapshot holds the table before the transactions; the change log every change after it, once.
