@@ -25,7 +25,6 @@ import argparse
 import json
 import shutil
 import statistics
-import subprocess
 import sys
 import threading
 import time
@@ -38,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import decode
 import soak
-from tests.s3_proxy import KINDS, Answered, read_log, sequential_round_trips
+from tests.s3_proxy import KINDS, Answered, ProxyProcess, sequential_round_trips
 
 from sluice.dsn import parse_dsn
 from sluice.io.connection import Connection
@@ -49,33 +48,10 @@ from sluice.spark.pipeline.runner import Pipeline, PipelineConfig
 OUT = decode.OUT
 
 
-class Proxy:
-    """``tests/s3_proxy.py`` in a process of its own (its work shares no interpreter lock with the
-    pipeline's driver), holding each request ``latency`` seconds and logging it to a file."""
-
-    def __init__(self, upstream_port: int, latency: float, log: Path) -> None:
-        self.log, self.offset = str(log), 0
-        log.write_bytes(b"")
-        root = Path(__file__).resolve().parents[1]
-        self.proc = subprocess.Popen([sys.executable, "-m", "tests.s3_proxy", str(upstream_port), "--latency",
-                                      str(latency), "--log", self.log], cwd=root, stdout=subprocess.PIPE, text=True)
-        assert self.proc.stdout is not None
-        self.url = self.proc.stdout.readline().strip()
-
-    def take(self) -> list[Answered]:
-        """The requests answered since the last ``take``."""
-        answered, self.offset = read_log(self.log, self.offset)
-        return answered
-
-    def close(self) -> None:
-        self.proc.kill()
-        self.proc.wait()
-
-
 class CountingPipeline(Pipeline):
     """The pipeline, with each micro-batch's duration and the store requests made during it kept."""
 
-    proxy: Proxy | None
+    proxy: ProxyProcess | None
     batches: list[tuple[float, float, list[Answered]]]
 
     def _batch(self, df: Any, batch_id: int) -> None:
@@ -96,18 +72,40 @@ def area(key: str, prefix: str) -> str:
     return {"changes": "changes", "staging": "staging", "pending": "pending"}.get(part, "state")
 
 
+def log_object(key: str) -> str:
+    """What of a Delta table a request touches: ``commit`` (a ``_delta_log/N.json``), ``log`` (a LIST
+    of ``_delta_log``), ``last_checkpoint``, ``checkpoint`` (its Parquet), else ``data``."""
+    name = key.rsplit("/", 1)[-1]
+    if "/_delta_log/" not in key and not key.endswith("/_delta_log"):
+        return "data"
+    if not name:
+        return "log"
+    if name == "_last_checkpoint":
+        return "last_checkpoint"
+    if ".checkpoint" in name:
+        return "checkpoint"
+    return "commit" if name.endswith(".json") else "log"
+
+
 def per_batch(batches: list[list[Answered]], prefix: str) -> dict[str, Any]:
-    """Mean requests per batch by area and kind, and the sequential round trips per batch."""
+    """Mean requests per batch by area and kind, by what of a Delta table they touch, and the
+    sequential round trips per batch."""
     counts: Counter[tuple[str, str]] = Counter()
+    touched: Counter[tuple[str, str]] = Counter()
     for answered in batches:
         counts.update((area(a.key, prefix), a.kind) for a in answered)
+        touched.update((log_object(a.key), a.kind) for a in answered)
     n = max(1, len(batches))
     table: dict[str, dict[str, float]] = {}
     for (where, kind), count in sorted(counts.items()):
         table.setdefault(where, {})[kind] = round(count / n, 1)
+    objects: dict[str, dict[str, float]] = {}
+    for (what, kind), count in sorted(touched.items()):
+        objects.setdefault(what, {})[kind] = round(count / n, 1)
     trips = [sequential_round_trips(answered) for answered in batches]
     return {
         "requests_per_batch": table,
+        "requests_per_batch_by_object": objects,
         "requests_per_batch_total": round(sum(counts.values()) / n, 1),
         "sequential_round_trips": {"mean": round(statistics.mean(trips), 1) if trips else None,
                                    "p90": soak.quantile([float(t) for t in trips], 0.9),
@@ -120,7 +118,7 @@ def leg(args: argparse.Namespace, lake: str) -> dict[str, Any]:
     shutil.rmtree(workdir, ignore_errors=True)
     box = decode.Sandbox.start(args.flavor, workdir=workdir, settings=decode.SERVER_SETTINGS)
     s3 = S3Sandbox.start() if lake == "s3" else None
-    proxy = Proxy(s3.port, args.latency_ms / 1000, workdir / "requests.jsonl") if s3 is not None else None
+    proxy = ProxyProcess(s3.port, workdir / "requests.jsonl", args.latency_ms / 1000) if s3 is not None else None
     try:
         with Connection.open(parse_dsn(box.dsn("root"))) as conn:
             soak.fill(conn, args.rows)
@@ -194,6 +192,7 @@ def main() -> int:
         if "requests_per_batch" in r:
             print(f"  requests per batch: {r['requests_per_batch_total']} "
                   f"({', '.join(k for k in KINDS)} by area: {json.dumps(r['requests_per_batch'])})")
+            print(f"  by what they touch: {json.dumps(r['requests_per_batch_by_object'])}")
             print(f"  sequential round trips per batch: {r['sequential_round_trips']}")
     return 0
 

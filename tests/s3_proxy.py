@@ -5,11 +5,13 @@ ignore them. ``S3Proxy(port, before=hook)`` calls ``hook(request)`` with each re
 forwarding it; a hook that returns True drops the request unanswered (the client sees its
 connection close), which is how a test kills a writer at an exact request. ``latency`` (seconds)
 holds every request that long before it is forwarded, as a real store's round trip does, and
-``requests`` records each answered request (its kind, key and when it started and ended), so a
+``requests`` records each answered request (its kind, key, a LIST's prefix as its key, and when
+it started and ended), so a
 bench counts what a batch asks of the store (``RequestLog``). Give the proxy's ``url`` as
 ``AWS_ENDPOINT_URL``. ``python -m tests.s3_proxy UPSTREAM_PORT --latency S --log FILE`` runs it in a
 process of its own (so that its work shares no interpreter lock with the process it measures),
-prints its URL, and appends each answered request to FILE as a JSON line (``read_log``).
+prints its URL, and appends each answered request to FILE as a JSON line (``read_log``);
+``ProxyProcess`` starts it so and reads its log.
 """
 
 from __future__ import annotations
@@ -18,7 +20,10 @@ import argparse
 import http.client
 import http.server
 import json
+import os
 import socketserver
+import subprocess
+import sys
 import threading
 import time
 import urllib.parse
@@ -27,7 +32,8 @@ from dataclasses import dataclass
 from typing import Any
 
 __all__ = [
-    "KINDS", "Answered", "RequestLog", "S3Proxy", "S3Request", "read_log", "request_kind", "sequential_round_trips",
+    "KINDS", "Answered", "ProxyProcess", "RequestLog", "S3Proxy", "S3Request", "read_log", "request_key",
+    "request_kind", "sequential_round_trips",
 ]
 
 #: The kinds of request a lake makes, as ``request_kind`` names them.
@@ -62,6 +68,16 @@ def request_kind(method: str, path: str, headers: dict[str, str]) -> str:
     if method == "POST" and "delete" in query:
         return "DELETE"
     return method
+
+
+def request_key(kind: str, path: str) -> str:
+    """The decoded key a request names: its object's, or for a LIST the bucket and the prefix it
+    lists (``/bucket/db/t/_delta_log/``), so a LIST is told apart by the table it looks at."""
+    bucket, _, query = path.partition("?")
+    if kind == "LIST":
+        prefix = urllib.parse.parse_qs(query, keep_blank_values=True).get("prefix", [""])[0]
+        return urllib.parse.unquote(bucket).rstrip("/") + "/" + prefix
+    return urllib.parse.unquote(bucket)
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,8 +173,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self.close_connection = True
             return
         kind = request_kind(self.command, self.path, {k.lower(): v for k, v in headers.items()})
-        self.log.add(Answered(kind, urllib.parse.unquote(self.path.split("?", 1)[0]), response.status, started,
-                              time.monotonic()))
+        self.log.add(Answered(kind, request_key(kind, self.path), response.status, started, time.monotonic()))
 
     do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = _forward
 
@@ -187,6 +202,37 @@ class S3Proxy:
         self._server.server_close()
 
     def __enter__(self) -> S3Proxy:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+
+class ProxyProcess:
+    """The proxy in a process of its own, holding each request ``latency`` seconds and logging it to
+    ``log``: a process that calls delta-rs must not serve the proxy itself (delta-rs holds the
+    interpreter lock in some calls while it waits for the store). ``take()`` as ``RequestLog``'s."""
+
+    def __init__(self, upstream_port: int, log: str | os.PathLike[str], latency: float = 0.0) -> None:
+        self.log, self.offset = str(log), 0
+        with open(self.log, "wb"):
+            pass
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        self.proc = subprocess.Popen([sys.executable, "-m", "tests.s3_proxy", str(upstream_port), "--latency",
+                                      str(latency), "--log", self.log], cwd=root, stdout=subprocess.PIPE, text=True)
+        assert self.proc.stdout is not None
+        self.url = self.proc.stdout.readline().strip()
+
+    def take(self) -> list[Answered]:
+        """The requests answered since the last ``take``."""
+        answered, self.offset = read_log(self.log, self.offset)
+        return answered
+
+    def close(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
+
+    def __enter__(self) -> ProxyProcess:
         return self
 
     def __exit__(self, *_exc: object) -> None:
