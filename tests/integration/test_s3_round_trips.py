@@ -1,15 +1,24 @@
 """The S3 proxy in front of the real S3 test server: it records what a lake's writes ask of the store
-and holds each request for the latency it is given, as the round-trip bench needs."""
+and holds each request for the latency it is given, as the round-trip bench needs; and what a steady
+batch of the pipeline asks of the store about each table's log, counted through it."""
 
 from __future__ import annotations
 
 import time
+import uuid
+from typing import Any
 
 import pyarrow as pa
+import pytest
 from deltalake import DeltaTable, write_deltalake
 
+from sluice.dsn import parse_dsn
+from sluice.io.connection import Connection
+from sluice.io.replication import server_binlog_status
+from sluice.lake.maintenance.steps import MaintenanceConfig
 from sluice.sandbox.s3 import S3Sandbox
-from tests.s3_proxy import S3Proxy, sequential_round_trips
+from sluice.spark.pipeline.runner import Pipeline, PipelineConfig
+from tests.s3_proxy import Answered, ProxyProcess, S3Proxy, sequential_round_trips
 
 
 def test_the_proxy_records_a_delta_write_and_holds_each_request(s3_server: S3Sandbox):
@@ -31,3 +40,71 @@ def test_the_proxy_records_a_delta_write_and_holds_each_request(s3_server: S3San
     assert 1 <= trips <= len(answered)
     assert all(a.ended - a.started >= latency for a in answered)
     assert elapsed >= trips * latency  # the chain's requests waited one after another
+
+
+class _CountingPipeline(Pipeline):
+    """The pipeline, with the requests the store answered during each micro-batch kept."""
+
+    proxy: ProxyProcess
+    counted: list[list[Answered]]
+
+    def _batch(self, df: Any, batch_id: int) -> None:
+        self.proxy.take()  # between batches: not this batch's
+        super()._batch(df, batch_id)
+        self.counted.append(self.proxy.take())
+
+
+@pytest.mark.spark
+@pytest.mark.mysql
+def test_a_steady_batch_reads_back_no_log_but_its_own_commits(spark, mysql_server, s3_server, tmp_path):
+    """The pipeline holds the lake's lease, so after its first batches it reads no table's log state
+    before a batch: each table moves by the pipeline's own commits. What a steady batch asks of the
+    store about a table's log is then what its commits make delta-rs ask: per commit a LIST before it
+    (the conflict check) and one after it (the new version read back), plus for the change log, whose
+    commit delta-rs does not apply to the table object, one more to load that version. Before, every
+    batch looked at each table's ``_last_checkpoint`` and listed its log again several times."""
+    db = f"rt_{uuid.uuid4().hex[:8]}"
+    with Connection.open(parse_dsn(mysql_server.dsn("root"))) as conn:
+        conn.execute(f"CREATE DATABASE {db}")
+        conn.execute(f"CREATE TABLE {db}.t (id INT PRIMARY KEY, v INT)")
+        for i in range(1, 21):
+            conn.execute(f"INSERT INTO {db}.t VALUES ({i}, {i})")
+        # the stream from here: its first batch makes the mirror, which maintenance then looks at once
+        # (and has its commits leave the log's cleanup to the checkpoints)
+        start = server_binlog_status(conn)
+        for i in range(1, 101):
+            conn.execute(f"UPDATE {db}.t SET v = v + 1 WHERE id = {i % 20 + 1}")
+        with ProxyProcess(s3_server.port, tmp_path / "requests.jsonl") as proxy:
+            options = {**s3_server.storage_options(), "AWS_ENDPOINT_URL": proxy.url}
+            lake = f"s3://{s3_server.bucket}/{db}"
+            config = PipelineConfig(
+                source=mysql_server.dsn("repl"), lake=lake, tables=rf"{db}\..*", trigger="once",
+                starting_position=f"{start.file}:{start.pos}", max_rows_per_batch=10,
+                storage=tuple(options.items()), checkpoint_dir=str(tmp_path / "checkpoint"),
+                maintenance=MaintenanceConfig(look_interval=3600.0),  # its looks after the first: none here
+            )
+            pipeline = _CountingPipeline(config)
+            pipeline.proxy, pipeline.counted = proxy, []
+            assert pipeline.run(handle_signals=False).rows == 100
+        direct = s3_server.storage_options()  # the proxy is gone
+        mirror = {r["id"]: r["v"] for r in DeltaTable(f"{lake}/{db}/t", storage_options=direct).to_pyarrow_table()
+                  .to_pylist()}
+        expected: list[Any] = conn.query(f"SELECT id, v FROM {db}.t").rows
+        assert mirror == {int(i): int(v) for i, v in expected}
+        conn.execute(f"DROP DATABASE {db}")
+    steady = [answered for answered in pipeline.counted[3:] if answered]  # the first looks and settings done
+    assert len(steady) >= 4, f"only {len(steady)} steady batches: the test needs more"
+
+    def count(kind: str, part: str) -> int:
+        return sum(1 for answered in steady for a in answered if a.kind == kind and part in a.key)
+
+    n = len(steady)
+    assert count("GET", "/_last_checkpoint") == 0  # no table's log state looked up afresh
+    assert count("LIST", f"/{db}/{db}/t/_delta_log/") <= 2 * n  # the mirror's MERGE: before and after it
+    assert count("LIST", f"/{db}/_sluice/changes/_delta_log/") <= 3 * n  # and the change log's version loaded
+    commits = sum(1 for answered in steady for a in answered if a.kind == "PUT" and "/_delta_log/0" in a.key)
+    assert commits == 2 * n  # each batch: the mirror's MERGE and the change log's commit
+    # each commit's entry read back twice by delta-rs, the change log's twice more as its version is
+    # loaded, and never again; the fence's look for a commit after this writer's is the one that finds nothing
+    assert count("GET", "/_delta_log/0") <= 2 * 2 * n + 2 * n + n
+    assert sum(1 for answered in steady for a in answered if a.status == 404 and "/_delta_log/0" in a.key) == n

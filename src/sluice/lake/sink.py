@@ -100,6 +100,18 @@ class DeltaLake:
         made it again at its path (``sluice.lake.kept_table``)."""
         self._kept.forget()
 
+    def sole_writer(self) -> None:
+        """From now on this writer alone commits to the lake (it holds its lease, ``sluice.lake.lease``):
+        each table is read once more and then moved by its own commits (``sluice.lake.kept_table``)."""
+        if not self._kept.sole:
+            self._kept.forget()
+            self._kept.sole = True
+
+    def stale(self, path: str) -> None:
+        """The table at ``path`` was committed to through another handle (a maintenance step):
+        its kept table reads the new commits at its next use."""
+        self._kept.stale(path)
+
     def current(self, path: str) -> DeltaTable | None:
         """The Delta table at ``path`` in the lake as of its newest version, None when there is none:
         kept between calls and brought up to date (its new commits read) at each."""
@@ -188,8 +200,8 @@ class DeltaLake:
         committed = self.committed_batch()
         done = committed is not None and committed >= batch_id
         existing = self._kept.get(self.changelog_path).last_read  # as committed_batch() just read it
-        if fence is not None and not done:
-            fence(existing)
+        if not done:
+            done, existing = self._fenced(batch_id, existing, fence)
         log = changelog
         if not done and files is None and log is None:
             log = changelog_table(batch_id, [c for tb in tables for c in tb.changes])
@@ -211,7 +223,7 @@ class DeltaLake:
                                custom_metadata={**metadata, **self.seq.metadata(high)} or None)
         before = None if existing is None else existing.version()
         if files is not None:
-            self._commit_changelog(batch_id, files, txn, existing)
+            before = self._commit_changelog(batch_id, files, txn, existing) - 1
             rows = sum(json.loads(f.stats)["numRecords"] for f in files)
         else:
             assert log is not None
@@ -231,11 +243,39 @@ class DeltaLake:
         the mirror; the rows MERGEd."""
         return self.mirrors.flush(db, table)
 
+    def _fenced(self, batch_id: int, existing: DeltaTable | None,
+                fence: Callable[[DeltaTable | None], None] | None) -> tuple[bool, DeltaTable | None]:
+        """Run ``fence`` on the change log as this writer last left it and, side by side, look for a
+        commit after that version that is not this writer's (a sole writer lists no log before a
+        batch; ``sluice.lake.kept_table``). When there is one, the change log is read again and the
+        fence runs on it. Whether the batch is in the change log, and the change log as read."""
+        kept = self._kept.get(self.changelog_path)
+        probe = None
+        if self._kept.sole and existing is not None:
+            entry = f"{self.changelog_path}/_delta_log/{existing.version() + 1:020d}.json"
+            probe = partial(self.store.get, self.store.key(entry))
+        if probe is None:
+            if fence is not None:
+                fence(existing)
+            return False, existing
+        steps: list[Callable[[], object]] = [probe, partial(fence or (lambda _log: None), existing)]
+        if run_at_once(steps, 2)[0] is None:  # no log entry after this writer's last commit
+            return False, existing
+        kept.stale()  # another commit: read the change log as it stands, and fence again on it
+        committed = self.committed_batch()
+        if committed is not None and committed >= batch_id:
+            return True, kept.last_read
+        existing = kept.last_read
+        if fence is not None:
+            fence(existing)
+        return False, existing
+
     def _commit_changelog(self, batch_id: int, files: Sequence[AddAction], txn: CommitProperties,
-                          table: DeltaTable | None) -> None:
-        """Commit change-log files already in its folder (none still records the batch) to ``table``."""
+                          table: DeltaTable | None) -> int:
+        """Commit change-log files already in its folder (none still records the batch) to ``table``;
+        the version committed."""
         try:
-            commit_files(self.changelog_path, files, txn, table, self.options)
+            return commit_files(self.changelog_path, files, txn, table, self.options)
         except DeltaError as exc:
             raise commit_error("the change log", batch_id, exc) from exc
 

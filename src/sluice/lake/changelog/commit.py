@@ -27,12 +27,13 @@ _CHANGELOG_WRITER: Final = WriterProperties(compression="ZSTD", compression_leve
 
 
 def commit_files(path: str, files: Sequence[AddAction], txn: CommitProperties, table: DeltaTable | None,
-                 options: dict[str, str] | None) -> None:
-    """Commit change-log files already in its folder (``path``) to ``table`` (None: no change log yet)."""
+                 options: dict[str, str] | None) -> int:
+    """Commit change-log files already in its folder (``path``) to ``table`` (None: no change log yet);
+    the version committed. ``table`` stays as it was (delta-rs does not move it to the new version)."""
     if table is None:
         create_table_with_add_actions(path, DeltaSchema.from_arrow(CHANGELOG_SCHEMA), list(files),
                                       mode="append", commit_properties=txn, storage_options=options)
-        return
+        return 0
     have = {f.name for f in table.schema().fields}
     if not set(CHANGELOG_SCHEMA.names) <= have:
         # A change log from before a column existed: add it first (files are committed as they are,
@@ -41,6 +42,7 @@ def commit_files(path: str, files: Sequence[AddAction], txn: CommitProperties, t
                         storage_options=options)
         table = DeltaTable(path, storage_options=options)
     table.create_write_transaction(list(files), "append", CHANGELOG_SCHEMA, commit_properties=txn)
+    return table.version() + 1
 
 
 def append_rows(target: str | DeltaTable, log: pa.Table, txn: CommitProperties,

@@ -185,7 +185,11 @@ class MirrorCommits:
     def _execute(self, p: TablePlan, batch_id: int, txn: CommitProperties) -> TableResult:
         """Run a table's MERGE; the kept mirror remembers the batch when the MERGE is its one commit."""
         before = None if p.dt is None or p.add else p.dt.version()  # columns added first: two commits
-        result = p.execute(batch_id, txn)
+        try:
+            result = p.execute(batch_id, txn)
+        finally:
+            if p.add:  # committed through another table object: the kept one reads the log again
+                self.kept.stale(p.path)
         self.remember(p.path, before, batch_id)
         return result
 
@@ -204,9 +208,12 @@ class MirrorCommits:
         pieces = pending.pieces() if dt is not None and pending.rows > self.cadence.pass_rows else []
         key = primary_key_of(pieces[0].schema) if pieces else ()
         if dt is not None and pieces and integer_key(pieces[0].schema, key) and unwritable(dt) is None:
-            self._guard(f"the mirror of {db}.{table}", batch_id, lambda: merge_in_passes(
-                dt, self.store.mirror(db, table), self.store, pieces, key[0], app_id=self.app_id, batch_id=None,
-                file_rows=self.cadence.pass_rows, change_feed=has_change_feed(dt)))
+            try:
+                self._guard(f"the mirror of {db}.{table}", batch_id, lambda: merge_in_passes(
+                    dt, self.store.mirror(db, table), self.store, pieces, key[0], app_id=self.app_id, batch_id=None,
+                    file_rows=self.cadence.pass_rows, change_feed=has_change_feed(dt)))
+            finally:  # its commit is written beside the table object: the kept one reads the log again
+                self.kept.stale(self.store.mirror(db, table))
             self._guard(f"the pending changes of {db}.{table}", batch_id, lambda: pending.clear(None))
             self.waiting.pop(f"{db}.{table}", None)
             return

@@ -121,6 +121,7 @@ class HistoryCommits:
             if p.add:
                 dt.alter.add_columns(list(DeltaSchema.from_arrow(mirror_schema(p.add)).fields))
                 dt = DeltaTable(p.path, storage_options=options)
+                self.mirrors.kept.stale(p.path)  # committed beside the kept table object: read again
             before = dt.version() if not p.add else None
             _merge(dt, p.source, hb.primary_key, txn)
         except DeltaError as exc:

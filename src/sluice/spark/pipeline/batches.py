@@ -84,6 +84,7 @@ class BatchCommits:
         started = time.monotonic()
         staging = self.store.staging(batch_id)
         try:
+            self.lake.sole_writer()  # the stream runs under the lease: each table read once, then moved by its commits
             done = self.lake.committed_batch()
             if done is not None and done >= batch_id:  # replayed after a crash: whole in the lake already
                 self.stats.skipped_batches += 1

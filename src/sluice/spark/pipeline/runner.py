@@ -109,7 +109,7 @@ class Pipeline(BatchCommits):
                 "(the end of that change's transaction)")
         self.lake = DeltaLake(self.store, self.app_id, change_feed=config.change_feed, cadence=config.mirror)
         self.upkeep = Upkeep(self.lake.store, config.maintenance, progress=self.progress,
-                             open_table=self.lake.current)
+                             open_table=self.lake.current, committed_to=self.lake.stale)
         self.ddl = BatchDdl(self.lake, self.history_path, config.tables, config.exclude_tables, self.progress,
                             config.columns, config.routes)
         self.history_feed = HistoryFeed(config.history, self.store, config.columns)  # --history: SCD type 2

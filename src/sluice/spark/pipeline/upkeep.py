@@ -11,8 +11,9 @@ next boundary. A look costs a read of the table's log, so a table that needed no
 looked at again for ``look_interval`` seconds (one that had steps run is, for its new sizes): a
 step becomes due only after many commits, and a boundary then costs nothing for most tables.
 A look at a table the pipeline writes (a mirror, the change log, a pending table) reads only its
-commits since the last look, through the table the writer keeps between batches (``open_table``);
-an archived mirror, which no batch writes and a user may remove, is read whole.
+commits since the last look, through the table the writer keeps between batches (``open_table``),
+and after a step commits to it the writer hears so (``committed_to``) and reads that commit before
+its next batch; an archived mirror, which no batch writes and a user may remove, is read whole.
 A table whose commits still clean its log themselves (Delta's default, which lists the whole log
 after each commit) is set to leave that to the checkpoint step, once, after its first look
 (``maintenance.leave_log_cleanup``).
@@ -54,7 +55,8 @@ class Upkeep:
     def __init__(self, lake: str | Lake, config: MaintenanceConfig, *,
                  progress: Callable[[str], None] | None = None, metrics: Any = None,
                  clock: Callable[[], float] = time.monotonic,
-                 open_table: Callable[[str], DeltaTable | None] | None = None) -> None:
+                 open_table: Callable[[str], DeltaTable | None] | None = None,
+                 committed_to: Callable[[str], None] | None = None) -> None:
         self.lake = open_lake(lake)
         self.config = config
         self.storage_options = self.lake.delta_options()
@@ -63,6 +65,7 @@ class Upkeep:
         self.clock = clock
         # a table URI -> the table at its newest version (None: gone); by default read whole at each look
         self.open_table = open_table or self._read_whole
+        self.committed_to = committed_to or (lambda _uri: None)  # a table URI a step committed to
         self._tables: list[LakeTable] = []
         self._scanned: float | None = None
         self._next = 0  # index in _tables of the table whose turn is next
@@ -133,6 +136,7 @@ class Upkeep:
             try:
                 result = run_step(step, table, config, self.storage_options, dt=dt)
             except MaintenanceError as exc:
+                self.committed_to(table.uri)  # it may have committed before it failed
                 self.failures += 1
                 self.progress(f"maintenance: {exc}")
                 if self.metrics is not None:
@@ -142,10 +146,12 @@ class Upkeep:
                 if step == "vacuum":
                     self._vacuumed[table.uri] = self.clock()  # a failed one too: tried again a day later
             self.steps_run += 1
+            self.committed_to(table.uri)
             log.info("maintenance: %s: %s (%.2fs)", table.name, result.summary, self.clock() - began)
             if self.metrics is not None:
                 self.metrics.maintained(step, time.time())
         if state.commit_cleanup:
+            self.committed_to(table.uri)  # the setting is a commit (it is read before the next batch either way)
             try:
                 leave_log_cleanup(table, self.storage_options, dt=dt)
             except MaintenanceError as exc:  # its commits go on cleaning the log: slower, never wrong
