@@ -6,7 +6,9 @@ id and the lake's storage options as the job's local properties (``sluice.spark.
 and commits what they staged: the DDL first (re-reading a table a DDL cannot be followed on), then
 the histories of the tables that keep one (``sluice.spark.pipeline.history_feed``), each table's
 MERGE or pending append and the change log last, fenced against another writer
-(``sluice.spark.pipeline.fence``). It then counts the batch (``PipelineStats``, the metrics) and
+(``sluice.spark.pipeline.fence``). The staged files, read into the table batches before the first
+commit, are removed side by side with the commits (on an object store a LIST and a DELETE that the
+batch need not wait for in turn). It then counts the batch (``PipelineStats``, the metrics) and
 gives maintenance its turn. The query's lifecycle, the attributes these methods read, is
 ``Pipeline``'s (``sluice.spark.pipeline.runner``).
 """
@@ -73,6 +75,7 @@ class BatchCommits:
     _filter: SnapshotFilter | None
     _lag_checked: float
     _spark: Any
+    _clearing: tuple[threading.Thread, list[BaseException]] | None = None  # the staged files being removed
 
     def _batch(self, df: Any, batch_id: int) -> None:
         if self._stop.is_set():
@@ -110,7 +113,7 @@ class BatchCommits:
                 raise self.error from exc
             raise
         finally:
-            self.store.delete_prefix(self.store.key(staging))
+            self._staging_removed(staging)
         if written is not None:
             log.info("batch %d: tasks %.2fs, the driver's commits %.2fs", batch_id, committing - started,
                       time.monotonic() - committing)
@@ -145,6 +148,8 @@ class BatchCommits:
         tables = table_batches(history, self.store, batch.tables, rows_of, self._filter, cfg.columns, cfg.routes,
                                table_filter(cfg.tables, cfg.exclude_tables), self._mirror_names,
                                lazy_rows=cfg.mirror.pass_rows)
+        if not any(tb.pieces for tb in tables):  # all read (pieces are read by their MERGE): removed
+            self._remove_staging(batch_id)  # side by side with the commits
         self.state.save_history()  # before the commit: a batch in the lake is typed by a history in the lake
         position = batch.range_end()
         source = position.source if position is not None else None
@@ -173,6 +178,30 @@ class BatchCommits:
             self._lag_checked = time.monotonic()
             stats.lag_bytes = self._lag_bytes(last_file, last_pos)
         return BatchWritten([c for c in counts if c[2]], len(batch.ddls), last_file, last_pos)
+
+    def _remove_staging(self, batch_id: int) -> None:
+        """Remove the batch's staged files on a thread of their own (``_staging_removed`` waits for it)."""
+        staging, failed = self.store.key(self.store.staging(batch_id)), []
+
+        def remove() -> None:
+            try:
+                self.store.delete_prefix(staging)
+            except BaseException as exc:
+                failed.append(exc)
+
+        thread = threading.Thread(target=remove, name="sluice-staging", daemon=True)
+        thread.start()
+        self._clearing = (thread, failed)
+
+    def _staging_removed(self, staging: str) -> None:
+        """The batch's staged files are gone once this returns (removed here unless being removed)."""
+        clearing, self._clearing = self._clearing, None
+        if clearing is None:
+            self.store.delete_prefix(self.store.key(staging))
+            return
+        clearing[0].join()
+        if clearing[1]:
+            raise clearing[1][0]
 
     def _mirror_names(self, name: tuple[str, str]) -> list[str] | None:
         """The column names of a mirror as the lake holds it (kept between batches), None: no mirror."""

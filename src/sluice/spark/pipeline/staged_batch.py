@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -22,6 +23,7 @@ from sluice.binlog.position import Checkpoint, furthest, position_key
 from sluice.cdc.routes import Routes
 from sluice.cdc.schema import SchemaHistory
 from sluice.errors import ConfigError
+from sluice.lake.at_once import run_at_once
 from sluice.lake.changelog.rows import to_row_changes
 from sluice.lake.data_files import add_action
 from sluice.lake.mirror.batch import TableBatch
@@ -91,7 +93,8 @@ class StagedBatch:
 
 def table_batch(history: SchemaHistory, store: LakeStore, db: str, name: str, parts: list[TableSource],
                 rows_of: Callable[[str, str], pa.Table], snapshot_filter: SnapshotFilter | None = None,
-                columns: Any = None, *, per_row: bool = False, lazy_rows: int | None = None) -> TableBatch:
+                columns: Any = None, *, per_row: bool = False, lazy_rows: int | None = None,
+                read: dict[str, Any] | None = None) -> TableBatch:
     """A table's changes in the batch, typed by the schema in force at its first change: its staged
     MERGE sources folded over the ranges (less what a snapshot holds already, ``keep_source``), or
     its rows read back from the staged change log for the per-row path (no source staged, a layout
@@ -99,7 +102,8 @@ def table_batch(history: SchemaHistory, store: LakeStore, db: str, name: str, pa
     ``columns``: the ``ColumnRules`` the table's mirror follows; ``per_row``: take the per-row path
     (a table routed into a mirror with another table that takes it); ``lazy_rows``: a table with more
     changes than this, staged whole, keyed on one integer column and not judged by a snapshot filter,
-    keeps its sources on the lake as pieces, MERGEd in passes (``sluice.lake.mirror.passes``)."""
+    keeps its sources on the lake as pieces, MERGEd in passes (``sluice.lake.mirror.passes``);
+    ``read``: staged files read already (``read_staged``), by path."""
 
     first_file, first_pos = parts[0].first_file, parts[0].first_pos
     catalog = history.catalog_at(first_file, first_pos) or history.latest()
@@ -124,7 +128,8 @@ def table_batch(history: SchemaHistory, store: LakeStore, db: str, name: str, pa
                 and integer_key(mirror_schema(columns), primary_key)):
             pieces = tuple(StagedPiece(store, path, AFTER_PENDING + i) for i, path in enumerate(staged))
             return TableBatch(db, name, columns, primary_key, (), None, n, pieces)
-        sources = [pa.ipc.open_file(store.read_file(path)).read_all() for path in staged]
+        sources = [pa.ipc.open_file(read[path] if read and path in read else store.read_file(path)).read_all()
+                   for path in staged]
         folded = fold_sources(sources, primary_key)
         source = folded if covering is None else covering.keep_source(db, name, primary_key, folded)
         if covering is not None and source is not None:
@@ -145,6 +150,14 @@ def table_batch(history: SchemaHistory, store: LakeStore, db: str, name: str, pa
     return TableBatch(db, name, columns, primary_key, changes)
 
 
+def read_staged(store: LakeStore, paths: list[str]) -> dict[str, Any]:
+    """The staged MERGE sources at ``paths``, read side by side on an object store (one round trip
+    for all of them, not one per file); nothing on a local path, whose files are mapped as read."""
+    if not store.remote or len(paths) < 2:
+        return {}
+    return dict(zip(paths, run_at_once([partial(store.read_file, p) for p in paths], 8), strict=True))
+
+
 def table_batches(history: SchemaHistory, store: LakeStore, tables: dict[tuple[str, str], list[TableSource]],
                   rows_of: Callable[[str, str], pa.Table], snapshot_filter: SnapshotFilter | None = None,
                   columns: Any = None, routes: Routes | None = None,
@@ -159,19 +172,22 @@ def table_batches(history: SchemaHistory, store: LakeStore, tables: dict[tuple[s
     ``lazy_rows``: ``table_batch``'s, for the tables not routed."""
     out: list[TableBatch] = []
     groups: dict[tuple[str, str], list[tuple[str, str, list[TableSource]]]] = {}
+    read = read_staged(store, [p.path for parts in tables.values() if lazy_rows is None
+                               or sum(p.rows for p in parts) <= lazy_rows for p in parts if p.path])
     for (db, name), parts in tables.items():
         target = routes.target(db, name) if routes is not None else None
         if target is None:
             out.append(table_batch(history, store, db, name, parts, rows_of, snapshot_filter, columns,
-                                   lazy_rows=lazy_rows))
+                                   lazy_rows=lazy_rows, read=read))
         else:
             groups.setdefault(target, []).append((db, name, parts))
     for target, shards in groups.items():
         assert routes is not None
-        batches = [table_batch(history, store, db, name, parts, rows_of, snapshot_filter, columns)
+        batches = [table_batch(history, store, db, name, parts, rows_of, snapshot_filter, columns, read=read)
                    for db, name, parts in shards]
         if len({b.source is None for b in batches if b.change_count}) > 1:  # one fold for the mirror
-            batches = [table_batch(history, store, db, name, parts, rows_of, snapshot_filter, columns, per_row=True)
+            batches = [table_batch(history, store, db, name, parts, rows_of, snapshot_filter, columns, per_row=True,
+                                   read=read)
                        for db, name, parts in shards]
         first = min((p for _, _, parts in shards for p in parts), key=lambda p: position_key(p.first_file, p.first_pos))
         catalog = history.catalog_at(first.first_file, first.first_pos) or history.latest()
