@@ -32,7 +32,7 @@ import deltalake
 import pytest
 
 from sluice.binlog.position import position_key
-from sluice.cdc.column_rules import column_rules, hash_value
+from sluice.cdc.column_rules import column_rules, hash_value, sealed
 from sluice.dsn import parse_dsn
 from sluice.io.connection import Connection
 from sluice.lake.mirror.versions import END_AT, END_SEQ, START_AT, START_SEQ
@@ -247,7 +247,8 @@ def test_history_keeps_every_version_exactly_once_through_a_kill(server, tmp_pat
 
 def _check_hashed_users(conn: Any, lake: Path, db: str) -> None:
     """``db.u``'s mirror and history are keyed on the email's HMAC, hold no email and no ssn, and
-    its snapshot was read in several chunks while the writer changed keys before their high watermarks."""
+    its snapshot was read in several chunks, their bounds sealed in ``snapshot.json``, while the
+    writer changed keys before their high watermarks."""
     emails = [r[0] for r in conn.query(f"SELECT email FROM {db}.u").rows]
     mirror = deltalake.DeltaTable(str(lake / db / "u")).to_pyarrow_table()
     assert mirror.column_names == ["email", "v"]
@@ -259,9 +260,11 @@ def _check_hashed_users(conn: Any, lake: Path, db: str) -> None:
     log = [r for r in deltalake.DeltaTable(str(lake / "_sluice" / "changes")).to_pyarrow_table().to_pylist()
            if r["db"] == db and r["table"] == "u" and r["op"] != "ddl"]
     assert not [r for r in log if "@" in (r["before"] or "") + (r["after"] or "") or "123-45" in (r["after"] or "")]
-    state = json.loads((lake / "_sluice" / "snapshot.json").read_text())
+    text = (lake / "_sluice" / "snapshot.json").read_text()
+    assert "example.com" not in text  # the chunks' bounds, emails, are sealed
+    state = json.loads(text)
     table = state["tables"][f"{db}.u"]
-    assert len(table["chunks"]) > 3
+    assert len(table["chunks"]) > 3 and all(sealed(c) for c in table["chunks"])
     start = position_key(state["start"]["file"], state["start"]["pos"])
     highs = [position_key(d["high"]["file"], d["high"]["pos"]) for d in table["done"].values()]
     during = [r for r in log if r["op"] != "read" and start <= position_key(r["file"], r["pos"]) < max(highs)]

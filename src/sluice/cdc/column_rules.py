@@ -18,13 +18,21 @@ without their key cannot be told apart. A partial JSON update of a hashed column
 A lake records the rules its mirrors were written with (``rules_record``: the two regexes and a
 check of the key, 16 hex digits of its HMAC of a fixed text, from which the key cannot be found), and
 ``rules_difference`` says how other rules differ from that record.
+
+A snapshot cuts a table whose key is hashed into chunks on the key's own values, whose bounds the
+lake keeps (``snapshot.json``): ``seal_chunk`` seals them, AES-GCM under a key derived from the hash
+key (its HMAC of another fixed text), each bound bound to its chunk's name and side, and
+``open_chunk`` opens them; another key is a ``ConfigError``.
 """
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import hmac
+import json
 import re
+import secrets
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -33,9 +41,11 @@ from sluice.cdc.records import RowChange
 from sluice.cdc.schema.model import ColumnDef, TableSchema
 from sluice.errors import ConfigError, SchemaError
 
-__all__ = ["ColumnRules", "column_rules", "hash_value", "rules_difference", "rules_record"]
+__all__ = ["ColumnRules", "column_rules", "hash_value", "open_chunk", "rules_difference", "rules_record", "sealed"]
 
 _KEY_CHECK = b"sluice: the check of a column hash key"
+_SEAL = b"sluice: the seal of snapshot chunk bounds"
+_SIDES = ("lower", "upper")
 
 
 def hash_value(key: bytes, value: Any) -> str | None:
@@ -133,6 +143,16 @@ class ColumnRules:
                                      collation="ascii_general_ci", visible=c.visible) if rule == "hash" else c)
         return replace(schema, columns=tuple(columns))
 
+    def seal_chunk(self, chunk: dict[str, Any]) -> dict[str, Any]:
+        """A chunk's JSON (``Chunk.to_json``) with its bounds sealed (module docstring)."""
+        out = dict(chunk)
+        for side in _SIDES:
+            if chunk[side] is not None:
+                nonce = secrets.token_bytes(12)
+                text = _aead(self.key).encrypt(nonce, json.dumps(chunk[side]).encode("utf-8"), _where(chunk, side))
+                out[side] = {"sealed": base64.b64encode(nonce + text).decode("ascii")}
+        return out
+
     def mask_row(self, db: str, table: str, row: dict[str, Any]) -> dict[str, Any]:
         """A row of values by column name (a snapshot's, a key-less table's read) as the lake keeps it."""
         names = tuple(row)
@@ -185,3 +205,43 @@ def rules_difference(recorded: dict[str, Any], rules: ColumnRules | None) -> str
 
 def _shown(pattern: str | None) -> str:
     return "none" if pattern is None else repr(pattern)
+
+
+def _aead(key: bytes) -> Any:
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+    return AESGCM(hmac.new(key, _SEAL, hashlib.sha256).digest())
+
+
+def _where(chunk: dict[str, Any], side: str) -> bytes:
+    return f"{chunk['db']}.{chunk['table']}#{chunk['index']}:{side}".encode()
+
+
+def sealed(chunk: dict[str, Any]) -> bool:
+    """Whether a chunk's JSON holds sealed bounds (``ColumnRules.seal_chunk``)."""
+    return any(isinstance(chunk.get(side), dict) for side in _SIDES)
+
+
+def open_chunk(rules: ColumnRules | None, chunk: dict[str, Any]) -> dict[str, Any]:
+    """A chunk's JSON with its sealed bounds opened under ``rules``' key (as it is when none are
+    sealed); no key, or another key than the one that sealed them, is a ``ConfigError``."""
+    if not sealed(chunk):
+        return chunk
+    name = f"{chunk['db']}.{chunk['table']}"
+    remedy = ("its key is hashed and the lake keeps its snapshot's chunk bounds sealed under the hash key: give "
+              "the lake's --hash-columns key in the config file's [columns] table")
+    if rules is None or not rules.key:
+        raise ConfigError(f"{name}: {remedy}")
+    from cryptography.exceptions import InvalidTag
+
+    out = dict(chunk)
+    for side in _SIDES:
+        value = chunk[side]
+        if isinstance(value, dict):
+            try:
+                data = base64.b64decode(value["sealed"], validate=True)
+                out[side] = json.loads(_aead(rules.key).decrypt(data[:12], data[12:], _where(chunk, side)))
+            except (InvalidTag, KeyError, TypeError, ValueError):
+                raise ConfigError(f"{name}: the bounds of snapshot chunk {chunk['index']} do not open under this "
+                                  f"key; {remedy}") from None
+    return out

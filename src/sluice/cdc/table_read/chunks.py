@@ -76,6 +76,11 @@ class Chunk:
         """``db.table#index``: how progress and messages name the chunk."""
         return f"{self.db}.{self.table}#{self.index}"
 
+    @staticmethod
+    def json_id(data: Mapping[str, Any]) -> str:
+        """The ``id`` of a chunk's JSON, read without its bounds (which may be sealed)."""
+        return f"{data['db']}.{data['table']}#{data['index']}"
+
     def to_json(self) -> dict[str, Any]:
         """The chunk as a JSON object (decimal and bytes bound values as tagged objects)."""
         return {"db": self.db, "table": self.table, "index": self.index, "key": list(self.key),

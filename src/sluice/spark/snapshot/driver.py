@@ -45,6 +45,7 @@ from typing import Any
 from deltalake import DeltaTable
 
 from sluice.binlog.position import Checkpoint, position_key
+from sluice.cdc.column_rules import open_chunk
 from sluice.cdc.executed_at import executed_at
 from sluice.cdc.follow import FollowConfig, retrying
 from sluice.cdc.schema import Catalog, SchemaHistory, TableSchema, bootstrap_catalog
@@ -222,7 +223,7 @@ class SnapshotRunner:
                     continue
                 state.tables[name] = {
                     "schema": schema.to_json(), "key": list(plan.key), "estimate": plan.rows_estimate,
-                    "chunks": [c.to_json() for c in plan.chunks], "done": {}, "writing": None,
+                    "chunks": _kept(self.columns, schema, plan.key, plan.chunks), "done": {}, "writing": None,
                     "append": append, "planned_at": planned_at.to_json(), **_under_history(self.store, schema),
                 }
                 state.save(self.store)
@@ -272,8 +273,8 @@ class SnapshotRunner:
 
     # -- chunks --------------------------------------------------------------------------------------
     def _pending(self, state: SnapshotState) -> list[tuple[str, dict[str, Any]]]:
-        return [(name, c) for name, t in state.tables.items() for c in t["chunks"]
-                if Chunk.from_json(c).id not in t["done"]]
+        return [(name, open_chunk(self.columns, c)) for name, t in state.tables.items() for c in t["chunks"]
+                if Chunk.json_id(c) not in t["done"]]
 
     def _chunks(self, catalog: Catalog, state: SnapshotState, first: LowMark | None) -> set[str]:
         pending = self._pending(state)
@@ -339,7 +340,7 @@ class SnapshotRunner:
 
     def _seq(self, state: SnapshotState, name: str, chunk: Chunk) -> int:
         """A chunk's number in the plan: its Delta app-transaction version (increasing per table)."""
-        return [Chunk.from_json(c).id for c in state.tables[name]["chunks"]].index(chunk.id)
+        return [Chunk.json_id(c) for c in state.tables[name]["chunks"]].index(chunk.id)
 
 
 def _exact_points(state: SnapshotState) -> list[Checkpoint]:
@@ -373,3 +374,11 @@ def _earliest(points: list[Checkpoint], now: Checkpoint, state: SnapshotState) -
 def _under_history(store: Lake, schema: TableSchema) -> dict[str, bool]:
     """A planned table's ``RESYNC_HISTORY`` flag: set when the lake keeps its history (read again)."""
     return {RESYNC_HISTORY: True} if store.is_delta(store.history(schema.db, schema.name)) else {}
+
+
+def _kept(rules: Any, schema: TableSchema, key: tuple[str, ...], chunks: Any) -> list[dict[str, Any]]:
+    """A table's chunk plan as ``snapshot.json`` keeps it: bounds sealed when the key is hashed."""
+    out = [c.to_json() for c in chunks]
+    if rules is not None and rules.of(schema.db, schema.name, key, "hash"):
+        out = [rules.seal_chunk(c) for c in out]
+    return out

@@ -31,6 +31,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from sluice.binlog.position import Checkpoint, SourceIdentity, binlog_file_key, gtid_covers, parse_gtids, position_key
+from sluice.cdc.column_rules import open_chunk
 from sluice.cdc.records import RowChange
 from sluice.cdc.schema import TableSchema
 from sluice.cdc.schema.model import ColumnDef
@@ -71,7 +72,7 @@ class SnapshotFilter:
             order = key_order(schema, tuple(table["key"]))
             reads = []
             for c in table["chunks"]:
-                chunk = Chunk.from_json(c)
+                chunk = Chunk.from_json(open_chunk(places.rules if places is not None else None, c))
                 done = table["done"].get(chunk.id)
                 if done is not None:
                     low, high = Checkpoint.from_json(done["low"]), Checkpoint.from_json(done["high"])

@@ -5,6 +5,7 @@ same changes unmasked, per change (``keep``) and on a folded MERGE source (``kee
 
 from __future__ import annotations
 
+import json
 import random
 from dataclasses import replace
 from typing import Any
@@ -12,9 +13,10 @@ from typing import Any
 import pytest
 
 from sluice.binlog.position import Checkpoint, position_key
-from sluice.cdc.column_rules import column_rules
+from sluice.cdc.column_rules import column_rules, open_chunk, sealed
 from sluice.cdc.records import RowChange
-from sluice.errors import SchemaError
+from sluice.cdc.table_read.chunks import Chunk
+from sluice.errors import ConfigError, SchemaError
 from sluice.lake.mirror.merge_source import fold_sources, merge_source
 from sluice.lake.types.table_layout import mirror_columns_for_schema
 from sluice.spark.snapshot.filter import SnapshotFilter
@@ -111,3 +113,29 @@ def test_a_hash_the_window_does_not_know_is_an_error() -> None:
         SnapshotFilter(state, _Binlog([change], rules)).keep([other.mask(change)])
     later = replace(change, pos=95)  # after every high watermark: nothing to place
     assert SnapshotFilter(state, _Binlog([], rules)).keep([rules.mask(later)]) == [rules.mask(later)]
+
+
+def test_the_bounds_of_a_hashed_key_are_sealed_in_the_lake() -> None:
+    """A chunk plan whose key is hashed keeps its bounds sealed (no key value in ``snapshot.json``);
+    they open under the same key, bound to their chunk, and not under another key or none."""
+    rules = column_rules(None, r"db\.t\.email", KEY)
+    assert rules is not None
+    chunk = Chunk("db", "t", 2, ("email",), ("ada@example.com",), ("bob@x.org",)).to_json()
+    kept = rules.seal_chunk(chunk)
+    assert "example" not in json.dumps(kept) and sealed(kept) and not sealed(chunk)
+    assert Chunk.json_id(kept) == "db.t#2" and open_chunk(rules, kept) == chunk
+    assert open_chunk(None, chunk) is chunk
+    with pytest.raises(ConfigError, match=r"db\.t: the bounds of snapshot chunk 2 do not open under this key"):
+        open_chunk(column_rules(None, r"db\.t\.email", b"another key of sixteen bytes"), kept)
+    with pytest.raises(ConfigError, match=r"db\.t: its key is hashed"):
+        open_chunk(None, kept)
+    with pytest.raises(ConfigError, match="do not open"):  # moved to another chunk's place
+        open_chunk(rules, {**kept, "index": 3})
+    schema = schema_of(WIDE)
+    state = _snapshot(schema, [(20,)], [("b.000001", 90), ("b.000001", 90)])
+    plan = state.tables["db.t"]
+    wide = column_rules(None, r"db\.t\.id", KEY)
+    assert wide is not None
+    plan["chunks"] = [wide.seal_chunk(c) for c in plan["chunks"]]
+    change = RowChange("insert", "db", "t", None, wide_row(random.Random(1), 30), ("id",), "b.000001", 50, 0, None, 0)
+    assert SnapshotFilter(state, _Binlog([change], wide)).keep([wide.mask(change)]) == []  # opened: placed
