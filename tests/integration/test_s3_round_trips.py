@@ -1,6 +1,7 @@
 """The S3 proxy in front of the real S3 test server: it records what a lake's writes ask of the store
 and holds each request for the latency it is given, as the round-trip bench needs; and what a steady
-batch of the pipeline asks of the store about each table's log, counted through it."""
+batch of the pipeline asks of the store about each table's log, counted through it, and a task's
+files sent side by side."""
 
 from __future__ import annotations
 
@@ -13,11 +14,14 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 
 from sluice.dsn import parse_dsn
+from sluice.errors import SluiceError
 from sluice.io.connection import Connection
 from sluice.io.replication import server_binlog_status
+from sluice.lake.layout import open_lake
 from sluice.lake.maintenance.steps import MaintenanceConfig
 from sluice.sandbox.s3 import S3Sandbox
 from sluice.spark.pipeline.runner import Pipeline, PipelineConfig
+from sluice.spark.source.parts import Uploads
 from tests.s3_proxy import Answered, ProxyProcess, S3Proxy, sequential_round_trips
 
 
@@ -108,3 +112,25 @@ def test_a_steady_batch_reads_back_no_log_but_its_own_commits(spark, mysql_serve
     # loaded, and never again; the fence's look for a commit after this writer's is the one that finds nothing
     assert count("GET", "/_delta_log/0") <= 2 * 2 * n + 2 * n + n
     assert sum(1 for answered in steady for a in answered if a.status == 404 and "/_delta_log/0" in a.key) == n
+
+
+def test_a_tasks_files_go_to_the_store_side_by_side(s3_server, tmp_path):
+    """A task's files (a part's change-log file, its tables' MERGE sources) are PUT side by side:
+    one round trip for all of them, every one in the store once ``done`` returns; a PUT that fails
+    is raised there."""
+    with ProxyProcess(s3_server.port, tmp_path / "requests.jsonl", latency=0.2) as proxy:
+        store = open_lake(f"s3://{s3_server.bucket}/uploads", {**s3_server.storage_options(),
+                                                               "AWS_ENDPOINT_URL": proxy.url})
+        uploads = Uploads(store)
+        for i in range(3):
+            uploads.write_file(store.join(f"f{i}"), f"file {i}".encode())
+        uploads.done()
+        answered = proxy.take()
+        assert sorted(store.get(f"f{i}") for i in range(3)) == [b"file 0", b"file 1", b"file 2"]
+        assert [a.kind for a in answered] == ["PUT"] * 3 and sequential_round_trips(answered) == 1
+        gone = open_lake("s3://no-such-bucket/uploads", {**s3_server.storage_options(),
+                                                          "AWS_ENDPOINT_URL": proxy.url})
+        failing = Uploads(gone)
+        failing.write_file(gone.join("f"), b"x")
+        with pytest.raises(SluiceError):
+            failing.done()

@@ -14,7 +14,7 @@ import os
 import time
 import uuid
 from collections.abc import Iterable
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -46,8 +46,19 @@ _MAX_BOUND_CHARS: Final = 32
 _APPEND_ROWS: Final = 100_000
 
 
+class FileSink(Protocol):
+    """Where a whole file goes on an object store: a ``LakeStore``, or what PUTs it on another thread."""
+
+    @property
+    def remote(self) -> bool:
+        """Whether the files go to an object store (else they are written to a path)."""
+
+    def write_file(self, uri: str, data: bytes) -> None:
+        """Write the whole file ``uri`` (its one PUT)."""
+
+
 def write_data_file(table: pa.Table, folder: str, *, plain: Iterable[str] = (),
-                    bounded: Iterable[str] | None = None, store: LakeStore | None = None) -> dict[str, Any]:
+                    bounded: Iterable[str] | None = None, store: LakeStore | FileSink | None = None) -> dict[str, Any]:
     """Write ``table`` as a Parquet data file of the Delta table in ``folder``, not committed: its
     ``add`` action's fields (``path`` relative to the folder, ``size``, ``mtime``, ``stats``).
     ``plain``: columns of nearly distinct values, written without dictionary or page bounds (they

@@ -9,13 +9,15 @@ transactions, or a piece of one transaction larger than that. Each part becomes
   IPC file under the batch's staging folder (``TableSource``), or a descriptor without a path for
   the per-row path; a DDL statement among them is a ``DdlMet``.
 
-Every file is written whole, in one PUT on an object store. A part of an open transaction is handed
-out by the capture before the transaction commits (``CaptureConfig.hold_columns`` calls ``hold``):
-its MERGE sources are staged at once, but its change-log rows carry the transaction's commit time,
-known only at its commit, so they wait in an anonymous temporary file of the task's machine
-(``TMPDIR``; nothing of it outlives the process) and are written by ``committed`` once the
-transaction commits. A transaction rolled back, or cut off, leaves its staged sources as strays of
-the staging folder, which goes after every batch; no descriptor names them.
+Every file is written whole, in one PUT on an object store, the files of a range side by side
+(``Uploads``: the range's descriptors are handed on only once all are in the lake). A part of an
+open transaction is handed out by the capture before the transaction commits
+(``CaptureConfig.hold_columns`` calls ``hold``): its MERGE sources are staged at once, but its
+change-log rows carry the transaction's commit time, known only at its commit, so they wait in an
+anonymous temporary file of the task's machine (``TMPDIR``; nothing of it outlives the process) and
+are written by ``committed`` once the transaction commits. A transaction rolled back, or cut off,
+leaves its staged sources as strays of the staging folder, which goes after every batch; no
+descriptor names them.
 
 The staged sources are named by the range's start and the part's number, so a retried task writes
 the same names over again with the same content; change-log files have names of their own
@@ -28,6 +30,7 @@ import json
 import os
 import tempfile
 from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import IO, Any, Final
 
@@ -49,7 +52,7 @@ from sluice.lake.types.typed_images import typed_rows
 from sluice.spark.source.change_frame import columns_batch
 from sluice.spark.source.descriptors import ChangelogFile, DdlMet, Descriptor, TableSource
 
-__all__ = ["HeldPart", "PartWriter", "layout_key"]
+__all__ = ["HeldPart", "PartWriter", "Uploads", "layout_key"]
 
 # Delta data skipping reads these bounds: exact ones for the short columns, none for the images.
 _BOUNDED: Final = ("op", "db", "table", "file", "gtid", "pos", "row", "batch_id", "seq")
@@ -70,8 +73,44 @@ class HeldPart:
     rows: int
 
 
+class Uploads:
+    """A task's files PUT whole to an object store on threads of their own, a part's change-log file
+    and its tables' sources side by side rather than one after another; at most ``limit`` wait at a
+    time (their bytes are held until sent). ``done`` waits for all and raises the first failure. On a
+    local path a file is written at once."""
+
+    def __init__(self, store: Lake, limit: int = 8) -> None:
+        self.store = store
+        self.limit = limit
+        self._pool: ThreadPoolExecutor | None = None
+        self._sending: list[Future[None]] = []
+
+    @property
+    def remote(self) -> bool:
+        """Whether the lake is on an object store (``LakeStore.remote``)."""
+        return self.store.remote
+
+    def write_file(self, uri: str, data: bytes) -> None:
+        """PUT ``data`` as ``uri`` (``LakeStore.write_file``), on a thread when remote."""
+        if not self.store.remote:
+            self.store.write_file(uri, data)
+            return
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="sluice-put")
+        while len(self._sending) >= self.limit:
+            self._sending.pop(0).result()
+        self._sending.append(self._pool.submit(self.store.write_file, uri, data))
+
+    def done(self) -> None:
+        """Every file handed over is in the lake (the first failure raised)."""
+        sending, self._sending = self._sending, []
+        for f in sending:
+            f.result()
+
+
 class PartWriter:
-    """Writes one task's parts (module docstring); ``catalog()`` types the tables."""
+    """Writes one task's parts (module docstring); ``catalog()`` types the tables. On an object store
+    the files go out side by side (``Uploads``): ``done()`` before their descriptors are handed on."""
 
     def __init__(self, store: Lake, batch_id: int, start: Checkpoint, catalog: Any, *, seq_first: int = 0,
                  range_index: int = 0, columns: Any = None) -> None:
@@ -83,6 +122,11 @@ class PartWriter:
         self._name = f"{start.file}.{start.pos}"
         self._catalog = catalog
         self._parts = 0
+        self.uploads = Uploads(store)
+
+    def done(self) -> None:
+        """Every file written so far is in the lake (``Uploads.done``)."""
+        self.uploads.done()
 
     def write(self, rows: pa.Table, typed: Sequence[dict[Any, Any]]) -> list[Descriptor]:
         """A part of committed changes (``change_frame.ARROW_SCHEMA``, commit times set) and the
@@ -131,7 +175,7 @@ class PartWriter:
         first = range_first(batch_first, index, done + rows.num_rows) + done
         self._seq = (batch_first, index, done + rows.num_rows)
         written = write_data_file(changelog_from_rows(rows, self.batch_id, first), self.store.changes,
-                                  plain=("before", "after", "json_diffs", "ddl"), bounded=_BOUNDED, store=self.store)
+                                  plain=("before", "after", "json_diffs", "ddl"), bounded=_BOUNDED, store=self.uploads)
         commits = rows.column("commit_ts").cast(pa.int64()).to_numpy()
         starts = np.concatenate([[0], np.flatnonzero(np.diff(commits)) + 1])
         counts = np.diff(np.concatenate([starts, [len(commits)]]))
@@ -190,7 +234,7 @@ class PartWriter:
             sink = pa.BufferOutputStream()
             with pa.ipc.new_file(sink, source.schema) as writer:
                 writer.write_table(source)
-            self.store.write_file(path, sink.getvalue().to_pybytes())
+            self.uploads.write_file(path, sink.getvalue().to_pybytes())
             return
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with pa.OSFile(path, "wb") as out, pa.ipc.new_file(out, source.schema) as writer:

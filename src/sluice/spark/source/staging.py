@@ -145,6 +145,7 @@ def stage_range(items: Iterable[pa.RecordBatch | tuple[Any, int]], writer: PartW
             if size >= part_bytes:
                 flush()
     flush()
+    writer.done()  # every file in the lake before a descriptor names it
     files = [i for i, d in enumerate(out) if isinstance(d, ChangelogFile)]
     if not files:
         return
