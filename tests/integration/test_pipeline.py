@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -12,6 +13,7 @@ import threading
 import time
 import uuid
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 import deltalake
@@ -23,6 +25,7 @@ from sluice.io.replication import server_binlog_status
 from sluice.spark.pipeline.runner import Pipeline, PipelineConfig
 from sluice.spark.verify.check import verify_lake
 from tests.conftest import kills
+from tests.integration.exactly_once import wait_for
 
 pytestmark = pytest.mark.spark
 
@@ -163,14 +166,24 @@ def test_floats_binary_strings_sets_and_json_documents_reach_the_mirror(spark, s
         conn.execute(f"DROP DATABASE {db}")
 
 
+def _committed_since(lake: str, since: float) -> bool:
+    """Whether the change log of ``lake`` has a commit written at ``since`` or later."""
+    for commit in (Path(lake) / "_sluice" / "changes" / "_delta_log").glob("*.json"):
+        with contextlib.suppress(FileNotFoundError):  # an old commit file cleaned up meanwhile
+            if commit.stat().st_mtime >= since:
+                return True
+    return False
+
+
 KILLS = kills(3)  # the chaos suite kills during DDL too, on both flavors (SLUICE_TEST_KILLS for more)
 
 
 @pytest.mark.slow
 @pytest.mark.mysql
 def test_kill_9_of_the_driver_loses_and_repeats_nothing(mysql_server, tmp_path):
-    """kill -9 of `sluice run` at random moments while the workload runs; the end state is exact and
-    the change log is what `sluice tail` reads. MariaDB's driver is killed by the chaos suite."""
+    """kill -9 of `sluice run` at random moments while the workload runs, each once the run has
+    committed a batch of its own (so past Spark's start, however long that takes); the end state is
+    exact and the change log is what `sluice tail` reads. MariaDB's driver is killed by the chaos suite."""
     server = mysql_server
     db = f"pk_{uuid.uuid4().hex[:8]}"
     lake = str(tmp_path / "lake")
@@ -200,13 +213,15 @@ def test_kill_9_of_the_driver_loses_and_repeats_nothing(mysql_server, tmp_path):
     rng = random.Random(11)
     try:
         for _ in range(KILLS):
-            proc = subprocess.Popen([*args, "--trigger", "1s"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-            time.sleep(rng.uniform(6.0, 16.0))
+            since = time.time()
+            proc = subprocess.Popen([*args, "--trigger", "1s"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                    text=True)
+            wait_for(lambda since=since: _committed_since(lake, since), proc, 300, every=0.1)
+            time.sleep(rng.uniform(0.0, 3.0))  # then a random moment of the batches that follow
             if proc.poll() is not None:
-                pytest.fail(f"sluice run exited by itself: {proc.stderr.read().decode()[-3000:]}")  # type: ignore[union-attr]
+                pytest.fail(f"sluice run exited by itself: {proc.communicate()[1][-3000:]}")
             os.kill(proc.pid, signal.SIGKILL)
-            proc.wait()
-            proc.stderr.close()  # type: ignore[union-attr]
+            proc.communicate()
     finally:
         done.set()
         writer.join(60)
