@@ -13,6 +13,7 @@ every change once: its count per table and op equals the writer's own tally of a
 from __future__ import annotations
 
 import collections
+import contextlib
 import os
 import random
 import signal
@@ -25,6 +26,7 @@ from pathlib import Path
 
 import deltalake
 import pytest
+from deltalake.exceptions import TableNotFoundError
 
 from sluice.dsn import parse_dsn
 from sluice.io.connection import Connection
@@ -36,7 +38,7 @@ from tests.conftest import binlog_row_metadata, kills
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
-KILLS = kills(3)  # per case, at random moments 6-14 s into a run (SLUICE_TEST_KILLS for more)
+KILLS = kills(3)  # per case, at random moments after a run's first commit (SLUICE_TEST_KILLS for more)
 
 
 class Writer:
@@ -122,6 +124,21 @@ def _wait_pending(store: Lake, db: str, proc: subprocess.Popen[bytes], timeout: 
         time.sleep(0.5)
 
 
+def _wait_commit(store: Lake, since: float, proc: subprocess.Popen[bytes], timeout: float = 300) -> None:
+    """Wait until the change log has a commit written at ``since`` or later: the run is past its start."""
+    deadline = time.monotonic() + timeout
+    while True:
+        with contextlib.suppress(TableNotFoundError):  # the snapshot made none: the run's first batch does
+            log = deltalake.DeltaTable(f"{store.uri}/_sluice/changes", storage_options=store.delta_options())
+            if log.history(1)[0]["timestamp"] >= since * 1000:
+                return
+        if proc.poll() is not None:
+            pytest.fail(f"sluice run exited by itself: {proc.stderr.read().decode()[-3000:]}")  # type: ignore[union-attr]
+        if time.monotonic() > deadline:
+            pytest.fail(f"sluice run committed no batch in {timeout:.0f} s")
+        time.sleep(0.2)
+
+
 def _chaos(server: Sandbox, store: Lake, env: dict[str, str], tmp_path: Path, later: bool = False) -> None:
     db = f"kc_{uuid.uuid4().hex[:8]}"
     lake = store.uri
@@ -166,11 +183,13 @@ def _chaos(server: Sandbox, store: Lake, env: dict[str, str], tmp_path: Path, la
     rng = random.Random(29)
     try:
         for _ in range(KILLS):
+            since = time.time()
             proc = subprocess.Popen([*args, "--trigger", "1s"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                     env=env)
             if later and not PendingChanges(store, db, "acc").rows:
                 _wait_pending(store, db, proc)  # the kills below land while changes are pending
-            time.sleep(rng.uniform(6.0, 14.0))
+            _wait_commit(store, since, proc)  # past Spark's start, however long it takes
+            time.sleep(rng.uniform(0.0, 4.0))  # then a random moment of the batches and DDL steps that follow
             if proc.poll() is not None:
                 pytest.fail(f"sluice run exited by itself: {proc.stderr.read().decode()[-3000:]}")  # type: ignore[union-attr]
             os.kill(proc.pid, signal.SIGKILL)
