@@ -135,12 +135,12 @@ def test_kill_9_inside_a_large_transaction_loses_and_repeats_nothing(server, tmp
     assert whole.returncode == 0, whole.stderr.decode()
     huge = _held_at(whole.stderr.decode())
     assert len(huge) == 3, whole.stderr.decode()  # the UPDATE, the rolled-back one, the mix
-    # Each run reads the binlog through a proxy that hands it on at 256 KiB a second, so that a huge
-    # transaction takes the run seconds, and is killed while it holds one in its temporary file (the
-    # file open in /proc/PID/fd) once it has said (-v) that its n-th one went there: the first huge
-    # transaction after where it starts, then the second, in turn, as long as one more is left
-    # after it should the run get past the n-th before it is seen holding it.
-    with TcpProxy(server.host, server.port, rate=256 << 10) as proxy:
+    # Each run reads the binlog through a proxy that hands it on at 1 MiB a second, so that a huge
+    # transaction takes the run half a second or more, and is killed while it holds one in its
+    # temporary file (the file open in /proc/PID/fd) once it has said (-v) that its n-th one went
+    # there: the first huge transaction after where it starts, then the second, in turn, as long as
+    # one more is left after it should the run get past the n-th before it is seen holding it.
+    with TcpProxy(server.host, server.port, rate=1 << 20) as proxy:
         slow = proxy.dsn(server.dsn("repl"))
         for i in range(max(2, kills(4))):
             resumed = (state / "checkpoint.json").exists()
