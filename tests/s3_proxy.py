@@ -181,6 +181,14 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         pass
 
 
+class _Server(socketserver.ThreadingTCPServer):
+    """A thread per connection, and a listen backlog a client's burst fits in: with the default of 5,
+    delta-rs' parallel GETs of a log past the sixth wait for TCP's retransmitted SYN (1, 3, 7 s)."""
+
+    daemon_threads = True
+    request_queue_size = 256
+
+
 class S3Proxy:
     """The proxy, serving on a free port of 127.0.0.1 until ``close()`` (module docstring)."""
 
@@ -192,8 +200,7 @@ class S3Proxy:
                                                 "strip_conditions": strip_conditions,
                                                 "before": staticmethod(before) if before else None,
                                                 "latency": latency, "log": self.requests})
-        self._server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), handler)
-        self._server.daemon_threads = True
+        self._server = _Server(("127.0.0.1", 0), handler)
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
 
