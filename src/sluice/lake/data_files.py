@@ -64,24 +64,9 @@ def write_data_file(table: pa.Table, folder: str, *, plain: Iterable[str] = (),
     ``plain``: columns of nearly distinct values, written without dictionary or page bounds (they
     only cost time); ``bounded``: the columns whose bounds the statistics give (all by default).
     zstd at level 1 writes the change log faster than snappy, and smaller."""
-    import pyarrow.parquet as pq
-
-    name = f"part-00000-{uuid.uuid4()}-c000.zstd.parquet"
-    skip = set(plain)
-    short = [n for n in table.column_names if n not in skip]
-    options = {"compression": "zstd", "compression_level": 1, "use_dictionary": short, "write_statistics": short}
-    if store is not None and store.remote:  # one PUT of the whole file: an object store has no append
-        sink = pa.BufferOutputStream()
-        pq.write_table(table, sink, **options)
-        data = sink.getvalue().to_pybytes()
-        store.write_file(f"{folder}/{name}", data)
-        size = len(data)
-    else:
-        os.makedirs(folder, exist_ok=True)
-        pq.write_table(table, f"{folder}/{name}", **options)
-        size = os.path.getsize(f"{folder}/{name}")
-    return {"path": name, "size": size, "mtime": int(time.time() * 1000),
-            "stats": delta_stats(table, table.column_names if bounded is None else bounded)}
+    file = DataFileWriter(folder, table.schema, store, plain=plain, bounded=bounded)
+    file.write(table)
+    return file.close()
 
 
 def add_action(written: dict[str, Any]) -> Any:
@@ -171,20 +156,25 @@ class FileStats:
 
 class DataFileWriter:
     """A Parquet data file of the Delta table in ``folder``, written a table at a time (a row group
-    each) as ``write_data_file`` writes it whole: a local file as it goes, an object in one PUT at
-    ``close``. ``close`` gives the ``add`` action's fields."""
+    each): a local file as it goes, an object in one PUT at ``close``. ``close`` gives the ``add``
+    action's fields. ``plain`` and ``bounded`` as ``write_data_file`` takes them."""
 
-    def __init__(self, folder: str, schema: pa.Schema, store: LakeStore | None = None) -> None:
+    def __init__(self, folder: str, schema: pa.Schema, store: LakeStore | FileSink | None = None, *,
+                 plain: Iterable[str] = (), bounded: Iterable[str] | None = None) -> None:
         import pyarrow.parquet as pq
 
         self.folder, self.store = folder, store
         self.name = f"part-00000-{uuid.uuid4()}-c000.zstd.parquet"
-        self.stats = FileStats(schema.names)
+        self.stats = FileStats(schema.names if bounded is None else bounded)
+        # one PUT of the whole file at close: an object store has no append
         self.sink: Any = pa.BufferOutputStream() if store is not None and store.remote else None
         if self.sink is None:
             os.makedirs(folder, exist_ok=True)
+        skip = set(plain)
+        short = [n for n in schema.names if n not in skip]
         self.writer = pq.ParquetWriter(self.sink if self.sink is not None else f"{folder}/{self.name}", schema,
-                                       compression="zstd", compression_level=1)
+                                       compression="zstd", compression_level=1, use_dictionary=short,
+                                       write_statistics=short)
 
     def write(self, table: pa.Table) -> None:
         """Append ``table``'s rows."""
