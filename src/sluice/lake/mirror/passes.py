@@ -2,7 +2,7 @@
 still one Delta commit.
 
 delta-rs MERGEs through a hash join whose build side is the whole source, which it does not spill:
-a batch of millions of keys holds them all on the driver, about half a kilobyte each. A mirror row
+a batch of millions of keys holds them all on the driver (bench/README.md has the figures). A mirror row
 whose key the source touches is replaced (an upsert brings the whole row) or dropped (a delete), so
 the same MERGE is done here file by file without a join:
 
