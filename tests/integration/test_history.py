@@ -56,83 +56,84 @@ def _run(server: Any, lake: Path, db: str, *more: str, history: str = r"\.(t|u)"
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 
 
-class _Users(threading.Thread):
+class _Load(threading.Thread):
+    """A writer of one table (``name``) on its own connection until ``stop``; ``write`` is its loop."""
+
+    def __init__(self, server: Any, name: str) -> None:
+        super().__init__(daemon=True)
+        self.server, self.name = server, name
+        self.done = threading.Event()
+        self.failure: list[BaseException] = []
+
+    def run(self) -> None:
+        try:
+            with Connection.open(parse_dsn(self.server.dsn("root"))) as conn:
+                self.write(conn)
+        except BaseException as exc:
+            self.failure.append(exc)
+
+    def write(self, conn: Connection) -> None:
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        self.done.set()
+        self.join(60)
+        assert not self.failure, self.failure
+
+
+class _Users(_Load):
     """Updates, deletes, inserts and key changes of ``db.u`` (keyed on an email), all over the key
     range, until stopped."""
 
     def __init__(self, server: Any, db: str) -> None:
-        super().__init__(daemon=True)
-        self.server, self.name = server, f"{db}.u"
-        self.done = threading.Event()
-        self.failure: list[BaseException] = []
+        super().__init__(server, f"{db}.u")
 
-    def run(self) -> None:
+    def write(self, conn: Connection) -> None:
         rng, live, n = random.Random(7), [f"user{i:04d}@example.com" for i in range(USERS)], USERS
-        try:
-            with Connection.open(parse_dsn(self.server.dsn("root"))) as conn:
-                while not self.done.is_set():
-                    email = rng.choice(live)
-                    r = rng.random()
-                    if r < 0.5:
-                        conn.execute(f"UPDATE {self.name} SET v = v + 1 WHERE email = '{email}'")
-                    elif r < 0.65:
-                        conn.execute(f"DELETE FROM {self.name} WHERE email = '{email}'")
-                        live.remove(email)
-                    elif r < 0.85:
-                        email = f"user{rng.randrange(USERS * 2):04d}x{n}@example.com"
-                        n += 1
-                        conn.execute(f"INSERT INTO {self.name} VALUES ('{email}', 0, '000-00-0000')")
-                        live.append(email)
-                    else:  # the key changes, most likely into another chunk
-                        moved = f"user{rng.randrange(USERS):04d}m{n}@example.com"
-                        n += 1
-                        conn.execute(f"UPDATE {self.name} SET email = '{moved}' WHERE email = '{email}'")
-                        live[live.index(email)] = moved
-                    time.sleep(0.01)
-        except BaseException as exc:
-            self.failure.append(exc)
-
-    def stop(self) -> None:
-        self.done.set()
-        self.join(60)
-        assert not self.failure, self.failure
+        while not self.done.is_set():
+            email = rng.choice(live)
+            r = rng.random()
+            if r < 0.5:
+                conn.execute(f"UPDATE {self.name} SET v = v + 1 WHERE email = '{email}'")
+            elif r < 0.65:
+                conn.execute(f"DELETE FROM {self.name} WHERE email = '{email}'")
+                live.remove(email)
+            elif r < 0.85:
+                email = f"user{rng.randrange(USERS * 2):04d}x{n}@example.com"
+                n += 1
+                conn.execute(f"INSERT INTO {self.name} VALUES ('{email}', 0, '000-00-0000')")
+                live.append(email)
+            else:  # the key changes, most likely into another chunk
+                moved = f"user{rng.randrange(USERS):04d}m{n}@example.com"
+                n += 1
+                conn.execute(f"UPDATE {self.name} SET email = '{moved}' WHERE email = '{email}'")
+                live[live.index(email)] = moved
+            time.sleep(0.01)
 
 
-class _Writer(threading.Thread):
+class _Writer(_Load):
     """Rounds of inserts, updates of one key several times (apart and in one transaction), a key
     change every few rounds and deletes, until stopped."""
 
     def __init__(self, server: Any, db: str) -> None:
-        super().__init__(daemon=True)
-        self.server, self.name = server, f"{db}.t"
-        self.done = threading.Event()
-        self.failure: list[BaseException] = []
+        super().__init__(server, f"{db}.t")
 
-    def run(self) -> None:
+    def write(self, conn: Connection) -> None:
         t = self.name
-        try:
-            with Connection.open(parse_dsn(self.server.dsn("root"))) as conn:
-                n = 100
-                while not self.done.is_set():
-                    conn.execute(f"INSERT INTO {t} (id, v, note) VALUES ({n}, {n}, 'i'), ({n + 1}, {n}, 'i')")
-                    conn.execute(f"UPDATE {t} SET v = v + 1 WHERE id = {n - 4}")
-                    conn.execute(f"UPDATE {t} SET v = v + 1 WHERE id = {n - 4}")
-                    conn.execute("BEGIN")
-                    conn.execute(f"UPDATE {t} SET v = v + 10 WHERE id = {n - 6}")
-                    conn.execute(f"UPDATE {t} SET note = 'u' WHERE id = {n - 6}")
-                    conn.execute("COMMIT")
-                    if n % 10 == 0:
-                        conn.execute(f"UPDATE {t} SET id = id + 100000 WHERE id = {n - 8}")  # a key change
-                    conn.execute(f"DELETE FROM {t} WHERE id = {n - 12}")
-                    n += 2
-                    time.sleep(0.05)
-        except BaseException as exc:
-            self.failure.append(exc)
-
-    def stop(self) -> None:
-        self.done.set()
-        self.join(60)
-        assert not self.failure, self.failure
+        n = 100
+        while not self.done.is_set():
+            conn.execute(f"INSERT INTO {t} (id, v, note) VALUES ({n}, {n}, 'i'), ({n + 1}, {n}, 'i')")
+            conn.execute(f"UPDATE {t} SET v = v + 1 WHERE id = {n - 4}")
+            conn.execute(f"UPDATE {t} SET v = v + 1 WHERE id = {n - 4}")
+            conn.execute("BEGIN")
+            conn.execute(f"UPDATE {t} SET v = v + 10 WHERE id = {n - 6}")
+            conn.execute(f"UPDATE {t} SET note = 'u' WHERE id = {n - 6}")
+            conn.execute("COMMIT")
+            if n % 10 == 0:
+                conn.execute(f"UPDATE {t} SET id = id + 100000 WHERE id = {n - 8}")  # a key change
+            conn.execute(f"DELETE FROM {t} WHERE id = {n - 12}")
+            n += 2
+            time.sleep(0.05)
 
 
 def _of_t(lake: Path, db: str, op: str) -> int:
