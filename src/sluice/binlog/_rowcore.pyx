@@ -97,6 +97,8 @@ cdef enum:
     CONV_CHARMAP = 5
     CONV_JSON = 6
 
+_ASCII = "".join(map(chr, range(128)))
+
 _OPS = {
     "null": OP_NULL, "int": OP_INT, "float": OP_FLOAT, "year": OP_YEAR, "enum": OP_ENUM,
     "uint_be": OP_UINT_BE, "uint_le": OP_UINT_LE, "call": OP_CALL, "decimal": OP_DECIMAL,
@@ -111,6 +113,7 @@ cdef struct Col:
     int arg
     int conv
     int pad
+    bint ascii     # a charmap that maps each byte below 0x80 to that character (ASCII text is its UTF-8)
     const char *codec
 
 
@@ -172,6 +175,8 @@ cdef class RowProgram:
                     c.conv = arg
                     if arg == CONV_CODEC:
                         codecs.append(obj.encode("ascii"))
+                    elif arg == CONV_CHARMAP:
+                        c.ascii = obj[:128] == _ASCII
                     elif arg == CONV_BINPAD:
                         c.pad = obj
                 elif c.op in (OP_INT, OP_UINT_BE, OP_UINT_LE, OP_SET) and not 1 <= n <= 8:

@@ -54,6 +54,25 @@ cdef bint _utf8_valid(const uint8_t *p, Py_ssize_t n) noexcept nogil:
     return True
 
 
+cdef inline bint _ascii_text(Col *c, const uint8_t *p, Py_ssize_t n) noexcept nogil:
+    """Whether ``p[:n]`` of a charmap column is text its charmap maps byte for byte to the same
+    ASCII characters, whose UTF-8 it then is: the charmap is ASCII's below 0x80 and no byte is above."""
+    cdef Py_ssize_t i = 0
+    cdef uint64_t w
+    if c.conv != CONV_CHARMAP or not c.ascii:
+        return False
+    while n - i >= 8:
+        memcpy(&w, p + i, 8)
+        if w & 0x8080808080808080ULL:
+            return False
+        i += 8
+    while i < n:
+        if p[i] & 0x80:
+            return False
+        i += 1
+    return True
+
+
 cdef int _json_text(_Buf *o, const uint8_t *b, int t, Py_ssize_t pos, Py_ssize_t end, int depth,
                     bint counting) except -1:
     """A binary JSON value as ``_out_value`` writes ``_json_value``'s result; 1 (part written)
@@ -228,6 +247,9 @@ cdef int _value_text(RowProgram prog, _Buf *o, bytes buf, const uint8_t *b, Py_s
         if c.conv == CONV_UTF8:
             if not _utf8_valid(b + pos, length):
                 raise Reject("text")
+            ppos[0] = pos + length
+            return 0 if counting else _out_utf8(o, <const char *>b + pos, length)
+        if _ascii_text(c, b + pos, length):
             ppos[0] = pos + length
             return 0 if counting else _out_utf8(o, <const char *>b + pos, length)
         if c.conv == CONV_BYTES or (c.conv == CONV_BINPAD and length >= c.pad):

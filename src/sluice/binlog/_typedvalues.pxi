@@ -21,8 +21,8 @@ cdef int _typed_value(RowProgram prog, _TypedColumn col, bytes buf, const uint8_
         length = _le(b + pos, n)
         if length > end - pos - n:
             raise Reject("value")
-        if c.conv == CONV_UTF8:
-            if not _utf8_valid(b + pos + n, length):
+        if c.conv == CONV_UTF8 or _ascii_text(c, b + pos + n, length):
+            if c.conv == CONV_UTF8 and not _utf8_valid(b + pos + n, length):
                 raise Reject("text")
             if not col.put_text(<const char *>b + pos + n, length):
                 return 0
