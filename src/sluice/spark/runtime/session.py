@@ -65,6 +65,11 @@ def spark_session(
         "spark.driver.memory": "2g",
         "spark.sql.execution.arrow.pyspark.enabled": "true",
         "spark.python.worker.reuse": "true",
+        # Spark keeps one pool of Python workers per set of environment variables, and its SQL
+        # runners (a data source read, mapInArrow) add this one while an RDD's (the snapshot's chunk
+        # tasks) does not: set for both, the snapshot's workers are the stream's, not a second pool
+        # held for a minute after the snapshot.
+        "spark.executorEnv.SPARK_SIMPLIFIED_TRACEBACK": "1",
         "spark.sql.streaming.forceDeleteTempCheckpointLocation": "true",
         "spark.log.level": "ERROR",
         "spark.ui.showConsoleProgress": "false",
