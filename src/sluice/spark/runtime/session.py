@@ -177,9 +177,10 @@ def start_python_workers(session: Any, modules: tuple[str, ...], *, kind: str = 
     delay the task that asked: left alone, the first batch runs on one worker and the other cores'
     workers come up late, in the batch after. Run while the streaming query starts, one task per
     core brings every worker up beforehand; on few cores that delays the query's own start, which
-    pays only when a batch is waiting. Workers are kept per kind of function: ``sql`` starts them
-    with a ``mapInArrow``, the kind a data source read is; ``rdd`` with an RDD ``map``, the kind the
-    snapshot's chunk tasks are. Best effort: a failure is logged and changes nothing else.
+    pays only when a batch is waiting. ``sql`` starts them with a ``mapInArrow``, the kind of job a
+    data source read is; ``rdd`` with an RDD ``map``, the kind the snapshot's chunk tasks are (one
+    pool serves both: ``spark_session`` gives them the same environment). Best effort: a failure is
+    logged and changes nothing else.
     """
 
     def load() -> None:
