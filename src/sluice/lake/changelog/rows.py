@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from sluice.cdc.jsonl import json_texts
@@ -71,9 +72,9 @@ def changelog_from_rows(table: Any, batch_id: int, first_seq: int | None = None)
 
     n = table.num_rows
     columns = {name: table.column(name) for name in CHANGELOG_SCHEMA.names if name not in ("batch_id", "seq")}
-    columns["batch_id"] = pa.array([batch_id] * n, type=pa.int64())
+    columns["batch_id"] = pa.array(np.full(n, batch_id, dtype=np.int64))
     columns["seq"] = (pa.nulls(n, pa.int64()) if first_seq is None
-                      else pa.array(range(first_seq, first_seq + n), type=pa.int64()))
+                      else pa.array(np.arange(first_seq, first_seq + n, dtype=np.int64)))
     return pa.table([columns[f.name].cast(f.type) for f in CHANGELOG_SCHEMA], schema=CHANGELOG_SCHEMA)
 
 

@@ -32,6 +32,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, cast
 
+import numpy as np
 import pyarrow as pa
 
 from sluice.cdc.capture import CommittedTransaction, DdlRecord
@@ -83,10 +84,12 @@ def _with_ddl(records: Sequence[RowChange | DdlRecord], commit_us: list[int]) ->
     return pa.concat_tables(parts).combine_chunks().to_batches()[0]
 
 
-def columns_batch(rows: Any) -> pa.RecordBatch:
+def columns_batch(rows: Any, *, gtid: Any = False) -> pa.RecordBatch:
     """An Arrow batch of the change schema from the compiled core's ``ChangeRows`` (every row with
     its GTID and commit time set): the image and number columns use its buffers as they are, the
-    per-event columns (``META_FIELDS``) are taken from its metas; each column is found by name."""
+    per-event columns (``META_FIELDS``) are taken from its metas; each column is found by name.
+    ``gtid`` given (a str or None): the rows are one transaction's, gathered before its commit (no
+    GTID set), and every row has that GTID."""
     n = rows.length
     buffers = rows.buffers()
     index = pa.Array.from_buffers(pa.int32(), n, [None, pa.py_buffer(buffers["meta"])])
@@ -107,7 +110,8 @@ def columns_batch(rows: Any) -> pa.RecordBatch:
     columns = {
         "before": text("before"), "after": text("after"), "json_diffs": text("json_diffs"),
         "pos": number("pos", pa.int64()), "row": number("row", pa.int32()),
-        "gtid": pa.array(rows.gtids, type=pa.string()).take(number("gtid", pa.int32())),
+        "gtid": (pa.array(rows.gtids, type=pa.string()).take(number("gtid", pa.int32())) if gtid is False
+                 else pa.array([gtid], type=pa.string()).take(pa.array(np.zeros(n, dtype=np.int32)))),
         "ts": number("ts", _TS), "commit_ts": number("commit_ts", _TS), "pk": take("pk", list),
     }
     arrays = [columns[f.name] if f.name in columns else take(f.name) for f in ARROW_SCHEMA]
