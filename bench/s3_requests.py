@@ -22,6 +22,7 @@ Results: a summary on standard output and ``bench/out/s3-requests-<rows>.json``.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import shutil
 import statistics
@@ -113,6 +114,33 @@ def per_batch(batches: list[list[Answered]], prefix: str) -> dict[str, Any]:
     }
 
 
+def quarters(batches: list[list[Answered]], prefix: str) -> dict[str, Any]:
+    """The first and the last quarter of the steady batches side by side: per batch, the requests by
+    what they touch and kind (``mirror commit GET``...), and the store's own milliseconds per request
+    of each (``Answered.served``, the added latency left out), so a batch time that grows is put down
+    to more requests or to a slower store."""
+    quarter = max(1, len(batches) // 4)
+    out: dict[str, Any] = {}
+    for name, part in (("first", batches[:quarter]), ("last", batches[-quarter:])):
+        counts: Counter[str] = Counter()
+        served: Counter[str] = Counter()
+        for answered in part:
+            for a in answered:
+                what = f"{area(a.key, prefix)} {log_object(a.key)} {a.kind}"
+                counts[what] += 1
+                served[what] += a.served
+        n = max(1, len(part))
+        out[name] = {
+            "batches": len(part),
+            "requests_per_batch": round(sum(counts.values()) / n, 1),
+            "store_ms_per_batch": round(1000 * sum(served.values()) / n, 1),
+            "by_kind": {what: {"per_batch": round(counts[what] / n, 2),
+                               "store_ms_each": round(1000 * served[what] / counts[what], 1)}
+                        for what in sorted(counts, key=lambda w: -counts[w])},
+        }
+    return out
+
+
 def leg(args: argparse.Namespace, lake: str) -> dict[str, Any]:
     workdir = OUT / f"s3-requests-{args.rows}-{lake}"
     shutil.rmtree(workdir, ignore_errors=True)
@@ -163,7 +191,12 @@ def leg(args: argparse.Namespace, lake: str) -> dict[str, Any]:
             "batch_ratio": round(last / first, 2),
         }
         if proxy is not None:
-            out.update(per_batch([answered for _, _, answered in steady if answered], "/bench/"))
+            kept = [answered for _, _, answered in steady if answered]
+            out.update(per_batch(kept, "/bench/"))
+            out["quarters"] = quarters(kept, "/bench/")
+            with open(workdir / "batches.jsonl", "w") as f:  # each steady batch: its seconds and requests
+                for started, seconds, answered in steady:
+                    f.write(json.dumps([started, seconds, [dataclasses.astuple(a) for a in answered]]) + "\n")
         return out
     finally:
         if proxy is not None:
@@ -194,6 +227,11 @@ def main() -> int:
                   f"({', '.join(k for k in KINDS)} by area: {json.dumps(r['requests_per_batch'])})")
             print(f"  by what they touch: {json.dumps(r['requests_per_batch_by_object'])}")
             print(f"  sequential round trips per batch: {r['sequential_round_trips']}")
+            for name, q in r["quarters"].items():
+                print(f"  {name} quarter ({q['batches']} batches): {q['requests_per_batch']} requests and "
+                      f"{q['store_ms_per_batch']} ms of the store's own time per batch")
+                for what, v in q["by_kind"].items():
+                    print(f"    {what}: {v['per_batch']} per batch, {v['store_ms_each']} ms each")
     return 0
 
 

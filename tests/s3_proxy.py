@@ -5,8 +5,8 @@ ignore them. ``S3Proxy(port, before=hook)`` calls ``hook(request)`` with each re
 forwarding it; a hook that returns True drops the request unanswered (the client sees its
 connection close), which is how a test kills a writer at an exact request. ``latency`` (seconds)
 holds every request that long before it is forwarded, as a real store's round trip does, and
-``requests`` records each answered request (its kind, key, a LIST's prefix as its key, and when
-it started and ended), so a
+``requests`` records each answered request (its kind, key, a LIST's prefix as its key, when it
+started and ended, and how long the store itself took to answer), so a
 bench counts what a batch asks of the store (``RequestLog``). Give the proxy's ``url`` as
 ``AWS_ENDPOINT_URL``. ``python -m tests.s3_proxy UPSTREAM_PORT --latency S --log FILE`` runs it in a
 process of its own (so that its work shares no interpreter lock with the process it measures),
@@ -82,14 +82,16 @@ def request_key(kind: str, path: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Answered:
-    """One request the store answered: its kind, decoded path, status, and when (monotonic seconds)
-    it reached the proxy and its answer went back."""
+    """One request the store answered: its kind, decoded path, status, when (monotonic seconds) it
+    reached the proxy and its answer went back, and ``served``: the seconds the store itself took
+    (from the proxy's forwarding to the answer read back, without the added latency)."""
 
     kind: str
     key: str
     status: int
     started: float
     ended: float
+    served: float = 0.0
 
 
 class RequestLog:
@@ -107,7 +109,7 @@ class RequestLog:
             self._answered.append(answered)
             if self._file is not None:
                 self._file.write(json.dumps([answered.kind, answered.key, answered.status, answered.started,
-                                             answered.ended]) + "\n")
+                                             answered.ended, answered.served]) + "\n")
 
     def take(self) -> list[Answered]:
         """The requests answered since the last ``take``."""
@@ -156,24 +158,30 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             return
         if self.latency:
             time.sleep(self.latency)
+        forwarded = time.monotonic()
         conn = http.client.HTTPConnection(*self.upstream, timeout=30)
         conn.request(self.command, self.path, body=body or None, headers=headers)
         response = conn.getresponse()
         data = response.read()
         conn.close()
+        served = time.monotonic() - forwarded
+        # logged before the answer goes back, so a client that reads the log once answered finds it there
+        kind = request_kind(self.command, self.path, {k.lower(): v for k, v in headers.items()})
+        self.log.add(Answered(kind, request_key(kind, self.path), response.status, started, time.monotonic(),
+                              served))
         try:
             self.send_response(response.status)
+            # A HEAD's answer has no body but the object's Content-Length, which a reader sizes its read by
+            head = self.command == "HEAD"
             for k, v in response.getheaders():
-                if k.lower() not in ("transfer-encoding", "connection", "content-length"):
+                if k.lower() not in ("transfer-encoding", "connection") and (head or k.lower() != "content-length"):
                     self.send_header(k, v)
-            self.send_header("Content-Length", str(len(data)))
+            if not head:
+                self.send_header("Content-Length", str(len(data)))
             self.end_headers()
             self.wfile.write(data)
         except (BrokenPipeError, ConnectionResetError):  # the client is gone (killed by a test)
             self.close_connection = True
-            return
-        kind = request_kind(self.command, self.path, {k.lower(): v for k, v in headers.items()})
-        self.log.add(Answered(kind, request_key(kind, self.path), response.status, started, time.monotonic()))
 
     do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = _forward
 
