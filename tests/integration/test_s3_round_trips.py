@@ -12,13 +12,15 @@ from typing import Any
 import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, write_deltalake
+from deltalake.fs import DeltaStorageHandler
+from pyarrow import fs as pafs
 
 from sluice.dsn import parse_dsn
 from sluice.errors import SluiceError
 from sluice.io.connection import Connection
 from sluice.io.replication import server_binlog_status
 from sluice.lake.layout import open_lake
-from sluice.lake.maintenance.steps import MaintenanceConfig
+from sluice.lake.maintenance.steps import MaintenanceConfig, due_steps, inspect
 from sluice.sandbox.s3 import S3Sandbox
 from sluice.spark.pipeline.runner import Pipeline, PipelineConfig
 from sluice.spark.source.parts import Uploads
@@ -43,7 +45,46 @@ def test_the_proxy_records_a_delta_write_and_holds_each_request(s3_server: S3San
     trips = sequential_round_trips(answered)
     assert 1 <= trips <= len(answered)
     assert all(a.ended - a.started >= latency for a in answered)
+    assert all(0 < a.served <= a.ended - a.started - latency for a in answered)  # the store's own time
     assert elapsed >= trips * latency  # the chain's requests waited one after another
+
+
+def test_a_head_through_the_proxy_keeps_the_objects_size(s3_server, tmp_path):
+    """A HEAD's answer has no body but names the object's size, which a reader that sizes its read by
+    it (pyarrow's file system over delta-rs' store) needs: the proxy passes it on."""
+    with ProxyProcess(s3_server.port, tmp_path / "requests.jsonl") as proxy:
+        options = {**s3_server.storage_options(), "AWS_ENDPOINT_URL": proxy.url}
+        uri = f"s3://{s3_server.bucket}/heads"
+        write_deltalake(uri, pa.table({"id": [1]}), storage_options=options)
+        files = pafs.PyFileSystem(DeltaStorageHandler(uri, options))
+        with files.open_input_stream("_delta_log/00000000000000000000.json") as f:
+            entry = f.read()
+        assert b'"commitInfo"' in entry and files.get_file_info("_delta_log/00000000000000000000.json").size == len(
+            entry)
+        assert "HEAD" in {a.kind for a in proxy.take()}
+
+
+def test_a_maintenance_look_reads_the_last_checkpoint_in_one_get(s3_server, tmp_path):
+    """A maintenance look at a table asks the store for its last checkpoint's version with one GET,
+    and a table checkpointed within the interval is not due for another checkpoint (a look that
+    could not read the version took it for none, and checkpointed the table at every look)."""
+    with ProxyProcess(s3_server.port, tmp_path / "requests.jsonl") as proxy:
+        options = {**s3_server.storage_options(), "AWS_ENDPOINT_URL": proxy.url}
+        uri = f"s3://{s3_server.bucket}/looks"
+        for i in range(3):
+            write_deltalake(uri, pa.table({"id": [i]}), mode="append", storage_options=options)
+        DeltaTable(uri, storage_options=options).create_checkpoint()  # at version 2
+        for i in range(2):
+            write_deltalake(uri, pa.table({"id": [i]}), mode="append", storage_options=options)
+        dt = DeltaTable(uri, storage_options=options)
+        proxy.take()
+        config = MaintenanceConfig(checkpoint_interval=3)
+        state = inspect(uri, config, options, dt=dt)
+        answered = proxy.take()
+    assert (state.version, state.checkpoint_version) == (4, 2)
+    assert "checkpoint" not in due_steps(state, config, 0.0)
+    assert [(a.kind, a.status) for a in answered if "/_last_checkpoint" in a.key] == [("GET", 200)]
+    assert sequential_round_trips(answered) == 1
 
 
 class _CountingPipeline(Pipeline):

@@ -44,9 +44,10 @@ from typing import Final
 from deltalake import DeltaTable
 from deltalake.exceptions import DeltaError
 
-from sluice.errors import ConfigError, MaintenanceError
+from sluice.errors import ConfigError, MaintenanceError, SluiceError
 from sluice.lake.data_files import LAKE_WRITER
 from sluice.lake.layout import LakeTable
+from sluice.lake.storage import lake_store
 
 __all__ = [
     "COMMIT_LOG_CLEANUP", "DEFAULT_RETENTION_HOURS", "STEPS", "MaintenanceConfig", "StepResult",
@@ -179,15 +180,12 @@ def _compaction_target(state: TableState, config: MaintenanceConfig) -> int | No
 
 
 def _checkpoint_version(uri: str, storage_options: dict[str, str] | None) -> int:
-    """The version ``_delta_log/_last_checkpoint`` names, -1 when the table has no checkpoint."""
-    from deltalake.fs import DeltaStorageHandler
-    from pyarrow import fs as pafs
-
+    """The version ``_delta_log/_last_checkpoint`` names, -1 when the table has no checkpoint: one
+    GET (a file system's reader would ask for the object's size first, a round trip more)."""
     try:
-        store = pafs.PyFileSystem(DeltaStorageHandler(uri, storage_options))
-        with store.open_input_stream("_delta_log/_last_checkpoint") as f:
-            return int(json.loads(f.read())["version"])
-    except (OSError, ValueError, KeyError, TypeError, DeltaError):
+        found = lake_store(uri, storage_options).get("_delta_log/_last_checkpoint")
+        return -1 if found is None else int(json.loads(found)["version"])
+    except (SluiceError, ValueError, KeyError, TypeError):
         return -1
 
 

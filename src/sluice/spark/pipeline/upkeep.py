@@ -12,8 +12,9 @@ looked at again for ``look_interval`` seconds (one that had steps run is, for it
 step becomes due only after many commits, and a boundary then costs nothing for most tables.
 A look at a table the pipeline writes (a mirror, the change log, a pending table) reads only its
 commits since the last look, through the table the writer keeps between batches (``open_table``),
-and after a step commits to it the writer hears so (``committed_to``) and reads that commit before
-its next batch; an archived mirror, which no batch writes and a user may remove, is read whole.
+and after a step commits to it (a compaction, a VACUUM; a checkpoint adds no commit) the writer
+hears so (``committed_to``) and reads that commit before its next batch; an archived mirror, which
+no batch writes and a user may remove, is read whole.
 A table whose commits still clean its log themselves (Delta's default, which lists the whole log
 after each commit) is set to leave that to the checkpoint step, once, after its first look
 (``maintenance.leave_log_cleanup``).
@@ -146,7 +147,8 @@ class Upkeep:
                 if step == "vacuum":
                     self._vacuumed[table.uri] = self.clock()  # a failed one too: tried again a day later
             self.steps_run += 1
-            self.committed_to(table.uri)
+            if step != "checkpoint":  # a checkpoint adds no commit: what the writer keeps is still current
+                self.committed_to(table.uri)
             log.info("maintenance: %s: %s (%.2fs)", table.name, result.summary, self.clock() - began)
             if self.metrics is not None:
                 self.metrics.maintained(step, time.time())

@@ -87,6 +87,28 @@ def test_checkpoints_follow_the_interval(tmp_path):
     assert upkeep.steps_run == steps
 
 
+def test_a_checkpoint_is_not_taken_for_a_commit(tmp_path):
+    """A checkpoint adds no commit, so the writer is not told to read its tables' logs again after
+    one (it would read the new checkpoint for nothing); after a VACUUM or a setting, it is."""
+    _lake(tmp_path, files=4)
+    told: list[str] = []
+    upkeep = Upkeep(str(tmp_path), MaintenanceConfig(checkpoint_interval=3, budget=60, look_interval=0),
+                    committed_to=told.append)
+    upkeep.after_batch()  # the first look: a VACUUM, the log's cleanup left to checkpoints, a checkpoint
+    assert sorted(set(told)) == sorted(str(tmp_path / t) for t in TABLES)
+    told.clear()
+    for folder in TABLES:
+        for i in range(3):
+            write_deltalake(str(tmp_path / folder), pa.table({"id": [i]}), mode="append")
+    steps = upkeep.steps_run
+    upkeep.after_batch()  # only a checkpoint is due
+    assert upkeep.steps_run == steps + len(TABLES)
+    for folder in TABLES:
+        assert DeltaTable(str(tmp_path / folder)).version() == 7
+        assert (tmp_path / folder / "_delta_log" / "00000000000000000007.checkpoint.parquet").exists()
+    assert told == []
+
+
 def test_start_turns_the_change_feed_on_for_mirrors_only(tmp_path):
     _lake(tmp_path, files=1)
     upkeep = Upkeep(str(tmp_path), MaintenanceConfig())
