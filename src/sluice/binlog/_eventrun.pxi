@@ -135,6 +135,15 @@ cdef class EventRun:
                 self.specs.clear()
             self.version = version
         self.chunk = None
+        continued = None
+        if r.columns and sink:
+            # The transaction's last event is the change-log columns of a run before this one (the
+            # parser took nothing in between): this run's rows go on in them, not into a chunk of
+            # their own that the commit or the part would copy into one.
+            tail = sink[len(sink) - 1]
+            if (type(tail) is tuple and len(tail) == 3 and type(tail[2]) is ChangeRows
+                    and (<ChangeRows>tail[2]).keep_typed == self.typed):
+                self.chunk = continued = tail[2]
         try:
             while n - pos >= 19:
                 tc = r.b[pos + 4]
@@ -155,7 +164,7 @@ cdef class EventRun:
                 pos += size
                 self.taken += 1
         finally:
-            self._finish(&r, file, base + start, sink)
+            self._finish(&r, file, base + start, sink, continued)
         return pos
 
     cdef int _stream(self, _Run *r) except -1:
@@ -299,9 +308,10 @@ cdef class EventRun:
             )))
         return 1
 
-    cdef int _finish(self, _Run *r, str file, Py_ssize_t at, list sink) except -1:
-        """Put the run's lines or change-log columns into the sink, free its buffer, and tell the
-        parser what the run did to its state."""
+    cdef int _finish(self, _Run *r, str file, Py_ssize_t at, list sink, object continued) except -1:
+        """Put the run's lines or change-log columns into the sink (unless they went on in the
+        sink's last columns, ``continued``), free its buffer, and tell the parser what the run did
+        to its state."""
         cdef object p = self.parser
         cdef ChangeRows chunk = self.chunk
         self.chunk = None
@@ -309,7 +319,7 @@ cdef class EventRun:
             if r.out.size:
                 sink.append((file, at, self.lines_of(PyBytes_FromStringAndSize(r.out.data, r.out.size),
                                                      r.written)))
-            if chunk is not None and chunk.length:
+            if chunk is not None and chunk.length and chunk is not continued:
                 sink.append((file, at, chunk))
         finally:
             PyMem_Free(r.out.data)

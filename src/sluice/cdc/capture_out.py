@@ -145,6 +145,8 @@ def transaction_columns(tx: Transaction, builder: RowChangeBuilder, event_record
 
 def _columns_of(tx: Any, events: Any, builder: RowChangeBuilder, event_records: EventRecords, core: Any,
                 typed: bool) -> tuple[Any, int, tuple[Any, ...]]:
+    if len(events) == 1 and type(events[0][2]) is core.ChangeRows and events[0][2].keep_typed == typed:
+        return events[0][2], events[0][2].length, ()  # one run's columns (runs go on in them): no copy
     rows = core.ChangeRows()
     rows.keep_typed = typed
     kinds = builder.kinds

@@ -220,3 +220,53 @@ def test_a_reader_that_stops_after_a_transaction_leaves_the_capture_there(path: 
     assert capture.boundary == first.transaction.end == whole[0]
     second = next(blocks)
     assert capture.boundary == second.transaction.end == whole[1]
+
+
+def _columns(data: bytes, *, by_event: bool = False) -> tuple[list[Any], int]:
+    """The change-log columns (as Arrow rows) and typed images of every transaction of the file,
+    read twice (the second pass through the runs), in TYPED_COLUMNS; and how many transactions
+    held their rows in more than one ChangeRows of their events."""
+    from sluice.spark.source.change_frame import columns_batch
+
+    core = rowplan._compiled_core
+    capture = ChangeCapture(CaptureConfig(output=CaptureOutput.TYPED_COLUMNS, ddl=True), Checkpoint("f0", 4))
+    out: list[Any] = []
+    split = 0
+    for name in ("f0", "f1"):
+        if by_event:
+            capture.begin_file(name, name)
+            done = [tx for offset, event in zip(_offsets(data), _events(data), strict=True)
+                    if (tx := capture.feed(name, offset, offset + len(event), event)) is not None]
+            capture.cut_off()
+        else:
+            done = list(capture.feed_file(name, name, iter_raw_spans(io.BytesIO(data))))
+        for tx in done:
+            split += sum(type(e[2]) is core.ChangeRows for e in tx.transaction.events) > 1
+            if tx.columns is None or not tx.columns.length:
+                continue
+            rows = core.ChangeRows()
+            rows.extend(tx.columns, tx.transaction.rows_gtid, 1)
+            typed = {key: (images.failed, images.length, None if images.failed else _bytes(images.buffers()))
+                     for key, images in rows.typed.items()}
+            out.append((columns_batch(rows).to_pylist(), typed))
+    return out, split
+
+
+def _bytes(buffers: Any) -> Any:
+    """Handed-over buffers, nested in lists and tuples, as bytes (which compare by value)."""
+    if isinstance(buffers, (list, tuple)):
+        return type(buffers)(_bytes(b) for b in buffers)
+    return buffers if isinstance(buffers, int) else bytes(buffers)
+
+
+@pytest.mark.parametrize("path", GOLDEN, ids=[p.stem for p in GOLDEN])
+def test_runs_of_a_transaction_go_on_in_one_set_of_columns(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run that follows the transaction's last run (nothing the parser took in between) adds its
+    rows to that run's ``ChangeRows``: the transaction's columns are the same whether its runs are
+    cut by block ends everywhere, by every event, or not at all, and no transaction keeps two."""
+    data = path.read_bytes()
+    whole, split = _columns(data)
+    assert split == 0
+    assert _columns(data, by_event=True) == (whole, 0)
+    monkeypatch.setattr(binlog_file, "BLOCK_SIZE", 97)  # runs cut by block ends everywhere
+    assert _columns(data) == (whole, 0)
