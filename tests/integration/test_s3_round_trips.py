@@ -19,8 +19,8 @@ from sluice.dsn import parse_dsn
 from sluice.errors import SluiceError
 from sluice.io.connection import Connection
 from sluice.io.replication import server_binlog_status
-from sluice.lake.layout import open_lake
-from sluice.lake.maintenance.steps import MaintenanceConfig, due_steps, inspect
+from sluice.lake.layout import LakeTable, open_lake
+from sluice.lake.maintenance.steps import MaintenanceConfig, compact, due_steps, inspect
 from sluice.sandbox.s3 import S3Sandbox
 from sluice.spark.pipeline.runner import Pipeline, PipelineConfig
 from sluice.spark.source.parts import Uploads
@@ -85,6 +85,29 @@ def test_a_maintenance_look_reads_the_last_checkpoint_in_one_get(s3_server, tmp_
     assert "checkpoint" not in due_steps(state, config, 0.0)
     assert [(a.kind, a.status) for a in answered if "/_last_checkpoint" in a.key] == [("GET", 200)]
     assert sequential_round_trips(answered) == 1
+
+
+def test_a_compaction_on_an_object_store_packs_its_bins_side_by_side(s3_server, tmp_path):
+    """Each bin of a compaction reads its files one after another (three GETs a file); on an object
+    store the bins are packed side by side, so the chain of reads is one bin's, not a bin's times the
+    bins over the number of CPUs."""
+    with ProxyProcess(s3_server.port, tmp_path / "requests.jsonl", latency=0.025) as proxy:
+        options = {**s3_server.storage_options(), "AWS_ENDPOINT_URL": proxy.url}
+        uri = f"s3://{s3_server.bucket}/compaction"
+        for i in range(16):  # about 1.3 kB each: bins of three files below 4 kB
+            write_deltalake(uri, pa.table({"id": list(range(i * 100, (i + 1) * 100)), "v": ["x" * 20] * 100}),
+                            mode="append", storage_options=options)
+        dt = DeltaTable(uri, storage_options=options)
+        proxy.take()
+        config = MaintenanceConfig(small_file_size=4000, min_small_files=4)
+        result = compact(LakeTable(uri, "compaction", "changes"), config, options, dt=dt)
+        answered = proxy.take()
+        after = DeltaTable(uri, storage_options=s3_server.storage_options())  # past the proxy
+    assert result.done and len(after.file_uris()) <= 6
+    assert sorted(after.to_pyarrow_table().column("id").to_pylist()) == list(range(1600))
+    reads = [a for a in answered if a.kind == "GET" and "/part-" in a.key]
+    assert len(reads) >= 3 * 15  # every small file read
+    assert sequential_round_trips(reads) <= 14  # one bin's reads (about 9), not the bins' two at a time (27)
 
 
 class _CountingPipeline(Pipeline):

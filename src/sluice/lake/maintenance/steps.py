@@ -14,7 +14,8 @@ delta-rs writes:
   about the target size. (A single tier toward the target would rewrite the growing file of a table
   that gains a small file per batch, a change log's, at every compaction until it reached the target.)
   Its commit has ``dataChange=false``: a reader sees the same rows, the change feed shows nothing
-  for it, and the pipeline's app transactions carry over.
+  for it, and the pipeline's app transactions carry over. On an object store the bins are packed
+  side by side (``REMOTE_COMPACTION_TASKS``), as each reads its files one after another.
 - ``checkpoint``: ``create_checkpoint`` once ``checkpoint_interval`` commits came after the last one,
   then ``cleanup_metadata``, which deletes log entries older than both the checkpoint and the
   table's ``delta.logRetentionDuration`` (30 days unless set). The checkpoint holds the app
@@ -59,6 +60,10 @@ __all__ = [
 DEFAULT_RETENTION_HOURS: Final = 168
 #: The steps, in the order they run on a table.
 STEPS: Final = ("compact", "checkpoint", "vacuum")
+#: Bins a compaction on an object store packs at once (delta-rs' default is the number of CPUs): each
+#: bin reads its files one after another, three round trips a file, so on a store that answers in
+#: tens of milliseconds the bins side by side set how long the compaction holds the pipeline.
+REMOTE_COMPACTION_TASKS: Final = 8
 #: The table property that has every commit look for expired log entries (true unless set).
 COMMIT_LOG_CLEANUP: Final = "delta.enableExpiredLogCleanup"
 
@@ -215,7 +220,8 @@ def compact(table: LakeTable, config: MaintenanceConfig, storage_options: dict[s
         what = (f"would compact {files} small files ({_size(size)}) into files of about {_size(target)}"
                 if files > 1 else "no small files to compact")
         return StepResult(table.name, "compact", False, what)
-    metrics = dt.optimize.compact(target_size=target, writer_properties=LAKE_WRITER)
+    metrics = dt.optimize.compact(target_size=target, writer_properties=LAKE_WRITER,
+                                  max_concurrent_tasks=REMOTE_COMPACTION_TASKS if storage_options else None)
     removed, added = int(metrics.get("numFilesRemoved", 0)), int(metrics.get("numFilesAdded", 0))
     if not removed:
         return StepResult(table.name, "compact", False, "nothing to compact")
