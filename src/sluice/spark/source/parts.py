@@ -10,7 +10,9 @@ transactions, or a piece of one transaction larger than that. Each part becomes
   the per-row path; a DDL statement among them is a ``DdlMet``.
 
 Every file is written whole, in one PUT on an object store, the files of a range side by side
-(``Uploads``: the range's descriptors are handed on only once all are in the lake). A part of an
+(``Uploads``: the range's descriptors are handed on only once all are in the lake). The change-log
+files are written on a thread of the writer's own, in order, while the task decodes on
+(``PartWriter._changelog``). A part of an
 open transaction is handed out by the capture before the transaction commits
 (``CaptureConfig.hold_columns`` calls ``hold``): its MERGE sources are staged at once, but its
 change-log rows carry the transaction's commit time, known only at its commit, so they wait in an
@@ -29,7 +31,9 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Iterable, Iterator, Sequence
+import threading
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import IO, Any, Final
@@ -77,6 +81,17 @@ class HeldPart:
     rows: int
 
 
+def _read_held(part: HeldPart, commit_us: int) -> pa.Table:
+    """A held part's change-log rows read back from its temporary file, with their commit time."""
+    spill = part.changes
+    spill.seek(0)
+    rows = pa.ipc.open_stream(spill.read()).read_all()
+    spill.close()
+    at = rows.schema.get_field_index("commit_ts")
+    commit = pa.array(np.full(rows.num_rows, commit_us, dtype=np.int64)).cast(rows.schema.field(at).type)
+    return rows.set_column(at, rows.schema.field(at), commit)
+
+
 class Uploads:
     """A task's files PUT whole to an object store on threads of their own, a part's change-log file
     and its tables' sources side by side rather than one after another; at most ``limit`` wait at a
@@ -88,6 +103,7 @@ class Uploads:
         self.limit = limit
         self._pool: ThreadPoolExecutor | None = None
         self._sending: list[Future[None]] = []
+        self._lock = threading.Lock()  # the task's thread and its change-log writer both hand files over
 
     @property
     def remote(self) -> bool:
@@ -99,15 +115,17 @@ class Uploads:
         if not self.store.remote:
             self.store.write_file(uri, data)
             return
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="sluice-put")
-        while len(self._sending) >= self.limit:
-            self._sending.pop(0).result()
-        self._sending.append(self._pool.submit(self.store.write_file, uri, data))
+        with self._lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="sluice-put")
+            while len(self._sending) >= self.limit:
+                self._sending.pop(0).result()
+            self._sending.append(self._pool.submit(self.store.write_file, uri, data))
 
     def done(self) -> None:
         """Every file handed over is in the lake (the first failure raised)."""
-        sending, self._sending = self._sending, []
+        with self._lock:
+            sending, self._sending = self._sending, []
         for f in sending:
             f.result()
 
@@ -127,17 +145,35 @@ class PartWriter:
         self._catalog = catalog
         self._parts = 0
         self.uploads = Uploads(store)
+        self._thread: ThreadPoolExecutor | None = None  # writes the change-log files, in order
+        self._writing: deque[Future[ChangelogFile]] = deque()
 
     def done(self) -> None:
-        """Every file written so far is in the lake (``Uploads.done``)."""
+        """Every file written so far is in the lake (``Uploads.done``), the first failure raised."""
+        try:
+            while self._writing:
+                self._writing.popleft().result()
+        finally:
+            if self._thread is not None:
+                self._thread.shutdown(wait=True)
+                self._thread = None
         self.uploads.done()
 
-    def write(self, rows: pa.Table, typed: Sequence[dict[Any, Any]]) -> list[Descriptor]:
+    def abandon(self) -> None:
+        """The range failed: no change-log file not yet begun is written (those written are strays),
+        and the one being written is waited for, so that the task leaves no thread behind."""
+        if self._thread is not None:
+            self._thread.shutdown(wait=True, cancel_futures=True)
+            self._thread = None
+        self._writing.clear()
+
+    def write(self, rows: pa.Table, typed: Sequence[dict[Any, Any]]) -> list[Descriptor | Future[ChangelogFile]]:
         """A part of committed changes (``change_frame.ARROW_SCHEMA``, commit times set) and the
-        typed images the compiled core kept of them: its change-log file, sources and DDL."""
+        typed images the compiled core kept of them: its change-log file (being written,
+        ``_changelog``), sources and DDL."""
         if not rows.num_rows:
             return []
-        out: list[Descriptor] = [self._changelog(rows)]
+        out: list[Descriptor | Future[ChangelogFile]] = [self._changelog(rows.num_rows, lambda: rows)]
         return out + self._sources(rows, typed)
 
     def hold(self, rows: Any, gtid: str | None) -> HeldPart:
@@ -157,23 +193,28 @@ class PartWriter:
             ) from e
         return HeldPart(tuple(sources), spill, batch.num_rows)
 
-    def committed(self, part: HeldPart, commit_us: int) -> list[Descriptor]:
+    def committed(self, part: HeldPart, commit_us: int) -> list[Descriptor | Future[ChangelogFile]]:
         """A held part of a transaction that committed at ``commit_us``: its change-log file
-        written, with its sources' descriptors."""
-        spill = part.changes
-        spill.seek(0)
-        rows = pa.ipc.open_stream(spill.read()).read_all()
-        spill.close()
-        at = rows.schema.get_field_index("commit_ts")
-        commit = pa.array(np.full(rows.num_rows, commit_us, dtype=np.int64)).cast(rows.schema.field(at).type)
-        rows = rows.set_column(at, rows.schema.field(at), commit)
-        return [self._changelog(rows), *part.descriptors]
+        (being written, ``_changelog``), with its sources' descriptors."""
+        return [self._changelog(part.rows, lambda: _read_held(part, commit_us)), *part.descriptors]
 
-    def _changelog(self, rows: pa.Table) -> ChangelogFile:
+    def _changelog(self, count: int, rows: Callable[[], pa.Table]) -> Future[ChangelogFile]:
+        """The change-log file of ``count`` rows (``rows()`` makes them), written on the writer's own
+        thread while the task decodes on: Parquet's encoding and compression, a fifth of a task's
+        time, hold no lock Python's other thread needs. ``done`` waits for it; at most two wait."""
         # The range's parts are written in binlog order, so its rows are numbered on from part to part.
         batch_first, index, done = self._seq
-        first = range_first(batch_first, index, done + rows.num_rows) + done
-        self._seq = (batch_first, index, done + rows.num_rows)
+        first = range_first(batch_first, index, done + count) + done
+        self._seq = (batch_first, index, done + count)
+        while len(self._writing) >= 2:
+            self._writing.popleft().result()
+        if self._thread is None:
+            self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sluice-changes")
+        future = self._thread.submit(lambda: self._changelog_file(rows(), first))
+        self._writing.append(future)
+        return future
+
+    def _changelog_file(self, rows: pa.Table, first: int) -> ChangelogFile:
         written = write_data_file(changelog_from_rows(rows, self.batch_id, first), self.store.changes,
                                   plain=("before", "after", "json_diffs", "ddl"), bounded=_BOUNDED, store=self.uploads)
         commits = rows.column("commit_ts").cast(pa.int64()).to_numpy()

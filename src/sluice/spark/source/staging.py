@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future
 from dataclasses import replace
 from typing import Any, Final
 
@@ -123,29 +124,34 @@ def stage_range(items: Iterable[pa.RecordBatch | tuple[Any, int]], writer: PartW
     kept = typed if typed is not None else []
     pending: list[pa.RecordBatch] = []
     size = 0
-    out: list[Descriptor] = []
+    staged: list[Descriptor | Future[ChangelogFile]] = []
 
     def flush() -> None:
         nonlocal size
         if pending:
             rows = pa.Table.from_batches(pending).combine_chunks()
             pending.clear()
-            out.extend(writer.write(rows, list(kept)))
+            staged.extend(writer.write(rows, list(kept)))
         kept.clear()
         size = 0
 
-    for item in items:
-        if isinstance(item, tuple):
-            flush()
-            out.extend(writer.committed(*item))
-            continue
-        if item.num_rows:
-            pending.append(item)
-            size += item.nbytes
-            if size >= part_bytes:
+    try:
+        for item in items:
+            if isinstance(item, tuple):
                 flush()
-    flush()
+                staged.extend(writer.committed(*item))
+                continue
+            if item.num_rows:
+                pending.append(item)
+                size += item.nbytes
+                if size >= part_bytes:
+                    flush()
+        flush()
+    except BaseException:
+        writer.abandon()
+        raise
     writer.done()  # every file in the lake before a descriptor names it
+    out: list[Descriptor] = [d.result() if isinstance(d, Future) else d for d in staged]
     files = [i for i, d in enumerate(out) if isinstance(d, ChangelogFile)]
     if not files:
         return

@@ -165,3 +165,18 @@ def test_a_cut_off_transaction_is_in_no_part(tmp_path: Path) -> None:
     assert a.num_rows < _changes(tmp_path / "whole", whole).num_rows
     _same_sources(expected, parted)
     assert calls["held"] > calls["committed"]
+
+
+@needs_core
+def test_a_change_log_file_that_cannot_be_written_fails_the_range(tmp_path: Path) -> None:
+    """The change-log files are written on a thread of the writer's own while the range is read on:
+    a write that fails there fails the range, with the error it met, and leaves no thread behind."""
+    import threading
+
+    data = (GOLDEN[0].parent / "mariadb-versioned.binlog").read_bytes()
+    lake = tmp_path / "lake"
+    (lake / "_sluice").mkdir(parents=True)
+    (lake / "_sluice" / "changes").write_text("a file where the change log's folder belongs")
+    with pytest.raises(OSError):
+        _stage(data, lake, 1)
+    assert not [t for t in threading.enumerate() if t.name.startswith("sluice-changes")]
