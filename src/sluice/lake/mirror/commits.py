@@ -66,7 +66,7 @@ class MirrorCommits:
             return TableResult(tb.db, tb.table, "empty", 0)
         path = self.store.mirror(tb.db, tb.table)
         dt = self.kept.get(path).current()
-        pending = self.pending_of(tb.db, tb.table)
+        pending = self._untaken(tb.db, tb.table, self.pending_of(tb.db, tb.table))
         if dt is not None and (self.done(path, batch_id)
                                or (pending is not None and self.done(pending.path, batch_id))):
             return TableResult(tb.db, tb.table, "skipped", n)
@@ -169,7 +169,7 @@ class MirrorCommits:
     def flush(self, db: str, table: str) -> int:
         """MERGE the pending changes of ``db.table`` into its mirror, before something else writes
         the mirror; the rows MERGEd."""
-        pending = self.pending_of(db, table)
+        pending = self._untaken(db, table, self.pending_of(db, table))
         if pending is None or not pending.rows:
             return 0
         rows = pending.rows
@@ -181,6 +181,20 @@ class MirrorCommits:
         if (db, table) not in self._known_pending():
             return None
         return self._pending_table(db, table)
+
+    def _untaken(self, db: str, table: str, pending: PendingChanges | None) -> PendingChanges | None:
+        """``pending``, emptied first when the mirror's last MERGE took its rows: the mirror records a
+        later batch than the pending table, which only a kill between that MERGE and the emptying
+        leaves so. MERGEd again, those rows would undo the changes that MERGE's own batch made."""
+        if pending is None or not pending.rows:
+            return pending
+        merged = self.kept.get(self.store.mirror(db, table)).transaction_version(self.app_id)
+        appended = self.kept.get(pending.path).transaction_version(self.app_id)
+        if merged is None or (appended is not None and appended >= merged):
+            return pending
+        self._guard(f"the pending changes of {db}.{table}", None, lambda: pending.clear(None))
+        self.waiting.pop(f"{db}.{table}", None)
+        return pending
 
     def _execute(self, p: TablePlan, batch_id: int, txn: CommitProperties) -> TableResult:
         """Run a table's MERGE; the kept mirror remembers the batch when the MERGE is its one commit."""

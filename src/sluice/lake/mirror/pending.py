@@ -12,10 +12,13 @@ oldest pending change is ``max_lag`` old, and always for a mirror smaller than `
 
 Exactly once: an append and a MERGE each carry the batch's app transaction, and the pending table
 is emptied after the MERGE that took its rows, with the same transaction (a batch is in the lake
-for a table when the mirror or its pending table records it). A kill between the MERGE and the
-emptying leaves rows the mirror already holds: MERGEd again with whatever came after them, each
-key still ends at its last state, since the mirror changes only by these MERGEs. Anything else
-that writes a mirror (DDL, a snapshot) MERGEs its pending changes first (``DeltaLake.flush``).
+for a table when the mirror or its pending table records it). A kill between a batch's MERGE and
+the emptying leaves rows older than the mirror, which then records a later batch than its pending
+table: the writer empties such a pending table before it plans or flushes that mirror again, as
+MERGEd again those rows would undo the newer changes the batch MERGEd with them. A flush's MERGE
+records no batch: a kill between it and the emptying leaves the rows it MERGEd, and nothing after
+them, so MERGEd again they leave the mirror as it is. Anything else that writes a mirror (DDL, a
+snapshot) MERGEs its pending changes first (``DeltaLake.flush``).
 
 Readers: the Delta mirror is as of its last MERGE; ``read_mirror`` gives the state as of the change
 log's last commit, the mirror with its pending changes laid over it.
