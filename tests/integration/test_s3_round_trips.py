@@ -21,13 +21,10 @@ from sluice.io.connection import Connection
 from sluice.io.replication import server_binlog_status
 from sluice.lake.layout import LakeTable, open_lake
 from sluice.lake.maintenance.steps import MaintenanceConfig, compact, due_steps, inspect
-from sluice.lake.mirror.pending import MirrorCadence, read_mirror
-from sluice.lake.sink import DeltaLake
 from sluice.sandbox.s3 import S3Sandbox
 from sluice.spark.pipeline.runner import Pipeline, PipelineConfig
 from sluice.spark.source.parts import Uploads
 from tests.s3_proxy import Answered, ProxyProcess, S3Proxy, sequential_round_trips
-from tests.unit.lake.test_sink import Log, items
 
 
 def test_the_proxy_records_a_delta_write_and_holds_each_request(s3_server: S3Sandbox):
@@ -111,37 +108,6 @@ def test_a_compaction_on_an_object_store_packs_its_bins_side_by_side(s3_server, 
     reads = [a for a in answered if a.kind == "GET" and "/part-" in a.key]
     assert len(reads) >= 3 * 15  # every small file read
     assert sequential_round_trips(reads) <= 14  # one bin's reads (about 9), not the bins' two at a time (27)
-
-
-def test_a_merged_pending_table_is_emptied_beside_the_change_logs_commit(s3_server, tmp_path):
-    """When a batch MERGEs a mirror's pending rows with its own changes, the pending table's emptying
-    is not a commit of its own after the MERGE and before the change log's: it goes beside the change
-    log's commit, and the lake ends as one where nothing was pending."""
-    cadence = MirrorCadence(merge_below=1, bytes_per_change=1, max_lag=3600, max_pending_rows=3)
-    log = Log()
-    with ProxyProcess(s3_server.port, tmp_path / "requests.jsonl", latency=0.025) as proxy:
-        lake = DeltaLake(open_lake(f"s3://{s3_server.bucket}/emptying", {**s3_server.storage_options(),
-                                                                          "AWS_ENDPOINT_URL": proxy.url}),
-                         "p", cadence=cadence)
-        lake.write_batch(0, [items([log.insert(id=i, name="a", qty=i) for i in range(5)])])
-        lake.write_batch(1, [items([log.update({"id": 1, "name": "a", "qty": 1}, {"id": 1, "name": "a", "qty": 10})])])
-        proxy.take()
-        result = lake.write_batch(2, [items([
-            log.update({"id": 1, "name": "a", "qty": 10}, {"id": 1, "name": "a", "qty": 20}),
-            log.update({"id": 3, "name": "a", "qty": 3}, {"id": 3, "name": "a", "qty": 30})])])
-        answered = proxy.take()
-        mirror = read_mirror(lake.store, "shop", "items", lake.store.options)
-    assert result.tables[0].status != "pending"
-    assert {r["id"]: r["qty"] for r in mirror.to_pylist()} == {0: 0, 1: 20, 2: 2, 3: 30, 4: 4}
-    merge = next(a for a in answered if a.kind == "PUT" and "/_delta_log/0" in a.key and "/_sluice/" not in a.key)
-    after = [a for a in answered if a.started >= merge.ended]
-    emptying = [a for a in after if "/_sluice/pending/" in a.key]
-    changes = [a for a in after if "/_sluice/changes/" in a.key]
-    assert any(a.kind == "PUT" and "/_delta_log/0" in a.key for a in emptying)  # after the MERGE that took its rows
-    assert any(a.kind == "PUT" and "/_delta_log/0" in a.key for a in changes)
-    # side by side: each of the two commits starts before the other's last request is answered
-    assert min(a.started for a in emptying) < max(a.ended for a in changes)
-    assert min(a.started for a in changes) < max(a.ended for a in emptying)
 
 
 class _CountingPipeline(Pipeline):

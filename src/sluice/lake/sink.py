@@ -208,17 +208,12 @@ class DeltaLake:
         if not done and log is not None and log.num_rows:
             log = numbered(log, self.seq.next(existing))
         # commits from here on: the mirrors, side by side, then the change log (its version is the last
-        # whole batch) beside the emptying of the pending tables those MERGEs took. Planning a commit
-        # read the set of tables with pending changes (MirrorCommits.pending_of), so the threads share
-        # it and never list it themselves.
+        # whole batch). Planning a commit read the set of tables with pending changes (MirrorCommits.pending_of), so
+        # the threads share it and never list it themselves.
         run_at_once([partial(self.histories.commit, p, batch_id, txn) for p in history_plans],
                     self.cadence.commits_at_once)  # before any mirror: see sluice.lake.mirror.history
         results = tuple(run_at_once([self.mirrors.step(p, batch_id, txn) for p in plans], self.cadence.commits_at_once))
-        # the pending tables a MERGE took the rows of are emptied beside the change log's commit
-        emptyings = self.mirrors.emptyings()
-        at_once = self.cadence.commits_at_once + 1 if self.cadence.commits_at_once > 1 else 1
         if done:
-            run_at_once(emptyings, at_once)
             return BatchResult(batch_id, results, 0, True, dict(self.waiting))
         # The change log's commit says where the stream stands, atomically with it, and lands on the
         # version after the one read above or fails: a writer never commits past another's batch.
@@ -227,19 +222,12 @@ class DeltaLake:
         txn = CommitProperties(app_transactions=[Transaction(self.app_id, batch_id)], max_commit_retries=0,
                                custom_metadata={**metadata, **self.seq.metadata(high)} or None)
         before = None if existing is None else existing.version()
-
-        def commit() -> int | None:
-            if files is not None:
-                return self._commit_changelog(batch_id, files, txn, existing) - 1
-            assert log is not None
-            self._append_changelog(batch_id, log, txn, existing)
-            return before
-
-        before = run_at_once([*emptyings, commit], at_once)[-1]
         if files is not None:
+            before = self._commit_changelog(batch_id, files, txn, existing) - 1
             rows = sum(json.loads(f.stats)["numRecords"] for f in files)
         else:
             assert log is not None
+            self._append_changelog(batch_id, log, txn, existing)
             rows = log.num_rows
         self.mirrors.remember(self.changelog_path, before, batch_id)
         self.seq.committed(-1 if before is None else before, high)

@@ -52,7 +52,6 @@ class MirrorCommits:
         self.cadence = cadence
         self.mirror_configuration = mirror_configuration
         self._pending: set[tuple[str, str]] | None = None  # tables with a pending table (listed once)
-        self._emptyings: list[Callable[[], None]] = []  # this batch's, until ``emptyings``
         #: ``db.table`` -> when the oldest change pending for its mirror was written (epoch seconds): what
         #: a plain reader of the mirror has not seen yet, for the tables this writer committed to.
         self.waiting: dict[str, float] = {}
@@ -115,20 +114,10 @@ class MirrorCommits:
             return self._execute(p, batch_id, txn)
         p.source = combine(pending.read(), p.source, tb.primary_key)
         result = self._execute(p, batch_id, txn)
-        self._emptyings.append(partial(self._empty, tb.db, tb.table, pending, batch_id, txn))
-        return result
-
-    def emptyings(self) -> list[Callable[[], None]]:
-        """The emptying of each pending table this batch's MERGEs took the rows of, handed over once:
-        the batch runs them beside the change log's commit (a kill before one leaves rows older than
-        the mirror, which ``_untaken`` drops before the mirror is planned again)."""
-        out, self._emptyings = self._emptyings, []
-        return out
-
-    def _empty(self, db: str, table: str, pending: PendingChanges, batch_id: int, txn: CommitProperties) -> None:
         before = pending.version
-        self._guard(f"the pending changes of {db}.{table}", batch_id, lambda: pending.clear(txn))
+        self._guard(f"the pending changes of {tb.db}.{tb.table}", batch_id, lambda: pending.clear(txn))
         self.remember(pending.path, before, batch_id)
+        return result
 
     def _passes_take(self, p: TablePlan) -> bool:
         """Whether ``p`` can be MERGEd in passes (``sluice.lake.mirror.passes``): full rows, a single
