@@ -11,7 +11,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from deltalake import DeltaTable, write_deltalake
+from deltalake import CommitProperties, DeltaTable, write_deltalake
 from deltalake.fs import DeltaStorageHandler
 from pyarrow import fs as pafs
 
@@ -21,6 +21,7 @@ from sluice.io.connection import Connection
 from sluice.io.replication import server_binlog_status
 from sluice.lake.layout import LakeTable, open_lake
 from sluice.lake.maintenance.steps import MaintenanceConfig, compact, due_steps, inspect
+from sluice.lake.mirror.pending import PendingChanges
 from sluice.sandbox.s3 import S3Sandbox
 from sluice.spark.pipeline.runner import Pipeline, PipelineConfig
 from sluice.spark.source.parts import Uploads
@@ -108,6 +109,26 @@ def test_a_compaction_on_an_object_store_packs_its_bins_side_by_side(s3_server, 
     reads = [a for a in answered if a.kind == "GET" and "/part-" in a.key]
     assert len(reads) >= 3 * 15  # every small file read
     assert sequential_round_trips(reads) <= 14  # one bin's reads (about 9), not the bins' two at a time (27)
+
+
+def test_a_pending_tables_files_are_read_side_by_side(s3_server, tmp_path):
+    """A MERGE of a large mirror reads its pending table whole: its data files side by side (a footer
+    and a body each), not four at a time, which on an object store was two round trips per four."""
+    with ProxyProcess(s3_server.port, tmp_path / "requests.jsonl", latency=0.025) as proxy:
+        lake = open_lake(f"s3://{s3_server.bucket}/pendingread", {**s3_server.storage_options(),
+                                                                  "AWS_ENDPOINT_URL": proxy.url})
+        pending = PendingChanges(lake, "db", "t")
+        for i in range(16):  # a batch's append each: 16 data files
+            pending.append(pa.table({"id": [i, 100 + i], "v": [f"v{i}", "w"]}), ("id",), CommitProperties())
+        pending = PendingChanges(lake, "db", "t")
+        proxy.take()
+        rows = pending.read()
+        answered = proxy.take()
+    assert rows is not None and rows.column("id").to_pylist()[-2:] == [15, 115]
+    reads = [a for a in answered if a.kind == "GET" and "/part-" in a.key]
+    assert len({a.key for a in reads}) == 16
+    # footers, then bodies, as many at once as pyarrow's I/O threads (8): 4 where four at a time took 8
+    assert sequential_round_trips(reads) <= 4
 
 
 class _CountingPipeline(Pipeline):
