@@ -221,7 +221,7 @@ def compact(table: LakeTable, config: MaintenanceConfig, storage_options: dict[s
                 if files > 1 else "no small files to compact")
         return StepResult(table.name, "compact", False, what)
     metrics = dt.optimize.compact(target_size=target, writer_properties=LAKE_WRITER,
-                                  max_concurrent_tasks=REMOTE_COMPACTION_TASKS if storage_options else None)
+                                  max_concurrent_tasks=None if storage_options is None else REMOTE_COMPACTION_TASKS)
     removed, added = int(metrics.get("numFilesRemoved", 0)), int(metrics.get("numFilesAdded", 0))
     if not removed:
         return StepResult(table.name, "compact", False, "nothing to compact")
