@@ -99,11 +99,6 @@ cdef enum:
 
 _ASCII = "".join(map(chr, range(128)))
 
-#: What this build does that an earlier build of the core did not, for the tests of it to ask (a
-#: copy of an older build says so, rather than fail): ``runs-go-on``, a transaction's event runs
-#: add their rows to one ``ChangeRows`` (``EventRun.run``).
-FEATURES = frozenset({"runs-go-on"})
-
 _OPS = {
     "null": OP_NULL, "int": OP_INT, "float": OP_FLOAT, "year": OP_YEAR, "enum": OP_ENUM,
     "uint_be": OP_UINT_BE, "uint_le": OP_UINT_LE, "call": OP_CALL, "decimal": OP_DECIMAL,

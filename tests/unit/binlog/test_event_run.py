@@ -270,7 +270,4 @@ def test_runs_of_a_transaction_go_on_in_one_set_of_columns(path: Path, monkeypat
     monkeypatch.setattr(binlog_file, "BLOCK_SIZE", 97)  # runs cut by block ends everywhere
     in_blocks, split_in_blocks = _columns(data)
     assert by_event == whole and in_blocks == whole
-    if "runs-go-on" not in getattr(rowplan._compiled_core, "FEATURES", ()):
-        pytest.skip("the compiled core was built before its runs went on in one ChangeRows: rebuild it "
-                    "(setup.py build_ext --inplace) to test that")
     assert split == split_by_event == split_in_blocks == 0
