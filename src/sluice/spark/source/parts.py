@@ -58,8 +58,8 @@ from sluice.spark.source.descriptors import ChangelogFile, DdlMet, Descriptor, T
 
 __all__ = ["HeldPart", "PartWriter", "Uploads", "layout_key"]
 
-# A held part's change-log rows in their temporary file: LZ4 frames, about a fifth of the bytes of
-# the JSON images, written and read back in less time than the bytes themselves take.
+# A held part's change-log rows in their temporary file: LZ4 frames, which the JSON images compress
+# well in, and which are written and read back faster than the plain bytes.
 _SPILL: Final = pa.ipc.IpcWriteOptions(compression="lz4" if pa.Codec.is_available("lz4_frame") else None)
 
 # Delta data skipping reads these bounds: exact ones for the short columns, none for the images.
@@ -200,8 +200,8 @@ class PartWriter:
 
     def _changelog(self, count: int, rows: Callable[[], pa.Table]) -> Future[ChangelogFile]:
         """The change-log file of ``count`` rows (``rows()`` makes them), written on the writer's own
-        thread while the task decodes on: Parquet's encoding and compression, a fifth of a task's
-        time, hold no lock Python's other thread needs. ``done`` waits for it; at most two wait."""
+        thread while the task decodes on: Parquet's encoding and compression hold no lock Python's
+        other thread needs. ``done`` waits for it; at most two wait."""
         # The range's parts are written in binlog order, so its rows are numbered on from part to part.
         batch_first, index, done = self._seq
         first = range_first(batch_first, index, done + count) + done
