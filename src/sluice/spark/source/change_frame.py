@@ -32,7 +32,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, cast
 
-import numpy as np
 import pyarrow as pa
 
 from sluice.cdc.capture import CommittedTransaction, DdlRecord
@@ -111,7 +110,7 @@ def columns_batch(rows: Any, *, gtid: Any = False) -> pa.RecordBatch:
         "before": text("before"), "after": text("after"), "json_diffs": text("json_diffs"),
         "pos": number("pos", pa.int64()), "row": number("row", pa.int32()),
         "gtid": (pa.array(rows.gtids, type=pa.string()).take(number("gtid", pa.int32())) if gtid is False
-                 else pa.array([gtid], type=pa.string()).take(pa.array(np.zeros(n, dtype=np.int32)))),
+                 else pa.repeat(pa.scalar(gtid, pa.string()), n)),
         "ts": number("ts", _TS), "commit_ts": number("commit_ts", _TS), "pk": take("pk", list),
     }
     arrays = [columns[f.name] if f.name in columns else take(f.name) for f in ARROW_SCHEMA]
