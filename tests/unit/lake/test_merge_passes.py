@@ -117,3 +117,26 @@ def test_a_version_taken_meanwhile_fails_the_commit(tmp_path: Path) -> None:
         commit_rewrite(open_lake(str(tmp_path / "lake")), path, DeltaTable(path).version(), removed=[], added=[],
                        changes=[], app_id="p", batch_id=1, metrics={})
     assert np.all(np.diff([r["id"] for r in read(path)]) > 0)
+
+
+def test_a_file_whose_rows_are_all_touched_is_replaced_whole(tmp_path: Path) -> None:
+    """With no change data feed, a row group whose keys are all touched is dropped unread; the
+    upserts are written in two shares of the pieces, each its own files."""
+    path = str(tmp_path / "lake" / "mirror")
+    first = source(list(range(1, 101)), 0).drop_columns([DELETE_FLAG])
+    write_deltalake(path, first)
+    write_deltalake(path, source(list(range(101, 201)), 0).drop_columns([DELETE_FLAG]), mode="append")
+    pieces = [TablePiece(source(list(range(1, 51)), 1), AFTER_PENDING),
+              TablePiece(source(list(range(51, 101)), 2, frozenset({60, 70})), AFTER_PENDING + 1),
+              TablePiece(source([150, 250], 3), AFTER_PENDING + 2),
+              TablePiece(source([7, 199], 4, frozenset({199})), AFTER_PENDING + 3)]
+    metrics = merge_in_passes(DeltaTable(path), path, open_lake(str(tmp_path / "lake")), pieces, "id", app_id="p",
+                              batch_id=0, file_rows=1000, change_feed=False)
+    expected = {k: 1 if k <= 50 else 2 if k <= 100 else 0 for k in range(1, 201)}
+    expected.update({7: 4, 150: 3, 250: 3})
+    for gone in (60, 70, 199):
+        del expected[gone]
+    assert {r["id"]: r["qty"] for r in read(path)} == expected
+    assert metrics == {"num_target_rows_inserted": 1, "num_target_rows_updated": 99, "num_target_rows_deleted": 3,
+                       "num_target_files_removed": 2, "num_target_files_added": 3}
+    assert DeltaTable(path).transaction_version("p") == 0

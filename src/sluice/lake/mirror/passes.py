@@ -12,8 +12,9 @@ the same MERGE is done here file by file without a join:
    column read, a row group at a time: which touched keys the mirror holds.
 3. Side by side: each file with a touched key is rewritten without those rows, read page by page
    in batches (delta-rs writes row groups of a million rows, which a dataset scan decodes whole),
-   into new files of about ``file_rows`` rows, and removed; each piece is read again and its
-   winning upserts written as new files.
+   into new files of about ``file_rows`` rows, and removed (a row group whose rows are all touched
+   is not read, unless the change data feed needs them); each piece is read again and its winning
+   upserts written as new files, the pieces in two shares, each share's files its own.
 4. One commit (``sluice.lake.mirror.own_commit``) removes the old files and adds the new ones, with
    the batch's app transaction. With Delta's change data feed on, it also adds the change data:
    the rows dropped (``update_preimage`` or ``delete``) and written (``update_postimage`` or
@@ -102,9 +103,9 @@ def merge_in_passes(dt: DeltaTable, path: str, store: LakeStore, pieces: Sequenc
             _rewrite(fragments[file["path"]], key, index, schema, data, feed)
         return data, feed
 
-    def upsert() -> tuple[_Files, _Files | None]:
+    def upsert(share: Sequence[Piece]) -> tuple[_Files, _Files | None]:
         data, feed = outputs()
-        for piece in pieces:
+        for piece in share:
             rows = piece.read()
             keep = index.wins(piece, rows) & ~rows.column(DELETE_FLAG).to_numpy(zero_copy_only=False)
             if not keep.any():
@@ -117,8 +118,12 @@ def merge_in_passes(dt: DeltaTable, path: str, store: LakeStore, pieces: Sequenc
                 feed.add(rows.append_column(_CHANGE_TYPE, pa.array(kinds)))
         return data, feed
 
+    # The upserts in two shares of consecutive pieces, each into files of its own: when the rewrite
+    # has little to keep (a batch that touched most of the mirror), both threads write upserts.
+    half = (len(pieces) + 1) // 2
     with ThreadPoolExecutor(max_workers=2) as pool:
-        done = [f.result() for f in [pool.submit(rewrite), pool.submit(upsert)]]
+        futures = [pool.submit(rewrite), *(pool.submit(upsert, share) for share in (pieces[:half], pieces[half:]))]
+        done = [f.result() for f in futures]
     added: list[dict[str, Any]] = []
     changes: list[dict[str, Any]] = []
     for data, feed in done:
@@ -127,7 +132,7 @@ def merge_in_passes(dt: DeltaTable, path: str, store: LakeStore, pieces: Sequenc
         if feed is not None:
             feed.flush()
             changes += feed.written
-    upserts = done[1][0].rows_written
+    upserts = sum(data.rows_written for data, _ in done[1:])
     updated = int((hit & ~index.deleted).sum())
     metrics = {"num_target_rows_inserted": upserts - updated, "num_target_rows_updated": updated,
                "num_target_rows_deleted": int((hit & index.deleted).sum()),
@@ -151,6 +156,8 @@ def _rewrite(fragment: Any, key: str, index: KeyIndex, schema: pa.Schema, data: 
         parquet = pq.ParquetFile(handle, pre_buffer=False)
         for g in range(parquet.metadata.num_row_groups):  # a row group's keys at a time: 17 bytes a row
             place, found = index.touched(parquet.read_row_group(g, columns=[key]).column(key).to_numpy())
+            if feed is None and found.all():
+                continue  # every row replaced or deleted: nothing of the group is kept, nothing to read
             at = 0
             for batch in parquet.iter_batches(batch_size=_BATCH_ROWS, row_groups=[g]):
                 rows = conform(pa.Table.from_batches([batch]), schema)
