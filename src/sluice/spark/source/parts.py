@@ -24,6 +24,10 @@ descriptor names them.
 The staged sources are named by the range's start and the part's number, so a retried task writes
 the same names over again with the same content; change-log files have names of their own
 (``lake.data_files``), and an attempt's that no commit named are what ``VACUUM`` removes.
+
+The writer's thread also builds a held part's MERGE sources and its temporary file (``hold``), so
+that the task goes on decoding the transaction meanwhile; it takes its work in order, and at most
+two pieces of work wait for it, which bounds what the task holds.
 """
 
 from __future__ import annotations
@@ -36,7 +40,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
-from typing import IO, Any, Final
+from typing import IO, Any, Final, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -58,6 +62,8 @@ from sluice.spark.source.descriptors import ChangelogFile, DdlMet, Descriptor, T
 
 __all__ = ["HeldPart", "PartWriter", "Uploads", "layout_key"]
 
+T = TypeVar("T")
+
 # A held part's change-log rows in their temporary file: LZ4 frames, which the JSON images compress
 # well in, and which are written and read back faster than the plain bytes.
 _SPILL: Final = pa.ipc.IpcWriteOptions(compression="lz4" if pa.Codec.is_available("lz4_frame") else None)
@@ -73,17 +79,30 @@ def layout_key(columns: Iterable[Any], primary_key: Iterable[str]) -> str:
 
 @dataclass(frozen=True, slots=True)
 class HeldPart:
-    """A part of an open transaction: its staged sources' descriptors and its change-log rows,
-    waiting for the commit time in a temporary file (an Arrow IPC stream, its buffers LZ4 frames)."""
+    """A part of an open transaction, ``rows`` change-log rows: once the writer's thread has done
+    with it (``staged``), its staged sources' descriptors and its change-log rows, waiting for the
+    commit time in a temporary file (an Arrow IPC stream, its buffers LZ4 frames)."""
 
-    descriptors: tuple[Descriptor, ...]
-    changes: IO[bytes]
+    staged: Future[tuple[tuple[Descriptor, ...], IO[bytes]]]
     rows: int
 
 
-def _read_held(part: HeldPart, commit_us: int) -> pa.Table:
+def _spill(batch: pa.RecordBatch) -> IO[bytes]:
+    """A held part's change-log rows written to an anonymous temporary file (the ``HeldPart`` owns it)."""
+    try:
+        spill = tempfile.TemporaryFile(prefix="sluice-part-")  # noqa: SIM115 - the HeldPart owns it
+        with pa.ipc.new_stream(pa.PythonFile(spill, mode="w"), batch.schema, options=_SPILL) as writer:
+            writer.write_batch(batch)
+    except OSError as e:
+        raise ConfigError(
+            f"cannot write the temporary file in {tempfile.gettempdir()} that holds part of a large "
+            f"transaction's change-log rows until its commit: {e}. Give the executors' TMPDIR room"
+        ) from e
+    return spill
+
+
+def _read_held(spill: IO[bytes], commit_us: int) -> pa.Table:
     """A held part's change-log rows read back from its temporary file, with their commit time."""
-    spill = part.changes
     spill.seek(0)
     rows = pa.ipc.open_stream(spill.read()).read_all()
     spill.close()
@@ -145,8 +164,8 @@ class PartWriter:
         self._catalog = catalog
         self._parts = 0
         self.uploads = Uploads(store)
-        self._thread: ThreadPoolExecutor | None = None  # writes the change-log files, in order
-        self._writing: deque[Future[ChangelogFile]] = deque()
+        self._thread: ThreadPoolExecutor | None = None  # the writer's thread: its work in order
+        self._writing: deque[Future[Any]] = deque()
 
     def done(self) -> None:
         """Every file written so far is in the lake (``Uploads.done``), the first failure raised."""
@@ -178,25 +197,22 @@ class PartWriter:
 
     def hold(self, rows: Any, gtid: str | None) -> HeldPart:
         """``CaptureConfig.hold_columns``: a part of an open transaction's rows (the core's
-        ``ChangeRows``), its sources staged now, its change-log rows kept until ``committed``."""
+        ``ChangeRows``), its sources staged and its change-log rows spilled on the writer's thread,
+        those rows kept until ``committed``. The part is typed by the catalog in force now."""
         typed = rows.typed
         batch = columns_batch(rows, gtid=gtid)  # the rows are one transaction's: no copy to give each its GTID
-        sources = self._sources(pa.Table.from_batches([batch]), [typed])
-        try:
-            spill = tempfile.TemporaryFile(prefix="sluice-part-")  # noqa: SIM115 - the HeldPart owns it
-            with pa.ipc.new_stream(pa.PythonFile(spill, mode="w"), batch.schema, options=_SPILL) as writer:
-                writer.write_batch(batch)
-        except OSError as e:
-            raise ConfigError(
-                f"cannot write the temporary file in {tempfile.gettempdir()} that holds part of a large "
-                f"transaction's change-log rows until its commit: {e}. Give the executors' TMPDIR room"
-            ) from e
-        return HeldPart(tuple(sources), spill, batch.num_rows)
+        catalog, part = self._catalog(), self._next_part()
+
+        def stage() -> tuple[tuple[Descriptor, ...], IO[bytes]]:
+            return tuple(self._sources(pa.Table.from_batches([batch]), [typed], catalog, part)), _spill(batch)
+
+        return HeldPart(self._submit(stage), batch.num_rows)
 
     def committed(self, part: HeldPart, commit_us: int) -> list[Descriptor | Future[ChangelogFile]]:
         """A held part of a transaction that committed at ``commit_us``: its change-log file
         (being written, ``_changelog``), with its sources' descriptors."""
-        return [self._changelog(part.rows, lambda: _read_held(part, commit_us)), *part.descriptors]
+        descriptors, spill = part.staged.result()
+        return [self._changelog(part.rows, lambda: _read_held(spill, commit_us)), *descriptors]
 
     def _changelog(self, count: int, rows: Callable[[], pa.Table]) -> Future[ChangelogFile]:
         """The change-log file of ``count`` rows (``rows()`` makes them), written on the writer's own
@@ -206,11 +222,16 @@ class PartWriter:
         batch_first, index, done = self._seq
         first = range_first(batch_first, index, done + count) + done
         self._seq = (batch_first, index, done + count)
+        return self._submit(lambda: self._changelog_file(rows(), first))
+
+    def _submit(self, work: Callable[[], T]) -> Future[T]:
+        """``work`` on the writer's thread, after the work handed to it before; first waits until
+        at most one piece of work waits for it."""
         while len(self._writing) >= 2:
             self._writing.popleft().result()
         if self._thread is None:
             self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sluice-changes")
-        future = self._thread.submit(lambda: self._changelog_file(rows(), first))
+        future = self._thread.submit(work)
         self._writing.append(future)
         return future
 
@@ -226,17 +247,27 @@ class PartWriter:
             rows.column("file")[-1].as_py(), rows.column("pos")[-1].as_py(),
             tuple(commits[starts].tolist()), tuple(counts.tolist()))
 
-    def _sources(self, rows: pa.Table, typed: Sequence[dict[Any, Any]]) -> list[Descriptor]:
+    def _next_part(self) -> int:
+        part = self._parts
+        self._parts += 1
+        return part
+
+    def _sources(self, rows: pa.Table, typed: Sequence[dict[Any, Any]], catalog: Catalog | None = None,
+                 part: int | None = None) -> list[Descriptor]:
+        """A part's DDL and MERGE sources, typed by ``catalog`` (default: now's), named by its
+        number ``part`` (default: the next)."""
+        if part is None:
+            part = self._next_part()
+        if catalog is None:
+            catalog = self._catalog()
         out: list[Descriptor] = []
         is_ddl = pc.equal(rows.column("op"), "ddl")
         if pc.any(is_ddl).as_py():
             out += [DdlMet(d["db"], d["table"], d["file"], d["pos"], d["ddl"])
                     for d in rows.filter(is_ddl).to_pylist()]
             rows = rows.filter(pc.invert(is_ddl))
-        part = self._parts
-        self._parts += 1
         if rows.num_rows:
-            out.extend(self._tables(rows, self._catalog(), typed, f"{self.folder}/{self._name}.{part}"))
+            out.extend(self._tables(rows, catalog, typed, f"{self.folder}/{self._name}.{part}"))
         return out
 
     def _tables(self, rows: pa.Table, catalog: Catalog, typed: Sequence[dict[Any, Any]],

@@ -1,18 +1,21 @@
-"""A task's range written in parts (``sluice.spark.source.parts``), transactions handed out before their commit.
+"""A task's range written in parts (``sluice.spark.source.parts``), transactions handed out before
+their commit.
 
 Every golden binlog file is staged twice as one range: once whole (no transaction handed out, one
 part), and once with the part budget set to a byte, so that the capture hands out every open
-transaction after each event run (``CaptureConfig.hold_columns``) and every Arrow batch is a part
-of its own. The change-log rows the parts hold, read back, are the same rows, commit times
-included; each table's MERGE sources, folded over the parts, are the same source; every staged
-file a descriptor names exists and no two descriptors name one file. A transaction cut off by the
-end of the input is not in any descriptor, and its temporary file is closed.
+transaction after each event run (``CaptureConfig.hold_columns``) and every Arrow batch is a part of
+its own. The change-log rows the parts hold, read back, are the same rows, commit times included,
+and a held part is typed by the catalog as the task had it when it handed the part out; each table's
+MERGE sources, folded over the parts, are the same source; every staged file a descriptor names
+exists and no two descriptors name one file. A transaction cut off by the end of the input is not in
+any descriptor, and its temporary file is closed.
 """
 
 from __future__ import annotations
 
 import io
 import json
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -42,8 +45,14 @@ def _stage(data: bytes, lake: Path, part_bytes: int, *,
     handed out (``held``) and how many of them committed (``committed``)."""
     capture: ChangeCapture | None = None
     store = open_lake(str(lake))
-    writer = PartWriter(store, 7, Checkpoint("f", 4), lambda: capture.tracker.catalog)  # type: ignore[union-attr]
-    calls = {"held": 0, "committed": 0}
+    calls = {"held": 0, "committed": 0, "catalog off the task's thread": 0}
+
+    def catalog() -> Any:
+        # A held part is staged on the writer's thread, typed by the catalog as the task read it then.
+        calls["catalog off the task's thread"] += threading.current_thread() is not threading.main_thread()
+        return capture.tracker.catalog  # type: ignore[union-attr]
+
+    writer = PartWriter(store, 7, Checkpoint("f", 4), catalog)
 
     def hold(rows: Any, gtid: str | None) -> Any:
         calls["held"] += 1
@@ -137,6 +146,7 @@ def test_parts_hold_what_a_whole_range_does(path: Path, tmp_path: Path) -> None:
     # A MySQL TRANSACTION_PAYLOAD is one event: its transaction is not cut, and here it is all.
     payload = path.stem == "mysql-compressed"
     assert calls["held"] == calls["committed"] and (calls["held"] > 0 or payload)
+    assert calls["catalog off the task's thread"] == 0
     assert len(parted_files) > 1 or payload
     a, b = _changes(tmp_path / "whole", whole), _changes(tmp_path / "parted", parted)
     assert b.num_rows == a.num_rows > 0
