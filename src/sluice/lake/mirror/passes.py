@@ -14,7 +14,8 @@ the same MERGE is done here file by file without a join:
    in batches (delta-rs writes row groups of a million rows, which a dataset scan decodes whole),
    into new files of about ``file_rows`` rows, and removed (a row group whose rows are all touched
    is not read, unless the change data feed needs them); each piece is read again and its winning
-   upserts written as new files, the pieces in two shares, each share's files its own.
+   upserts written as new files. Two threads take the work in four shares (each half of the pieces,
+   each half of the files by size), each share's files its own.
 4. One commit (``sluice.lake.mirror.own_commit``) removes the old files and adds the new ones, with
    the batch's app transaction. With Delta's change data feed on, it also adds the change data:
    the rows dropped (``update_preimage`` or ``delete``) and written (``update_postimage`` or
@@ -97,9 +98,9 @@ def merge_in_passes(dt: DeltaTable, path: str, store: LakeStore, pieces: Sequenc
         feed = _Files(f"{path}/{_CHANGE_DATA}", store, file_rows, f"{_CHANGE_DATA}/") if change_feed else None
         return _Files(path, store, file_rows), feed
 
-    def rewrite() -> tuple[_Files, _Files | None]:
+    def rewrite(files: Sequence[dict[str, Any]]) -> tuple[_Files, _Files | None]:
         data, feed = outputs()
-        for file in removed:
+        for file in files:
             _rewrite(fragments[file["path"]], key, index, schema, data, feed)
         return data, feed
 
@@ -114,16 +115,19 @@ def merge_in_passes(dt: DeltaTable, path: str, store: LakeStore, pieces: Sequenc
             data.add(rows)
             if feed is not None:
                 place, _ = index.touched(rows.column(key).to_numpy())
-                kinds = np.where(hit[place], "update_postimage", "insert")
-                feed.add(rows.append_column(_CHANGE_TYPE, pa.array(kinds)))
+                feed.add(rows.append_column(_CHANGE_TYPE, _change_types(hit[place], "update_postimage", "insert")))
         return data, feed
 
-    # The upserts in two shares of consecutive pieces, each into files of its own: when the rewrite
-    # has little to keep (a batch that touched most of the mirror), both threads write upserts.
+    # Two threads take four shares of the work, each share's files its own: the upserts of each half
+    # of the pieces (the larger shares, first), then the rewrite of each half of the files by size.
     half = (len(pieces) + 1) // 2
+    sizes = np.cumsum([file["size"] for file in removed])
+    cut = int(np.searchsorted(sizes, sizes[-1] / 2)) + 1 if len(removed) > 1 else len(removed)
     with ThreadPoolExecutor(max_workers=2) as pool:
-        futures = [pool.submit(rewrite), *(pool.submit(upsert, share) for share in (pieces[:half], pieces[half:]))]
-        done = [f.result() for f in futures]
+        ups = [pool.submit(upsert, share) for share in (pieces[:half], pieces[half:]) if share]
+        rewrites = [pool.submit(rewrite, files) for files in (removed[:cut], removed[cut:]) if files]
+        upserted = [f.result() for f in ups]
+        done = upserted + [f.result() for f in rewrites]
     added: list[dict[str, Any]] = []
     changes: list[dict[str, Any]] = []
     for data, feed in done:
@@ -132,7 +136,7 @@ def merge_in_passes(dt: DeltaTable, path: str, store: LakeStore, pieces: Sequenc
         if feed is not None:
             feed.flush()
             changes += feed.written
-    upserts = sum(data.rows_written for data, _ in done[1:])
+    upserts = sum(data.rows_written for data, _ in upserted)
     updated = int((hit & ~index.deleted).sum())
     metrics = {"num_target_rows_inserted": upserts - updated, "num_target_rows_updated": updated,
                "num_target_rows_deleted": int((hit & index.deleted).sum()),
@@ -166,8 +170,14 @@ def _rewrite(fragment: Any, key: str, index: KeyIndex, schema: pa.Schema, data: 
                 at += rows.num_rows
                 data.add(rows.filter(pa.array(~gone)))
                 if feed is not None and gone.any():
-                    kinds = np.where(index.deleted[where[gone]], "delete", "update_preimage")
-                    feed.add(rows.filter(pa.array(gone)).append_column(_CHANGE_TYPE, pa.array(kinds)))
+                    kinds = _change_types(index.deleted[where[gone]], "delete", "update_preimage")
+                    feed.add(rows.filter(pa.array(gone)).append_column(_CHANGE_TYPE, kinds))
+
+
+def _change_types(mask: np.ndarray, when: str, otherwise: str) -> pa.Array:
+    """The change data's ``_change_type`` column: ``when`` where ``mask`` is true, else ``otherwise``
+    (taken from a two-value array: a NumPy array of texts would be converted value by value)."""
+    return pa.array([otherwise, when]).take(pa.array(mask.astype(np.int8)))
 
 
 def _touched(parquet: pq.ParquetFile, group: int, key: str, index: KeyIndex,
