@@ -140,3 +140,18 @@ def test_a_file_whose_rows_are_all_touched_is_replaced_whole(tmp_path: Path) -> 
     assert metrics == {"num_target_rows_inserted": 1, "num_target_rows_updated": 99, "num_target_rows_deleted": 3,
                        "num_target_files_removed": 2, "num_target_files_added": 3}
     assert DeltaTable(path).transaction_version("p") == 0
+
+
+@pytest.mark.parametrize("spread", [1, 1000])
+def test_a_key_index_finds_keys_as_a_binary_search_does(spread: int) -> None:
+    """Keys close together are looked up by their offset (``_Dense``), others by a binary search:
+    both give every key looked up its place among the keys touched and whether it is one."""
+    rng = np.random.default_rng(spread)
+    touched = np.unique(rng.integers(-500, 500, size=400) * spread)
+    index = KeyIndex([TablePiece(source(touched.tolist(), 1), AFTER_PENDING)], "id")
+    assert (index._dense is not None) == (spread == 1)
+    asked = np.concatenate([touched, rng.integers(-700 * spread, 700 * spread, size=2000), [2**62, -(2**62)]])
+    place, found = index.touched(asked)
+    assert found.tolist() == np.isin(asked, touched).tolist()
+    assert (index.keys[place[found]] == asked[found]).all()
+    assert ((place >= 0) & (place < len(index.keys))).all()

@@ -149,6 +149,7 @@ class KeyIndex:
             self.repeated = np.empty(0, dtype=np.int64)
         del twice
         self.keys = keys  # every key touched, sorted, once
+        self._dense = _Dense.of(keys)
         self.winner = np.full(len(self.repeated), -1, dtype=np.int64)  # a repeated key: the order that wins
         if len(self.repeated):
             for piece in pieces:
@@ -159,7 +160,7 @@ class KeyIndex:
         for piece in pieces:
             rows = piece.read([key, DELETE_FLAG, *piece.order_columns()])
             wins = self.wins(piece, rows)
-            place, _ = _lookup(self.keys, rows.column(key).to_numpy()[wins])
+            place, _ = self.touched(rows.column(key).to_numpy()[wins])
             self.deleted[place] = rows.column(DELETE_FLAG).to_numpy(zero_copy_only=False)[wins]
 
     def wins(self, piece: Piece, rows: pa.Table) -> np.ndarray:
@@ -174,12 +175,45 @@ class KeyIndex:
 
     def touched(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """For each of ``keys``: its place among the keys touched, and whether it is one of them."""
+        if self._dense is not None:
+            return self._dense.lookup(keys)
         return _lookup(self.keys, keys)
 
     def any_between(self, low: int, high: int) -> bool:
         """Whether a key touched lies in ``[low, high]``."""
         at = int(np.searchsorted(self.keys, low, side="left"))
         return at < len(self.keys) and int(self.keys[at]) <= high
+
+
+class _Dense:
+    """The places of keys that lie close together, by their offset from the lowest: a lookup is an
+    index into an array, not a binary search (a batch that touched a range of a table's keys)."""
+
+    SPAN = 4  # at most this many slots per key, 4 bytes each: half the bytes of the keys again at most
+
+    def __init__(self, low: int, places: np.ndarray) -> None:
+        self.low, self.places = low, places
+
+    @classmethod
+    def of(cls, keys: np.ndarray) -> _Dense | None:
+        if not len(keys) or len(keys) >= 1 << 31:
+            return None
+        low, span = int(keys[0]), int(keys[-1]) - int(keys[0]) + 1
+        if span > cls.SPAN * len(keys):
+            return None
+        places = np.full(span, -1, dtype=np.int32)
+        places[keys - low] = np.arange(len(keys), dtype=np.int32)
+        return cls(low, places)
+
+    def lookup(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """As ``_lookup`` gives for the keys these places were made of (a key not there: place 0)."""
+        offsets = keys.astype(np.int64, copy=False) - self.low
+        inside = (offsets >= 0) & (offsets < len(self.places))
+        place = np.full(len(keys), -1, dtype=np.int64)
+        place[inside] = self.places[offsets[inside]]
+        found = place >= 0
+        place[~found] = 0
+        return place, found
 
 
 def _lookup(sorted_keys: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
