@@ -144,6 +144,7 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         else:  # ReadAllAvailable: the engine asks for everything (e.g. Trigger.Once)
             max_rows = max_bytes = None
         if self._planner is not None:
+            self._planner.finish_reading()  # what it reads now is the last it reads for this batch
             self._planner.wait_for_batch(begin, max_rows, max_bytes, self._target)
             if self._planner.reading:  # it has read this batch whole and reads on while the batch runs
                 return self._planner.choose_end(begin, max_rows, max_bytes, self._target).to_json()
@@ -155,6 +156,8 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         target = self._target
         if not planner.at_end and (target is None or precedes(end, target)):
             planner.read_ahead_later(max_rows, max_bytes, target, since=end)  # the next batch's, while this one runs
+        elif target is None:  # at the binlog's end: follow on while this batch runs and after
+            planner.read_ahead_later(max_rows, max_bytes, None, since=end, read_first=False)
         return end.to_json()
 
     @typed_failures
