@@ -11,9 +11,8 @@ transactions, or a piece of one transaction larger than that. Each part becomes
 
 Every file is written whole, in one PUT on an object store, the files of a range side by side
 (``Uploads``: the range's descriptors are handed on only once all are in the lake). The change-log
-files are written on a thread of the writer's own, in order, while the task decodes on
-(``PartWriter._changelog``). A part of an
-open transaction is handed out by the capture before the transaction commits
+files are written on the writer's own threads while the task decodes on (``PartWriter._changelog``).
+A part of an open transaction is handed out by the capture before the transaction commits
 (``CaptureConfig.hold_columns`` calls ``hold``): its MERGE sources are staged at once, but its
 change-log rows carry the transaction's commit time, known only at its commit, so they wait in an
 anonymous temporary file of the task's machine (``TMPDIR``; nothing of it outlives the process) and
@@ -25,9 +24,11 @@ The staged sources are named by the range's start and the part's number, so a re
 the same names over again with the same content; change-log files have names of their own
 (``lake.data_files``), and an attempt's that no commit named are what ``VACUUM`` removes.
 
-The writer's thread also builds a held part's MERGE sources and its temporary file (``hold``), so
-that the task goes on decoding the transaction meanwhile; it takes its work in order, and at most
-two pieces of work wait for it, which bounds what the task holds.
+The writer's threads also build a held part's MERGE sources and its temporary file (``hold``), so
+that the task goes on decoding the transaction meanwhile. They take their work in order, two at a
+time (a large transaction's held change-log files are all written at its commit, and two threads
+write them in half the time), and at most ``_QUEUED`` pieces of work wait for them or are under
+way, which bounds what the task holds.
 """
 
 from __future__ import annotations
@@ -68,6 +69,10 @@ T = TypeVar("T")
 # well in, and which are written and read back faster than the plain bytes.
 _SPILL: Final = pa.ipc.IpcWriteOptions(compression="lz4" if pa.Codec.is_available("lz4_frame") else None)
 
+# The writer's threads, and how many pieces of its work (each a part's rows) wait or are under way.
+_WRITERS: Final = 2
+_QUEUED: Final = 3
+
 # Delta data skipping reads these bounds: exact ones for the short columns, none for the images.
 _BOUNDED: Final = ("op", "db", "table", "file", "gtid", "pos", "row", "batch_id", "seq")
 
@@ -79,7 +84,7 @@ def layout_key(columns: Iterable[Any], primary_key: Iterable[str]) -> str:
 
 @dataclass(frozen=True, slots=True)
 class HeldPart:
-    """A part of an open transaction, ``rows`` change-log rows: once the writer's thread has done
+    """A part of an open transaction, ``rows`` change-log rows: once a writer's thread has done
     with it (``staged``), its staged sources' descriptors and its change-log rows, waiting for the
     commit time in a temporary file (an Arrow IPC stream, its buffers LZ4 frames)."""
 
@@ -164,7 +169,7 @@ class PartWriter:
         self._catalog = catalog
         self._parts = 0
         self.uploads = Uploads(store)
-        self._thread: ThreadPoolExecutor | None = None  # the writer's thread: its work in order
+        self._thread: ThreadPoolExecutor | None = None  # the writer's threads: their work begun in order
         self._writing: deque[Future[Any]] = deque()
 
     def done(self) -> None:
@@ -197,7 +202,7 @@ class PartWriter:
 
     def hold(self, rows: Any, gtid: str | None) -> HeldPart:
         """``CaptureConfig.hold_columns``: a part of an open transaction's rows (the core's
-        ``ChangeRows``), its sources staged and its change-log rows spilled on the writer's thread,
+        ``ChangeRows``), its sources staged and its change-log rows spilled on the writer's threads,
         those rows kept until ``committed``. The part is typed by the catalog in force now."""
         typed = rows.typed
         batch = columns_batch(rows, gtid=gtid)  # the rows are one transaction's: no copy to give each its GTID
@@ -216,8 +221,9 @@ class PartWriter:
 
     def _changelog(self, count: int, rows: Callable[[], pa.Table]) -> Future[ChangelogFile]:
         """The change-log file of ``count`` rows (``rows()`` makes them), written on the writer's own
-        thread while the task decodes on: Parquet's encoding and compression hold no lock Python's
-        other thread needs. ``done`` waits for it; at most two wait."""
+        threads while the task decodes on: Parquet's encoding and compression hold no lock Python's
+        other threads need. ``done`` waits for it. Its content is settled here, whichever order the
+        files are written in."""
         # The range's parts are written in binlog order, so its rows are numbered on from part to part.
         batch_first, index, done = self._seq
         first = range_first(batch_first, index, done + count) + done
@@ -225,12 +231,12 @@ class PartWriter:
         return self._submit(lambda: self._changelog_file(rows(), first))
 
     def _submit(self, work: Callable[[], T]) -> Future[T]:
-        """``work`` on the writer's thread, after the work handed to it before; first waits until
-        at most one piece of work waits for it."""
-        while len(self._writing) >= 2:
+        """``work`` on the writer's threads, begun after the work handed to them before; first waits
+        until fewer than ``_QUEUED`` pieces of work wait or are under way."""
+        while len(self._writing) >= _QUEUED:
             self._writing.popleft().result()
         if self._thread is None:
-            self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sluice-changes")
+            self._thread = ThreadPoolExecutor(max_workers=_WRITERS, thread_name_prefix="sluice-changes")
         future = self._thread.submit(work)
         self._writing.append(future)
         return future
