@@ -10,18 +10,16 @@ its own) and ``ranges`` splits a batch into ``RangePartition``s for the executor
 ``rowsPerPartition`` rows or ``bytesPerPartition`` bytes each, and at least one per core. With
 ``inFlightTo`` it reports what it is reading (``in_flight``).
 
-Between batches the read-ahead thread keeps following: once at the binlog's end it asks the
-server where its binlog ends every ``IDLE_POLL`` seconds (one query on a connection of its own)
-and reads what was written since, so that a large transaction committed between two triggers is
-read before the next one asks for it. The next ``latestOffset`` ends that (``finish_reading``).
+Between batches the read-ahead thread follows on from the binlog's end (``follow_on``), so that a
+large transaction committed between two triggers is read before the next one asks for it; the next
+``latestOffset`` ends that (``finish_reading``).
 """
 
 from __future__ import annotations
 
-import logging
 import os
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -32,19 +30,13 @@ from sluice.cdc.capture import ChangeCapture
 from sluice.cdc.follow import follow
 from sluice.cdc.schema import Catalog
 from sluice.errors import ConfigError
-from sluice.io.connection import Connection
-from sluice.io.replication import BinlogStatus, server_binlog_status
+from sluice.spark.source.follow_on import FollowOn
 from sluice.spark.source.in_flight import report_in_flight
 
 if TYPE_CHECKING:
     from sluice.spark.source.options import SourceOptions
 
-__all__ = ["IDLE_POLL", "BatchPlanner", "RangePartition", "offset_checkpoint"]
-
-log = logging.getLogger(__name__)
-
-#: Seconds between two looks at the server's binlog end while the read-ahead thread is idle.
-IDLE_POLL = 0.1
+__all__ = ["BatchPlanner", "RangePartition", "offset_checkpoint"]
 
 
 def offset_checkpoint(offset: Mapping[str, Any]) -> Checkpoint:
@@ -109,7 +101,7 @@ class BatchPlanner:
     _failure: BaseException | None = None
     _stopping: bool = False
     _reporter: threading.Thread | None = None
-    _finish: threading.Event = field(default_factory=threading.Event)
+    _following: FollowOn | None = None
 
     def in_flight(self) -> dict[str, Any]:
         """What was read and not yet committed (``sluice.spark.source.in_flight``): the open
@@ -166,14 +158,16 @@ class BatchPlanner:
         binlog's end, without a ``target``, the thread follows on (module docstring) until
         ``finish_reading``; ``read_first=False``: the planner is at the end already, and the thread
         only follows on."""
-        self._finish.clear()
+        following = self._following = (FollowOn(self.options.follow_config().connection, self._lock)
+                                       if target is None else None)
 
         def run() -> None:
             try:
                 if read_first:
                     self.read_ahead(want_rows, want_bytes, target, since, through_ddl=True)
-                if target is None:
-                    _follow_idle(self, lambda: self.read_ahead(want_rows, want_bytes, None, since, through_ddl=True))
+                if following is not None:
+                    following.run(lambda: self.at_end, lambda: self._stopping,
+                                  lambda: self.read_ahead(want_rows, want_bytes, None, since, through_ddl=True))
             except BaseException as exc:  # raised by the next join, where a read would have raised it
                 self._failure = exc
             finally:
@@ -184,14 +178,17 @@ class BatchPlanner:
         self._thread.start()
 
     def finish_reading(self) -> None:
-        """The read-ahead thread stops following once it is at the binlog's end (a read under way
-        goes on to there); ``wait_for_batch`` and ``join`` then see it end."""
-        self._finish.set()
+        """The read-ahead thread stops following on (a read under way goes on to the binlog's end);
+        ``wait_for_batch`` and ``join`` then see it end, or idle."""
+        if self._following is not None:
+            self._following.finish()
 
     @property
     def reading(self) -> bool:
-        """Whether a ``read_ahead_later`` thread is still reading."""
-        return self._thread is not None and self._thread.is_alive()
+        """Whether a ``read_ahead_later`` thread is still reading (not idle between reads)."""
+        following = self._following
+        return (self._thread is not None and self._thread.is_alive()
+                and not (following is not None and following.idle))
 
     def wait_for_batch(self, start: Checkpoint, max_rows: int | None, max_bytes: int | None,
                        target: Checkpoint | None) -> None:
@@ -221,8 +218,10 @@ class BatchPlanner:
 
     def join(self) -> None:
         """Wait for a ``read_ahead_later`` thread and raise what it raised."""
-        thread, self._thread = self._thread, None
-        if thread is not None:
+        thread, following = self._thread, self._following
+        self._thread = None
+        # A thread asked to finish and idle reads nothing more: it ends on its own.
+        if thread is not None and not (following is not None and following.idle and following.asked.is_set()):
             thread.join()
         failure, self._failure = self._failure, None
         if failure is not None:
@@ -315,31 +314,6 @@ class BatchPlanner:
             group[0].start.to_json(), group[-1].end.to_json(), group[0].catalog.to_json(), self.flavor,
             sum(g.rows for g in group),
         )
-
-
-def _follow_idle(planner: BatchPlanner, read: Callable[[], None]) -> None:
-    """While ``planner`` is at the binlog's end and not asked to finish: ``read`` again whenever the
-    server's binlog end moved. A failure to ask the server ends this quietly: the next batch's own
-    read meets it, and says so."""
-    conn: Connection | None = None
-    seen: BinlogStatus | None = None
-    try:
-        while planner.at_end and not planner._stopping:
-            try:
-                if conn is None:
-                    conn = Connection.open(planner.options.follow_config().connection)
-                status = server_binlog_status(conn)
-            except Exception as exc:  # see the docstring
-                log.debug("binlog planner: looking at the binlog's end failed: %s", exc)
-                return
-            if seen is not None and (status.file, status.pos) != (seen.file, seen.pos):
-                read()
-            seen = status
-            if planner._finish.wait(IDLE_POLL):
-                return
-    finally:
-        if conn is not None:
-            conn.close()
 
 
 _MIN_RANGE_ROWS = 10_000
