@@ -12,7 +12,9 @@ and after the pieces before it.
 ``KeyIndex`` is what a MERGE in passes (``sluice.lake.mirror.passes``) knows of the keys, from the
 pieces' key columns only: the sorted keys touched, which of them end deleted, and for a key that
 more than one piece carries, the order of the piece whose row wins. A single integer key is held as
-8 bytes per key touched (16 more per key that comes twice), whatever the width of the rows.
+8 bytes per key touched (16 more per key that comes twice), whatever the width of the rows; keys
+that lie close together also get an array of their places by offset, at most 16 bytes per key,
+which a lookup indexes instead of searching.
 """
 
 from __future__ import annotations
