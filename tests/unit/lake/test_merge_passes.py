@@ -155,3 +155,14 @@ def test_a_key_index_finds_keys_as_a_binary_search_does(spread: int) -> None:
     assert found.tolist() == np.isin(asked, touched).tolist()
     assert (index.keys[place[found]] == asked[found]).all()
     assert ((place >= 0) & (place < len(index.keys))).all()
+
+
+def test_keys_at_the_ends_of_the_64_bit_range_are_found_or_not_as_they_are() -> None:
+    top = 2**63 - 1
+    for touched in ([top - 2, top - 1, top], [-(2**63), -(2**63) + 1]):
+        index = KeyIndex([TablePiece(source(touched, 1), AFTER_PENDING)], "id")
+        assert index._dense is not None
+        asked = np.array([top, -(2**63), 0, top - 3, -(2**63) + 2, *touched], dtype=np.int64)
+        place, found = index.touched(asked)
+        assert found.tolist() == [int(k) in touched for k in asked]
+        assert (index.keys[place[found]] == asked[found]).all()

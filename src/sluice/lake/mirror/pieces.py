@@ -191,7 +191,7 @@ class _Dense:
     """The places of keys that lie close together, by their offset from the lowest: a lookup is an
     index into an array, not a binary search (a batch that touched a range of a table's keys)."""
 
-    SPAN = 4  # at most this many slots per key, 4 bytes each: half the bytes of the keys again at most
+    SPAN = 4  # at most this many slots per key, 4 bytes each: twice the keys' own 8 bytes at most
 
     def __init__(self, low: int, places: np.ndarray) -> None:
         self.low, self.places = low, places
@@ -209,10 +209,10 @@ class _Dense:
 
     def lookup(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """As ``_lookup`` gives for the keys these places were made of (a key not there: place 0)."""
-        offsets = keys.astype(np.int64, copy=False) - self.low
-        inside = (offsets >= 0) & (offsets < len(self.places))
+        keys = keys.astype(np.int64, copy=False)
+        inside = (keys >= self.low) & (keys <= self.low + len(self.places) - 1)  # no offset taken that could wrap
         place = np.full(len(keys), -1, dtype=np.int64)
-        place[inside] = self.places[offsets[inside]]
+        place[inside] = self.places[keys[inside] - self.low]
         found = place >= 0
         place[~found] = 0
         return place, found
