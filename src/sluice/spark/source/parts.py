@@ -26,9 +26,8 @@ the same names over again with the same content; change-log files have names of 
 
 The writer's threads also build a held part's MERGE sources and its temporary file (``hold``), so
 that the task goes on decoding the transaction meanwhile. They take their work in order, two at a
-time (a large transaction's held change-log files are all written at its commit, and two threads
-write them in half the time), and at most ``_QUEUED`` pieces of work wait for them or are under
-way, which bounds what the task holds.
+time (a large transaction's held change-log files are all written at its commit, side by side), and
+at most ``_QUEUED`` pieces of work wait for them or are under way, which bounds what the task holds.
 """
 
 from __future__ import annotations
@@ -198,7 +197,7 @@ class PartWriter:
         if not rows.num_rows:
             return []
         out: list[Descriptor | Future[ChangelogFile]] = [self._changelog(rows.num_rows, lambda: rows)]
-        return out + self._sources(rows, typed)
+        return out + self._sources(rows, typed, self._catalog(), self._next_part())
 
     def hold(self, rows: Any, gtid: str | None) -> HeldPart:
         """``CaptureConfig.hold_columns``: a part of an open transaction's rows (the core's
@@ -258,14 +257,9 @@ class PartWriter:
         self._parts += 1
         return part
 
-    def _sources(self, rows: pa.Table, typed: Sequence[dict[Any, Any]], catalog: Catalog | None = None,
-                 part: int | None = None) -> list[Descriptor]:
-        """A part's DDL and MERGE sources, typed by ``catalog`` (default: now's), named by its
-        number ``part`` (default: the next)."""
-        if part is None:
-            part = self._next_part()
-        if catalog is None:
-            catalog = self._catalog()
+    def _sources(self, rows: pa.Table, typed: Sequence[dict[Any, Any]], catalog: Catalog,
+                 part: int) -> list[Descriptor]:
+        """A part's DDL and MERGE sources, typed by ``catalog``, named by its number ``part``."""
         out: list[Descriptor] = []
         is_ddl = pc.equal(rows.column("op"), "ddl")
         if pc.any(is_ddl).as_py():
