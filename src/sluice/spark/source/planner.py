@@ -217,7 +217,8 @@ class BatchPlanner:
         return False
 
     def join(self) -> None:
-        """Wait for a ``read_ahead_later`` thread and raise what it raised."""
+        """Wait for a ``read_ahead_later`` thread (not for one that finishes idle, which reads nothing
+        more) and raise what it raised."""
         thread, following = self._thread, self._following
         self._thread = None
         # A thread asked to finish and idle reads nothing more: it ends on its own.
