@@ -113,7 +113,7 @@ def test_a_compaction_on_an_object_store_packs_its_bins_side_by_side(s3_server, 
 
 def test_a_pending_tables_files_are_read_side_by_side(s3_server, tmp_path):
     """A MERGE of a large mirror reads its pending table whole: its data files side by side (a footer
-    and a body each), not four at a time, which on an object store was two round trips per four."""
+    and a body each), not four at a time as pyarrow's default does, two round trips per four files."""
     with ProxyProcess(s3_server.port, tmp_path / "requests.jsonl", latency=0.025) as proxy:
         lake = open_lake(f"s3://{s3_server.bucket}/pendingread", {**s3_server.storage_options(),
                                                                   "AWS_ENDPOINT_URL": proxy.url})
@@ -127,7 +127,7 @@ def test_a_pending_tables_files_are_read_side_by_side(s3_server, tmp_path):
     assert rows is not None and rows.column("id").to_pylist()[-2:] == [15, 115]
     reads = [a for a in answered if a.kind == "GET" and "/part-" in a.key]
     assert len({a.key for a in reads}) == 16
-    # footers, then bodies, as many at once as pyarrow's I/O threads (8): 4 where four at a time took 8
+    # footers, then bodies, as many at once as pyarrow's I/O threads (8): 4 round trips for the 16 files
     assert sequential_round_trips(reads) <= 4
 
 
