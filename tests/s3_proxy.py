@@ -140,6 +140,16 @@ def sequential_round_trips(answered: list[Answered]) -> int:
     return chain
 
 
+def most_in_flight(answered: list[Answered]) -> int:
+    """The most requests under way at one moment (sent, not yet answered)."""
+    moments = sorted([(a.started, 1) for a in answered] + [(a.ended, -1) for a in answered])
+    under_way = most = 0
+    for _, step in moments:  # at a tie an answer (-1) comes before a sending
+        under_way += step
+        most = max(most, under_way)
+    return most
+
+
 class _Handler(http.server.BaseHTTPRequestHandler):
     upstream: tuple[str, int]
     strip_conditions: bool
