@@ -4,7 +4,8 @@
 ``mariadb11_server`` (MariaDB 11.8 LTS) are started once per session on free ports and stopped at
 its end, also when tests fail. A server that cannot be started makes every test using it ERROR
 with the reason (missing binaries, the server's error log): server suites are never skipped.
-Tests that need a server of their own with other settings use ``sandbox_factory``. ``s3_server`` is
+Tests that need a server of their own with other settings use ``sandbox_factory`` (stopped at the
+test's end; ``module_sandbox_factory`` for a module's fixtures). ``s3_server`` is
 a real S3 API server (moto's) for lakes on object storage.
 
 ``server`` runs a test on MariaDB 10.11 and MySQL 9.x, ``server3`` on MariaDB 11.8 too; a suite
@@ -155,37 +156,53 @@ def s3_server() -> Iterator[S3Sandbox]:
         yield server
 
 
-@pytest.fixture(scope="session")
-def sandbox_factory() -> Iterator[SandboxFactory]:
-    """``sandbox_factory("mysql", settings={"binlog_checksum": "NONE"})`` -> a started ``Sandbox``;
-    with ``replica_of=primary`` (and ``replication=ReplicationOptions(...)``) a replica of that
-    sandbox, caught up (``sluice.sandbox.replication``: promote it with ``promote``).
+class _Servers:
+    """A fixture's ``SandboxFactory``: ``servers("mysql", settings={"binlog_checksum": "NONE"})`` -> a
+    started ``Sandbox``; with ``replica_of=primary`` (and ``replication=ReplicationOptions(...)``) a
+    replica of that sandbox, caught up (``sluice.sandbox.replication``: promote it with ``promote``).
+    ``stop_all`` stops every server it started, the last started first."""
 
-    Every server it starts is stopped at the end of the session (call ``.stop()`` to stop one
-    earlier).
-    """
-    started: list[Sandbox] = []
+    def __init__(self) -> None:
+        self.started: list[Sandbox] = []
 
-    def start(flavor: Flavor, *, settings: Mapping[str, str] | None = None, port: int | None = None,
-              workdir: Path | None = None, replica_of: Sandbox | None = None,
-              replication: ReplicationOptions | None = None) -> Sandbox:
+    def __call__(self, flavor: Flavor, *, settings: Mapping[str, str] | None = None, port: int | None = None,
+                 workdir: Path | None = None, replica_of: Sandbox | None = None,
+                 replication: ReplicationOptions | None = None) -> Sandbox:
         if replica_of is not None:
             assert replica_of.flavor == flavor, f"a {flavor} replica of a {replica_of.flavor} sandbox"
             server = start_replica(replica_of, replication, settings=settings, port=port, workdir=workdir)
         else:
             server = Sandbox.start(flavor, settings=settings or {}, port=port, workdir=workdir)
-        started.append(server)
+        self.started.append(server)
         return server
 
-    yield start
-    errors = []
-    for server in reversed(started):
-        try:
-            server.stop()
-        except Exception as exc:  # stop the others anyway, then report
-            errors.append(exc)
-    if errors:
-        raise errors[0]
+    def stop_all(self) -> None:
+        errors = []
+        for server in reversed(self.started):
+            try:
+                server.stop()
+            except Exception as exc:  # stop the others anyway, then report
+                errors.append(exc)
+        self.started.clear()
+        if errors:
+            raise errors[0]
+
+
+@pytest.fixture
+def sandbox_factory() -> Iterator[SandboxFactory]:
+    """Servers of the test's own (``_Servers``), stopped when the test ends (``.stop()`` stops one
+    earlier): a server costs half a gigabyte, and a run starts dozens."""
+    servers = _Servers()
+    yield servers
+    servers.stop_all()
+
+
+@pytest.fixture(scope="module")
+def module_sandbox_factory() -> Iterator[SandboxFactory]:
+    """Servers for a module's fixtures (``_Servers``), stopped when the module's tests are done."""
+    servers = _Servers()
+    yield servers
+    servers.stop_all()
 
 
 @pytest.fixture(scope="session")

@@ -42,10 +42,11 @@ def _sluice(*argv: str) -> tuple[list[dict[str, Any]], str]:
 
 @pytest.fixture(scope="module", params=[pytest.param("mariadb", marks=pytest.mark.mariadb),
                                         pytest.param("mysql", marks=pytest.mark.mysql)])
-def archived(request: pytest.FixtureRequest, sandbox_factory: Any, tmp_path_factory: Any) -> tuple[Any, Path, Path]:
+def archived(request: pytest.FixtureRequest, module_sandbox_factory: Any,
+             tmp_path_factory: Any) -> tuple[Any, Path, Path]:
     """A server of the flavor with its default metadata, the archived file (its tables' CREATE TABLE
     purged, ``arch.later`` altered after it) and ``mysqldump --no-data arch`` taken after the ALTER."""
-    server = sandbox_factory(request.param)
+    server = module_sandbox_factory(request.param)
     server.sql(f"CREATE DATABASE arch; {ITEMS}; {LATER}")
     server.sql("FLUSH BINARY LOGS")
     server.sql(WORKLOAD)

@@ -68,10 +68,10 @@ def _history(lake: Path, table: str) -> list[dict[str, Any]]:
 
 
 @pytest.fixture(scope="module")
-def replayed(sandbox_factory: Any) -> Any:
+def replayed(module_sandbox_factory: Any) -> Any:
     """A fresh MariaDB that ran the SQL the old lake was written from, at the same positions, then ``AFTER``."""
     manifest = json.loads((DATA / "manifest.json").read_text())
-    server = sandbox_factory("mariadb")
+    server = module_sandbox_factory("mariadb")
     server.sql((DATA / "setup.sql").read_text())
     assert _position(server) == manifest["after_setup"], (
         f"MariaDB {server.version} wrote setup.sql to other positions than {manifest['server']} did: "

@@ -177,12 +177,12 @@ def _history_has_checkpoints(lake: Path) -> None:
 
 
 @pytest.fixture(scope="module", params=THREE_FLAVORS)
-def purged(request, sandbox_factory, tmp_path_factory):
+def purged(request, module_sandbox_factory, tmp_path_factory):
     """``_purged_lake`` once a flavor, and the transactions after the stream's position that the
     server no longer has, as it says right after the purge. Each test works on a copy of the lake
     (``_copy``); what a test writes to the server comes after the purge, so for the other the
     position is still purged and the same transactions missing."""
-    server, lake, at = _purged_lake(request.param, sandbox_factory, tmp_path_factory.mktemp(request.param))
+    server, lake, at = _purged_lake(request.param, module_sandbox_factory, tmp_path_factory.mktemp(request.param))
     return server, lake, at, _missing(server, at.gtid_set or "")
 
 

@@ -172,9 +172,9 @@ def test_kill_9_at_random_points_loses_and_repeats_nothing(server, tmp_path):
 
 
 @pytest.fixture(scope="module", params=FLAVORS)
-def own_server(request, sandbox_factory):
+def own_server(request, module_sandbox_factory):
     """A server of the module's own, free to be restarted and to lose its binlogs."""
-    server = sandbox_factory(request.param)
+    server = module_sandbox_factory(request.param)
     yield server
     server.stop()
 

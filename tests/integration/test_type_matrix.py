@@ -281,9 +281,9 @@ def _version(conn: Connection) -> tuple[int, ...]:
 
 
 @pytest.fixture(scope="module", params=FLAVORS)
-def capture(request, sandbox_factory) -> Capture:
+def capture(request, module_sandbox_factory) -> Capture:
     flavor = request.param
-    server = sandbox_factory(flavor, settings=SETTINGS)
+    server = module_sandbox_factory(flavor, settings=SETTINGS)
     config = parse_dsn(server.dsn())
     with Connection.open(config) as conn:
         cols = columns(flavor, _version(conn))
