@@ -32,8 +32,8 @@ from dataclasses import dataclass
 from typing import Any
 
 __all__ = [
-    "KINDS", "Answered", "ProxyProcess", "RequestLog", "S3Proxy", "S3Request", "read_log", "request_key",
-    "request_kind", "sequential_round_trips",
+    "KINDS", "Answered", "ProxyProcess", "RequestLog", "S3Proxy", "S3Request", "most_in_flight", "read_log",
+    "request_key", "request_kind", "sequential_round_trips",
 ]
 
 #: The kinds of request a lake makes, as ``request_kind`` names them.

@@ -1,11 +1,11 @@
-"""The S3 proxy's bookkeeping that the round-trip bench reads: each request's kind, and the longest
-chain of requests sent one after another."""
+"""The S3 proxy's bookkeeping that the round-trip bench reads: each request's kind, the longest
+chain of requests sent one after another, and the most requests under way at once."""
 
 from __future__ import annotations
 
 import pytest
 
-from tests.s3_proxy import Answered, request_kind, sequential_round_trips
+from tests.s3_proxy import Answered, most_in_flight, request_kind, sequential_round_trips
 
 pytestmark = pytest.mark.unit
 
@@ -36,3 +36,10 @@ def test_round_trips_count_the_requests_sent_one_after_another():
     # two side by side, then one after both, then two more in a chain beside a long one
     answered = [_at(0, 1), _at(0, 1.2), _at(1.3, 2), _at(2, 3), _at(3, 4), _at(2, 4)]
     assert sequential_round_trips(answered) == 4
+
+
+def test_most_in_flight_counts_the_requests_under_way_at_one_moment():
+    assert most_in_flight([]) == 0
+    assert most_in_flight([_at(0, 1), _at(1, 2), _at(2, 3)]) == 1  # one answered as the next is sent
+    assert most_in_flight([_at(0, 1), _at(0.5, 1.5), _at(0.9, 2), _at(1.2, 3)]) == 3
+    assert most_in_flight([_at(0, 1)] * 4 + [_at(1, 2)] * 4) == 4  # two rounds of four
