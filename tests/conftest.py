@@ -191,7 +191,7 @@ class _Servers:
 @pytest.fixture
 def sandbox_factory() -> Iterator[SandboxFactory]:
     """Servers of the test's own (``_Servers``), stopped when the test ends (``.stop()`` stops one
-    earlier): a server costs half a gigabyte, and a run starts dozens."""
+    earlier), so that the servers of a whole run are never up at once."""
     servers = _Servers()
     yield servers
     servers.stop_all()
